@@ -1,0 +1,440 @@
+#include "core/engine/engine.h"
+
+#include <algorithm>
+#include <memory>
+
+#include "core/common/byte_size.h"
+#include "core/common/log.h"
+
+namespace pump {
+
+struct Engine::PolicyHost {
+  pump_policy_host_v1_t table;  // first member: the C side holds a pointer to it
+  Engine* engine;
+};
+
+namespace {
+
+// The kernel ranges of the last before_kernel on this thread, for after_kernel.
+thread_local std::vector<Range> t_kernel_ranges;
+thread_local uint64_t t_kernel_seq = 0;
+thread_local std::vector<Block*> t_pieces;
+
+const Config& default_config() {
+  static const Config config;
+  return config;
+}
+
+bool later(const Fence& a, const Fence& b) { return a.value > b.value; }
+
+}  // namespace
+
+Engine& Engine::from(const pump_policy_host_v1_t* host) {
+  return *reinterpret_cast<const PolicyHost*>(host)->engine;
+}
+
+Engine::Engine(DeviceBackend& backend, const pump_policy_v1_t* policy, const EngineOptions& options,
+               const Config* config)
+    : backend_(backend),
+      policy_(policy),
+      config_(config ? config : &default_config()),
+      budget_(options.budget_bytes ? options.budget_bytes : backend.device_memory_bytes()),
+      tracker_(options.split_granularity),
+      prefetch_on_alloc_(options.prefetch_on_alloc),
+      host_(std::make_unique<PolicyHost>()) {
+  pump_policy_host_v1_t& t = host_->table;
+  t.struct_size = sizeof(pump_policy_host_v1_t);
+  t.abi_version = PUMP_POLICY_ABI_V1;
+  t.log = &Engine::svc_log;
+  t.get_config = &Engine::svc_get_config;
+  t.get_budget = &Engine::svc_get_budget;
+  t.find_block = &Engine::svc_find_block;
+  t.eviction_candidates = &Engine::svc_eviction_candidates;
+  t.prefetch = &Engine::svc_prefetch;
+  t.evict = &Engine::svc_evict;
+  host_->engine = this;
+
+  if (policy_) {
+    pump_status_v1_t status = policy_->init ? policy_->init(&host_->table, &policy_ctx_) : PUMP_ERR_INTERNAL;
+    if (status != PUMP_OK) {
+      log(LogLevel::kError,
+          "policy '%s' failed to initialize (status %d): running without a policy "
+          "(no prefetch, least-recently-used eviction under the budget)",
+          policy_->name ? policy_->name : "?", static_cast<int>(status));
+      policy_ = nullptr;
+      policy_ctx_ = nullptr;
+    }
+  }
+}
+
+Engine::~Engine() {
+  if (policy_ && policy_->fini) policy_->fini(policy_ctx_);
+}
+
+// ---------------------------------------------------------------- allocations
+
+void Engine::on_alloc(uint64_t address, uint64_t bytes) {
+  std::lock_guard lock(mutex_);
+  if (!tracker_.add_allocation(address, bytes)) {
+    log(LogLevel::kWarn, "allocation [0x%llx, +%llu) overlaps a tracked block or is empty: not tracked",
+        static_cast<unsigned long long>(address), static_cast<unsigned long long>(bytes));
+    return;
+  }
+  ++stats_.allocations;
+  stats_.peak_tracked_bytes = std::max(stats_.peak_tracked_bytes, tracker_.tracked_bytes());
+  Block* block = tracker_.find(address);
+  if (policy_ && policy_->on_alloc) {
+    pump_block_v1_t view = snapshot(*block, false);
+    policy_->on_alloc(policy_ctx_, &view);
+  }
+  block = tracker_.find(address);  // the policy cannot split, but stay safe
+  if (prefetch_on_alloc_ && block && block->residency == PUMP_RESIDENT_HOST &&
+      tracker_.resident_bytes() + block->bytes <= budget_)
+    request_prefetch(*block, PUMP_WHEN_NOW);
+  submit_pending(0);
+}
+
+void Engine::on_free(uint64_t address) {
+  std::lock_guard lock(mutex_);
+  uint64_t bytes = tracker_.remove_allocation(address, [&](Block& b) {
+    if (policy_ && policy_->on_free) {
+      pump_block_v1_t view = snapshot(b, false);
+      policy_->on_free(policy_ctx_, &view);
+    }
+  });
+  if (bytes) ++stats_.frees;
+}
+
+// ---------------------------------------------------------------- kernels
+
+KernelTicket Engine::before_kernel(StreamId stream, const pump_extent_v1_t* extents, size_t count) {
+  std::lock_guard lock(mutex_);
+  ++stats_.kernels;
+  if (backend_.capturing(stream)) {
+    ++stats_.kernels_captured;
+    return {};
+  }
+  const uint64_t seq = ++seq_;
+
+  // Pass 1 splits blocks at every extent's boundaries; pass 2 (no more splits) marks
+  // the pieces, so a piece split after being marked is never lost.
+  for (size_t i = 0; i < count; ++i) {
+    t_pieces.clear();
+    if (extents[i].bytes && !tracker_.cover(extents[i].address, extents[i].bytes, &t_pieces))
+      stats_.bytes_unknown += extents[i].bytes;
+  }
+  kernel_blocks_.clear();
+  for (size_t i = 0; i < count; ++i) {
+    const pump_extent_v1_t& e = extents[i];
+    t_pieces.clear();
+    if (!e.bytes || !tracker_.cover(e.address, e.bytes, &t_pieces)) continue;
+    for (Block* p : t_pieces) {
+      if (p->kernel_mark != seq) {
+        p->kernel_mark = seq;
+        p->kernel_access = 0;
+        p->kernel_only_workspace = true;
+        kernel_blocks_.push_back(p);
+      }
+      p->kernel_access |= e.access;
+      if (e.role != PUMP_ROLE_WORKSPACE) p->kernel_only_workspace = false;
+      if (e.role != PUMP_ROLE_UNKNOWN) p->role = static_cast<pump_role_v1_t>(e.role);
+    }
+  }
+  if (kernel_blocks_.empty()) return {};
+  ++stats_.kernels_with_blocks;
+  current_seq_ = seq;
+
+  uint64_t touched = 0;
+  kernel_missing_bytes_ = 0;
+  for (Block* b : kernel_blocks_) {
+    touched += b->bytes;
+    if (b->residency != PUMP_RESIDENT_DEVICE) kernel_missing_bytes_ += b->bytes;
+  }
+  stats_.bytes_touched += touched;
+  build_kernel_view(seq, stream);
+  pump_kernel_v1_t kernel{seq, stream, kernel_view_.data(), kernel_view_.size()};
+
+  // Room first: every block of the kernel will be resident once it runs.
+  if (tracker_.resident_bytes() + kernel_missing_bytes_ > budget_) {
+    if (policy_ && policy_->on_pressure)
+      policy_->on_pressure(policy_ctx_, &kernel, tracker_.resident_bytes() + kernel_missing_bytes_ - budget_);
+    if (tracker_.resident_bytes() + kernel_missing_bytes_ > budget_)
+      fallback_make_room(tracker_.resident_bytes() + kernel_missing_bytes_ - budget_);
+    if (tracker_.resident_bytes() + kernel_missing_bytes_ > budget_) {
+      ++stats_.kernels_oversized;
+      PUMP_LOG_ONCE(LogLevel::kWarn,
+                    "a kernel needs %s resident but PUMP_GPU_BUDGET is %s (only %s could be freed): "
+                    "it runs on demand paging and the budget is exceeded while it runs",
+                    format_bytes(touched).c_str(), format_bytes(budget_).c_str(),
+                    format_bytes(budget_ - std::min(budget_, tracker_.resident_bytes())).c_str());
+    }
+  }
+
+  if (policy_) policy_->on_kernel(policy_ctx_, &kernel);
+
+  // What the policy did not prefetch faults in when the kernel runs.
+  for (Block* b : kernel_blocks_) {
+    if (b->residency != PUMP_RESIDENT_DEVICE) {
+      stats_.bytes_demand += b->bytes;
+      tracker_.set_resident(*b);
+    }
+  }
+  submit_pending(stream);
+
+  // Order: the kernel waits for the newest transfer it depends on.
+  Fence wait = kernel_wait_;
+  t_kernel_ranges.clear();
+  for (Block* b : kernel_blocks_) {
+    if (!b->ready.empty() && later(b->ready, wait)) wait = b->ready;
+    tracker_.touch(*b);
+    b->last_use = seq;
+    ++b->uses;
+    b->fence_pending = true;
+    b->dead = b->kernel_only_workspace;
+    if (!t_kernel_ranges.empty() && t_kernel_ranges.back().end() == b->address)
+      t_kernel_ranges.back().bytes += b->bytes;
+    else
+      t_kernel_ranges.push_back({b->address, b->bytes});
+  }
+  if (!wait.empty() && !backend_.done(wait)) backend_.stream_wait(stream, wait);
+  t_kernel_seq = seq;
+
+  stats_.peak_resident_bytes = std::max(stats_.peak_resident_bytes, tracker_.resident_bytes());
+  current_seq_ = 0;
+  kernel_wait_ = Fence{};
+  return {seq, stream};
+}
+
+void Engine::after_kernel(const KernelTicket& ticket, bool launched) {
+  if (ticket.seq == 0) return;
+  std::lock_guard lock(mutex_);
+  const Fence fence = launched ? backend_.mark(ticket.stream) : Fence{};
+  if (launched) {
+    auto it = std::find_if(last_fence_by_stream_.begin(), last_fence_by_stream_.end(),
+                           [&](const auto& p) { return p.first == ticket.stream; });
+    if (it == last_fence_by_stream_.end()) last_fence_by_stream_.emplace_back(ticket.stream, fence);
+    else it->second = fence;
+  }
+  if (t_kernel_seq != ticket.seq) return;  // misuse: tickets are per thread, used once
+  for (const Range& r : t_kernel_ranges) {
+    for (Block* b = tracker_.find(r.address); b && b->address < r.end(); b = tracker_.find(b->end())) {
+      if (b->last_use != ticket.seq) continue;
+      b->last_fence = fence;
+      b->fence_pending = false;
+    }
+  }
+  t_kernel_seq = 0;
+}
+
+// ---------------------------------------------------------------- decisions
+
+void Engine::build_kernel_view(uint64_t seq, StreamId stream) {
+  (void)seq;
+  (void)stream;
+  kernel_view_.clear();
+  for (Block* b : kernel_blocks_) kernel_view_.push_back(snapshot(*b, in_use(*b)));
+}
+
+pump_block_v1_t Engine::snapshot(const Block& b, bool used) const {
+  pump_block_v1_t v{};
+  v.id = b.id;
+  v.address = b.address;
+  v.bytes = b.bytes;
+  v.role = b.role;
+  v.residency = b.residency;
+  v.access = current_seq_ && b.kernel_mark == current_seq_ ? b.kernel_access : 0;
+  v.flags = (used ? PUMP_BLOCK_IN_USE : 0u) | (b.dead ? PUMP_BLOCK_DEAD : 0u);
+  v.last_use = b.last_use;
+  v.uses = b.uses;
+  return v;
+}
+
+bool Engine::in_use(const Block& b) {
+  return b.fence_pending || (!b.last_fence.empty() && !backend_.done(b.last_fence));
+}
+
+pump_status_v1_t Engine::request_prefetch(Block& b, pump_when_v1_t when) {
+  if (b.residency == PUMP_RESIDENT_DEVICE) {
+    stats_.bytes_skipped_resident += b.bytes;
+    return PUMP_OK;
+  }
+  const bool of_kernel = current_seq_ && b.kernel_mark == current_seq_;
+  if (of_kernel) {
+    kernel_missing_bytes_ -= b.bytes;
+  } else if (tracker_.resident_bytes() + kernel_missing_bytes_ + b.bytes > budget_) {
+    return PUMP_ERR_REFUSED;
+  }
+  Range range{b.address, b.bytes};
+  // "Just before" only means something relative to a kernel.
+  if (when == PUMP_WHEN_JUST_BEFORE && current_seq_) just_before_blocks_.push_back(&b);
+  else now_blocks_.push_back(&b);
+  (void)range;
+  tracker_.set_resident(b);
+  stats_.bytes_prefetched += b.bytes;
+  return PUMP_OK;
+}
+
+pump_status_v1_t Engine::request_evict(Block& b, uint32_t flags, bool by_policy) {
+  if (current_seq_ && b.kernel_mark == current_seq_) {
+    if (by_policy) ++stats_.policy_refusals;
+    return PUMP_ERR_REFUSED;  // the kernel being decided needs it
+  }
+  if (b.residency != PUMP_RESIDENT_DEVICE) return PUMP_OK;
+  if (b.fence_pending) {
+    if (by_policy) ++stats_.policy_refusals;
+    return PUMP_ERR_REFUSED;  // its kernel is being queued on another thread
+  }
+  if (!b.last_fence.empty() && !backend_.done(b.last_fence)) pending_now_.wait_for.push_back(b.last_fence);
+  if ((flags & PUMP_EVICT_DISCARD) && b.dead) {
+    pending_now_.discard.push_back({b.address, b.bytes});
+    stats_.bytes_discarded += b.bytes;
+  } else {
+    pending_now_.evict.push_back({b.address, b.bytes});
+    stats_.bytes_evicted += b.bytes;
+  }
+  // A queued prefetch of it must land before the eviction: same stream, so it does.
+  tracker_.set_host(b);
+  return PUMP_OK;
+}
+
+void Engine::fallback_make_room(uint64_t bytes_needed) {
+  uint64_t freed = 0;
+  auto& lru = tracker_.lru();
+  for (auto it = lru.begin(); it != lru.end() && freed < bytes_needed;) {
+    Block& b = *it++;
+    if ((current_seq_ && b.kernel_mark == current_seq_) || b.fence_pending) continue;
+    const uint64_t bytes = b.bytes;
+    if (request_evict(b, PUMP_EVICT_DISCARD, false) == PUMP_OK) {
+      freed += bytes;
+      stats_.bytes_fallback_evicted += bytes;
+    }
+  }
+}
+
+void Engine::merge_ranges(std::vector<Range>* ranges) {
+  if (ranges->size() < 2) return;
+  std::sort(ranges->begin(), ranges->end(), [](const Range& a, const Range& b) { return a.address < b.address; });
+  size_t out = 0;
+  for (size_t i = 1; i < ranges->size(); ++i) {
+    Range& last = (*ranges)[out];
+    const Range& r = (*ranges)[i];
+    if (r.address <= last.end()) last.bytes = std::max(last.end(), r.end()) - last.address;
+    else (*ranges)[++out] = r;
+  }
+  ranges->resize(out + 1);
+}
+
+void Engine::submit_pending(StreamId stream) {
+  TransferBatch& now = pending_now_;
+  for (Block* b : now_blocks_) now.prefetch.push_back({b->address, b->bytes});
+  merge_ranges(&now.evict);
+  merge_ranges(&now.discard);
+  merge_ranges(&now.prefetch);
+  if (!now.empty()) {
+    const bool made_room = !now.evict.empty() || !now.discard.empty();
+    stats_.prefetch_ranges += now.prefetch.size();
+    stats_.eviction_ranges += now.evict.size() + now.discard.size();
+    ++stats_.batches;
+    Fence f = backend_.submit(std::move(now));
+    for (Block* b : now_blocks_) b->ready = f;
+    if (made_room && later(f, kernel_wait_)) kernel_wait_ = f;  // the kernel's faults need that room
+  }
+  if (!just_before_blocks_.empty()) {
+    TransferBatch later_batch;
+    auto it = std::find_if(last_fence_by_stream_.begin(), last_fence_by_stream_.end(),
+                           [&](const auto& p) { return p.first == stream; });
+    if (it != last_fence_by_stream_.end() && !backend_.done(it->second)) later_batch.wait_for.push_back(it->second);
+    for (Block* b : just_before_blocks_) later_batch.prefetch.push_back({b->address, b->bytes});
+    merge_ranges(&later_batch.prefetch);
+    stats_.prefetch_ranges += later_batch.prefetch.size();
+    ++stats_.batches;
+    Fence f = backend_.submit(std::move(later_batch));
+    for (Block* b : just_before_blocks_) b->ready = f;
+  }
+  pending_now_ = TransferBatch{};
+  now_blocks_.clear();
+  just_before_blocks_.clear();
+}
+
+// ---------------------------------------------------------------- queries
+
+bool Engine::find_block(uint64_t address, pump_block_v1_t* out) {
+  std::lock_guard lock(mutex_);
+  Block* b = tracker_.find(address);
+  if (!b) return false;
+  *out = snapshot(*b, in_use(*b));
+  return true;
+}
+
+EngineStats Engine::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+pump_budget_v1_t Engine::budget() const {
+  std::lock_guard lock(mutex_);
+  return {budget_, tracker_.resident_bytes(), backend_.device_memory_bytes(), tracker_.tracked_bytes()};
+}
+
+uint64_t Engine::resident_bytes() const {
+  std::lock_guard lock(mutex_);
+  return tracker_.resident_bytes();
+}
+
+// ---------------------------------------------------------------- host services
+
+void Engine::svc_log(const pump_policy_host_v1_t* host, pump_log_level_v1_t level, const char* message) {
+  Engine& e = from(host);
+  log(static_cast<LogLevel>(std::clamp(static_cast<int>(level), 0, 3)), "policy %s: %s",
+      e.policy_ && e.policy_->name ? e.policy_->name : "?", message ? message : "");
+}
+
+const char* Engine::svc_get_config(const pump_policy_host_v1_t* host, const char* key) {
+  return key ? from(host).config_->get_c_str(key) : nullptr;
+}
+
+void Engine::svc_get_budget(const pump_policy_host_v1_t* host, pump_budget_v1_t* out) {
+  Engine& e = from(host);
+  if (out) *out = {e.budget_, e.tracker_.resident_bytes(), e.backend_.device_memory_bytes(), e.tracker_.tracked_bytes()};
+}
+
+pump_status_v1_t Engine::svc_find_block(const pump_policy_host_v1_t* host, uint64_t address, pump_block_v1_t* out) {
+  Engine& e = from(host);
+  if (!out) return PUMP_ERR_INVALID_ARGUMENT;
+  Block* b = e.tracker_.find(address);
+  if (!b) return PUMP_ERR_NOT_FOUND;
+  *out = e.snapshot(*b, e.in_use(*b));
+  return PUMP_OK;
+}
+
+size_t Engine::svc_eviction_candidates(const pump_policy_host_v1_t* host, uint32_t role_mask, pump_block_v1_t* out,
+                                       size_t max) {
+  Engine& e = from(host);
+  if (!out) return 0;
+  size_t n = 0;
+  for (Block& b : e.tracker_.lru()) {
+    if (n == max) break;
+    if ((e.current_seq_ && b.kernel_mark == e.current_seq_) || b.fence_pending) continue;
+    if (!(role_mask & (1u << b.role))) continue;
+    out[n++] = e.snapshot(b, e.in_use(b));
+  }
+  return n;
+}
+
+pump_status_v1_t Engine::svc_prefetch(const pump_policy_host_v1_t* host, uint64_t block_id, pump_when_v1_t when) {
+  Engine& e = from(host);
+  Block* b = e.tracker_.find_by_id(block_id);
+  if (!b) return PUMP_ERR_NOT_FOUND;
+  pump_status_v1_t status = e.request_prefetch(*b, when);
+  if (status == PUMP_ERR_REFUSED) ++e.stats_.policy_refusals;
+  return status;
+}
+
+pump_status_v1_t Engine::svc_evict(const pump_policy_host_v1_t* host, uint64_t block_id, uint32_t flags) {
+  Engine& e = from(host);
+  Block* b = e.tracker_.find_by_id(block_id);
+  if (!b) return PUMP_ERR_NOT_FOUND;
+  return e.request_evict(*b, flags, true);
+}
+
+}  // namespace pump

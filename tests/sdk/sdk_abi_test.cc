@@ -1,0 +1,40 @@
+// The v1 ABI is frozen: these layouts are what released plugins were built with.
+#include <gtest/gtest.h>
+
+#include <cstddef>
+
+#include "pump/pump_sdk.h"
+
+extern "C" size_t pump_c99_sizeof_policy(void);
+extern "C" size_t pump_c99_sizeof_extractor(void);
+extern "C" size_t pump_c99_sizeof_block(void);
+
+TEST(SdkAbi, CAndCxxAgreeOnStructSizes) {
+  EXPECT_EQ(pump_c99_sizeof_policy(), sizeof(pump_policy_v1_t));
+  EXPECT_EQ(pump_c99_sizeof_extractor(), sizeof(pump_extractor_v1_t));
+  EXPECT_EQ(pump_c99_sizeof_block(), sizeof(pump_block_v1_t));
+}
+
+TEST(SdkAbi, V1LayoutIsFrozen) {
+  // Changing any of these breaks every released v1 plugin: add a v2 header instead.
+  EXPECT_EQ(sizeof(pump_block_v1_t), 56u);
+  EXPECT_EQ(offsetof(pump_policy_v1_t, struct_size), 0u);
+  EXPECT_EQ(offsetof(pump_policy_v1_t, abi_version), 4u);
+  EXPECT_EQ(offsetof(pump_policy_v1_t, init), 24u);
+  EXPECT_EQ(sizeof(pump_policy_v1_t), 72u);
+  EXPECT_EQ(offsetof(pump_extractor_v1_t, apis), 24u);
+  EXPECT_EQ(sizeof(pump_extractor_v1_t), 56u);
+  EXPECT_EQ(sizeof(pump_extent_v1_t), 24u);
+  EXPECT_EQ(sizeof(pump_policy_host_v1_t), 64u);
+}
+
+TEST(SdkAbi, HasMemberChecksSizeAndNull) {
+  pump_policy_v1_t p{};
+  p.struct_size = offsetof(pump_policy_v1_t, on_pressure);  // built before on_pressure existed
+  p.on_pressure = reinterpret_cast<decltype(p.on_pressure)>(1);
+  EXPECT_FALSE(PUMP_HAS_MEMBER(&p, pump_policy_v1_t, on_pressure));
+  p.struct_size = sizeof p;
+  EXPECT_TRUE(PUMP_HAS_MEMBER(&p, pump_policy_v1_t, on_pressure));
+  p.on_alloc = nullptr;
+  EXPECT_FALSE(PUMP_HAS_MEMBER(&p, pump_policy_v1_t, on_alloc));
+}
