@@ -1,0 +1,340 @@
+#include "core/engine/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+
+#include "core/common/log.h"
+#include "tests/core/engine/recording_backend.h"
+
+namespace pump {
+namespace {
+
+using testing::RecordingBackend;
+
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr uint64_t kBase = 0x7f0000000000ull;
+constexpr StreamId kStream = 1;
+
+// A policy assembled from lambdas, exposed through the real v1 C struct.
+struct ScriptedPolicy {
+  std::function<void(const pump_policy_host_v1_t*, const pump_kernel_v1_t*)> on_kernel;
+  std::function<void(const pump_policy_host_v1_t*, const pump_kernel_v1_t*, uint64_t)> on_pressure;
+  pump_status_v1_t init_status = PUMP_OK;
+  const pump_policy_host_v1_t* host = nullptr;
+  int finis = 0;
+};
+ScriptedPolicy* g_policy = nullptr;
+
+pump_status_v1_t scripted_init(const pump_policy_host_v1_t* host, void** ctx) {
+  g_policy->host = host;
+  *ctx = g_policy;
+  return g_policy->init_status;
+}
+void scripted_fini(void* ctx) { ++static_cast<ScriptedPolicy*>(ctx)->finis; }
+void scripted_on_kernel(void* ctx, const pump_kernel_v1_t* k) {
+  auto* p = static_cast<ScriptedPolicy*>(ctx);
+  if (p->on_kernel) p->on_kernel(p->host, k);
+}
+void scripted_on_pressure(void* ctx, const pump_kernel_v1_t* k, uint64_t bytes) {
+  auto* p = static_cast<ScriptedPolicy*>(ctx);
+  if (p->on_pressure) p->on_pressure(p->host, k, bytes);
+}
+
+const pump_policy_v1_t kScripted = {sizeof(pump_policy_v1_t), PUMP_POLICY_ABI_V1, "scripted", "1",
+                                    scripted_init, scripted_fini, scripted_on_kernel, scripted_on_pressure,
+                                    nullptr, nullptr};
+
+void prefetch_all(const pump_policy_host_v1_t* host, const pump_kernel_v1_t* k, pump_when_v1_t when) {
+  for (size_t i = 0; i < k->num_blocks; ++i) host->prefetch(host, k->blocks[i].id, when);
+}
+
+pump_extent_v1_t extent(uint64_t address, uint64_t bytes, uint32_t access = PUMP_ACCESS_READ,
+                        uint32_t role = PUMP_ROLE_UNKNOWN) {
+  return {address, bytes, access, role};
+}
+
+std::vector<std::string>* g_lines = nullptr;
+void capture(LogLevel, const char* line) { g_lines->push_back(line); }
+
+class EngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    g_policy = &policy_;
+    g_lines = &lines_;
+    set_log_sink(&capture);
+  }
+  void TearDown() override {
+    set_log_sink(nullptr);
+    g_policy = nullptr;
+  }
+  std::unique_ptr<Engine> make(uint64_t budget, const pump_policy_v1_t* policy = &kScripted) {
+    EngineOptions options;
+    options.budget_bytes = budget;
+    return std::make_unique<Engine>(backend_, policy, options, &config_);
+  }
+  // One kernel through the engine, launched successfully.
+  KernelTicket run(Engine& e, std::vector<pump_extent_v1_t> extents, StreamId stream = kStream) {
+    KernelTicket t = e.before_kernel(stream, extents.data(), extents.size());
+    e.after_kernel(t);
+    return t;
+  }
+
+  RecordingBackend backend_;
+  Config config_;
+  ScriptedPolicy policy_;
+  std::vector<std::string> lines_;
+};
+
+TEST_F(EngineTest, PrefetchedKernelWaitsForItsTransferBatch) {
+  auto e = make(64 * kMiB);
+  policy_.on_kernel = [](auto* host, auto* k) { prefetch_all(host, k, PUMP_WHEN_NOW); };
+  e->on_alloc(kBase, 4 * kMiB);
+  e->on_alloc(kBase + 4 * kMiB, 4 * kMiB);
+  run(*e, {extent(kBase, 4 * kMiB), extent(kBase + 4 * kMiB, 4 * kMiB, PUMP_ACCESS_WRITE)});
+  ASSERT_EQ(backend_.batches.size(), 1u);
+  ASSERT_EQ(backend_.batches[0].prefetch.size(), 1u);  // adjacent blocks merged into one range
+  EXPECT_EQ(backend_.batches[0].prefetch[0].address, kBase);
+  EXPECT_EQ(backend_.batches[0].prefetch[0].bytes, 8 * kMiB);
+  ASSERT_EQ(backend_.waits.size(), 1u);
+  EXPECT_EQ(backend_.waits[0].stream, kStream);
+  EXPECT_EQ(backend_.waits[0].fence.stream, RecordingBackend::kPrefetchStream);
+  EXPECT_EQ(e->stats().bytes_prefetched, 8 * kMiB);
+  EXPECT_EQ(e->resident_bytes(), 8 * kMiB);
+}
+
+TEST_F(EngineTest, ResidentBlocksAreNotPrefetchedAgain) {
+  auto e = make(64 * kMiB);
+  policy_.on_kernel = [](auto* host, auto* k) { prefetch_all(host, k, PUMP_WHEN_NOW); };
+  e->on_alloc(kBase, 4 * kMiB);
+  run(*e, {extent(kBase, 4 * kMiB)});
+  backend_.all_done = true;  // the first transfer has landed
+  run(*e, {extent(kBase, 4 * kMiB)});
+  EXPECT_EQ(backend_.batches.size(), 1u);
+  EXPECT_EQ(backend_.waits.size(), 1u);
+  EXPECT_EQ(e->stats().bytes_skipped_resident, 4 * kMiB);
+}
+
+TEST_F(EngineTest, WithoutPolicyBlocksFaultInAndLruEvictionKeepsTheBudget) {
+  auto e = make(8 * kMiB, nullptr);
+  backend_.all_done = true;
+  for (int i = 0; i < 4; ++i) e->on_alloc(kBase + i * 4 * kMiB, 4 * kMiB);
+  for (int i = 0; i < 4; ++i) {
+    run(*e, {extent(kBase + i * 4 * kMiB, 4 * kMiB)});
+    EXPECT_LE(e->resident_bytes(), 8 * kMiB);
+  }
+  const EngineStats s = e->stats();
+  EXPECT_EQ(s.bytes_prefetched, 0u);
+  EXPECT_EQ(s.bytes_demand, 16 * kMiB);
+  EXPECT_EQ(s.bytes_evicted, 8 * kMiB);  // the two oldest blocks
+  EXPECT_EQ(s.peak_resident_bytes, 8 * kMiB);
+  ASSERT_FALSE(backend_.batches.empty());
+  EXPECT_EQ(backend_.batches[0].evict[0].address, kBase);  // least recently used first
+}
+
+TEST_F(EngineTest, EvictionWaitsForTheKernelStillUsingTheBlock) {
+  auto e = make(8 * kMiB, nullptr);
+  e->on_alloc(kBase, 8 * kMiB);
+  e->on_alloc(kBase + 8 * kMiB, 8 * kMiB);
+  run(*e, {extent(kBase, 8 * kMiB)});  // its fence never completes in this test
+  run(*e, {extent(kBase + 8 * kMiB, 8 * kMiB)}, /*stream=*/2);
+  ASSERT_EQ(backend_.batches.size(), 1u);
+  const TransferBatch& b = backend_.batches[0];
+  ASSERT_EQ(b.wait_for.size(), 1u);
+  EXPECT_EQ(b.wait_for[0].stream, kStream);  // the first kernel's fence
+  ASSERT_EQ(b.evict.size(), 1u);
+  EXPECT_EQ(b.evict[0].address, kBase);
+  // The second kernel's faults need that room: it waits for the eviction.
+  ASSERT_EQ(backend_.waits.size(), 1u);
+  EXPECT_EQ(backend_.waits[0].stream, 2u);
+}
+
+TEST_F(EngineTest, EvictingABlockOfTheKernelBeingDecidedIsRefused) {
+  auto e = make(64 * kMiB);
+  pump_status_v1_t status = PUMP_OK;
+  policy_.on_kernel = [&](auto* host, auto* k) { status = host->evict(host, k->blocks[0].id, 0); };
+  e->on_alloc(kBase, 4 * kMiB);
+  run(*e, {extent(kBase, 4 * kMiB)});
+  EXPECT_EQ(status, PUMP_ERR_REFUSED);
+  EXPECT_EQ(e->stats().policy_refusals, 1u);
+}
+
+TEST_F(EngineTest, DeadWorkspaceIsDiscardedButLiveDataIsWrittenBack) {
+  auto e = make(64 * kMiB);
+  backend_.all_done = true;
+  e->on_alloc(kBase, 4 * kMiB);                // workspace
+  e->on_alloc(kBase + 8 * kMiB, 4 * kMiB);     // activation
+  run(*e, {extent(kBase, 4 * kMiB, PUMP_ACCESS_READ_WRITE, PUMP_ROLE_WORKSPACE),
+           extent(kBase + 8 * kMiB, 4 * kMiB, PUMP_ACCESS_WRITE, PUMP_ROLE_ACTIVATION)});
+  pump_block_v1_t ws{}, act{};
+  ASSERT_TRUE(e->find_block(kBase, &ws));
+  ASSERT_TRUE(e->find_block(kBase + 8 * kMiB, &act));
+  EXPECT_TRUE(ws.flags & PUMP_BLOCK_DEAD);
+  EXPECT_FALSE(act.flags & PUMP_BLOCK_DEAD);
+  policy_.on_kernel = [&](auto* host, auto*) {
+    EXPECT_EQ(host->evict(host, ws.id, PUMP_EVICT_DISCARD), PUMP_OK);
+    EXPECT_EQ(host->evict(host, act.id, PUMP_EVICT_DISCARD), PUMP_OK);  // not dead: written back
+  };
+  e->on_alloc(kBase + 16 * kMiB, kMiB);
+  run(*e, {extent(kBase + 16 * kMiB, kMiB)});
+  const TransferBatch& b = backend_.batches.back();
+  ASSERT_EQ(b.discard.size(), 1u);
+  EXPECT_EQ(b.discard[0].address, kBase);
+  ASSERT_EQ(b.evict.size(), 1u);
+  EXPECT_EQ(b.evict[0].address, kBase + 8 * kMiB);
+  EXPECT_EQ(e->stats().bytes_discarded, 4 * kMiB);
+}
+
+TEST_F(EngineTest, AnyNonWorkspaceUseRevivesAWorkspace) {
+  auto e = make(64 * kMiB);
+  e->on_alloc(kBase, 4 * kMiB);
+  run(*e, {extent(kBase, 4 * kMiB, PUMP_ACCESS_WRITE, PUMP_ROLE_WORKSPACE)});
+  run(*e, {extent(kBase, 4 * kMiB, PUMP_ACCESS_READ, PUMP_ROLE_UNKNOWN)});  // e.g. a plain kernel reads it
+  pump_block_v1_t b{};
+  ASSERT_TRUE(e->find_block(kBase, &b));
+  EXPECT_FALSE(b.flags & PUMP_BLOCK_DEAD);
+}
+
+TEST_F(EngineTest, CapturingStreamIsPassedThroughUntouched) {
+  auto e = make(4 * kMiB, nullptr);
+  e->on_alloc(kBase, 8 * kMiB);
+  backend_.capturing_streams.insert(kStream);
+  KernelTicket t = run(*e, {extent(kBase, 8 * kMiB)});
+  EXPECT_EQ(t.seq, 0u);
+  EXPECT_TRUE(backend_.batches.empty());
+  EXPECT_TRUE(backend_.waits.empty());
+  EXPECT_EQ(e->stats().kernels_captured, 1u);
+  EXPECT_EQ(e->resident_bytes(), 0u);
+}
+
+TEST_F(EngineTest, FailingPolicyInitIsReportedAndTheEngineRunsOn) {
+  policy_.init_status = PUMP_ERR_CONFIG;
+  auto e = make(8 * kMiB);
+  EXPECT_STREQ(e->policy_name(), "none (no policy)");
+  ASSERT_EQ(lines_.size(), 1u);
+  EXPECT_NE(lines_[0].find("policy 'scripted' failed to initialize (status 6)"), std::string::npos);
+  e->on_alloc(kBase, 4 * kMiB);
+  run(*e, {extent(kBase, 4 * kMiB)});
+  EXPECT_EQ(e->stats().kernels_with_blocks, 1u);
+  e.reset();
+  EXPECT_EQ(policy_.finis, 0);  // fini is not called for a policy that failed init
+}
+
+TEST_F(EngineTest, ExtentsOutsideKnownBlocksAreCountedAsUnknown) {
+  auto e = make(8 * kMiB);
+  e->on_alloc(kBase, 4 * kMiB);
+  KernelTicket t = run(*e, {extent(0x1000, 256), extent(kBase, kMiB)});
+  EXPECT_NE(t.seq, 0u);
+  EXPECT_EQ(e->stats().bytes_unknown, 256u);
+  t = run(*e, {extent(0x1000, 256)});
+  EXPECT_EQ(t.seq, 0u);  // nothing known: nothing to do after the launch
+  EXPECT_EQ(e->stats().kernels, 2u + 0u + 0u);
+}
+
+TEST_F(EngineTest, JustBeforePrefetchWaitsForThePreviousKernelOnTheStream) {
+  auto e = make(64 * kMiB);
+  e->on_alloc(kBase, 4 * kMiB);
+  e->on_alloc(kBase + 4 * kMiB, 4 * kMiB);
+  run(*e, {extent(kBase, 4 * kMiB)});  // no prefetch (policy does nothing yet)
+  policy_.on_kernel = [](auto* host, auto* k) { prefetch_all(host, k, PUMP_WHEN_JUST_BEFORE); };
+  run(*e, {extent(kBase + 4 * kMiB, 4 * kMiB)});
+  ASSERT_EQ(backend_.batches.size(), 1u);
+  ASSERT_EQ(backend_.batches[0].wait_for.size(), 1u);
+  EXPECT_EQ(backend_.batches[0].wait_for[0].stream, kStream);
+  EXPECT_EQ(backend_.batches[0].prefetch[0].address, kBase + 4 * kMiB);
+}
+
+TEST_F(EngineTest, PolicySeesEveryPieceWhenALaterExtentSplitsAnEarlierOne) {
+  auto e = make(64 * kMiB);
+  size_t blocks = 0;
+  uint64_t bytes = 0;
+  uint32_t access_of_middle = 0;
+  policy_.on_kernel = [&](auto*, const pump_kernel_v1_t* k) {
+    blocks = k->num_blocks;
+    for (size_t i = 0; i < k->num_blocks; ++i) {
+      bytes += k->blocks[i].bytes;
+      if (k->blocks[i].address == kBase + kMiB) access_of_middle = k->blocks[i].access;
+    }
+  };
+  e->on_alloc(kBase, 2 * kMiB);
+  run(*e, {extent(kBase, 2 * kMiB, PUMP_ACCESS_READ), extent(kBase + kMiB, 64 * 1024, PUMP_ACCESS_WRITE)});
+  EXPECT_EQ(blocks, 3u);
+  EXPECT_EQ(bytes, 2 * kMiB);
+  EXPECT_EQ(access_of_middle, uint32_t(PUMP_ACCESS_READ_WRITE));
+}
+
+TEST_F(EngineTest, KernelLargerThanTheBudgetWarnsOnceAndRunsOnDemand) {
+  auto e = make(4 * kMiB, nullptr);
+  backend_.all_done = true;
+  e->on_alloc(kBase, 16 * kMiB);
+  e->on_alloc(kBase + 16 * kMiB, kMiB);
+  run(*e, {extent(kBase + 16 * kMiB, kMiB)});
+  run(*e, {extent(kBase, 16 * kMiB)});
+  run(*e, {extent(kBase, 16 * kMiB)});
+  EXPECT_EQ(e->stats().kernels_oversized, 1u);  // second time it is already resident
+  int warnings = 0;
+  for (auto& l : lines_) warnings += l.find("PUMP_GPU_BUDGET") != std::string::npos;
+  EXPECT_EQ(warnings, 1);
+  // Everything else was evicted to make as much room as possible.
+  pump_block_v1_t small{};
+  ASSERT_TRUE(e->find_block(kBase + 16 * kMiB, &small));
+  EXPECT_EQ(small.residency, uint32_t(PUMP_RESIDENT_HOST));
+  // The next small kernel evicts the oversized block again: the budget holds again.
+  run(*e, {extent(kBase + 16 * kMiB, kMiB)});
+  EXPECT_LE(e->resident_bytes(), 4 * kMiB);
+}
+
+TEST_F(EngineTest, PressureGoesToThePolicyBeforeTheFallback) {
+  auto e = make(8 * kMiB);
+  backend_.all_done = true;
+  uint64_t asked = 0;
+  policy_.on_pressure = [&](auto* host, auto*, uint64_t bytes) {
+    asked = bytes;
+    pump_block_v1_t c[8];
+    size_t n = host->eviction_candidates(host, 1u << PUMP_ROLE_ACTIVATION, c, 8);
+    for (size_t i = 0; i < n; ++i) host->evict(host, c[i].id, 0);
+  };
+  e->on_alloc(kBase, 4 * kMiB);
+  e->on_alloc(kBase + 4 * kMiB, 4 * kMiB);
+  e->on_alloc(kBase + 8 * kMiB, 4 * kMiB);
+  run(*e, {extent(kBase, 4 * kMiB, PUMP_ACCESS_READ, PUMP_ROLE_WEIGHT)});
+  run(*e, {extent(kBase + 4 * kMiB, 4 * kMiB, PUMP_ACCESS_WRITE, PUMP_ROLE_ACTIVATION)});
+  run(*e, {extent(kBase + 8 * kMiB, 4 * kMiB)});
+  EXPECT_EQ(asked, 4 * kMiB);
+  pump_block_v1_t weight{};
+  ASSERT_TRUE(e->find_block(kBase, &weight));
+  EXPECT_EQ(weight.residency, uint32_t(PUMP_RESIDENT_DEVICE));  // the policy chose the activation
+  EXPECT_EQ(e->stats().bytes_fallback_evicted, 0u);
+}
+
+TEST_F(EngineTest, PrefetchOfAnotherBlockBeyondTheBudgetIsRefused) {
+  auto e = make(8 * kMiB);
+  pump_status_v1_t status = PUMP_OK;
+  pump_block_v1_t other{};
+  e->on_alloc(kBase, 4 * kMiB);
+  e->on_alloc(kBase + 4 * kMiB, 8 * kMiB);
+  ASSERT_TRUE(e->find_block(kBase + 4 * kMiB, &other));
+  policy_.on_kernel = [&](auto* host, auto* k) {
+    prefetch_all(host, k, PUMP_WHEN_NOW);
+    status = host->prefetch(host, other.id, PUMP_WHEN_NOW);  // 4 + 8 MiB > 8 MiB
+  };
+  run(*e, {extent(kBase, 4 * kMiB)});
+  EXPECT_EQ(status, PUMP_ERR_REFUSED);
+  EXPECT_EQ(e->resident_bytes(), 4 * kMiB);
+}
+
+TEST_F(EngineTest, FreeingAnAllocationDropsItsResidency) {
+  auto e = make(64 * kMiB, nullptr);
+  e->on_alloc(kBase, 4 * kMiB);
+  run(*e, {extent(kBase + kMiB, kMiB)});
+  EXPECT_GT(e->resident_bytes(), 0u);
+  e->on_free(kBase);
+  EXPECT_EQ(e->resident_bytes(), 0u);
+  pump_block_v1_t b{};
+  EXPECT_FALSE(e->find_block(kBase, &b));
+  EXPECT_EQ(e->stats().frees, 1u);
+}
+
+}  // namespace
+}  // namespace pump

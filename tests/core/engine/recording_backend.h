@@ -1,0 +1,47 @@
+// A DeviceBackend that records what the engine asks of it, with fences whose
+// completion the test controls. For engine unit tests.
+#pragma once
+
+#include <set>
+#include <vector>
+
+#include "core/engine/device_backend.h"
+
+namespace pump::testing {
+
+class RecordingBackend : public DeviceBackend {
+ public:
+  static constexpr StreamId kPrefetchStream = ~0ull;
+
+  explicit RecordingBackend(uint64_t device_bytes = 1ull << 34) : device_bytes_(device_bytes) {}
+
+  std::string_view name() const override { return "recording"; }
+  uint64_t device_memory_bytes() const override { return device_bytes_; }
+  Fence submit(TransferBatch&& batch) override {
+    batches.push_back(std::move(batch));
+    return {kPrefetchStream, ++prefetch_counter_};
+  }
+  void stream_wait(StreamId stream, const Fence& fence) override { waits.push_back({stream, fence}); }
+  Fence mark(StreamId stream) override { return {stream, ++mark_counter_}; }
+  bool done(const Fence& fence) override { return all_done || completed.count({fence.stream, fence.value}); }
+  bool capturing(StreamId stream) override { return capturing_streams.count(stream) > 0; }
+
+  void complete(const Fence& f) { completed.insert({f.stream, f.value}); }
+
+  struct Wait {
+    StreamId stream;
+    Fence fence;
+  };
+  std::vector<TransferBatch> batches;
+  std::vector<Wait> waits;
+  std::set<std::pair<StreamId, uint64_t>> completed;
+  std::set<StreamId> capturing_streams;
+  bool all_done = false;
+
+ private:
+  uint64_t device_bytes_;
+  uint64_t prefetch_counter_ = 0;
+  uint64_t mark_counter_ = 0;
+};
+
+}  // namespace pump::testing
