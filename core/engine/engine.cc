@@ -154,8 +154,9 @@ KernelTicket Engine::before_kernel(StreamId stream, const pump_extent_v1_t* exte
   build_kernel_view(seq, stream);
   pump_kernel_v1_t kernel{seq, stream, kernel_view_.data(), kernel_view_.size()};
 
-  // Room first: every block of the kernel will be resident once it runs.
-  if (tracker_.resident_bytes() + kernel_missing_bytes_ > budget_) {
+  // Room first: every block of the kernel will be resident once it runs. (A kernel
+  // that brings nothing in leaves an earlier overrun for the next one to fix.)
+  if (kernel_missing_bytes_ && tracker_.resident_bytes() + kernel_missing_bytes_ > budget_) {
     if (policy_ && policy_->on_pressure)
       policy_->on_pressure(policy_ctx_, &kernel, tracker_.resident_bytes() + kernel_missing_bytes_ - budget_);
     if (tracker_.resident_bytes() + kernel_missing_bytes_ > budget_)
