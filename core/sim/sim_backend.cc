@@ -1,0 +1,353 @@
+#include "core/sim/sim_backend.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <tuple>
+#include <utility>
+
+#include "core/common/byte_size.h"
+
+namespace pump {
+
+namespace {
+
+std::string describe(const Range& r) {
+  char text[64];
+  std::snprintf(text, sizeof text, "[0x%" PRIx64 ", +%" PRIu64 ")", r.address, r.bytes);
+  return text;
+}
+
+std::string describe_stream(StreamId id) {
+  if (id == SimBackend::kPrefetchStream) return "prefetch stream";
+  return "stream " + std::to_string(id);
+}
+
+bool overlaps(const Range& a, const Range& b) { return a.address < b.end() && b.address < a.end(); }
+
+// Page-aligns, sorts and merges `ranges` so no page is counted twice.
+std::vector<Range> merged_pages(const SimResidencyMap& pages, std::span<const Range> ranges) {
+  std::vector<Range> out;
+  out.reserve(ranges.size());
+  for (const Range& r : ranges)
+    if (r.bytes) out.push_back(pages.page_align(r));
+  std::sort(out.begin(), out.end(), [](const Range& a, const Range& b) { return a.address < b.address; });
+  size_t n = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (n && out[i].address <= out[n - 1].end())
+      out[n - 1].bytes = std::max(out[n - 1].end(), out[i].end()) - out[n - 1].address;
+    else
+      out[n++] = out[i];
+  }
+  out.resize(n);
+  return out;
+}
+
+}  // namespace
+
+bool SimBackend::Event::operator>(const Event& o) const {
+  return std::tie(time, kind, seq) > std::tie(o.time, o.kind, o.seq);
+}
+
+SimBackend::SimBackend(const SimDeviceModel& model) : model_(model), pages_(model.page_bytes) {
+  if (model_.queue_depth == 0) model_.queue_depth = 1;
+  stream(kPrefetchStream);
+}
+
+SimBackend::~SimBackend() = default;
+
+SimBackend::Stream& SimBackend::stream(StreamId id) {
+  auto [it, inserted] = streams_.try_emplace(id);
+  if (inserted) it->second.id = id;
+  return it->second;
+}
+
+// ---------------------------------------------------------------- DeviceBackend
+
+Fence SimBackend::submit(TransferBatch&& batch) {
+  ++stats_.batches;
+  host_now_ += model_.submit_host_seconds;
+  std::vector<Fence> waits;
+  for (const Fence& f : batch.wait_for)
+    if (!f.empty() && fence_valid(f, "submit") && !fence_complete(f)) waits.push_back(f);
+
+  Fence last = mark(kPrefetchStream);
+  auto queue = [&](OpKind kind, const std::vector<Range>& ranges) {
+    for (const Range& r : ranges) {
+      if (r.bytes == 0) continue;
+      Op op;
+      op.kind = kind;
+      op.waits = std::move(waits);  // the first op carries them; the rest follow in order
+      waits.clear();
+      op.ranges.push_back(pages_.page_align(r));
+      last = enqueue(kPrefetchStream, std::move(op));
+    }
+  };
+  queue(OpKind::kEvict, batch.evict);
+  queue(OpKind::kDiscard, batch.discard);
+  queue(OpKind::kPrefetch, batch.prefetch);
+  return last;
+}
+
+void SimBackend::stream_wait(StreamId id, const Fence& fence) {
+  if (fence.empty() || !fence_valid(fence, "stream_wait")) return;
+  if (stream(id).capturing)
+    violation(false, "stream_wait on " + describe_stream(id) + " while it is capturing a graph");
+  if (fence.stream == id || fence_complete(fence)) return;  // already ordered
+  Op op;
+  op.kind = OpKind::kWait;
+  op.waits.push_back(fence);
+  enqueue(id, std::move(op));
+}
+
+Fence SimBackend::mark(StreamId id) { return Fence{id, stream(id).queued}; }
+
+bool SimBackend::done(const Fence& fence) {
+  if (fence.empty()) return true;
+  if (!fence_valid(fence, "done")) return true;  // nothing to wait for: never wait forever
+  advance_to(host_now_);
+  return fence_complete(fence);
+}
+
+bool SimBackend::capturing(StreamId id) {
+  auto it = streams_.find(id);
+  return it != streams_.end() && it->second.capturing;
+}
+
+// ---------------------------------------------------------------- sim-only API
+
+Fence SimBackend::launch(StreamId id, double compute_seconds, std::span<const Range> touched) {
+  host_now_ += model_.launch_host_seconds;
+  Op op;
+  op.kind = OpKind::kKernel;
+  op.compute_seconds = std::max(0.0, compute_seconds);
+  op.ranges = merged_pages(pages_, touched);
+  return enqueue(id, std::move(op));
+}
+
+void SimBackend::synchronize() {
+  advance_to(std::numeric_limits<double>::infinity());
+  for (auto& [id, s] : streams_) {
+    if (!s.ops.empty())
+      violation(false, describe_stream(id) + " still holds ops after synchronize (a wait that never completes)");
+  }
+  host_now_ = std::max(host_now_, device_end_);
+}
+
+void SimBackend::host_wait(const Fence& fence) {
+  if (fence.empty() || !fence_valid(fence, "host_wait")) return;
+  block_host_until(fence.stream, fence.value);
+}
+
+void SimBackend::host_advance(double seconds) {
+  if (seconds > 0) host_now_ += seconds;
+}
+
+void SimBackend::host_write(const Range& range) {
+  advance_to(host_now_);
+  pages_.set(range, PageState::kHost);
+}
+
+void SimBackend::release(const Range& range) {
+  advance_to(host_now_);
+  pages_.set(range, PageState::kUntouched);
+}
+
+void SimBackend::set_capturing(StreamId id, bool on) { stream(id).capturing = on; }
+
+PageCounts SimBackend::residency(const Range& range) {
+  advance_to(host_now_);
+  return pages_.count(range);
+}
+
+SimStats SimBackend::stats() {
+  advance_to(host_now_);
+  SimStats out = stats_;
+  out.host_seconds = host_now_;
+  out.device_end_seconds = device_end_;
+  out.resident_bytes = pages_.device_bytes();
+  out.streams.clear();
+  for (const auto& [id, s] : streams_) out.streams.push_back({id, s.busy, s.completed});
+  return out;
+}
+
+// ---------------------------------------------------------------- timeline
+
+Fence SimBackend::enqueue(StreamId id, Op op) {
+  {
+    Stream& s = stream(id);
+    if (s.ops.size() >= model_.queue_depth) block_host_until(id, s.queued - model_.queue_depth + 1);
+  }
+  Stream& s = stream(id);
+  op.seq = next_seq_++;
+  op.queued_at = host_now_;
+  if (op.kind == OpKind::kKernel) live_kernels_[op.seq] = LiveKernel{id, op.ranges};
+  s.ops.push_back(std::move(op));
+  ++s.queued;
+  try_schedule(s, host_now_);
+  return Fence{id, s.queued};
+}
+
+void SimBackend::try_schedule(Stream& s, double earliest) {
+  if (s.ops.empty() || s.front_scheduled) return;
+  const Op& op = s.ops.front();
+  for (const Fence& f : op.waits)
+    if (!fence_complete(f)) return;
+  const double start = std::max({s.free_at, op.queued_at, earliest});
+  events_.push(Event{start, EventKind::kStart, op.seq, s.id});
+  s.front_scheduled = true;
+}
+
+void SimBackend::process_next_event() {
+  const Event e = events_.top();
+  events_.pop();
+  Stream& s = stream(e.stream);
+  if (s.ops.empty() || s.ops.front().seq != e.seq) return;  // cannot happen: one event per front op
+  if (e.kind == EventKind::kStart) start_op(s, e.time);
+  else end_op(s, e.time);
+}
+
+void SimBackend::advance_to(double time) {
+  while (!events_.empty() && events_.top().time <= time) process_next_event();
+}
+
+void SimBackend::block_host_until(StreamId id, uint64_t value) {
+  const double before = host_now_;
+  double reached = host_now_;
+  while (stream(id).completed < value && !events_.empty()) {
+    reached = std::max(reached, events_.top().time);
+    process_next_event();
+  }
+  if (stream(id).completed < value)
+    violation(false, "host waited on " + describe_stream(id) + " for an op that can never complete");
+  host_now_ = std::max(host_now_, reached);
+  stats_.host_blocked_seconds += host_now_ - before;
+}
+
+bool SimBackend::fence_valid(const Fence& fence, const char* where) {
+  auto it = streams_.find(fence.stream);
+  if (it != streams_.end() && fence.value <= it->second.queued) return true;
+  violation(false, std::string(where) + ": fence " + std::to_string(fence.value) + " on " +
+                       describe_stream(fence.stream) + " names no queued op (ignored)");
+  return false;
+}
+
+bool SimBackend::fence_complete(const Fence& fence) const {
+  if (fence.empty()) return true;
+  auto it = streams_.find(fence.stream);
+  return it == streams_.end() || it->second.completed >= fence.value;
+}
+
+void SimBackend::start_op(Stream& s, double now) {
+  const Op& op = s.ops.front();
+  s.front_running = true;
+  double duration = 0;
+  switch (op.kind) {
+    case OpKind::kWait: break;
+    case OpKind::kKernel: duration = run_kernel(op); break;
+    case OpKind::kPrefetch: duration = run_prefetch(op.ranges.front()); break;
+    case OpKind::kEvict: duration = run_evict(op, now); break;
+    case OpKind::kDiscard: duration = run_discard(op, now); break;
+  }
+  note_residency(now);
+  s.busy += duration;
+  events_.push(Event{now + duration, EventKind::kEnd, op.seq, s.id});
+}
+
+void SimBackend::end_op(Stream& s, double now) {
+  const Op& op = s.ops.front();
+  if (op.kind == OpKind::kEvict) pages_.convert(op.ranges.front(), PageState::kDevice, PageState::kHost);
+  if (op.kind == OpKind::kKernel) live_kernels_.erase(op.seq);
+  s.ops.pop_front();
+  s.front_running = false;
+  s.front_scheduled = false;
+  ++s.completed;
+  s.free_at = now;
+  device_end_ = std::max(device_end_, now);
+  note_residency(now);
+  // This op's fence may be what other streams' fronts were waiting for.
+  try_schedule(s, now);
+  for (auto& [id, other] : streams_)
+    if (id != s.id) try_schedule(other, now);
+}
+
+double SimBackend::run_kernel(const Op& op) {
+  ++stats_.kernels;
+  uint64_t faulted = 0;
+  for (const Range& r : op.ranges) {
+    const PageCounts before = pages_.set(r, PageState::kDevice);
+    faulted += before.host;
+    stats_.bytes_populated += before.untouched;
+  }
+  stats_.bytes_faulted += faulted;
+  double seconds = op.compute_seconds;
+  if (faulted) {
+    ++stats_.kernels_faulting;
+    seconds += model_.fault_batch_seconds + static_cast<double>(faulted) / model_.fault_bytes_per_second;
+  }
+  return seconds;
+}
+
+double SimBackend::run_prefetch(const Range& range) {
+  ++stats_.prefetch_calls;
+  const PageCounts before = pages_.set(range, PageState::kDevice);
+  stats_.bytes_prefetch_skipped += before.device;
+  stats_.bytes_populated += before.untouched;
+  stats_.bytes_prefetched += before.host;
+  if (before.device == before.total()) return model_.prefetch_resident_call_seconds;
+  return model_.prefetch_call_seconds + static_cast<double>(before.host) / model_.prefetch_bytes_per_second;
+}
+
+double SimBackend::run_evict(const Op& op, double now) {
+  ++stats_.evict_calls;
+  check_in_use(op, now);
+  const uint64_t moving = pages_.count(op.ranges.front()).device;  // leaves the device at the op's end
+  stats_.bytes_evicted += moving;
+  return model_.evict_call_seconds + static_cast<double>(moving) / model_.evict_bytes_per_second;
+}
+
+double SimBackend::run_discard(const Op& op, double now) {
+  ++stats_.discard_calls;
+  check_in_use(op, now);
+  stats_.bytes_discarded += pages_.set(op.ranges.front(), PageState::kUntouched).device;
+  return model_.discard_call_seconds;
+}
+
+void SimBackend::check_in_use(const Op& op, double now) {
+  const Range& r = op.ranges.front();
+  for (auto it = live_kernels_.begin(); it != live_kernels_.end() && it->first < op.seq; ++it) {
+    for (const Range& k : it->second.ranges) {
+      if (!overlaps(r, k)) continue;
+      char when[48];
+      std::snprintf(when, sizeof when, "%.9f", now);
+      violation(true, std::string("evicted while in use: ") + (op.kind == OpKind::kDiscard ? "discard " : "evict ") +
+                          describe(r) + " started at t=" + when + " s while kernel #" + std::to_string(it->first) +
+                          " on " + describe_stream(it->second.stream) + ", queued earlier and touching " +
+                          describe(k) + ", had not completed");
+      break;
+    }
+  }
+}
+
+void SimBackend::note_residency(double now) {
+  const uint64_t resident = pages_.device_bytes();
+  if (resident > stats_.peak_resident_bytes) {
+    stats_.peak_resident_bytes = resident;
+    stats_.peak_resident_at_seconds = now;
+  }
+  if (resident > model_.device_bytes && !over_capacity_reported_) {
+    over_capacity_reported_ = true;
+    violation(false, "device over capacity: " + format_bytes(resident) + " resident on a " +
+                         format_bytes(model_.device_bytes) + " device (driver eviction is not modelled)");
+  } else if (resident <= model_.device_bytes) {
+    over_capacity_reported_ = false;
+  }
+}
+
+void SimBackend::violation(bool in_use, std::string text) {
+  if (in_use) ++stats_.violations_evicted_in_use;
+  else ++stats_.violations_other;
+  if (violation_texts_.size() < kMaxViolationTexts) violation_texts_.push_back(std::move(text));
+}
+
+}  // namespace pump

@@ -1,0 +1,205 @@
+// SimBackend: a model of one GPU behind the DeviceBackend interface, so the
+// engine, policies and pump-bench run and are tested without a GPU.
+//
+// Time. The host (the application thread) has a clock; every stream (compute
+// streams named by their StreamId, plus the backend's own prefetch stream,
+// kPrefetchStream) is a FIFO of ops. An op starts at
+//   max(its stream's previous op end, host time when queued, every awaited fence)
+// and lasts what the model says (sim_device_model.h). The host runs ahead of
+// the device until a stream holds model.queue_depth ops, then blocks.
+// Internally a discrete-event simulation: events are processed in time order,
+// and only up to the current host time (later ops cannot start earlier than
+// that), so every op sees the ground truth as it is when it starts.
+//
+// Ground truth. The sim keeps its own page map (SimResidencyMap) of what is on
+// the device, independent of the engine:
+//   prefetch: pages count as device-resident from the op's start (memory is
+//             claimed then; a kernel racing it is not charged a fault);
+//   evict:    pages stay resident until the op ends, then live on the host;
+//   discard:  pages are dropped at the op's start (no copy; the next touch
+//             populates them afresh without a transfer);
+//   kernel:   at its start, host-resident pages it touches are faulted in (fault
+//             bandwidth), never-touched pages are populated (no transfer).
+// Peaks are therefore conservative (never lower than the real device would see).
+//
+// Invariants are recorded, never enforced: an eviction or discard that starts
+// while an earlier-queued kernel touching the range has not completed is an
+// "evicted while in use" violation; stream_wait on a capturing stream and
+// fences that name no queued op are recorded too.
+//
+// Deterministic: no wall clock, no randomness. NOT thread-safe: the engine
+// calls it under its own lock, and sim drivers use one thread.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <map>
+#include <queue>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/engine/device_backend.h"
+#include "core/sim/sim_device_model.h"
+#include "core/sim/sim_residency_map.h"
+
+namespace pump {
+
+struct SimStreamStats {
+  StreamId stream = 0;
+  double busy_seconds = 0;  // time some op of the stream was running
+  uint64_t ops = 0;         // ops completed (kernels, transfer calls, waits)
+};
+
+struct SimStats {
+  double host_seconds = 0;         // the host clock now
+  double device_end_seconds = 0;   // when the last completed op ended
+  std::vector<SimStreamStats> streams;  // ordered by StreamId; kPrefetchStream last
+
+  uint64_t kernels = 0;
+  uint64_t kernels_faulting = 0;     // kernels that found touched pages on the host
+  uint64_t bytes_prefetched = 0;     // copied host -> device by prefetch calls
+  uint64_t bytes_prefetch_skipped = 0;  // prefetched while already resident
+  uint64_t bytes_evicted = 0;        // copied device -> host
+  uint64_t bytes_discarded = 0;      // dropped from the device without a copy
+  uint64_t bytes_faulted = 0;        // copied host -> device by kernel faults
+  uint64_t bytes_populated = 0;      // first touch on the device: no copy
+  uint64_t prefetch_calls = 0;
+  uint64_t evict_calls = 0;
+  uint64_t discard_calls = 0;
+  uint64_t transfer_calls() const { return prefetch_calls + evict_calls + discard_calls; }
+  uint64_t batches = 0;              // submit() calls
+
+  uint64_t resident_bytes = 0;       // ground truth, device, as of the host clock
+  uint64_t peak_resident_bytes = 0;  // ground-truth maximum over simulated time
+  double peak_resident_at_seconds = 0;
+  double host_blocked_seconds = 0;   // host waiting on a full stream queue
+
+  uint64_t violations_evicted_in_use = 0;
+  uint64_t violations_other = 0;     // bad fences, waits on capturing streams, over capacity
+  uint64_t violation_count() const { return violations_evicted_in_use + violations_other; }
+};
+
+class SimBackend final : public DeviceBackend {
+ public:
+  // The backend's own stream for transfers: a StreamId no application uses.
+  static constexpr StreamId kPrefetchStream = std::numeric_limits<StreamId>::max();
+  // Violation texts kept (the counters go on counting past it).
+  static constexpr size_t kMaxViolationTexts = 64;
+
+  explicit SimBackend(const SimDeviceModel& model = {});
+  ~SimBackend() override;
+  SimBackend(const SimBackend&) = delete;
+  SimBackend& operator=(const SimBackend&) = delete;
+
+  // ---- DeviceBackend
+  std::string_view name() const override { return "sim"; }
+  uint64_t device_memory_bytes() const override { return model_.device_bytes; }
+  Fence submit(TransferBatch&& batch) override;
+  void stream_wait(StreamId stream, const Fence& fence) override;
+  Fence mark(StreamId stream) override;
+  bool done(const Fence& fence) override;
+  bool capturing(StreamId stream) override;
+
+  // ---- sim-only API
+  // Queues a kernel on `stream`: it runs compute_seconds plus the time to fault in
+  // the host-resident pages of `touched`. Costs the host model.launch_host_seconds.
+  // Returns a fence after the kernel.
+  Fence launch(StreamId stream, double compute_seconds, std::span<const Range> touched);
+  // Host waits until everything queued has completed (a training loop's loss.item()).
+  void synchronize();
+  // Host waits until `fence` has completed.
+  void host_wait(const Fence& fence);
+  // Host-side work: the host clock moves on while the device keeps running.
+  void host_advance(double seconds);
+  // Marks `range` as written by the host (e.g. weights loaded into managed
+  // memory): host-resident, so the next device touch is a transfer. Immediate.
+  void host_write(const Range& range);
+  // The memory was freed: forget its pages (applied at once; cudaFree synchronizes).
+  void release(const Range& range);
+  void set_capturing(StreamId stream, bool capturing);
+
+  // Ground truth as of the host clock.
+  PageCounts residency(const Range& range);
+  double now() const { return host_now_; }
+  SimStats stats();
+  const std::vector<std::string>& violations() const { return violation_texts_; }
+  const SimDeviceModel& model() const { return model_; }
+
+ private:
+  enum class OpKind : uint8_t { kWait, kKernel, kPrefetch, kEvict, kDiscard };
+
+  struct Op {
+    OpKind kind = OpKind::kWait;
+    uint64_t seq = 0;          // global queue order
+    double queued_at = 0;      // host time when queued
+    std::vector<Fence> waits;  // fences that must complete before it starts
+    std::vector<Range> ranges; // kernel: touched; transfer: its one range
+    double compute_seconds = 0;
+  };
+
+  struct Stream {
+    StreamId id = 0;
+    std::deque<Op> ops;         // queued, not completed; front may be scheduled/running
+    bool front_scheduled = false;  // the front has a start event
+    bool front_running = false;
+    double free_at = 0;         // end of the last completed op
+    uint64_t queued = 0;        // ops ever queued: the newest fence value
+    uint64_t completed = 0;     // ops completed, in order
+    double busy = 0;
+    bool capturing = false;
+  };
+
+  enum class EventKind : uint8_t { kEnd = 0, kStart = 1 };  // ends first at equal times
+  struct Event {
+    double time;
+    EventKind kind;
+    uint64_t seq;  // op seq: FIFO among equal times
+    StreamId stream;
+    bool operator>(const Event& o) const;
+  };
+
+  struct LiveKernel {
+    StreamId stream;
+    std::vector<Range> ranges;
+  };
+
+  Stream& stream(StreamId id);
+  // Queues `op` on `stream` after blocking the host while the stream is full.
+  Fence enqueue(StreamId id, Op op);
+  // Schedules the front op of `s` if it is idle and its fences are complete.
+  void try_schedule(Stream& s, double earliest);
+  void start_op(Stream& s, double now);
+  void end_op(Stream& s, double now);
+  void process_next_event();
+  // Processes every event at or before `time`.
+  void advance_to(double time);
+  // Processes events until `stream` has completed `value` ops; moves the host clock.
+  void block_host_until(StreamId stream, uint64_t value);
+  bool fence_valid(const Fence& fence, const char* where);
+  bool fence_complete(const Fence& fence) const;
+
+  double run_kernel(const Op& op);
+  double run_prefetch(const Range& range);
+  double run_evict(const Op& op, double now);
+  double run_discard(const Op& op, double now);
+  void check_in_use(const Op& op, double now);
+  void note_residency(double now);
+  void violation(bool in_use, std::string text);
+
+  SimDeviceModel model_;
+  SimResidencyMap pages_;
+  std::map<StreamId, Stream> streams_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  std::map<uint64_t, LiveKernel> live_kernels_;  // seq -> kernel queued and not completed
+  double host_now_ = 0;
+  double device_end_ = 0;
+  uint64_t next_seq_ = 1;
+  SimStats stats_;
+  std::vector<std::string> violation_texts_;
+  bool over_capacity_reported_ = false;
+};
+
+}  // namespace pump

@@ -1,0 +1,65 @@
+// SimDeviceModel: the numbers the simulated GPU runs on. Defaults are the H100
+// (PCIe Gen5 x16) measured in /work/shared/facts/gpu-probe-2026-11.md ("facts"
+// below); a number with no measurement behind it says "assumption" and why.
+#pragma once
+
+#include <cstdint>
+
+namespace pump {
+
+struct SimDeviceModel {
+  // Device memory. facts: "NVIDIA H100 80GB HBM3", free 78.7 of 79.2 GiB; the
+  // nominal 80 GiB is the default, tests shrink it.
+  uint64_t device_bytes = 80ull << 30;
+
+  // Residency is tracked per page. 64 KiB is the UVM driver's migration unit
+  // (its "basic block") and the engine's default split granularity, so the
+  // sim's pages and the engine's blocks line up.
+  uint64_t page_bytes = 64 * 1024;
+
+  // Host -> device by cudaMemPrefetchAsync, large calls. facts: 45-47 GB/s
+  // (first probe, 4 GiB), 39-49 GB/s (second probe).
+  double prefetch_bytes_per_second = 45e9;
+  // Per prefetch call of a range not (fully) resident. facts: ~42 us for a 64 KiB
+  // call, ~64 us per 64 KiB call in the second probe; 2048 x 2 MiB calls reached
+  // 16-17.6 GB/s, i.e. ~75 us of overhead on top of 46 us of transfer. 50 us sits
+  // in that span and makes call cost dominate below ~2 MiB, as measured.
+  double prefetch_call_seconds = 50e-6;
+  // Per prefetch call of an already resident range. facts: ~5 us (2 MiB, resident).
+  double prefetch_resident_call_seconds = 5e-6;
+
+  // Device -> host eviction (prefetch to the host location). facts: 10 GB/s once
+  // host pages exist (first probe), 9.3-14.3 GB/s (second probe). The 3.4 GB/s
+  // "first time" case (host pages not yet populated) is not modelled.
+  double evict_bytes_per_second = 10e9;
+  // Per eviction call. facts: 2 MiB D2H calls ran at 7.8-11 GB/s against 10 GB/s
+  // for one large call: ~20 us per call.
+  double evict_call_seconds = 20e-6;
+
+  // Discard (cudaMemDiscardBatchAsync): no data moves. Assumption: a call costs
+  // about what a prefetch of a resident range costs (driver bookkeeping, no copy).
+  double discard_call_seconds = 5e-6;
+
+  // Kernel touching non-resident managed pages. facts: 8-9 GB/s (first probe),
+  // 7.8 GB/s (second probe).
+  double fault_bytes_per_second = 8e9;
+  // Per kernel that faults at all: one round trip of GPU fault servicing.
+  // Assumption: tens of us (the driver services faults in batches of 256,
+  // fault_batch_count in facts); kept small so the bandwidth term dominates.
+  double fault_batch_seconds = 20e-6;
+
+  // Host time one kernel launch costs the calling thread. Assumption from common
+  // CUDA launch-overhead figures (~5 us); facts has no launch measurement.
+  double launch_host_seconds = 5e-6;
+  // Host time submit() costs the calling thread: the cuda backend hands the batch
+  // to its own worker thread (facts: cudaMemPrefetchAsync blocks its caller for
+  // the whole migration, so the app thread must not issue it). Assumption: a lock
+  // and a queue push, ~1 us.
+  double submit_host_seconds = 1e-6;
+
+  // Ops a stream may hold (queued or running) before the host blocks on the next
+  // one. Assumption: CUDA's launch queue is ~1024 entries deep per stream.
+  uint32_t queue_depth = 1024;
+};
+
+}  // namespace pump

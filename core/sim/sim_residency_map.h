@@ -1,0 +1,60 @@
+// SimResidencyMap: the sim's ground truth of where each page of managed memory
+// lives, independent of the engine's bookkeeping. An interval map over page-
+// aligned ranges; memory never mentioned is kUntouched (allocated, never populated).
+// Not thread-safe (owned by SimBackend).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "core/engine/device_backend.h"
+
+namespace pump {
+
+enum class PageState : uint8_t {
+  kUntouched = 0,  // no backing pages anywhere: first touch populates without a copy
+  kHost = 1,       // populated in host memory
+  kDevice = 2,     // populated in device memory
+};
+
+struct PageCounts {
+  uint64_t untouched = 0;
+  uint64_t host = 0;
+  uint64_t device = 0;
+  uint64_t total() const { return untouched + host + device; }
+};
+
+class SimResidencyMap {
+ public:
+  explicit SimResidencyMap(uint64_t page_bytes);
+
+  // `range` widened outward to whole pages.
+  Range page_align(const Range& range) const;
+  // Bytes of the page-aligned `range` in each state.
+  PageCounts count(const Range& range) const;
+  // Puts the page-aligned `range` in `state`; returns what it was before.
+  PageCounts set(const Range& range, PageState state);
+  // Moves only the pages of the page-aligned `range` that are in `from` to `to`;
+  // returns how many bytes moved.
+  uint64_t convert(const Range& range, PageState from, PageState to);
+
+  uint64_t device_bytes() const { return device_bytes_; }
+  uint64_t page_bytes() const { return page_bytes_; }
+  size_t segments() const { return segments_.size(); }
+
+ private:
+  struct Segment {
+    uint64_t end;
+    PageState state;
+  };
+  // Splits the segment containing `at` (if any) so that a segment starts at `at`.
+  void split_at(uint64_t at);
+  void coalesce_around(uint64_t at);
+
+  uint64_t page_bytes_;
+  uint64_t device_bytes_ = 0;
+  std::map<uint64_t, Segment> segments_;  // start -> segment; untouched is not stored
+};
+
+}  // namespace pump

@@ -1,0 +1,169 @@
+#include "core/sim/sim_workloads.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace pump {
+
+namespace {
+
+constexpr uint64_t kBaseAddress = 0x7f0000000000ull;
+constexpr uint64_t kAlignment = 2ull << 20;
+
+uint64_t align_up(uint64_t bytes, uint64_t alignment) { return (bytes + alignment - 1) / alignment * alignment; }
+
+class WorkloadBuilder {
+ public:
+  explicit WorkloadBuilder(SimWorkload* w) : w_(w) {}
+
+  // Returns the index of the new allocation; zero-byte requests get no allocation (-1).
+  int allocate(uint64_t bytes, pump_role_v1_t role, std::string name) {
+    if (bytes == 0) return -1;
+    w_->allocations.push_back({next_, bytes, role, std::move(name)});
+    next_ += align_up(bytes, kAlignment);
+    return static_cast<int>(w_->allocations.size()) - 1;
+  }
+
+  void kernel(StreamId stream, std::string name, double bytes_per_second,
+              std::initializer_list<std::pair<int, pump_access_v1_t>> uses) {
+    SimKernel k;
+    k.stream = stream;
+    k.name = std::move(name);
+    uint64_t bytes = 0;
+    for (auto [index, access] : uses) {
+      if (index < 0) continue;
+      const SimAllocation& a = w_->allocations[static_cast<size_t>(index)];
+      k.extents.push_back({a.address, a.bytes, static_cast<uint32_t>(access), static_cast<uint32_t>(a.role)});
+      bytes += a.bytes;
+    }
+    k.compute_seconds = static_cast<double>(bytes) / bytes_per_second;
+    w_->iteration.push_back(std::move(k));
+  }
+
+ private:
+  SimWorkload* w_;
+  uint64_t next_ = kBaseAddress;
+};
+
+}  // namespace
+
+uint64_t SimWorkload::footprint_bytes() const {
+  uint64_t sum = 0;
+  for (const SimAllocation& a : allocations) sum += a.bytes;
+  return sum;
+}
+
+uint64_t SimWorkload::largest_allocation_bytes() const {
+  uint64_t largest = 0;
+  for (const SimAllocation& a : allocations) largest = std::max(largest, a.bytes);
+  return largest;
+}
+
+double SimWorkload::compute_seconds_per_iteration() const {
+  double sum = 0;
+  for (const SimKernel& k : iteration) sum += k.compute_seconds;
+  return sum;
+}
+
+SimWorkload training_loop(const TrainingLoopSpec& spec) {
+  SimWorkload w;
+  const int layers = std::max(1, spec.layers);
+  w.name = "training_loop";
+  w.iterations = std::max(1, spec.iterations);
+  const double rate = spec.compute_bytes_per_second > 0 ? spec.compute_bytes_per_second : 135e9;
+  WorkloadBuilder b(&w);
+
+  std::vector<int> weights, grads, acts;
+  for (int i = 0; i < layers; ++i) {
+    const uint64_t bytes = i == 0 && spec.first_layer_weight_bytes ? spec.first_layer_weight_bytes
+                                                                   : spec.weight_bytes_per_layer;
+    weights.push_back(b.allocate(bytes, PUMP_ROLE_WEIGHT, "W" + std::to_string(i)));
+  }
+  // Gradients are parameter-shaped and long-lived: weight role. Layer 0's stays
+  // normal-sized when its weight is oversized (a sparse embedding gradient), so
+  // that variant has exactly one block above the budget.
+  for (int i = 0; i < layers; ++i)
+    grads.push_back(b.allocate(spec.weight_bytes_per_layer, PUMP_ROLE_WEIGHT, "G" + std::to_string(i)));
+  for (int i = 0; i <= layers; ++i)
+    acts.push_back(b.allocate(spec.activation_bytes_per_layer, PUMP_ROLE_ACTIVATION, "A" + std::to_string(i)));
+  const int d_even = b.allocate(spec.activation_bytes_per_layer, PUMP_ROLE_ACTIVATION, "dA_even");
+  const int d_odd = b.allocate(spec.activation_bytes_per_layer, PUMP_ROLE_ACTIVATION, "dA_odd");
+  const int ws = b.allocate(spec.workspace_bytes, PUMP_ROLE_WORKSPACE, "workspace");
+
+  for (int i = 0; i < layers; ++i)
+    b.kernel(spec.stream, "fwd" + std::to_string(i), rate,
+             {{weights[i], PUMP_ACCESS_READ}, {acts[i], PUMP_ACCESS_READ}, {acts[i + 1], PUMP_ACCESS_WRITE},
+              {ws, PUMP_ACCESS_READ_WRITE}});
+  for (int i = layers - 1; i >= 0; --i) {
+    // dA for layer i+1 comes in, dA for layer i goes out: alternate the pair.
+    const int d_in = (i % 2) ? d_even : d_odd;
+    const int d_out = (i % 2) ? d_odd : d_even;
+    b.kernel(spec.stream, "bwd" + std::to_string(i), rate,
+             {{acts[i + 1], PUMP_ACCESS_READ}, {acts[i], PUMP_ACCESS_READ}, {weights[i], PUMP_ACCESS_READ},
+              {d_in, PUMP_ACCESS_READ}, {grads[i], PUMP_ACCESS_WRITE}, {d_out, PUMP_ACCESS_WRITE},
+              {ws, PUMP_ACCESS_READ_WRITE}});
+  }
+  for (int i = 0; i < layers; ++i)
+    b.kernel(spec.stream, "opt" + std::to_string(i), rate,
+             {{grads[i], PUMP_ACCESS_READ}, {weights[i], PUMP_ACCESS_READ_WRITE}});
+  return w;
+}
+
+TrainingLoopSpec training_loop_spec_for_footprint(uint64_t footprint_bytes, int layers, int iterations) {
+  TrainingLoopSpec spec;
+  spec.layers = std::max(1, layers);
+  spec.iterations = iterations;
+  // Footprint = L*s (W) + L*s (G) + (L+1)*s (A) + 2*s (dA) + s/4 (workspace).
+  const double per_unit = 3.0 * spec.layers + 3.25;
+  const uint64_t s = std::max<uint64_t>(
+      kAlignment, static_cast<uint64_t>(static_cast<double>(footprint_bytes) / per_unit) / kAlignment * kAlignment);
+  spec.weight_bytes_per_layer = s;
+  spec.activation_bytes_per_layer = s;
+  spec.workspace_bytes = std::max<uint64_t>(kAlignment, s / 4 / kAlignment * kAlignment);
+  return spec;
+}
+
+SimWorkload training_loop_fits(uint64_t budget_bytes, int layers, int iterations) {
+  SimWorkload w = training_loop(
+      training_loop_spec_for_footprint(static_cast<uint64_t>(0.6 * static_cast<double>(budget_bytes)), layers,
+                                       iterations));
+  w.name = "training_loop_fits";
+  return w;
+}
+
+SimWorkload training_loop_oversubscribed(uint64_t budget_bytes, double oversubscription, int layers,
+                                         int iterations) {
+  SimWorkload w = training_loop(training_loop_spec_for_footprint(
+      static_cast<uint64_t>(std::max(0.0, oversubscription) * static_cast<double>(budget_bytes)), layers,
+      iterations));
+  w.name = "training_loop_oversubscribed";
+  return w;
+}
+
+SimWorkload training_loop_with_oversized_block(uint64_t budget_bytes, int layers, int iterations) {
+  TrainingLoopSpec spec = training_loop_spec_for_footprint(
+      static_cast<uint64_t>(0.6 * static_cast<double>(budget_bytes)), layers, iterations);
+  spec.first_layer_weight_bytes = align_up(budget_bytes + budget_bytes / 4, kAlignment);
+  SimWorkload w = training_loop(spec);
+  w.name = "training_loop_with_oversized_block";
+  return w;
+}
+
+PhysicalBound physical_bound(const SimWorkload& workload, uint64_t budget_bytes, const SimDeviceModel& model) {
+  PhysicalBound bound;
+  bound.compute_seconds = workload.compute_seconds_per_iteration();
+  const uint64_t footprint = workload.footprint_bytes();
+  uint64_t workspace = 0;
+  for (const SimAllocation& a : workload.allocations)
+    if (a.role == PUMP_ROLE_WORKSPACE) workspace += a.bytes;
+  if (footprint > budget_bytes) {
+    bound.bytes_in = footprint - budget_bytes;
+    bound.bytes_out = bound.bytes_in > workspace ? bound.bytes_in - workspace : 0;
+  }
+  bound.transfer_seconds = static_cast<double>(bound.bytes_in) / model.prefetch_bytes_per_second +
+                           static_cast<double>(bound.bytes_out) / model.evict_bytes_per_second;
+  bound.seconds = std::max(bound.compute_seconds, bound.transfer_seconds);
+  return bound;
+}
+
+}  // namespace pump
