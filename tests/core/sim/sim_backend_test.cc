@@ -1,0 +1,358 @@
+#include "core/sim/sim_backend.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace pump {
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr uint64_t kA = 0x7f0000000000ull;
+constexpr uint64_t kB = kA + 64 * kMiB;
+constexpr StreamId kCompute = 1;
+constexpr double kEps = 1e-12;
+
+// Round numbers so every expected time below can be worked out by hand.
+SimDeviceModel hand_model() {
+  SimDeviceModel m;
+  m.device_bytes = 1024 * kMiB;
+  m.page_bytes = 4096;
+  m.prefetch_bytes_per_second = 1e9;
+  m.prefetch_call_seconds = 10e-6;
+  m.prefetch_resident_call_seconds = 1e-6;
+  m.evict_bytes_per_second = 0.5e9;
+  m.evict_call_seconds = 20e-6;
+  m.discard_call_seconds = 3e-6;
+  m.fault_bytes_per_second = 0.25e9;
+  m.fault_batch_seconds = 10e-6;
+  m.launch_host_seconds = 1e-6;
+  m.submit_host_seconds = 0;
+  m.queue_depth = 1024;
+  return m;
+}
+
+Fence prefetch(SimBackend& b, Range r, std::vector<Fence> wait_for = {}) {
+  TransferBatch t;
+  t.wait_for = std::move(wait_for);
+  t.prefetch.push_back(r);
+  return b.submit(std::move(t));
+}
+
+Fence evict(SimBackend& b, Range r, std::vector<Fence> wait_for = {}) {
+  TransferBatch t;
+  t.wait_for = std::move(wait_for);
+  t.evict.push_back(r);
+  return b.submit(std::move(t));
+}
+
+Fence kernel(SimBackend& b, double seconds, Range r, StreamId stream = kCompute) {
+  const Range ranges[] = {r};
+  return b.launch(stream, seconds, ranges);
+}
+
+TEST(SimBackend, PrefetchOfHostResidentRangeTakesCallOverheadPlusBytesOverBandwidth) {
+  SimBackend b(hand_model());
+  b.host_write({kA, kMiB});
+  Fence f = prefetch(b, {kA, kMiB});
+  EXPECT_EQ(f.stream, SimBackend::kPrefetchStream);
+  b.host_wait(f);
+  EXPECT_NEAR(b.now(), 10e-6 + kMiB / 1e9, kEps);
+  SimStats s = b.stats();
+  EXPECT_EQ(s.bytes_prefetched, kMiB);
+  EXPECT_EQ(s.prefetch_calls, 1u);
+  EXPECT_EQ(b.residency({kA, kMiB}).device, kMiB);
+}
+
+TEST(SimBackend, PrefetchOfResidentRangeCostsOnlyTheResidentCallOverhead) {
+  SimBackend b(hand_model());
+  b.host_write({kA, kMiB});
+  b.host_wait(prefetch(b, {kA, kMiB}));
+  const double t0 = b.now();
+  b.host_wait(prefetch(b, {kA, kMiB}));
+  EXPECT_NEAR(b.now() - t0, 1e-6, kEps);
+  SimStats s = b.stats();
+  EXPECT_EQ(s.bytes_prefetched, kMiB);
+  EXPECT_EQ(s.bytes_prefetch_skipped, kMiB);
+  EXPECT_EQ(s.prefetch_calls, 2u);
+}
+
+TEST(SimBackend, PrefetchOfNeverTouchedMemoryPopulatesWithoutTransfer) {
+  SimBackend b(hand_model());
+  b.host_wait(prefetch(b, {kA, 8 * kMiB}));
+  EXPECT_NEAR(b.now(), 10e-6, kEps);
+  SimStats s = b.stats();
+  EXPECT_EQ(s.bytes_prefetched, 0u);
+  EXPECT_EQ(s.bytes_populated, 8 * kMiB);
+  EXPECT_EQ(s.resident_bytes, 8 * kMiB);
+}
+
+TEST(SimBackend, KernelWaitingOnPrefetchFenceStartsAfterItAndDoesNotFault) {
+  SimBackend b(hand_model());
+  b.host_write({kA, kMiB});
+  Fence f = prefetch(b, {kA, kMiB});
+  b.stream_wait(kCompute, f);
+  Fence k = kernel(b, 1e-3, {kA, kMiB});
+  b.host_wait(k);
+  EXPECT_NEAR(b.now(), 10e-6 + kMiB / 1e9 + 1e-3, kEps);
+  EXPECT_EQ(b.stats().bytes_faulted, 0u);
+  EXPECT_EQ(b.stats().kernels_faulting, 0u);
+}
+
+TEST(SimBackend, KernelOnHostResidentPagesFaultsThemInAtFaultBandwidth) {
+  SimBackend b(hand_model());
+  b.host_write({kA, kMiB});
+  kernel(b, 1e-3, {kA, kMiB});
+  b.synchronize();
+  // Queued after its 1 us launch; compute + one fault batch + bytes at 0.25 GB/s.
+  EXPECT_NEAR(b.now(), 1e-6 + 1e-3 + 10e-6 + kMiB / 0.25e9, kEps);
+  SimStats s = b.stats();
+  EXPECT_EQ(s.bytes_faulted, kMiB);
+  EXPECT_EQ(s.kernels_faulting, 1u);
+  EXPECT_EQ(s.kernels, 1u);
+  EXPECT_EQ(b.residency({kA, kMiB}).device, kMiB);
+}
+
+TEST(SimBackend, FirstTouchByAKernelPopulatesWithoutFaulting) {
+  SimBackend b(hand_model());
+  kernel(b, 1e-3, {kA, 16 * kMiB});
+  b.synchronize();
+  EXPECT_NEAR(b.now(), 1e-6 + 1e-3, kEps);
+  SimStats s = b.stats();
+  EXPECT_EQ(s.bytes_faulted, 0u);
+  EXPECT_EQ(s.bytes_populated, 16 * kMiB);
+  EXPECT_EQ(s.resident_bytes, 16 * kMiB);
+}
+
+TEST(SimBackend, OverlappingExtentsOfOneKernelAreCountedOnce) {
+  SimBackend b(hand_model());
+  b.host_write({kA, 2 * kMiB});
+  const Range touched[] = {{kA, 2 * kMiB}, {kA + kMiB, kMiB}};
+  b.launch(kCompute, 0, touched);
+  b.synchronize();
+  EXPECT_EQ(b.stats().bytes_faulted, 2 * kMiB);
+}
+
+TEST(SimBackend, EvictionWaitsForItsFencesThenMovesPagesToHost) {
+  SimBackend b(hand_model());
+  Fence k = kernel(b, 1e-3, {kA, kMiB});
+  Fence e = evict(b, {kA, kMiB}, {k});
+  b.host_wait(e);
+  EXPECT_NEAR(b.now(), 1e-6 + 1e-3 + 20e-6 + kMiB / 0.5e9, kEps);
+  PageCounts c = b.residency({kA, kMiB});
+  EXPECT_EQ(c.host, kMiB);
+  EXPECT_EQ(c.device, 0u);
+  SimStats s = b.stats();
+  EXPECT_EQ(s.bytes_evicted, kMiB);
+  EXPECT_EQ(s.evict_calls, 1u);
+  EXPECT_EQ(s.violation_count(), 0u);
+}
+
+TEST(SimBackend, EvictedPagesStayResidentUntilTheEvictionEnds) {
+  SimBackend b(hand_model());
+  b.host_wait(kernel(b, 0, {kA, kMiB}));
+  const double t0 = b.now();
+  Fence e = evict(b, {kA, kMiB});
+  b.host_advance(10e-6);  // mid-eviction
+  EXPECT_FALSE(b.done(e));
+  EXPECT_EQ(b.residency({kA, kMiB}).device, kMiB);
+  b.host_wait(e);
+  EXPECT_NEAR(b.now() - t0, 20e-6 + kMiB / 0.5e9, kEps);
+  EXPECT_EQ(b.residency({kA, kMiB}).device, 0u);
+}
+
+TEST(SimBackend, DiscardDropsPagesWithoutTransferAndRetouchIsNotAFault) {
+  SimBackend b(hand_model());
+  Fence k = kernel(b, 0, {kA, 4 * kMiB});
+  TransferBatch t;
+  t.wait_for.push_back(k);
+  t.discard.push_back({kA, 4 * kMiB});
+  b.host_wait(b.submit(std::move(t)));
+  EXPECT_NEAR(b.now(), 1e-6 + 3e-6, kEps);
+  SimStats s = b.stats();
+  EXPECT_EQ(s.bytes_discarded, 4 * kMiB);
+  EXPECT_EQ(s.bytes_evicted, 0u);
+  EXPECT_EQ(s.resident_bytes, 0u);
+  kernel(b, 0, {kA, 4 * kMiB});
+  b.synchronize();
+  EXPECT_EQ(b.stats().bytes_faulted, 0u);
+}
+
+TEST(SimBackend, BatchRunsEvictionsThenDiscardsThenPrefetchesInOrder) {
+  SimBackend b(hand_model());
+  b.host_wait(kernel(b, 0, {kA, kMiB}));
+  b.host_write({kB, kMiB});
+  const double t0 = b.now();
+  TransferBatch t;
+  t.prefetch.push_back({kB, kMiB});
+  t.evict.push_back({kA, kMiB});
+  Fence f = b.submit(std::move(t));
+  b.host_wait(f);
+  EXPECT_NEAR(b.now() - t0, (20e-6 + kMiB / 0.5e9) + (10e-6 + kMiB / 1e9), kEps);
+  // One fence for the whole batch: its last op.
+  EXPECT_EQ(f.value, 2u);
+  // Evicted before the prefetch landed: the peak never held both.
+  EXPECT_EQ(b.stats().peak_resident_bytes, kMiB);
+}
+
+TEST(SimBackend, EvictingWithoutWaitingForARunningKernelIsAnInUseViolation) {
+  SimBackend b(hand_model());
+  kernel(b, 1e-3, {kA, kMiB});
+  evict(b, {kA + 4096, 4096});  // no wait_for: races the kernel
+  b.synchronize();
+  SimStats s = b.stats();
+  EXPECT_EQ(s.violations_evicted_in_use, 1u);
+  ASSERT_EQ(b.violations().size(), 1u);
+  EXPECT_NE(b.violations()[0].find("evicted while in use"), std::string::npos);
+}
+
+TEST(SimBackend, DiscardWhileAnEarlierKernelIsQueuedIsAnInUseViolation) {
+  SimBackend b(hand_model());
+  Fence slow = kernel(b, 1e-3, {kB, kMiB}, 2);
+  b.stream_wait(kCompute, slow);
+  kernel(b, 1e-3, {kA, kMiB});  // queued, not started: still in use
+  TransferBatch t;
+  t.discard.push_back({kA, kMiB});
+  b.submit(std::move(t));
+  b.synchronize();
+  EXPECT_EQ(b.stats().violations_evicted_in_use, 1u);
+}
+
+TEST(SimBackend, EvictingRangeOfAKernelQueuedLaterIsNoViolation) {
+  SimBackend b(hand_model());
+  b.host_wait(kernel(b, 0, {kA, kMiB}));
+  Fence e = evict(b, {kA, kMiB});
+  b.stream_wait(kCompute, e);
+  kernel(b, 1e-3, {kA, kMiB});
+  b.synchronize();
+  SimStats s = b.stats();
+  EXPECT_EQ(s.violation_count(), 0u);
+  EXPECT_EQ(s.bytes_faulted, kMiB);  // it comes back by faulting
+}
+
+TEST(SimBackend, DoneComparesFenceCompletionWithHostTime) {
+  SimBackend b(hand_model());
+  b.host_write({kA, kMiB});
+  Fence f = prefetch(b, {kA, kMiB});
+  const double end = 10e-6 + kMiB / 1e9;
+  EXPECT_FALSE(b.done(f));
+  b.host_advance(end / 2);
+  EXPECT_FALSE(b.done(f));
+  b.host_advance(end / 2 + 1e-9);
+  EXPECT_TRUE(b.done(f));
+  EXPECT_TRUE(b.done(Fence{}));
+}
+
+TEST(SimBackend, MarkIsAfterEverythingQueuedOnTheStream) {
+  SimBackend b(hand_model());
+  EXPECT_TRUE(b.mark(kCompute).empty());
+  kernel(b, 1e-3, {kA, kMiB});
+  kernel(b, 2e-3, {kA, kMiB});
+  Fence m = b.mark(kCompute);
+  EXPECT_EQ(m.stream, kCompute);
+  EXPECT_EQ(m.value, 2u);
+  b.host_wait(m);
+  EXPECT_NEAR(b.now(), 1e-6 + 3e-3, kEps);
+}
+
+TEST(SimBackend, HostRunsAheadUntilTheStreamQueueIsFull) {
+  SimDeviceModel m = hand_model();
+  m.queue_depth = 4;
+  SimBackend b(m);
+  for (int i = 0; i < 4; ++i) kernel(b, 1e-3, {kA, kMiB});
+  EXPECT_NEAR(b.now(), 4e-6, kEps);  // only launch overhead so far
+  kernel(b, 1e-3, {kA, kMiB});       // fifth: waits for the first to finish
+  EXPECT_NEAR(b.now(), 1e-6 + 1e-3, kEps);
+  EXPECT_GT(b.stats().host_blocked_seconds, 0.0);
+}
+
+TEST(SimBackend, SynchronizeAdvancesHostToTheLastCompletionOnAnyStream) {
+  SimBackend b(hand_model());
+  kernel(b, 1e-3, {kA, kMiB}, 1);
+  kernel(b, 3e-3, {kB, kMiB}, 2);
+  b.synchronize();
+  EXPECT_NEAR(b.now(), 2e-6 + 3e-3, kEps);
+  SimStats s = b.stats();
+  ASSERT_EQ(s.streams.size(), 3u);  // 1, 2 and the prefetch stream
+  EXPECT_EQ(s.streams[0].stream, 1u);
+  EXPECT_NEAR(s.streams[0].busy_seconds, 1e-3, kEps);
+  EXPECT_NEAR(s.streams[1].busy_seconds, 3e-3, kEps);
+  EXPECT_EQ(s.streams[2].stream, SimBackend::kPrefetchStream);
+  EXPECT_EQ(s.streams[2].ops, 0u);
+}
+
+TEST(SimBackend, CapturingIsPerStreamAndWaitsOnACapturingStreamAreRecorded) {
+  SimBackend b(hand_model());
+  b.set_capturing(1, true);
+  EXPECT_TRUE(b.capturing(1));
+  EXPECT_FALSE(b.capturing(2));
+  b.host_write({kA, kMiB});
+  b.stream_wait(1, prefetch(b, {kA, kMiB}));
+  EXPECT_EQ(b.stats().violations_other, 1u);
+  b.set_capturing(1, false);
+  EXPECT_FALSE(b.capturing(1));
+}
+
+TEST(SimBackend, FenceNamingNoQueuedOpIsRecordedAndTreatedAsDone) {
+  SimBackend b(hand_model());
+  EXPECT_TRUE(b.done(Fence{42, 7}));
+  b.stream_wait(kCompute, Fence{SimBackend::kPrefetchStream, 99});
+  kernel(b, 1e-3, {kA, kMiB});
+  b.synchronize();
+  EXPECT_NEAR(b.now(), 1e-6 + 1e-3, kEps);
+  EXPECT_EQ(b.stats().violations_other, 2u);
+}
+
+TEST(SimBackend, ResidencyAboveDeviceCapacityIsRecorded) {
+  SimDeviceModel m = hand_model();
+  m.device_bytes = 4 * kMiB;
+  SimBackend b(m);
+  kernel(b, 0, {kA, 8 * kMiB});
+  b.synchronize();
+  SimStats s = b.stats();
+  EXPECT_EQ(s.peak_resident_bytes, 8 * kMiB);
+  EXPECT_EQ(s.violations_other, 1u);
+}
+
+TEST(SimBackend, PeakResidencyIsTheGroundTruthMaximumOverTime) {
+  SimBackend b(hand_model());
+  Fence k1 = kernel(b, 1e-3, {kA, 2 * kMiB});
+  evict(b, {kA, 2 * kMiB}, {k1});
+  b.synchronize();
+  kernel(b, 1e-3, {kB, kMiB});
+  b.synchronize();
+  SimStats s = b.stats();
+  EXPECT_EQ(s.peak_resident_bytes, 2 * kMiB);
+  EXPECT_EQ(s.resident_bytes, kMiB);
+}
+
+SimStats scripted_run() {
+  SimBackend b(hand_model());
+  b.host_write({kB, 8 * kMiB});
+  for (int i = 0; i < 20; ++i) {
+    Fence p = prefetch(b, {kB + static_cast<uint64_t>(i % 8) * kMiB, kMiB});
+    b.stream_wait(1 + i % 2, p);
+    Fence k = kernel(b, 1e-4 * (1 + i % 3), {kA + static_cast<uint64_t>(i % 4) * kMiB, 2 * kMiB}, 1 + i % 2);
+    if (i % 5 == 4) evict(b, {kB, 4 * kMiB}, {k});
+    b.host_advance(3e-5);
+  }
+  b.synchronize();
+  return b.stats();
+}
+
+TEST(SimBackend, IdenticalInputsGiveIdenticalNumbers) {
+  SimStats a = scripted_run();
+  SimStats c = scripted_run();
+  EXPECT_EQ(a.host_seconds, c.host_seconds);  // exact: no wall clock, no randomness
+  EXPECT_EQ(a.bytes_prefetched, c.bytes_prefetched);
+  EXPECT_EQ(a.bytes_faulted, c.bytes_faulted);
+  EXPECT_EQ(a.bytes_evicted, c.bytes_evicted);
+  EXPECT_EQ(a.peak_resident_bytes, c.peak_resident_bytes);
+  ASSERT_EQ(a.streams.size(), c.streams.size());
+  for (size_t i = 0; i < a.streams.size(); ++i) EXPECT_EQ(a.streams[i].busy_seconds, c.streams[i].busy_seconds);
+  EXPECT_GT(a.bytes_prefetched, 0u);
+  EXPECT_GT(a.bytes_evicted, 0u);
+}
+
+}  // namespace
+}  // namespace pump
