@@ -106,7 +106,8 @@ class SimBackend final : public DeviceBackend {
   // ---- sim-only API
   // Queues a kernel on `stream`: it runs compute_seconds plus the time to fault in
   // the host-resident pages of `touched`. Costs the host model.launch_host_seconds.
-  // Returns a fence after the kernel.
+  // Returns a fence after the kernel. Capture is not modelled here: a kernel
+  // launched on a capturing stream runs as if its graph were launched at once.
   Fence launch(StreamId stream, double compute_seconds, std::span<const Range> touched);
   // Host waits until everything queued has completed (a training loop's loss.item()).
   void synchronize();
@@ -121,7 +122,7 @@ class SimBackend final : public DeviceBackend {
   void release(const Range& range);
   void set_capturing(StreamId stream, bool capturing);
 
-  // Ground truth as of the host clock.
+  // Ground truth as of the host clock (these process pending events, hence non-const).
   PageCounts residency(const Range& range);
   double now() const { return host_now_; }
   SimStats stats();
