@@ -13,8 +13,8 @@
 
 #include "core/common/config.h"
 #include "core/common/log.h"
-#include "core/engine/device_backend.h"
 #include "core/engine/engine.h"
+#include "tests/core/plugin_host/instant_backend.h"
 
 namespace pump {
 namespace {
@@ -254,26 +254,7 @@ TEST(PluginHostDefaultDir, ConstructorUsesIt) {
 
 // ------------------------------------------------------------ with the engine
 
-// A device that completes every transfer at once and records what it was asked.
-class InstantBackend : public DeviceBackend {
- public:
-  std::string_view name() const override { return "instant"; }
-  uint64_t device_memory_bytes() const override { return 1ull << 30; }
-  Fence submit(TransferBatch&& batch) override {
-    for (const Range& r : batch.prefetch) prefetched_bytes += r.bytes;
-    return Fence{kPrefetchStream, ++fences_};
-  }
-  void stream_wait(StreamId, const Fence&) override {}
-  Fence mark(StreamId stream) override { return Fence{stream, ++fences_}; }
-  bool done(const Fence&) override { return true; }
-  bool capturing(StreamId) override { return false; }
-
-  uint64_t prefetched_bytes = 0;
-
- private:
-  static constexpr StreamId kPrefetchStream = ~StreamId{0};
-  uint64_t fences_ = 0;
-};
+using testing::InstantBackend;
 
 TEST_F(PluginHostTest, EngineRunsOnWithoutAPolicyWhoseInitFails) {
   auto policy = host_.load_policy("init_fails");
