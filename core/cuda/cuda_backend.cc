@@ -1,0 +1,509 @@
+#include "core/cuda/cuda_backend.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/common/log.h"
+
+namespace pump {
+
+using cuda::EventFenceRing;
+using cuda::is_event_fence;
+using cuda::kEventFenceBit;
+using cuda::OpKind;
+using cuda::StreamSlotTable;
+using cuda::TransferOp;
+
+struct CudaBackend::AtomicStats {
+  std::atomic<uint64_t> batches{0}, prefetch_calls{0}, prefetch_bytes{0}, evict_calls{0}, evict_bytes{0},
+      discard_calls{0}, discard_bytes{0}, batch_calls{0}, fence_waits{0}, failed_calls{0}, marks{0},
+      event_marks{0}, stream_waits{0}, queue_high_water{0}, blocked_submits{0}, prefetch_call_ns{0};
+  std::atomic<bool> failure_logged{false};
+};
+
+namespace {
+
+constexpr auto kHostWaitLimit = std::chrono::seconds(30);
+
+bool context_is_gone(CUresult r) {
+  return r == CUDA_ERROR_DEINITIALIZED || r == CUDA_ERROR_CONTEXT_IS_DESTROYED || r == CUDA_ERROR_NOT_INITIALIZED;
+}
+
+uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since).count());
+}
+
+CUstream as_stream(StreamId id) { return reinterpret_cast<CUstream>(static_cast<uintptr_t>(id)); }
+
+}  // namespace
+
+// ------------------------------------------------------------------ lifetime
+
+CudaBackend::CudaBackend(const CudaBackendOptions& options, int ordinal)
+    : options_(options),
+      ordinal_(ordinal),
+      slot_table_(std::max<size_t>(options.stream_slots, 1)),
+      stats_(std::make_unique<AtomicStats>()) {}
+
+std::unique_ptr<CudaBackend> CudaBackend::create(int device) { return create(device, CudaBackendOptions{}); }
+
+std::unique_ptr<CudaBackend> CudaBackend::create(int device, const CudaBackendOptions& options) {
+  std::unique_ptr<CudaBackend> backend(new CudaBackend(options, device));
+  std::string error;
+  if (!backend->api_.load(options.driver_library, &error) || !backend->start(&error)) {
+    log(LogLevel::kError, "cuda backend unavailable for device %d: %s", device, error.c_str());
+    return nullptr;
+  }
+  log(LogLevel::kInfo,
+      "cuda backend on device %d: %.1f GiB, fences by %s, batch prefetch %s, batch discard %s, driver %d.%d", device,
+      static_cast<double>(backend->total_memory_) / (1ull << 30),
+      backend->memops_ ? "stream memory operations" : "events", backend->has_batch_prefetch() ? "yes" : "no",
+      backend->has_batch_discard() ? "yes" : "no", backend->api_.driver_version / 1000,
+      backend->api_.driver_version % 1000 / 10);
+  return backend;
+}
+
+bool CudaBackend::start(std::string* error) {
+  auto fail = [&](const char* what, CUresult r) {
+    *error = std::string(what) + " failed: " + api_.describe(r);
+    return false;
+  };
+  CUresult r = api_.cuInit(0);
+  if (r != CUDA_SUCCESS) return fail("cuInit", r);
+  int count = 0;
+  if ((r = api_.cuDeviceGetCount(&count)) != CUDA_SUCCESS) return fail("cuDeviceGetCount", r);
+  if (ordinal_ < 0 || ordinal_ >= count) {
+    *error = "no CUDA device " + std::to_string(ordinal_) + " (" + std::to_string(count) + " visible)";
+    return false;
+  }
+  if ((r = api_.cuDeviceGet(&device_, ordinal_)) != CUDA_SUCCESS) return fail("cuDeviceGet", r);
+  auto attribute = [&](CUdevice_attribute a) {
+    int value = 0;
+    return api_.cuDeviceGetAttribute(&value, a, device_) == CUDA_SUCCESS ? value : 0;
+  };
+  if (!attribute(CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY) || !attribute(CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS)) {
+    *error = "device " + std::to_string(ordinal_) +
+             " lacks managed memory with concurrent access (CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS=0): "
+             "managed memory cannot be prefetched there";
+    return false;
+  }
+  size_t total = 0;
+  if ((r = api_.cuDeviceTotalMem(&total, device_)) != CUDA_SUCCESS) return fail("cuDeviceTotalMem", r);
+  total_memory_ = total;
+  memops_ = !options_.force_event_fences && api_.cuStreamWriteValue64 && api_.cuStreamWaitValue64 &&
+            attribute(CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS) &&
+            attribute(CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY);
+
+  std::promise<std::string> ready;
+  std::future<std::string> setup = ready.get_future();
+  worker_ = std::thread(&CudaBackend::worker_main, this, std::move(ready));
+  *error = setup.get();
+  if (error->empty()) return true;
+  worker_.join();  // it returned right after reporting the failure
+  return false;
+}
+
+CudaBackend::~CudaBackend() {
+  {
+    std::lock_guard lock(queue_mutex_);
+    stopping_ = true;
+  }
+  work_cv_.notify_all();
+  space_cv_.notify_all();
+  progress_cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+  // At process exit the driver may be gone: every call below may fail, harmlessly.
+  if (prefetch_stream_ && !context_lost_) api_.cuStreamDestroy(prefetch_stream_);
+  compute_events_.reset();
+  prefetch_events_.reset();
+  // The counter slots stay allocated on purpose: application streams may still hold
+  // waits on them (queued before we were destroyed), and freeing pinned memory under a
+  // pending GPU read is undefined. One page per backend; released with the context.
+  if (context_) api_.cuDevicePrimaryCtxRelease(device_);
+}
+
+// ------------------------------------------------------------------ worker
+
+void CudaBackend::worker_main(std::promise<std::string> ready) {
+  std::string error = setup_on_worker();
+  const bool ok = error.empty();
+  ready.set_value(std::move(error));
+  if (!ok) return;
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock lock(queue_mutex_);
+      work_cv_.wait(lock, [&] { return !queue_.empty() || stopping_; });
+      if (queue_.empty()) return;  // stopping, and drained
+      job = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    space_cv_.notify_one();
+    run_job(job);
+  }
+}
+
+std::string CudaBackend::setup_on_worker() {
+  auto fail = [&](const char* what, CUresult r) { return std::string(what) + " failed: " + api_.describe(r); };
+  CUresult r = api_.cuDevicePrimaryCtxRetain(&context_, device_);
+  if (r != CUDA_SUCCESS) {
+    context_ = nullptr;
+    return fail("cuDevicePrimaryCtxRetain", r);
+  }
+  if ((r = api_.cuCtxSetCurrent(context_)) != CUDA_SUCCESS) return fail("cuCtxSetCurrent", r);
+  if ((r = api_.cuStreamCreate(&prefetch_stream_, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS) {
+    prefetch_stream_ = nullptr;
+    return fail("cuStreamCreate", r);
+  }
+  prefetch_key_ = static_cast<StreamId>(reinterpret_cast<uintptr_t>(prefetch_stream_));
+
+  const size_t slots = slot_table_.capacity() + 1;
+  prefetch_slot_ = static_cast<int>(slot_table_.capacity());
+  issued_ = std::make_unique<uint64_t[]>(slots);
+  if (memops_) {
+    // Through the driver table, not cuMemAlloc: pump's own hooks must not see it.
+    void* host = nullptr;
+    r = api_.cuMemHostAlloc(&host, slots * sizeof(uint64_t), CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
+    if (r == CUDA_SUCCESS) {
+      std::memset(host, 0, slots * sizeof(uint64_t));
+      slots_host_ = static_cast<uint64_t*>(host);
+      r = api_.cuMemHostGetDevicePointer(&slots_device_, host, 0);
+    }
+    if (r != CUDA_SUCCESS) {
+      log(LogLevel::kWarn, "cuda backend: mapped counter memory unavailable (%s): using event fences",
+          api_.describe(r).c_str());
+      memops_ = false;
+    }
+  }
+  compute_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring);
+  if (!memops_) prefetch_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring);
+
+  plan_options_.prefetch_stream_key = prefetch_key_;
+  plan_options_.merge_adjacent = options_.merge_adjacent;
+  plan_options_.batch_min_ranges = options_.batch_min_ranges;
+  plan_options_.have_prefetch_batch = api_.cuMemPrefetchBatchAsync != nullptr;
+  plan_options_.have_discard_batch = api_.cuMemDiscardBatchAsync != nullptr;
+  return {};
+}
+
+void CudaBackend::run_job(Job& job) {
+  if (!context_lost_) {
+    for (const TransferOp& op : cuda::plan_transfers(job.batch, plan_options_)) {
+      if (context_lost_) break;
+      switch (op.kind) {
+        case OpKind::kWait: issue_wait(op.fence); break;
+        case OpKind::kEvict: issue_ranges(op, CUmemLocation{CU_MEM_LOCATION_TYPE_HOST, 0}); break;
+        case OpKind::kDiscard: issue_discard(op); break;
+        case OpKind::kPrefetch: issue_ranges(op, CUmemLocation{CU_MEM_LOCATION_TYPE_DEVICE, device_}); break;
+      }
+    }
+  }
+  publish_batch_done(job.value);
+}
+
+void CudaBackend::issue_wait(const Fence& fence) {
+  stats_->fence_waits.fetch_add(1, std::memory_order_relaxed);
+  CUresult r;
+  if (is_event_fence(fence)) {
+    r = compute_events_->enqueue_wait(prefetch_stream_, fence.value & ~kEventFenceBit);
+  } else {
+    const int slot = slot_table_.find(fence.stream);
+    if (slot == StreamSlotTable::kNoSlot) return;  // not a fence of ours: nothing to wait for
+    r = api_.cuStreamWaitValue64(prefetch_stream_, slot_device_address(slot), fence.value, CU_STREAM_WAIT_VALUE_GEQ);
+  }
+  if (r == CUDA_SUCCESS) return;
+  note_failure("enqueueing a fence wait on the prefetch stream", r, nullptr);
+  wait_for_fence_on_host(fence);  // ordering is not a hint: keep it, slowly
+}
+
+void CudaBackend::issue_ranges(const TransferOp& op, CUmemLocation location) {
+  const bool evict = op.kind == OpKind::kEvict;
+  auto count = [&](uint64_t bytes) {
+    (evict ? stats_->evict_calls : stats_->prefetch_calls).fetch_add(1, std::memory_order_relaxed);
+    (evict ? stats_->evict_bytes : stats_->prefetch_bytes).fetch_add(bytes, std::memory_order_relaxed);
+  };
+  if (op.batched && plan_options_.have_prefetch_batch) {
+    std::vector<CUdeviceptr> addresses;
+    std::vector<size_t> sizes;
+    for (const Range& r : op.ranges) {
+      addresses.push_back(r.address);
+      sizes.push_back(r.bytes);
+    }
+    size_t first_index = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    CUresult r = api_.cuMemPrefetchBatchAsync(addresses.data(), sizes.data(), addresses.size(), &location,
+                                              &first_index, 1, 0, prefetch_stream_);
+    stats_->prefetch_call_ns.fetch_add(elapsed_ns(t0), std::memory_order_relaxed);
+    if (r == CUDA_SUCCESS) {
+      count(op.bytes());
+      stats_->batch_calls.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    stats_->failed_calls.fetch_add(1, std::memory_order_relaxed);
+    if (context_is_gone(r)) {
+      context_lost_ = true;
+      return;
+    }
+    log(LogLevel::kWarn, "cuda backend: cuMemPrefetchBatchAsync failed (%s): one call per range from now on",
+        api_.describe(r).c_str());
+    plan_options_.have_prefetch_batch = false;
+  }
+  for (const Range& range : op.ranges) {
+    const auto t0 = std::chrono::steady_clock::now();
+    CUresult r = api_.cuMemPrefetchAsync(range.address, range.bytes, location, 0, prefetch_stream_);
+    stats_->prefetch_call_ns.fetch_add(elapsed_ns(t0), std::memory_order_relaxed);
+    if (r == CUDA_SUCCESS) count(range.bytes);
+    else note_failure(evict ? "eviction (prefetch to host)" : "prefetch to the device", r, &range);
+    if (context_lost_) return;
+  }
+}
+
+void CudaBackend::issue_discard(const TransferOp& op) {
+  if (plan_options_.have_discard_batch) {
+    std::vector<CUdeviceptr> addresses;
+    std::vector<size_t> sizes;
+    for (const Range& r : op.ranges) {
+      addresses.push_back(r.address);
+      sizes.push_back(r.bytes);
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    CUresult r = api_.cuMemDiscardBatchAsync(addresses.data(), sizes.data(), addresses.size(), 0, prefetch_stream_);
+    stats_->prefetch_call_ns.fetch_add(elapsed_ns(t0), std::memory_order_relaxed);
+    if (r == CUDA_SUCCESS) {
+      stats_->discard_calls.fetch_add(1, std::memory_order_relaxed);
+      stats_->discard_bytes.fetch_add(op.bytes(), std::memory_order_relaxed);
+      stats_->batch_calls.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    stats_->failed_calls.fetch_add(1, std::memory_order_relaxed);
+    if (context_is_gone(r)) {
+      context_lost_ = true;
+      return;
+    }
+    log(LogLevel::kWarn, "cuda backend: cuMemDiscardBatchAsync failed (%s): evicting dead data instead from now on",
+        api_.describe(r).c_str());
+    plan_options_.have_discard_batch = false;
+  }
+  TransferOp evict = op;
+  evict.kind = OpKind::kEvict;
+  evict.batched = false;
+  issue_ranges(evict, CUmemLocation{CU_MEM_LOCATION_TYPE_HOST, 0});
+}
+
+void CudaBackend::publish_batch_done(uint64_t value) {
+  if (memops_) {
+    CUresult r = context_lost_ ? CUDA_ERROR_DEINITIALIZED
+                               : api_.cuStreamWriteValue64(prefetch_stream_, slot_device_address(prefetch_slot_),
+                                                           value, CU_STREAM_WRITE_VALUE_DEFAULT);
+    if (r != CUDA_SUCCESS) {
+      if (!context_lost_) {
+        note_failure("signalling a batch's fence", r, nullptr);
+        api_.cuStreamSynchronize(prefetch_stream_);
+      }
+      // Earlier writes are done (synchronized) or will never come (no context): the
+      // CPU can publish the value itself without going backwards.
+      __atomic_store_n(&slots_host_[prefetch_slot_], value, __ATOMIC_RELEASE);
+    }
+  } else {
+    bool waited = false;
+    CUresult r = context_lost_ ? CUDA_ERROR_DEINITIALIZED : prefetch_events_->record(prefetch_stream_, value, &waited);
+    if (r != CUDA_SUCCESS) {
+      if (!context_lost_) {
+        note_failure("recording a batch's event", r, nullptr);
+        api_.cuStreamSynchronize(prefetch_stream_);
+      }
+      prefetch_events_->complete_up_to(value);
+    }
+  }
+  {
+    std::lock_guard lock(queue_mutex_);
+    issued_value_ = value;
+  }
+  progress_cv_.notify_all();
+}
+
+void CudaBackend::note_failure(const char* what, CUresult result, const Range* range) {
+  stats_->failed_calls.fetch_add(1, std::memory_order_relaxed);
+  if (context_is_gone(result)) context_lost_ = true;
+  if (stats_->failure_logged.exchange(true)) return;
+  if (range) {
+    log(LogLevel::kWarn,
+        "cuda backend: %s of [0x%llx, +%llu) failed: %s; carrying on (prefetch is a hint; later failures are "
+        "only counted)",
+        what, static_cast<unsigned long long>(range->address), static_cast<unsigned long long>(range->bytes),
+        api_.describe(result).c_str());
+  } else {
+    log(LogLevel::kWarn, "cuda backend: %s failed: %s; carrying on (later failures are only counted)", what,
+        api_.describe(result).c_str());
+  }
+}
+
+bool CudaBackend::wait_for_fence_on_host(const Fence& fence) {
+  const auto deadline = std::chrono::steady_clock::now() + kHostWaitLimit;
+  while (!done(fence)) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      log(LogLevel::kError, "cuda backend: a fence (stream 0x%llx, value %llu) did not complete within %lld s; "
+          "going on without it", static_cast<unsigned long long>(fence.stream),
+          static_cast<unsigned long long>(fence.value & ~kEventFenceBit),
+          static_cast<long long>(kHostWaitLimit.count()));
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  return true;
+}
+
+bool CudaBackend::wait_issued(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(queue_mutex_);
+  const uint64_t target = next_value_;
+  return progress_cv_.wait_for(lock, timeout, [&] { return issued_value_ >= target; });
+}
+
+// ------------------------------------------------------------------ DeviceBackend
+
+Fence CudaBackend::submit(TransferBatch&& batch) {
+  uint64_t value;
+  {
+    std::unique_lock lock(queue_mutex_);
+    if (queue_.size() >= options_.queue_capacity) {
+      // Backpressure: the caller (the engine, on an application thread) blocks until
+      // the worker takes a batch. Transfers are then the bottleneck anyway, and an
+      // unbounded queue would only grow memory and the distance to the fence.
+      stats_->blocked_submits.fetch_add(1, std::memory_order_relaxed);
+      space_cv_.wait(lock, [&] { return queue_.size() < options_.queue_capacity || stopping_; });
+    }
+    value = ++next_value_;
+    queue_.push_back(Job{value, std::move(batch)});
+    uint64_t depth = queue_.size();
+    if (depth > stats_->queue_high_water.load(std::memory_order_relaxed))
+      stats_->queue_high_water.store(depth, std::memory_order_relaxed);
+  }
+  work_cv_.notify_one();
+  stats_->batches.fetch_add(1, std::memory_order_relaxed);
+  return Fence{prefetch_key_, memops_ ? value : (value | kEventFenceBit)};
+}
+
+Fence CudaBackend::mark(StreamId stream) {
+  if (capturing(stream)) return {};
+  stats_->marks.fetch_add(1, std::memory_order_relaxed);
+  const StreamId key = cuda::stream_key(stream);
+  if (memops_) {
+    const int slot = slot_table_.acquire(key);
+    if (slot != StreamSlotTable::kNoSlot) {
+      std::lock_guard lock(mark_mutex_);
+      const uint64_t value = issued_[slot] + 1;
+      CUresult r = api_.cuStreamWriteValue64(as_stream(stream), slot_device_address(slot), value,
+                                             CU_STREAM_WRITE_VALUE_DEFAULT);
+      if (r == CUDA_SUCCESS) {
+        issued_[slot] = value;
+        return Fence{key, value};
+      }
+      note_failure("cuStreamWriteValue64 after a kernel", r, nullptr);
+    } else {
+      PUMP_LOG_ONCE(LogLevel::kWarn, "cuda backend: more than %zu streams used: fences of the later ones use events",
+                    slot_table_.capacity());
+    }
+  }
+  return mark_with_event(as_stream(stream), key);
+}
+
+Fence CudaBackend::mark_with_event(CUstream stream, StreamId key) {
+  std::lock_guard lock(mark_mutex_);
+  const uint64_t seq = ++event_seq_;
+  bool waited = false;
+  CUresult r = compute_events_->record(stream, seq, &waited);
+  if (waited)
+    PUMP_LOG_ONCE(LogLevel::kWarn, "cuda backend: more than %zu event fences in flight: waiting for the oldest",
+                  options_.event_ring);
+  if (r != CUDA_SUCCESS) {
+    note_failure("cuEventRecord after a kernel", r, nullptr);
+    return {};  // nothing could be marked: nothing to wait for
+  }
+  stats_->event_marks.fetch_add(1, std::memory_order_relaxed);
+  return Fence{key, seq | kEventFenceBit};
+}
+
+bool CudaBackend::done(const Fence& fence) {
+  if (fence.empty() || context_lost_) return true;
+  if (is_event_fence(fence)) {
+    EventFenceRing* ring = fence.stream == prefetch_key_ ? prefetch_events_.get() : compute_events_.get();
+    return !ring || ring->done(fence.value & ~kEventFenceBit);
+  }
+  const int slot = fence.stream == prefetch_key_ ? prefetch_slot_ : slot_table_.find(fence.stream);
+  if (slot == StreamSlotTable::kNoSlot) return true;  // not one of ours
+  return slot_value(slot) >= fence.value;
+}
+
+void CudaBackend::stream_wait(StreamId stream, const Fence& fence) {
+  if (done(fence) || capturing(stream)) return;
+  stats_->stream_waits.fetch_add(1, std::memory_order_relaxed);
+  CUresult r;
+  if (is_event_fence(fence)) {
+    const bool of_batch = fence.stream == prefetch_key_;
+    EventFenceRing& ring = of_batch ? *prefetch_events_ : *compute_events_;
+    const uint64_t seq = fence.value & ~kEventFenceBit;
+    r = ring.enqueue_wait(as_stream(stream), seq);
+    if (r == CUDA_ERROR_NOT_READY && of_batch) {
+      // An event can only be waited for once recorded, i.e. once the worker issued the batch.
+      PUMP_LOG_ONCE(LogLevel::kInfo,
+                    "cuda backend: without stream memory operations, a kernel that waits for a prefetch "
+                    "blocks its launching thread until the prefetch is issued");
+      {
+        std::unique_lock lock(queue_mutex_);
+        progress_cv_.wait(lock, [&] { return issued_value_ >= seq || stopping_; });
+      }
+      r = ring.enqueue_wait(as_stream(stream), seq);
+    }
+  } else {
+    const int slot = fence.stream == prefetch_key_ ? prefetch_slot_ : slot_table_.find(fence.stream);
+    if (slot == StreamSlotTable::kNoSlot) return;
+    r = api_.cuStreamWaitValue64(as_stream(stream), slot_device_address(slot), fence.value, CU_STREAM_WAIT_VALUE_GEQ);
+  }
+  if (r == CUDA_SUCCESS) return;
+  note_failure("enqueueing a fence wait before a kernel", r, nullptr);
+  wait_for_fence_on_host(fence);
+}
+
+bool CudaBackend::capturing(StreamId stream) {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  CUresult r = api_.cuStreamIsCapturing(as_stream(stream), &status);
+  if (r == CUDA_SUCCESS) return status != CU_STREAM_CAPTURE_STATUS_NONE;
+  // The legacy stream while another stream captures in global mode: touching it
+  // would invalidate that capture.
+  if (r == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) return true;
+  if (context_is_gone(r)) {
+    context_lost_ = true;
+    return true;
+  }
+  PUMP_LOG_ONCE(LogLevel::kWarn,
+                "cuda backend: cuStreamIsCapturing(stream 0x%llx) failed: %s; treating such streams as captured "
+                "(nothing is queued on them)",
+                static_cast<unsigned long long>(stream), api_.describe(r).c_str());
+  return true;
+}
+
+CudaBackendStats CudaBackend::stats() const {
+  const AtomicStats& s = *stats_;
+  auto get = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  CudaBackendStats out;
+  out.batches = get(s.batches);
+  out.prefetch_calls = get(s.prefetch_calls);
+  out.prefetch_bytes = get(s.prefetch_bytes);
+  out.evict_calls = get(s.evict_calls);
+  out.evict_bytes = get(s.evict_bytes);
+  out.discard_calls = get(s.discard_calls);
+  out.discard_bytes = get(s.discard_bytes);
+  out.batch_calls = get(s.batch_calls);
+  out.fence_waits = get(s.fence_waits);
+  out.failed_calls = get(s.failed_calls);
+  out.marks = get(s.marks);
+  out.event_marks = get(s.event_marks);
+  out.stream_waits = get(s.stream_waits);
+  out.queue_high_water = get(s.queue_high_water);
+  out.blocked_submits = get(s.blocked_submits);
+  out.prefetch_call_ns = get(s.prefetch_call_ns);
+  return out;
+}
+
+}  // namespace pump

@@ -1,0 +1,185 @@
+// CudaBackend: the DeviceBackend of a real GPU, on the CUDA 13 driver API.
+//
+// Threads. cuMemPrefetchAsync was measured to block its caller for the whole
+// migration, and the engine calls the backend from the application's launch
+// threads. So submit() only assigns the batch its fence and puts it in a bounded
+// queue; one worker thread per backend, with the device's primary context current
+// and a dedicated non-blocking "prefetch stream", turns each batch into driver
+// calls (transfer_plan.h) in submission order. mark/stream_wait/done/capturing
+// only enqueue stream memory operations or read host memory: they never wait.
+//
+// Fences. A fence is (stream key, value). Each stream key owns a 64-bit counter
+// slot in host-pinned, device-mapped memory (fence_slots.h; the prefetch stream has
+// its own slot):
+//   mark(s):           value = ++issued[s]; cuStreamWriteValue64(s, slot[s], value)
+//   done(f):           slot[f.stream] >= f.value (a plain read of host memory)
+//   stream_wait(s, f): cuStreamWaitValue64(s, slot[f.stream], f.value, GEQ)
+//   submit(batch):     value = ++prefetch_issued, on the caller's thread; later the
+//                      worker enqueues, on the prefetch stream: a wait for each fence
+//                      in batch.wait_for, evictions, discards, prefetches, then
+//                      cuStreamWriteValue64(prefetch, slot[prefetch], value).
+// Because a batch's value is known before the worker issued anything, a compute
+// stream can wait for it at once: the GPU, not the application, does the waiting.
+// Without 64-bit stream memops, or for streams beyond the slot table's capacity,
+// fences are events from a bounded ring (event_fence_ring.h); then stream_wait on a
+// batch the worker has not issued yet blocks the caller until it has (the one
+// place where that fallback is slower, and said so once in the log).
+//
+// Why this cannot deadlock. Order every fence by the host time it was created
+// (mark() or submit() returned). A compute stream's write for mark fence M only
+// follows work enqueued before M: kernels, and waits on fences that already existed.
+// A batch B waits only on the fences in B.wait_for, which existed when B was
+// submitted, and on the batches before it (the prefetch stream is in order). So
+// every fence depends only on strictly older fences: the wait graph is acyclic. The
+// worker issues batches in order and never waits for the GPU itself except inside
+// the driver's own prefetch calls, which wait only for the prefetch stream's earlier
+// work, i.e. older fences. submit() blocks only while the queue is full, and what it
+// waits for (the worker draining) again depends only on older fences.
+//
+// Capture: nothing is ever enqueued on a stream being captured into a graph
+// (capturing() says so and mark/stream_wait check it).
+// Errors of prefetch and eviction calls are not fatal (prefetch is a hint): they
+// are counted, the first is logged with the driver's message. A fence is never
+// left unreachable: if the final write of a batch fails, the worker synchronizes
+// the prefetch stream and publishes the value from the CPU.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "core/cuda/driver_api.h"
+#include "core/cuda/event_fence_ring.h"
+#include "core/cuda/fence_slots.h"
+#include "core/cuda/transfer_plan.h"
+#include "core/engine/device_backend.h"
+
+namespace pump {
+
+struct CudaBackendOptions {
+  const char* driver_library = "libcuda.so.1";
+  size_t queue_capacity = 256;   // batches waiting for the worker; submit() blocks beyond
+  size_t stream_slots = 256;     // streams with counter fences; later ones use events
+  size_t event_ring = 1024;      // event fences in flight before the oldest is waited for
+  bool merge_adjacent = true;    // off only to measure what merging gains
+  size_t batch_min_ranges = 4;   // ranges from which one batch call replaces single calls; 0 = never
+  bool force_event_fences = false;  // use the event fallback even where memops work (tests)
+};
+
+// Counters since creation, for PUMP_STATS and pump-bench.
+struct CudaBackendStats {
+  uint64_t batches = 0;            // submitted
+  uint64_t prefetch_calls = 0;     // driver calls issued, per kind (a batch call counts once)
+  uint64_t prefetch_bytes = 0;
+  uint64_t evict_calls = 0;
+  uint64_t evict_bytes = 0;
+  uint64_t discard_calls = 0;
+  uint64_t discard_bytes = 0;
+  uint64_t batch_calls = 0;        // how many of the calls above were cuMem*BatchAsync
+  uint64_t fence_waits = 0;        // waits the worker enqueued for batch.wait_for
+  uint64_t failed_calls = 0;       // prefetch/evict/discard/memop calls that returned an error
+  uint64_t marks = 0;
+  uint64_t event_marks = 0;        // ... of which fell back to events
+  uint64_t stream_waits = 0;
+  uint64_t queue_high_water = 0;   // most batches ever waiting for the worker
+  uint64_t blocked_submits = 0;    // submit() calls that found the queue full and waited
+  uint64_t prefetch_call_ns = 0;   // worker time spent inside prefetch/evict/discard calls
+};
+
+class CudaBackend final : public DeviceBackend {
+ public:
+  // nullptr, after one error line in the log, when the driver, the device or a
+  // needed feature (managed memory with concurrent access, CUDA >= 13) is missing.
+  static std::unique_ptr<CudaBackend> create(int device);
+  static std::unique_ptr<CudaBackend> create(int device, const CudaBackendOptions& options);
+  // Drains the queue, joins the worker. Tolerates a driver that is already shut
+  // down (process exit): errors are ignored and queued batches dropped then.
+  ~CudaBackend() override;
+
+  std::string_view name() const override { return "cuda"; }
+  uint64_t device_memory_bytes() const override { return total_memory_; }
+  Fence submit(TransferBatch&& batch) override;
+  void stream_wait(StreamId stream, const Fence& fence) override;
+  Fence mark(StreamId stream) override;
+  bool done(const Fence& fence) override;
+  bool capturing(StreamId stream) override;
+
+  CudaBackendStats stats() const;
+  bool uses_stream_memops() const { return memops_; }
+  bool has_batch_prefetch() const { return api_.cuMemPrefetchBatchAsync != nullptr; }
+  bool has_batch_discard() const { return api_.cuMemDiscardBatchAsync != nullptr; }
+  int device_ordinal() const { return ordinal_; }
+  const cuda::DriverApi& driver() const { return api_; }
+  // Waits until the worker has issued every batch submitted so far (not until the
+  // GPU finished them). False on timeout.
+  bool wait_issued(std::chrono::milliseconds timeout);
+
+ private:
+  struct Job {
+    uint64_t value = 0;
+    TransferBatch batch;
+  };
+
+  CudaBackend(const CudaBackendOptions& options, int ordinal);
+  bool start(std::string* error);  // starts the worker, which sets everything up
+  std::string setup_on_worker();   // context, stream, slot memory; "" on success
+  void worker_main(std::promise<std::string> ready);
+  void run_job(Job& job);
+  void issue_wait(const Fence& fence);
+  void issue_ranges(const cuda::TransferOp& op, CUmemLocation location);
+  void issue_discard(const cuda::TransferOp& op);
+  void publish_batch_done(uint64_t value);
+  void note_failure(const char* what, CUresult result, const Range* range);
+  bool wait_for_fence_on_host(const Fence& fence);
+  Fence mark_with_event(CUstream stream, StreamId key);
+  CUdeviceptr slot_device_address(int slot) const { return slots_device_ + sizeof(uint64_t) * slot; }
+  uint64_t slot_value(int slot) const { return __atomic_load_n(&slots_host_[slot], __ATOMIC_ACQUIRE); }
+
+  const CudaBackendOptions options_;
+  const int ordinal_;
+  cuda::DriverApi api_;
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
+  CUstream prefetch_stream_ = nullptr;
+  StreamId prefetch_key_ = 0;
+  uint64_t total_memory_ = 0;
+  bool memops_ = false;
+
+  // Counter slots: [0, stream_slots) for compute streams, stream_slots for the prefetch stream.
+  uint64_t* slots_host_ = nullptr;
+  CUdeviceptr slots_device_ = 0;
+  int prefetch_slot_ = 0;
+  cuda::StreamSlotTable slot_table_;
+  std::mutex mark_mutex_;                // one writer per slot counter: values reach the stream in order
+  std::unique_ptr<uint64_t[]> issued_;   // last value handed out per slot
+  uint64_t event_seq_ = 0;               // under mark_mutex_
+  std::unique_ptr<cuda::EventFenceRing> compute_events_;
+  std::unique_ptr<cuda::EventFenceRing> prefetch_events_;  // only without memops
+
+  // The queue. next_value_ and issued_value_ are batch values (prefetch fence values).
+  std::mutex queue_mutex_;
+  std::condition_variable work_cv_;      // worker: work or stop
+  std::condition_variable space_cv_;     // submit(): room in the queue
+  std::condition_variable progress_cv_;  // a batch was issued
+  std::deque<Job> queue_;
+  uint64_t next_value_ = 0;
+  uint64_t issued_value_ = 0;
+  bool stopping_ = false;
+  std::thread worker_;
+
+  cuda::PlanOptions plan_options_;  // worker-only after setup (batch calls get switched off on failure)
+
+  std::atomic<bool> context_lost_{false};
+  struct AtomicStats;
+  std::unique_ptr<AtomicStats> stats_;
+};
+
+}  // namespace pump

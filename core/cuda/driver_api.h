@@ -1,0 +1,76 @@
+// The CUDA driver functions the cuda backend calls, resolved at run time.
+//
+// Why not link libcuda: libpump.so interposes the exported cudart and driver
+// symbols, so calling cuMemPrefetchAsync by name from inside pump would land in
+// pump's own hooks. Instead we dlopen libcuda.so.1 (normally already loaded by
+// the application's runtime: RTLD_NOLOAD first) and ask the real
+// cuGetProcAddress_v2 of that handle for each entry point at an explicit CUDA
+// version, so every pointer has the CUDA 13 signature declared in <cuda.h>
+// (cuMemPrefetchAsync -> the CUmemLocation form, cuStreamWriteValue64 -> _v2...).
+// Streams: pointers are looked up with CU_GET_PROC_ADDRESS_LEGACY_STREAM, so
+// stream 0 means the legacy default stream and CU_STREAM_PER_THREAD the calling
+// thread's per-thread default stream.
+#pragma once
+
+#include <cuda.h>
+
+#include <string>
+
+namespace pump::cuda {
+
+// Entry points, named as in <cuda.h> (without version suffixes). Optional ones are
+// null when the driver lacks them; the rest are guaranteed by DriverApi::load.
+struct DriverApi {
+  void* library = nullptr;  // dlopen handle, never closed: the driver outlives us
+  int driver_version = 0;   // cuDriverGetVersion, e.g. 13000
+
+  CUresult (*cuGetErrorString)(CUresult, const char**) = nullptr;
+  CUresult (*cuGetErrorName)(CUresult, const char**) = nullptr;
+  CUresult (*cuInit)(unsigned int) = nullptr;
+  CUresult (*cuDriverGetVersion)(int*) = nullptr;
+  CUresult (*cuDeviceGet)(CUdevice*, int) = nullptr;
+  CUresult (*cuDeviceGetCount)(int*) = nullptr;
+  CUresult (*cuDeviceGetAttribute)(int*, CUdevice_attribute, CUdevice) = nullptr;
+  CUresult (*cuDeviceTotalMem)(size_t*, CUdevice) = nullptr;
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice) = nullptr;
+  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice) = nullptr;
+  CUresult (*cuCtxSetCurrent)(CUcontext) = nullptr;
+  CUresult (*cuMemGetInfo)(size_t*, size_t*) = nullptr;
+
+  CUresult (*cuStreamCreate)(CUstream*, unsigned int) = nullptr;
+  CUresult (*cuStreamDestroy)(CUstream) = nullptr;
+  CUresult (*cuStreamSynchronize)(CUstream) = nullptr;
+  CUresult (*cuStreamIsCapturing)(CUstream, CUstreamCaptureStatus*) = nullptr;
+  CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned int) = nullptr;
+
+  CUresult (*cuEventCreate)(CUevent*, unsigned int) = nullptr;
+  CUresult (*cuEventRecord)(CUevent, CUstream) = nullptr;
+  CUresult (*cuEventQuery)(CUevent) = nullptr;
+  CUresult (*cuEventSynchronize)(CUevent) = nullptr;
+  CUresult (*cuEventDestroy)(CUevent) = nullptr;
+
+  CUresult (*cuMemHostAlloc)(void**, size_t, unsigned int) = nullptr;
+  CUresult (*cuMemHostGetDevicePointer)(CUdeviceptr*, void*, unsigned int) = nullptr;
+  CUresult (*cuMemFreeHost)(void*) = nullptr;
+
+  CUresult (*cuMemPrefetchAsync)(CUdeviceptr, size_t, CUmemLocation, unsigned int, CUstream) = nullptr;
+  CUresult (*cuMemRangeGetAttribute)(void*, size_t, CUmem_range_attribute, CUdeviceptr, size_t) = nullptr;
+
+  // Optional.
+  CUresult (*cuStreamWriteValue64)(CUstream, CUdeviceptr, cuuint64_t, unsigned int) = nullptr;
+  CUresult (*cuStreamWaitValue64)(CUstream, CUdeviceptr, cuuint64_t, unsigned int) = nullptr;
+  CUresult (*cuMemPrefetchBatchAsync)(CUdeviceptr*, size_t*, size_t, CUmemLocation*, size_t*, size_t,
+                                      unsigned long long, CUstream) = nullptr;
+  CUresult (*cuMemDiscardBatchAsync)(CUdeviceptr*, size_t*, size_t, unsigned long long, CUstream) = nullptr;
+  CUresult (*cuMemDiscardAndPrefetchBatchAsync)(CUdeviceptr*, size_t*, size_t, CUmemLocation*, size_t*, size_t,
+                                                unsigned long long, CUstream) = nullptr;
+
+  // Opens `library` (e.g. "libcuda.so.1") and resolves every entry point. On failure
+  // returns false and sets *error to one line saying what is missing.
+  bool load(const char* library, std::string* error);
+
+  // "CUDA_ERROR_INVALID_VALUE (invalid argument)"; safe before load() succeeded.
+  std::string describe(CUresult result) const;
+};
+
+}  // namespace pump::cuda

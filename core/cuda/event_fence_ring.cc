@@ -1,0 +1,64 @@
+#include "core/cuda/event_fence_ring.h"
+
+#include <algorithm>
+
+namespace pump::cuda {
+
+EventFenceRing::EventFenceRing(const DriverApi& api, size_t capacity)
+    : api_(api), entries_(std::max<size_t>(capacity, 1)) {}
+
+EventFenceRing::~EventFenceRing() {
+  for (Entry& e : entries_)
+    if (e.event) api_.cuEventDestroy(e.event);
+}
+
+CUresult EventFenceRing::record(CUstream stream, uint64_t seq, bool* waited) {
+  std::lock_guard lock(mutex_);
+  *waited = false;
+  Entry& e = entries_[seq % entries_.size()];
+  if (!e.event) {
+    CUresult r = api_.cuEventCreate(&e.event, CU_EVENT_DISABLE_TIMING);
+    if (r != CUDA_SUCCESS) {
+      e.event = nullptr;
+      return r;
+    }
+  } else if (e.seq > completed_floor_ && api_.cuEventQuery(e.event) == CUDA_ERROR_NOT_READY) {
+    *waited = true;
+    api_.cuEventSynchronize(e.event);
+  }
+  CUresult r = api_.cuEventRecord(e.event, stream);
+  if (r == CUDA_SUCCESS) e.seq = seq;
+  return r;
+}
+
+void EventFenceRing::complete_up_to(uint64_t seq) {
+  std::lock_guard lock(mutex_);
+  completed_floor_ = std::max(completed_floor_, seq);
+}
+
+bool EventFenceRing::recorded(uint64_t seq) {
+  std::lock_guard lock(mutex_);
+  return seq <= completed_floor_ || entries_[seq % entries_.size()].seq >= seq;
+}
+
+bool EventFenceRing::done(uint64_t seq) {
+  std::lock_guard lock(mutex_);
+  if (seq <= completed_floor_) return true;
+  const Entry& e = entries_[seq % entries_.size()];
+  if (e.seq > seq) return true;
+  if (e.seq < seq) return false;
+  return api_.cuEventQuery(e.event) != CUDA_ERROR_NOT_READY;
+}
+
+CUresult EventFenceRing::enqueue_wait(CUstream waiter, uint64_t seq) {
+  // Under the lock, so the entry cannot be re-recorded (to a later point) between
+  // the check and the wait: waiting on a later point could deadlock.
+  std::lock_guard lock(mutex_);
+  if (seq <= completed_floor_) return CUDA_SUCCESS;
+  const Entry& e = entries_[seq % entries_.size()];
+  if (e.seq > seq) return CUDA_SUCCESS;
+  if (e.seq < seq) return CUDA_ERROR_NOT_READY;
+  return api_.cuStreamWaitEvent(waiter, e.event, 0);
+}
+
+}  // namespace pump::cuda

@@ -1,0 +1,419 @@
+// CudaBackend on the CPU: against a missing driver, and against fake_driver (a
+// synchronous stand-in libcuda that records every call).
+#include "core/cuda/cuda_backend.h"
+
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <future>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/common/log.h"
+#include "tests/cuda/fake_driver.h"
+
+namespace pump {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr uint64_t kBase = 0x7f0000000000ull;
+constexpr StreamId kAppStream = 0x7f00aa00;
+
+std::mutex g_log_mutex;
+std::vector<std::string> g_log;
+
+void capture_log(LogLevel, const char* line) {
+  std::lock_guard lock(g_log_mutex);
+  g_log.emplace_back(line);
+}
+
+std::string all_log() {
+  std::lock_guard lock(g_log_mutex);
+  std::string s;
+  for (const auto& l : g_log) s += l;
+  return s;
+}
+
+class LogCapture {
+ public:
+  LogCapture() {
+    std::lock_guard lock(g_log_mutex);
+    g_log.clear();
+    set_log_sink(&capture_log);
+  }
+  ~LogCapture() { set_log_sink(nullptr); }
+};
+
+TEST(CudaBackendCreate, ReturnsNullWithOneClearErrorWhenTheDriverLibraryIsMissing) {
+  LogCapture capture;
+  CudaBackendOptions options;
+  options.driver_library = "libpump-no-such-cuda-driver.so.1";
+  EXPECT_EQ(CudaBackend::create(0, options), nullptr);
+  std::lock_guard lock(g_log_mutex);
+  ASSERT_EQ(g_log.size(), 1u);
+  EXPECT_NE(g_log[0].find("cuda backend unavailable for device 0"), std::string::npos) << g_log[0];
+  EXPECT_NE(g_log[0].find("libpump-no-such-cuda-driver.so.1"), std::string::npos) << g_log[0];
+}
+
+TEST(CudaBackendCreate, ReturnsNullWithAClearErrorOnAMachineWithoutLibcuda) {
+  if (void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD)) {
+    dlclose(h);
+    GTEST_SKIP() << "libcuda.so.1 is present here";
+  }
+  if (void* h = dlopen("libcuda.so.1", RTLD_NOW)) {
+    dlclose(h);
+    GTEST_SKIP() << "libcuda.so.1 is present here";
+  }
+  LogCapture capture;
+  EXPECT_EQ(CudaBackend::create(0), nullptr);
+  EXPECT_NE(all_log().find("cannot load the CUDA driver libcuda.so.1"), std::string::npos) << all_log();
+}
+
+// ------------------------------------------------------------------ fake driver
+
+class FakeDriverTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    handle_ = dlopen(PUMP_FAKE_CUDA_DRIVER, RTLD_NOW);
+    ASSERT_NE(handle_, nullptr) << dlerror();
+    reset_ = reinterpret_cast<FakeResetFn>(dlsym(handle_, "fake_cuda_reset"));
+    calls_ = reinterpret_cast<FakeCallsFn>(dlsym(handle_, "fake_cuda_calls"));
+    gate_ = reinterpret_cast<FakeGateFn>(dlsym(handle_, "fake_cuda_gate"));
+    capture_ = reinterpret_cast<FakeCaptureFn>(dlsym(handle_, "fake_cuda_set_capturing"));
+    ASSERT_TRUE(reset_ && calls_ && gate_ && capture_);
+  }
+  void TearDown() override {
+    if (gate_) gate_(0);
+    backend_.reset();
+    if (handle_) dlclose(handle_);
+  }
+
+  CudaBackend& start(FakeDriverConfig config = {}, CudaBackendOptions options = {}) {
+    reset_(&config);
+    options.driver_library = PUMP_FAKE_CUDA_DRIVER;
+    backend_ = CudaBackend::create(0, options);
+    EXPECT_NE(backend_, nullptr);
+    return *backend_;
+  }
+
+  std::vector<FakeCall> calls() {
+    std::vector<FakeCall> out(calls_(nullptr, 0) + 16);
+    out.resize(std::min(out.size(), calls_(out.data(), out.size())));
+    return out;
+  }
+  std::vector<FakeCall> calls_named(const char* name) {
+    std::vector<FakeCall> out;
+    for (const FakeCall& c : calls())
+      if (std::strcmp(c.name, name) == 0) out.push_back(c);
+    return out;
+  }
+  bool wait_done(const Fence& f) {
+    for (int i = 0; i < 2000 && !backend_->done(f); ++i) std::this_thread::sleep_for(1ms);
+    return backend_->done(f);
+  }
+
+  void* handle_ = nullptr;
+  FakeResetFn reset_ = nullptr;
+  FakeCallsFn calls_ = nullptr;
+  FakeGateFn gate_ = nullptr;
+  FakeCaptureFn capture_ = nullptr;
+  std::unique_ptr<CudaBackend> backend_;
+};
+
+TEST_F(FakeDriverTest, ReportsTheDeviceMemoryAndUsesStreamMemops) {
+  CudaBackend& b = start();
+  EXPECT_EQ(b.device_memory_bytes(), 80ull << 30);
+  EXPECT_TRUE(b.uses_stream_memops());
+  EXPECT_EQ(b.name(), "cuda");
+}
+
+TEST_F(FakeDriverTest, RefusesADriverOlderThanCuda13) {
+  LogCapture capture;
+  FakeDriverConfig config;
+  config.driver_version = 12080;
+  reset_(&config);
+  CudaBackendOptions options;
+  options.driver_library = PUMP_FAKE_CUDA_DRIVER;
+  EXPECT_EQ(CudaBackend::create(0, options), nullptr);
+  EXPECT_NE(all_log().find("needs CUDA 13.0"), std::string::npos) << all_log();
+}
+
+TEST_F(FakeDriverTest, RefusesADeviceWithoutConcurrentManagedAccess) {
+  LogCapture capture;
+  FakeDriverConfig config;
+  config.concurrent_managed = 0;
+  reset_(&config);
+  CudaBackendOptions options;
+  options.driver_library = PUMP_FAKE_CUDA_DRIVER;
+  EXPECT_EQ(CudaBackend::create(0, options), nullptr);
+  EXPECT_NE(all_log().find("CONCURRENT_MANAGED_ACCESS"), std::string::npos) << all_log();
+}
+
+TEST_F(FakeDriverTest, SubmitReturnsAtOnceWhileTheWorkerIsStuckInAPrefetch) {
+  CudaBackend& b = start();
+  gate_(1);  // every prefetch call now blocks, as the real one does for the whole copy
+  TransferBatch batch;
+  batch.prefetch = {{kBase, 64 * kMiB}};
+  const auto t0 = std::chrono::steady_clock::now();
+  Fence f = b.submit(std::move(batch));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 50ms);
+  std::this_thread::sleep_for(20ms);
+  EXPECT_FALSE(b.done(f));
+  gate_(0);
+  ASSERT_TRUE(wait_done(f));
+  auto prefetches = calls_named("cuMemPrefetchAsync");
+  ASSERT_EQ(prefetches.size(), 1u);
+  EXPECT_EQ(prefetches[0].location_type, CU_MEM_LOCATION_TYPE_DEVICE);
+  EXPECT_EQ(prefetches[0].stream, f.stream);  // on the backend's own stream
+  auto writes = calls_named("cuStreamWriteValue64");
+  ASSERT_EQ(writes.size(), 1u);
+  EXPECT_EQ(writes[0].value, f.value);
+}
+
+TEST_F(FakeDriverTest, ABatchWaitsForItsFencesThenEvictsThenPrefetchesThenSignals) {
+  CudaBackend& b = start();
+  Fence kernel = b.mark(kAppStream);
+  ASSERT_FALSE(kernel.empty());
+  TransferBatch batch;
+  batch.wait_for = {kernel};
+  batch.evict = {{kBase, 2 * kMiB}};
+  batch.prefetch = {{kBase + 64 * kMiB, 2 * kMiB}};
+  Fence f = b.submit(std::move(batch));
+  ASSERT_TRUE(wait_done(f));
+  std::vector<std::string> on_prefetch_stream;
+  uint64_t kernel_slot = 0;
+  for (const FakeCall& c : calls()) {
+    if (c.stream == kAppStream && std::strcmp(c.name, "cuStreamWriteValue64") == 0) kernel_slot = c.address;
+    if (c.stream != f.stream) continue;
+    std::string what = c.name;
+    if (what == "cuMemPrefetchAsync") what += c.location_type == CU_MEM_LOCATION_TYPE_HOST ? "(host)" : "(device)";
+    if (what == "cuStreamWaitValue64") {
+      EXPECT_EQ(c.address, kernel_slot);
+    }
+    on_prefetch_stream.push_back(what);
+  }
+  EXPECT_EQ(on_prefetch_stream, (std::vector<std::string>{"cuStreamWaitValue64", "cuMemPrefetchAsync(host)",
+                                                          "cuMemPrefetchAsync(device)", "cuStreamWriteValue64"}));
+}
+
+TEST_F(FakeDriverTest, AKernelStreamCanWaitForABatchBeforeTheWorkerIssuedIt) {
+  CudaBackend& b = start();
+  gate_(1);
+  TransferBatch batch;
+  batch.prefetch = {{kBase, 2 * kMiB}};
+  Fence f = b.submit(std::move(batch));
+  b.stream_wait(kAppStream, f);  // must not block although nothing was issued yet
+  auto waits = calls_named("cuStreamWaitValue64");
+  ASSERT_EQ(waits.size(), 1u);
+  EXPECT_EQ(waits[0].stream, kAppStream);
+  EXPECT_EQ(waits[0].value, f.value);
+  EXPECT_EQ(waits[0].unmet, 1);  // the GPU would wait here
+  gate_(0);
+  EXPECT_TRUE(wait_done(f));
+}
+
+TEST_F(FakeDriverTest, MarksCountUpPerStreamAndDoneReadsTheCounter) {
+  CudaBackend& b = start();
+  Fence a1 = b.mark(kAppStream);
+  Fence a2 = b.mark(kAppStream);
+  Fence other = b.mark(kAppStream + 0x100);
+  EXPECT_EQ(a1.stream, kAppStream);
+  EXPECT_EQ(a2.value, a1.value + 1);
+  EXPECT_EQ(other.value, 1u);
+  EXPECT_TRUE(b.done(a2));  // the fake executes the write at once
+  auto writes = calls_named("cuStreamWriteValue64");
+  ASSERT_EQ(writes.size(), 3u);
+  EXPECT_EQ(writes[0].address, writes[1].address);
+  EXPECT_NE(writes[0].address, writes[2].address);
+  EXPECT_EQ(b.stats().marks, 3u);
+}
+
+TEST_F(FakeDriverTest, NeverEnqueuesAnythingOnACapturingStream) {
+  CudaBackend& b = start();
+  Fence before = b.mark(kAppStream);
+  capture_(kAppStream, 1);
+  EXPECT_TRUE(b.capturing(kAppStream));
+  EXPECT_TRUE(b.mark(kAppStream).empty());
+  gate_(1);
+  TransferBatch batch;
+  batch.prefetch = {{kBase, 2 * kMiB}};
+  Fence f = b.submit(std::move(batch));
+  b.stream_wait(kAppStream, f);
+  for (const FakeCall& c : calls()) EXPECT_TRUE(c.stream != kAppStream || c.value == before.value) << c.name;
+  EXPECT_TRUE(calls_named("cuStreamWaitValue64").empty());
+  capture_(kAppStream, 0);
+  EXPECT_FALSE(b.capturing(kAppStream));
+  gate_(0);
+}
+
+TEST_F(FakeDriverTest, LegacyAndPerThreadDefaultStreamsGetTheirOwnFences) {
+  CudaBackend& b = start();
+  Fence legacy = b.mark(0);
+  Fence legacy_alias = b.mark(cuda::kLegacyStreamHandle);
+  Fence per_thread = b.mark(cuda::kPerThreadStreamHandle);
+  EXPECT_EQ(legacy.stream, legacy_alias.stream);
+  EXPECT_EQ(legacy_alias.value, legacy.value + 1);
+  EXPECT_NE(per_thread.stream, legacy.stream);
+  auto writes = calls_named("cuStreamWriteValue64");
+  ASSERT_EQ(writes.size(), 3u);
+  EXPECT_EQ(writes[0].stream, 0u);
+  EXPECT_EQ(writes[2].stream, cuda::kPerThreadStreamHandle);  // the handle itself goes to the driver
+  EXPECT_TRUE(b.done(per_thread));
+}
+
+TEST_F(FakeDriverTest, ManyScatteredRangesBecomeOneBatchCall) {
+  CudaBackend& b = start();
+  TransferBatch batch;
+  for (uint64_t i = 0; i < 8; ++i) batch.prefetch.push_back({kBase + i * 4 * kMiB, 2 * kMiB});
+  ASSERT_TRUE(wait_done(b.submit(std::move(batch))));
+  auto batched = calls_named("cuMemPrefetchBatchAsync");
+  ASSERT_EQ(batched.size(), 1u);
+  EXPECT_EQ(batched[0].value, 8u);
+  EXPECT_TRUE(calls_named("cuMemPrefetchAsync").empty());
+  CudaBackendStats s = b.stats();
+  EXPECT_EQ(s.batch_calls, 1u);
+  EXPECT_EQ(s.prefetch_calls, 1u);
+  EXPECT_EQ(s.prefetch_bytes, 16 * kMiB);
+}
+
+TEST_F(FakeDriverTest, DiscardsUseTheDiscardCall) {
+  CudaBackend& b = start();
+  TransferBatch batch;
+  batch.discard = {{kBase, 2 * kMiB}};
+  ASSERT_TRUE(wait_done(b.submit(std::move(batch))));
+  EXPECT_EQ(calls_named("cuMemDiscardBatchAsync").size(), 1u);
+  EXPECT_EQ(b.stats().discard_bytes, 2 * kMiB);
+}
+
+TEST_F(FakeDriverTest, DiscardsBecomeEvictionsWithoutTheDiscardCall) {
+  FakeDriverConfig config;
+  config.batch_calls = 0;
+  CudaBackend& b = start(config);
+  TransferBatch batch;
+  batch.discard = {{kBase, 2 * kMiB}};
+  ASSERT_TRUE(wait_done(b.submit(std::move(batch))));
+  auto prefetches = calls_named("cuMemPrefetchAsync");
+  ASSERT_EQ(prefetches.size(), 1u);
+  EXPECT_EQ(prefetches[0].location_type, CU_MEM_LOCATION_TYPE_HOST);
+  EXPECT_EQ(b.stats().evict_bytes, 2 * kMiB);
+}
+
+TEST_F(FakeDriverTest, PrefetchErrorsAreCountedLoggedOnceAndNotFatal) {
+  LogCapture capture;
+  FakeDriverConfig config;
+  config.prefetch_result = CUDA_ERROR_INVALID_VALUE;
+  CudaBackend& b = start(config);
+  Fence last;
+  for (int i = 0; i < 3; ++i) {
+    TransferBatch batch;
+    batch.prefetch = {{kBase + i * 8 * kMiB, 2 * kMiB}};
+    last = b.submit(std::move(batch));
+  }
+  ASSERT_TRUE(wait_done(last));  // fences still complete
+  EXPECT_EQ(b.stats().failed_calls, 3u);
+  std::lock_guard lock(g_log_mutex);
+  size_t mentions = 0;
+  for (const auto& l : g_log) mentions += l.find("CUDA_ERROR_INVALID_VALUE") != std::string::npos;
+  EXPECT_EQ(mentions, 1u);
+}
+
+TEST_F(FakeDriverTest, AFullQueueBlocksTheSubmitterUntilTheWorkerCatchesUp) {
+  CudaBackendOptions options;
+  options.queue_capacity = 1;
+  CudaBackend& b = start({}, options);
+  gate_(1);
+  auto one_range = [](uint64_t i) {
+    TransferBatch batch;
+    batch.prefetch = {{kBase + i * 8 * kMiB, 2 * kMiB}};
+    return batch;
+  };
+  b.submit(one_range(0));
+  for (int i = 0; i < 200 && calls_named("cuMemPrefetchAsync").empty(); ++i) std::this_thread::sleep_for(1ms);
+  b.submit(one_range(1));  // queued behind the stuck worker: the queue is now full
+  auto third = std::async(std::launch::async, [&] { return b.submit(one_range(2)); });
+  EXPECT_EQ(third.wait_for(50ms), std::future_status::timeout);
+  gate_(0);
+  ASSERT_EQ(third.wait_for(2s), std::future_status::ready);
+  EXPECT_TRUE(wait_done(third.get()));
+  EXPECT_EQ(b.stats().blocked_submits, 1u);
+  EXPECT_EQ(b.stats().queue_high_water, 1u);
+}
+
+TEST_F(FakeDriverTest, FallsBackToEventFencesWithoutStreamMemops) {
+  FakeDriverConfig config;
+  config.memops = 0;
+  CudaBackend& b = start(config);
+  EXPECT_FALSE(b.uses_stream_memops());
+  Fence kernel = b.mark(kAppStream);
+  EXPECT_TRUE(kernel.value & cuda::kEventFenceBit);
+  EXPECT_TRUE(b.done(kernel));
+  TransferBatch batch;
+  batch.wait_for = {kernel};
+  batch.prefetch = {{kBase, 2 * kMiB}};
+  gate_(1);
+  Fence f = b.submit(std::move(batch));
+  EXPECT_FALSE(b.done(f));
+  // Without memops a kernel can only wait for a batch's event once it is recorded.
+  auto waiter = std::async(std::launch::async, [&] { b.stream_wait(kAppStream, f); });
+  EXPECT_EQ(waiter.wait_for(50ms), std::future_status::timeout);
+  gate_(0);
+  ASSERT_EQ(waiter.wait_for(2s), std::future_status::ready);
+  EXPECT_TRUE(wait_done(f));
+  EXPECT_TRUE(calls_named("cuStreamWaitValue64").empty());
+  EXPECT_TRUE(calls_named("cuStreamWriteValue64").empty());
+  auto event_waits = calls_named("cuStreamWaitEvent");
+  ASSERT_GE(event_waits.size(), 1u);
+  EXPECT_EQ(event_waits[0].stream, f.stream);  // the batch waited for the kernel's event
+}
+
+TEST_F(FakeDriverTest, StreamsBeyondTheSlotTableUseEventFences) {
+  LogCapture capture;
+  CudaBackendOptions options;
+  options.stream_slots = 2;
+  CudaBackend& b = start({}, options);
+  EXPECT_FALSE(b.mark(kAppStream).value & cuda::kEventFenceBit);
+  EXPECT_FALSE(b.mark(kAppStream + 0x10).value & cuda::kEventFenceBit);
+  Fence third = b.mark(kAppStream + 0x20);
+  EXPECT_TRUE(third.value & cuda::kEventFenceBit);
+  EXPECT_TRUE(b.done(third));
+  EXPECT_EQ(b.stats().event_marks, 1u);
+  EXPECT_NE(all_log().find("more than 2 streams"), std::string::npos) << all_log();
+}
+
+TEST_F(FakeDriverTest, DestructionIssuesEveryQueuedBatchFirst) {
+  CudaBackend& b = start();
+  gate_(1);
+  for (uint64_t i = 0; i < 3; ++i) {
+    TransferBatch batch;
+    batch.prefetch = {{kBase + i * 8 * kMiB, 2 * kMiB}};
+    b.submit(std::move(batch));
+  }
+  std::thread opener([&] {
+    std::this_thread::sleep_for(20ms);
+    gate_(0);
+  });
+  backend_.reset();
+  opener.join();
+  EXPECT_EQ(calls_named("cuMemPrefetchAsync").size(), 3u);
+}
+
+TEST_F(FakeDriverTest, CountsTheWorkersTimeInsidePrefetchCalls) {
+  CudaBackend& b = start();
+  gate_(1);
+  TransferBatch batch;
+  batch.prefetch = {{kBase, 2 * kMiB}};
+  Fence f = b.submit(std::move(batch));
+  std::this_thread::sleep_for(30ms);
+  gate_(0);
+  ASSERT_TRUE(wait_done(f));
+  EXPECT_GE(b.stats().prefetch_call_ns, 20'000'000u);
+}
+
+}  // namespace
+}  // namespace pump

@@ -1,0 +1,194 @@
+// A stand-in libcuda.so for CPU tests: exports cuGetProcAddress_v2 and hands out
+// fakes of the entry points the cuda backend resolves. See fake_driver.h.
+#include "tests/cuda/fake_driver.h"
+
+#include <cuda.h>
+
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+std::mutex g_mutex;
+std::condition_variable g_gate_cv;
+bool g_gate_closed = false;
+FakeDriverConfig g_config;
+std::vector<FakeCall> g_calls;
+std::set<uint64_t> g_capturing;
+
+void record(const char* name, CUstream stream, uint64_t address, uint64_t bytes, uint64_t value, int location,
+            int unmet = 0) {
+  FakeCall c{};
+  std::strncpy(c.name, name, sizeof c.name - 1);
+  c.stream = reinterpret_cast<uint64_t>(stream);
+  c.address = address;
+  c.bytes = bytes;
+  c.value = value;
+  c.location_type = location;
+  c.unmet = unmet;
+  std::lock_guard lock(g_mutex);
+  g_calls.push_back(c);
+}
+
+void wait_at_gate() {
+  std::unique_lock lock(g_mutex);
+  g_gate_cv.wait(lock, [] { return !g_gate_closed; });
+}
+
+CUresult prefetch_result() {
+  std::lock_guard lock(g_mutex);
+  return static_cast<CUresult>(g_config.prefetch_result);
+}
+
+CUresult GetErrorString(CUresult, const char** s) { *s = "fake error"; return CUDA_SUCCESS; }
+CUresult GetErrorName(CUresult r, const char** s) {
+  *s = r == CUDA_ERROR_INVALID_VALUE ? "CUDA_ERROR_INVALID_VALUE" : "CUDA_ERROR_FAKE";
+  return CUDA_SUCCESS;
+}
+CUresult Init(unsigned int) { return CUDA_SUCCESS; }
+CUresult DriverGetVersion(int* v) { *v = g_config.driver_version; return CUDA_SUCCESS; }
+CUresult DeviceGet(CUdevice* d, int ordinal) { *d = ordinal; return CUDA_SUCCESS; }
+CUresult DeviceGetCount(int* n) { *n = 1; return CUDA_SUCCESS; }
+CUresult DeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice) {
+  switch (a) {
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS: *v = g_config.memops; break;
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: *v = g_config.concurrent_managed; break;
+    default: *v = 1;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult DeviceTotalMem(size_t* b, CUdevice) { *b = g_config.total_memory; return CUDA_SUCCESS; }
+CUresult PrimaryCtxRetain(CUcontext* c, CUdevice) { *c = reinterpret_cast<CUcontext>(0xc0); return CUDA_SUCCESS; }
+CUresult PrimaryCtxRelease(CUdevice) { return CUDA_SUCCESS; }
+CUresult CtxSetCurrent(CUcontext) { return CUDA_SUCCESS; }
+CUresult MemGetInfo(size_t* f, size_t* t) { *f = *t = g_config.total_memory; return CUDA_SUCCESS; }
+CUresult StreamCreate(CUstream* s, unsigned int) { *s = reinterpret_cast<CUstream>(new char[64]); return CUDA_SUCCESS; }
+CUresult StreamDestroy(CUstream s) { delete[] reinterpret_cast<char*>(s); return CUDA_SUCCESS; }
+CUresult StreamSynchronize(CUstream) { return CUDA_SUCCESS; }
+CUresult StreamIsCapturing(CUstream s, CUstreamCaptureStatus* st) {
+  std::lock_guard lock(g_mutex);
+  *st = g_capturing.count(reinterpret_cast<uint64_t>(s)) ? CU_STREAM_CAPTURE_STATUS_ACTIVE
+                                                         : CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+CUresult StreamWaitEvent(CUstream s, CUevent, unsigned int) { record("cuStreamWaitEvent", s, 0, 0, 0, 0); return CUDA_SUCCESS; }
+CUresult EventCreate(CUevent* e, unsigned int) { *e = reinterpret_cast<CUevent>(new char[8]); return CUDA_SUCCESS; }
+CUresult EventRecord(CUevent, CUstream s) { record("cuEventRecord", s, 0, 0, 0, 0); return CUDA_SUCCESS; }
+CUresult EventQuery(CUevent) { return CUDA_SUCCESS; }
+CUresult EventSynchronize(CUevent) { return CUDA_SUCCESS; }
+CUresult EventDestroy(CUevent e) { delete[] reinterpret_cast<char*>(e); return CUDA_SUCCESS; }
+CUresult MemHostAlloc(void** p, size_t n, unsigned int) { *p = std::calloc(1, n); return CUDA_SUCCESS; }
+CUresult MemHostGetDevicePointer(CUdeviceptr* d, void* p, unsigned int) {
+  *d = reinterpret_cast<CUdeviceptr>(p);
+  return CUDA_SUCCESS;
+}
+CUresult MemFreeHost(void* p) { std::free(p); return CUDA_SUCCESS; }
+CUresult MemPrefetchAsync(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned int, CUstream s) {
+  wait_at_gate();
+  record("cuMemPrefetchAsync", s, p, n, 0, loc.type);
+  return prefetch_result();
+}
+CUresult MemRangeGetAttribute(void*, size_t, CUmem_range_attribute, CUdeviceptr, size_t) { return CUDA_ERROR_NOT_SUPPORTED; }
+CUresult StreamWriteValue64(CUstream s, CUdeviceptr addr, cuuint64_t v, unsigned int) {
+  __atomic_store_n(reinterpret_cast<uint64_t*>(addr), v, __ATOMIC_RELEASE);
+  record("cuStreamWriteValue64", s, addr, 0, v, 0);
+  return CUDA_SUCCESS;
+}
+CUresult StreamWaitValue64(CUstream s, CUdeviceptr addr, cuuint64_t v, unsigned int) {
+  const int unmet = __atomic_load_n(reinterpret_cast<uint64_t*>(addr), __ATOMIC_ACQUIRE) < v;
+  record("cuStreamWaitValue64", s, addr, 0, v, 0, unmet);
+  return CUDA_SUCCESS;
+}
+uint64_t sum(const size_t* sizes, size_t n) {
+  uint64_t t = 0;
+  for (size_t i = 0; i < n; ++i) t += sizes[i];
+  return t;
+}
+CUresult MemPrefetchBatchAsync(CUdeviceptr* p, size_t* sizes, size_t n, CUmemLocation* locs, size_t*, size_t,
+                               unsigned long long, CUstream s) {
+  wait_at_gate();
+  record("cuMemPrefetchBatchAsync", s, p[0], sum(sizes, n), n, locs[0].type);
+  return prefetch_result();
+}
+CUresult MemDiscardBatchAsync(CUdeviceptr* p, size_t* sizes, size_t n, unsigned long long, CUstream s) {
+  record("cuMemDiscardBatchAsync", s, p[0], sum(sizes, n), n, 0);
+  return prefetch_result();
+}
+
+struct Entry {
+  const char* name;
+  void* fn;
+  bool batch;
+};
+#define FAKE(name, fn) {name, reinterpret_cast<void*>(&fn), false}
+const Entry kEntries[] = {
+    FAKE("cuGetErrorString", GetErrorString), FAKE("cuGetErrorName", GetErrorName), FAKE("cuInit", Init),
+    FAKE("cuDriverGetVersion", DriverGetVersion), FAKE("cuDeviceGet", DeviceGet),
+    FAKE("cuDeviceGetCount", DeviceGetCount), FAKE("cuDeviceGetAttribute", DeviceGetAttribute),
+    FAKE("cuDeviceTotalMem", DeviceTotalMem), FAKE("cuDevicePrimaryCtxRetain", PrimaryCtxRetain),
+    FAKE("cuDevicePrimaryCtxRelease", PrimaryCtxRelease), FAKE("cuCtxSetCurrent", CtxSetCurrent),
+    FAKE("cuMemGetInfo", MemGetInfo), FAKE("cuStreamCreate", StreamCreate), FAKE("cuStreamDestroy", StreamDestroy),
+    FAKE("cuStreamSynchronize", StreamSynchronize), FAKE("cuStreamIsCapturing", StreamIsCapturing),
+    FAKE("cuStreamWaitEvent", StreamWaitEvent), FAKE("cuEventCreate", EventCreate),
+    FAKE("cuEventRecord", EventRecord), FAKE("cuEventQuery", EventQuery),
+    FAKE("cuEventSynchronize", EventSynchronize), FAKE("cuEventDestroy", EventDestroy),
+    FAKE("cuMemHostAlloc", MemHostAlloc), FAKE("cuMemHostGetDevicePointer", MemHostGetDevicePointer),
+    FAKE("cuMemFreeHost", MemFreeHost), FAKE("cuMemPrefetchAsync", MemPrefetchAsync),
+    FAKE("cuMemRangeGetAttribute", MemRangeGetAttribute), FAKE("cuStreamWriteValue64", StreamWriteValue64),
+    FAKE("cuStreamWaitValue64", StreamWaitValue64),
+    {"cuMemPrefetchBatchAsync", reinterpret_cast<void*>(&MemPrefetchBatchAsync), true},
+    {"cuMemDiscardBatchAsync", reinterpret_cast<void*>(&MemDiscardBatchAsync), true},
+};
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version,
+                                                                     cuuint64_t, CUdriverProcAddressQueryResult* status) {
+  *pfn = nullptr;
+  *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  if (version < 13000) return CUDA_ERROR_NOT_FOUND;
+  for (const Entry& e : kEntries) {
+    if (std::string_view(symbol) != e.name) continue;
+    if (e.batch && !g_config.batch_calls) return CUDA_ERROR_NOT_FOUND;
+    *pfn = e.fn;
+    *status = CU_GET_PROC_ADDRESS_SUCCESS;
+    return CUDA_SUCCESS;
+  }
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+__attribute__((visibility("default"))) void fake_cuda_reset(const FakeDriverConfig* config) {
+  std::lock_guard lock(g_mutex);
+  g_config = *config;
+  g_calls.clear();
+  g_capturing.clear();
+  g_gate_closed = false;
+  g_gate_cv.notify_all();
+}
+
+__attribute__((visibility("default"))) size_t fake_cuda_calls(FakeCall* out, size_t max) {
+  std::lock_guard lock(g_mutex);
+  for (size_t i = 0; i < g_calls.size() && i < max; ++i) out[i] = g_calls[i];
+  return g_calls.size();
+}
+
+__attribute__((visibility("default"))) void fake_cuda_gate(int closed) {
+  std::lock_guard lock(g_mutex);
+  g_gate_closed = closed != 0;
+  g_gate_cv.notify_all();
+}
+
+__attribute__((visibility("default"))) void fake_cuda_set_capturing(uint64_t stream, int capturing) {
+  std::lock_guard lock(g_mutex);
+  if (capturing) g_capturing.insert(stream);
+  else g_capturing.erase(stream);
+}
+
+}  // extern "C"

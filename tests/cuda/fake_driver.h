@@ -1,0 +1,35 @@
+// Control interface of fake_driver.cc, a stand-in libcuda for CPU tests of the cuda
+// backend. Every operation is synchronous: a stream write lands in memory at once,
+// events complete when recorded, prefetches are only recorded (they can be held
+// at a gate to play a slow migration). Tests reach these functions with dlsym on
+// the same library the backend loaded.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+struct FakeCall {
+  char name[48];
+  uint64_t stream;
+  uint64_t address;  // prefetch/discard: first range; memops: the slot address
+  uint64_t bytes;    // summed over the ranges of a batch call
+  uint64_t value;    // memops; number of ranges for batch calls
+  int location_type; // prefetches: CU_MEM_LOCATION_TYPE_*
+  int unmet;         // a stream wait whose value was not reached when it was enqueued
+};
+
+struct FakeDriverConfig {
+  int memops = 1;                  // CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS
+  int batch_calls = 1;             // export cuMemPrefetchBatchAsync and the discard calls
+  int concurrent_managed = 1;      // CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS
+  int driver_version = 13000;
+  int prefetch_result = 0;         // CUresult of every prefetch call
+  uint64_t total_memory = 80ull << 30;
+};
+
+extern "C" {
+using FakeResetFn = void (*)(const FakeDriverConfig*);
+using FakeCallsFn = size_t (*)(FakeCall* out, size_t max);
+using FakeGateFn = void (*)(int closed);  // 1: prefetch calls block until opened again
+using FakeCaptureFn = void (*)(uint64_t stream, int capturing);
+}
