@@ -1,0 +1,164 @@
+// One suite, every policy: each built-in policy, loaded through the plugin host
+// exactly as an outside plugin would be, drives the real Engine on the simulated
+// GPU through the same scenarios. The sim checks the invariants against its own
+// ground truth, not the engine's bookkeeping.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/common/log.h"
+#include "core/engine/engine.h"
+#include "core/plugin_host/plugin_host.h"
+#include "core/sim/sim_backend.h"
+#include "core/sim/sim_runner.h"
+#include "core/sim/sim_workloads.h"
+
+namespace pump {
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr uint64_t kBudget = 512 * kMiB;
+const std::vector<std::string> kPolicies = {"none", "lazy", "eager", "lru", "activations"};
+
+std::vector<std::string>* g_lines = nullptr;
+void capture(LogLevel, const char* line) {
+  if (g_lines) g_lines->push_back(line);
+}
+
+struct Outcome {
+  SimRun run;
+  uint64_t budget = 0;
+  PhysicalBound bound;
+};
+
+// Runs `workload` under `policy` ("none" is itself a plugin) with `budget`.
+Outcome run_policy(const std::string& policy, const SimWorkload& workload, uint64_t budget) {
+  static PluginHost host(PUMP_PLUGIN_DIR);
+  auto loaded = host.load_policy(policy);
+  EXPECT_TRUE(loaded.has_value()) << "built-in policy '" << policy << "' did not load from " << PUMP_PLUGIN_DIR;
+  SimBackend backend;
+  EngineOptions options;
+  options.budget_bytes = budget;
+  Config config;
+  Engine engine(backend, loaded ? loaded->api : nullptr, options, &config);
+  Outcome out;
+  out.run = run_workload(workload, engine, backend);
+  out.budget = budget;
+  out.bound = physical_bound(workload, budget);
+  return out;
+}
+
+// Invariants every policy must keep on every scenario.
+void expect_invariants(const Outcome& o, const std::string& what) {
+  SCOPED_TRACE(what);
+  EXPECT_EQ(o.run.sim.violations_evicted_in_use, 0u) << "a block was evicted while a kernel using it ran";
+  EXPECT_EQ(o.run.sim.violations_other, 0u);
+  for (const std::string& v : o.run.violations) ADD_FAILURE() << v;
+  // Nobody beats physics: a steady iteration is never faster than the bound.
+  EXPECT_GE(o.run.steady_seconds_per_iteration(), o.bound.seconds * 0.999);
+}
+
+class EveryPolicy : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    g_lines = &lines_;
+    set_log_sink(&capture);
+  }
+  void TearDown() override {
+    set_log_sink(nullptr);
+    g_lines = nullptr;
+  }
+  bool prefetches() const { return GetParam() != "none"; }
+  std::vector<std::string> lines_;
+};
+
+class EveryPolicyOversubscribed : public ::testing::TestWithParam<std::tuple<std::string, double>> {};
+
+TEST_P(EveryPolicyOversubscribed, TrainingLoopKeepsTheBudgetAndFaultsLessThanNoPrefetching) {
+  const auto [policy, ratio] = GetParam();
+  const SimWorkload workload = training_loop_oversubscribed(kBudget, ratio, /*layers=*/8, /*iterations=*/3);
+  ASSERT_GT(workload.footprint_bytes(), kBudget);
+  const Outcome o = run_policy(policy, workload, kBudget);
+  expect_invariants(o, policy);
+  EXPECT_EQ(o.run.engine.kernels_oversized, 0u);
+  EXPECT_LE(o.run.sim.peak_resident_bytes, kBudget) << "ground-truth residency exceeded the budget";
+  EXPECT_LE(o.run.engine.peak_resident_bytes, kBudget);
+  EXPECT_EQ(o.run.sim.kernels, workload.iteration.size() * workload.iterations);
+  EXPECT_GT(o.run.sim.bytes_evicted + o.run.sim.bytes_discarded, 0u) << "oversubscribed, yet nothing left the device";
+
+  if (policy == "none") {
+    EXPECT_EQ(o.run.engine.bytes_prefetched, 0u);
+    EXPECT_GT(o.run.sim.bytes_faulted, 0u);
+    return;
+  }
+  // Every kernel's blocks are resident or being fetched when it runs: nothing faults.
+  EXPECT_EQ(o.run.sim.bytes_faulted, 0u);
+  EXPECT_EQ(o.run.engine.bytes_demand, 0u);
+  const Outcome baseline = run_policy("none", workload, kBudget);
+  EXPECT_LT(o.run.sim.bytes_faulted, baseline.run.sim.bytes_faulted);
+  EXPECT_LT(o.run.steady_seconds_per_iteration(), baseline.run.steady_seconds_per_iteration())
+      << policy << " is not faster than plain oversubscribed unified memory at x" << ratio;
+}
+
+TEST_P(EveryPolicy, ModelThatFitsIsNeverEvicted) {
+  const SimWorkload workload = training_loop_fits(kBudget, /*layers=*/8, /*iterations=*/3);
+  ASSERT_LT(workload.footprint_bytes(), kBudget);
+  const Outcome o = run_policy(GetParam(), workload, kBudget);
+  expect_invariants(o, GetParam());
+  EXPECT_EQ(o.run.sim.bytes_evicted, 0u);
+  EXPECT_EQ(o.run.sim.bytes_discarded, 0u);
+  EXPECT_EQ(o.run.sim.bytes_faulted, 0u);  // first touch populates on the device: not a fault
+  EXPECT_LE(o.run.sim.peak_resident_bytes, kBudget);
+  ASSERT_GE(o.run.iterations.size(), 2u);
+  EXPECT_EQ(o.run.iterations.back().bytes_prefetched, 0u) << "resident blocks were prefetched again";
+}
+
+TEST_P(EveryPolicy, BlockLargerThanTheBudgetRunsOnDemandWithOneWarning) {
+  const SimWorkload workload = training_loop_with_oversized_block(kBudget, /*layers=*/4, /*iterations=*/2);
+  ASSERT_GT(workload.largest_allocation_bytes(), kBudget);
+  const Outcome o = run_policy(GetParam(), workload, kBudget);
+  expect_invariants(o, GetParam());
+  EXPECT_GT(o.run.engine.kernels_oversized, 0u);
+  EXPECT_EQ(o.run.sim.kernels, workload.iteration.size() * workload.iterations);
+  int warnings = 0;
+  for (const std::string& l : lines_) warnings += l.find("PUMP_GPU_BUDGET") != std::string::npos;
+  EXPECT_LE(warnings, 1) << "the oversized-kernel warning must not repeat";
+  // Only the oversized kernels may push residency past the budget, by at most their own size.
+  EXPECT_LE(o.run.sim.peak_resident_bytes, kBudget + workload.largest_allocation_bytes());
+}
+
+TEST_P(EveryPolicy, KernelsOnTwoStreamsNeverLoseBlocksInUse) {
+  SimWorkload workload = training_loop_oversubscribed(kBudget, 2.0, /*layers=*/8, /*iterations=*/2);
+  for (size_t i = 0; i < workload.iteration.size(); ++i) workload.iteration[i].stream = 1 + (i % 2);
+  const Outcome o = run_policy(GetParam(), workload, kBudget);
+  expect_invariants(o, GetParam());
+  EXPECT_LE(o.run.sim.peak_resident_bytes, kBudget);
+}
+
+TEST_P(EveryPolicy, SameInputGivesTheSameNumbers) {
+  const SimWorkload workload = training_loop_oversubscribed(kBudget, 1.5, /*layers=*/8, /*iterations=*/2);
+  const Outcome a = run_policy(GetParam(), workload, kBudget);
+  const Outcome b = run_policy(GetParam(), workload, kBudget);
+  EXPECT_EQ(a.run.sim.host_seconds, b.run.sim.host_seconds);
+  EXPECT_EQ(a.run.sim.bytes_prefetched, b.run.sim.bytes_prefetched);
+  EXPECT_EQ(a.run.sim.bytes_evicted, b.run.sim.bytes_evicted);
+  EXPECT_EQ(a.run.sim.bytes_faulted, b.run.sim.bytes_faulted);
+  EXPECT_EQ(a.run.engine.batches, b.run.engine.batches);
+}
+
+std::string name_of(const ::testing::TestParamInfo<std::string>& info) { return info.param; }
+std::string name_of_pair(const ::testing::TestParamInfo<std::tuple<std::string, double>>& info) {
+  const int tenths = static_cast<int>(std::get<1>(info.param) * 10 + 0.5);
+  return std::get<0>(info.param) + "_x" + std::to_string(tenths / 10) + "_" + std::to_string(tenths % 10);
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, EveryPolicy, ::testing::ValuesIn(kPolicies), name_of);
+INSTANTIATE_TEST_SUITE_P(Policies, EveryPolicyOversubscribed,
+                         ::testing::Combine(::testing::ValuesIn(kPolicies), ::testing::Values(1.5, 2.0, 3.0)),
+                         name_of_pair);
+
+}  // namespace
+}  // namespace pump
