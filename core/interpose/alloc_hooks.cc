@@ -1,0 +1,330 @@
+// Allocation hooks: device allocations become managed memory (cudaMallocManaged /
+// cuMemAllocManaged with global attachment) that the device's engine tracks, within
+// PUMP_MANAGED_LIMIT. Anything pump cannot manage passes through unchanged.
+//
+// Decisions:
+// - cudaMemGetInfo / cuMemGetInfo are truthful: they report the device's real free and
+//   total memory. Reporting more would invite frameworks to size caches beyond what
+//   PUMP_MANAGED_LIMIT allows; the budget is enforced by eviction, not by lying.
+// - Stream-ordered allocations (cudaMallocAsync, cuMemAllocAsync) pass through untracked:
+//   they come from a driver memory pool whose memory cannot be managed memory, and
+//   emulating them with managed memory would change stream-ordered semantics (reuse
+//   across streams, pool attributes and IPC export, graph memory nodes under capture).
+//   One warning says so.
+// - cuMemCreate / cuMemMap (PyTorch's expandable segments) map physical device memory:
+//   it cannot be managed either. Passed through with one warning.
+// - Zero-byte requests go to the real allocator: cudaMallocManaged rejects size 0
+//   where cudaMalloc succeeds.
+#include "core/common/byte_size.h"
+#include "core/common/log.h"
+#include "core/interpose/custom_hooks.h"
+#include "core/interpose/real_symbols.h"
+#include "core/interpose/reentry_guard.h"
+#include "core/interpose/runtime.h"
+
+namespace pump::interpose {
+namespace {
+
+// Pitch rule for emulated cudaMallocPitch/cuMemAllocPitch: rows aligned to 512 bytes,
+// which satisfies every device's texture pitch alignment.
+constexpr size_t kPitchAlignment = 512;
+
+size_t pitch_for(size_t width) { return (width + kPitchAlignment - 1) / kPitchAlignment * kPitchAlignment; }
+
+int current_runtime_device() {
+  int device = -1;
+  auto get_device = real<k_cudaGetDevice>();
+  if (!get_device || get_device(&device) != cudaSuccess) return -1;
+  return device;
+}
+
+int current_driver_device() {
+  CUdevice device = 0;
+  auto ctx_device = real<k_cuCtxGetDevice>();
+  if (!ctx_device || ctx_device(&device) != CUDA_SUCCESS) return -1;
+  return static_cast<int>(device);
+}
+
+enum class Managed { kDone, kRefused, kPassThrough };
+
+// Allocates `bytes` of managed memory with `allocate` (returns true on success,
+// writing the address), registers it. kPassThrough: pump cannot manage this one.
+template <typename Allocate>
+Managed allocate_managed(Runtime* rt, int device, size_t bytes, Allocate allocate, uint64_t* address,
+                         bool* failed_real) {
+  if (device < 0) return Managed::kPassThrough;
+  Engine* engine = rt->engine(device);
+  if (!engine) return Managed::kPassThrough;
+  if (!rt->reserve_managed(bytes)) return Managed::kRefused;
+  if (!allocate(address)) {
+    rt->release_managed(bytes);
+    *failed_real = true;
+    return Managed::kRefused;
+  }
+  rt->remember_allocation(*address, bytes, device);
+  engine->on_alloc(*address, bytes);
+  return Managed::kDone;
+}
+
+// Forgets a managed allocation before it is freed. False if pump did not make it.
+bool release_tracked(Runtime* rt, uint64_t address) {
+  auto known = rt->forget_allocation(address);
+  if (!known) return false;
+  if (Engine* engine = rt->engine(known->second)) engine->on_free(address);
+  rt->release_managed(known->first);
+  return true;
+}
+
+void warn_async_untracked(Runtime* rt) {
+  rt->count_untracked_async();
+  PUMP_LOG_ONCE(LogLevel::kWarn,
+                "stream-ordered allocations (cudaMallocAsync/cuMemAllocAsync) come from a device memory pool and "
+                "cannot be managed memory: they pass through, untracked, never prefetched or evicted");
+}
+
+void warn_vmm_untracked(Runtime* rt) {
+  rt->count_untracked_vmm();
+  PUMP_LOG_ONCE(LogLevel::kWarn,
+                "cuMemCreate/cuMemMap (e.g. PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) map physical device "
+                "memory, which cannot be managed memory: these allocations are not tracked, prefetched or evicted "
+                "and count against the GPU outside PUMP_GPU_BUDGET; turn expandable segments off to let pump "
+                "manage them");
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ runtime API
+
+cudaError_t on_cudaMalloc(void** devPtr, size_t size) {
+  auto real_malloc = real<k_cudaMalloc>();
+  if (!real_malloc) return missing_symbol_status<cudaError_t>();
+  if (inside_hook() || !devPtr || size == 0) return real_malloc(devPtr, size);
+  ReentryGuard guard;
+  Runtime* rt = Runtime::get();
+  auto managed = real<k_cudaMallocManaged>();
+  if (!rt || !managed) return real_malloc(devPtr, size);
+  uint64_t address = 0;
+  cudaError_t status = cudaErrorMemoryAllocation;
+  bool failed_real = false;
+  switch (allocate_managed(
+      rt, current_runtime_device(), size,
+      [&](uint64_t* out) {
+        void* p = nullptr;
+        status = managed(&p, size, cudaMemAttachGlobal);
+        *out = reinterpret_cast<uint64_t>(p);
+        return status == cudaSuccess;
+      },
+      &address, &failed_real)) {
+    case Managed::kDone: *devPtr = reinterpret_cast<void*>(address); return cudaSuccess;
+    case Managed::kRefused: return failed_real ? status : cudaErrorMemoryAllocation;
+    case Managed::kPassThrough: break;
+  }
+  return real_malloc(devPtr, size);
+}
+
+cudaError_t on_cudaMallocPitch(void** devPtr, size_t* pitch, size_t width, size_t height) {
+  auto real_pitch = real<k_cudaMallocPitch>();
+  if (!real_pitch) return missing_symbol_status<cudaError_t>();
+  if (inside_hook() || !devPtr || !pitch || width == 0 || height == 0) return real_pitch(devPtr, pitch, width, height);
+  ReentryGuard guard;
+  Runtime* rt = Runtime::get();
+  auto managed = real<k_cudaMallocManaged>();
+  if (!rt || !managed) return real_pitch(devPtr, pitch, width, height);
+  const size_t row = pitch_for(width);
+  uint64_t address = 0;
+  cudaError_t status = cudaErrorMemoryAllocation;
+  bool failed_real = false;
+  switch (allocate_managed(
+      rt, current_runtime_device(), row * height,
+      [&](uint64_t* out) {
+        void* p = nullptr;
+        status = managed(&p, row * height, cudaMemAttachGlobal);
+        *out = reinterpret_cast<uint64_t>(p);
+        return status == cudaSuccess;
+      },
+      &address, &failed_real)) {
+    case Managed::kDone:
+      *devPtr = reinterpret_cast<void*>(address);
+      *pitch = row;
+      return cudaSuccess;
+    case Managed::kRefused: return failed_real ? status : cudaErrorMemoryAllocation;
+    case Managed::kPassThrough: break;
+  }
+  return real_pitch(devPtr, pitch, width, height);
+}
+
+cudaError_t on_cudaFree(void* devPtr) {
+  auto real_free = real<k_cudaFree>();
+  if (!real_free) return missing_symbol_status<cudaError_t>();
+  if (inside_hook() || !devPtr) return real_free(devPtr);
+  ReentryGuard guard;
+  if (Runtime* rt = Runtime::get()) release_tracked(rt, reinterpret_cast<uint64_t>(devPtr));
+  return real_free(devPtr);
+}
+
+cudaError_t on_cudaMallocAsync(void** devPtr, size_t size, cudaStream_t hStream) {
+  auto fn = real<k_cudaMallocAsync>();
+  if (!fn) return missing_symbol_status<cudaError_t>();
+  if (!inside_hook()) {
+    ReentryGuard guard;
+    if (Runtime* rt = Runtime::get()) warn_async_untracked(rt);
+  }
+  return fn(devPtr, size, hStream);
+}
+
+cudaError_t on_cudaMallocAsync_ptsz(void** devPtr, size_t size, cudaStream_t hStream) {
+  auto fn = real<k_cudaMallocAsync_ptsz>();
+  if (!fn) return missing_symbol_status<cudaError_t>();
+  if (!inside_hook()) {
+    ReentryGuard guard;
+    if (Runtime* rt = Runtime::get()) warn_async_untracked(rt);
+  }
+  return fn(devPtr, size, hStream);
+}
+
+// Pool memory is never tracked, so frees need no bookkeeping.
+cudaError_t on_cudaFreeAsync(void* devPtr, cudaStream_t hStream) {
+  auto fn = real<k_cudaFreeAsync>();
+  return fn ? fn(devPtr, hStream) : missing_symbol_status<cudaError_t>();
+}
+
+cudaError_t on_cudaFreeAsync_ptsz(void* devPtr, cudaStream_t hStream) {
+  auto fn = real<k_cudaFreeAsync_ptsz>();
+  return fn ? fn(devPtr, hStream) : missing_symbol_status<cudaError_t>();
+}
+
+cudaError_t on_cudaMemGetInfo(size_t* free, size_t* total) {
+  auto fn = real<k_cudaMemGetInfo>();
+  return fn ? fn(free, total) : missing_symbol_status<cudaError_t>();
+}
+
+// ------------------------------------------------------------------ driver API
+
+CUresult on_cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
+  auto real_alloc = real<k_cuMemAlloc_v2>();
+  if (!real_alloc) return missing_symbol_status<CUresult>();
+  if (inside_hook() || !dptr || bytesize == 0) return real_alloc(dptr, bytesize);
+  ReentryGuard guard;
+  Runtime* rt = Runtime::get();
+  auto managed = real<k_cuMemAllocManaged>();
+  if (!rt || !managed) return real_alloc(dptr, bytesize);
+  uint64_t address = 0;
+  CUresult status = CUDA_ERROR_OUT_OF_MEMORY;
+  bool failed_real = false;
+  switch (allocate_managed(
+      rt, current_driver_device(), bytesize,
+      [&](uint64_t* out) {
+        CUdeviceptr p = 0;
+        status = managed(&p, bytesize, CU_MEM_ATTACH_GLOBAL);
+        *out = p;
+        return status == CUDA_SUCCESS;
+      },
+      &address, &failed_real)) {
+    case Managed::kDone: *dptr = address; return CUDA_SUCCESS;
+    case Managed::kRefused: return failed_real ? status : CUDA_ERROR_OUT_OF_MEMORY;
+    case Managed::kPassThrough: break;
+  }
+  return real_alloc(dptr, bytesize);
+}
+
+CUresult on_cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInBytes, size_t Height,
+                               unsigned int ElementSizeBytes) {
+  auto real_pitch = real<k_cuMemAllocPitch_v2>();
+  if (!real_pitch) return missing_symbol_status<CUresult>();
+  auto pass = [&] { return real_pitch(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes); };
+  const bool valid_element = ElementSizeBytes == 4 || ElementSizeBytes == 8 || ElementSizeBytes == 16;
+  if (inside_hook() || !dptr || !pPitch || WidthInBytes == 0 || Height == 0 || !valid_element) return pass();
+  ReentryGuard guard;
+  Runtime* rt = Runtime::get();
+  auto managed = real<k_cuMemAllocManaged>();
+  if (!rt || !managed) return pass();
+  const size_t row = pitch_for(WidthInBytes);
+  uint64_t address = 0;
+  CUresult status = CUDA_ERROR_OUT_OF_MEMORY;
+  bool failed_real = false;
+  switch (allocate_managed(
+      rt, current_driver_device(), row * Height,
+      [&](uint64_t* out) {
+        CUdeviceptr p = 0;
+        status = managed(&p, row * Height, CU_MEM_ATTACH_GLOBAL);
+        *out = p;
+        return status == CUDA_SUCCESS;
+      },
+      &address, &failed_real)) {
+    case Managed::kDone:
+      *dptr = address;
+      *pPitch = row;
+      return CUDA_SUCCESS;
+    case Managed::kRefused: return failed_real ? status : CUDA_ERROR_OUT_OF_MEMORY;
+    case Managed::kPassThrough: break;
+  }
+  return pass();
+}
+
+CUresult on_cuMemFree_v2(CUdeviceptr dptr) {
+  auto real_free = real<k_cuMemFree_v2>();
+  if (!real_free) return missing_symbol_status<CUresult>();
+  if (inside_hook() || !dptr) return real_free(dptr);
+  ReentryGuard guard;
+  if (Runtime* rt = Runtime::get()) release_tracked(rt, dptr);
+  return real_free(dptr);
+}
+
+CUresult on_cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
+  auto fn = real<k_cuMemAllocAsync>();
+  if (!fn) return missing_symbol_status<CUresult>();
+  if (!inside_hook()) {
+    ReentryGuard guard;
+    if (Runtime* rt = Runtime::get()) warn_async_untracked(rt);
+  }
+  return fn(dptr, bytesize, hStream);
+}
+
+CUresult on_cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
+  auto fn = real<k_cuMemAllocAsync_ptsz>();
+  if (!fn) return missing_symbol_status<CUresult>();
+  if (!inside_hook()) {
+    ReentryGuard guard;
+    if (Runtime* rt = Runtime::get()) warn_async_untracked(rt);
+  }
+  return fn(dptr, bytesize, hStream);
+}
+
+CUresult on_cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+  auto fn = real<k_cuMemFreeAsync>();
+  return fn ? fn(dptr, hStream) : missing_symbol_status<CUresult>();
+}
+
+CUresult on_cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
+  auto fn = real<k_cuMemFreeAsync_ptsz>();
+  return fn ? fn(dptr, hStream) : missing_symbol_status<CUresult>();
+}
+
+CUresult on_cuMemGetInfo_v2(size_t* free, size_t* total) {
+  auto fn = real<k_cuMemGetInfo_v2>();
+  return fn ? fn(free, total) : missing_symbol_status<CUresult>();
+}
+
+CUresult on_cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
+                        unsigned long long flags) {
+  auto fn = real<k_cuMemCreate>();
+  if (!fn) return missing_symbol_status<CUresult>();
+  if (!inside_hook()) {
+    ReentryGuard guard;
+    if (Runtime* rt = Runtime::get()) warn_vmm_untracked(rt);
+  }
+  return fn(handle, size, prop, flags);
+}
+
+CUresult on_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                     unsigned long long flags) {
+  auto fn = real<k_cuMemMap>();
+  if (!fn) return missing_symbol_status<CUresult>();
+  if (!inside_hook()) {
+    ReentryGuard guard;
+    if (Runtime* rt = Runtime::get()) warn_vmm_untracked(rt);
+  }
+  return fn(ptr, size, offset, handle, flags);
+}
+
+}  // namespace pump::interpose

@@ -1,0 +1,14 @@
+// Declarations of the hand-written bodies of CUSTOM hooks (generated from hook_list.def):
+// the exported cudaMalloc calls pump::interpose::on_cudaMalloc, and so on.
+#pragma once
+
+#include "core/interpose/hook_table.h"
+
+namespace pump::interpose {
+#define PUMP_HOOK_CUSTOM(library, ret, name, params, args, stream) ret on_##name params;
+#define PUMP_HOOK_EXTRACT(library, ret, name, params, args, stream)
+#define PUMP_HOOK(kind, ...) PUMP_HOOK_##kind(__VA_ARGS__)
+#include "core/interpose/hook_list.def"
+#undef PUMP_HOOK_CUSTOM
+#undef PUMP_HOOK_EXTRACT
+}  // namespace pump::interpose

@@ -1,0 +1,108 @@
+#include "core/interpose/extractor_registry.h"
+
+#include <algorithm>
+
+#include "core/common/log.h"
+#include "core/interpose/real_symbols.h"
+
+namespace pump::interpose {
+
+struct ExtractorRegistry::Host {
+  pump_extractor_host_v1_t table;  // first: the plugin holds a pointer to it
+  ExtractorRegistry* registry;
+  std::string name;
+
+  static const Host& from(const pump_extractor_host_v1_t* t) { return *reinterpret_cast<const Host*>(t); }
+
+  static void svc_log(const pump_extractor_host_v1_t* self, pump_log_level_v1_t level, const char* message) {
+    LogLevel l = static_cast<LogLevel>(std::clamp(static_cast<int>(level), 0, 3));
+    if (l > log_level()) return;
+    log(l, "extractor %s: %s", from(self).name.c_str(), message ? message : "");
+  }
+  static const char* svc_get_config(const pump_extractor_host_v1_t* self, const char* key) {
+    return key ? from(self).registry->config_->get_c_str(key) : nullptr;
+  }
+  static pump_status_v1_t svc_find_block(const pump_extractor_host_v1_t* self, uint64_t address,
+                                         pump_block_v1_t* out) {
+    if (!out) return PUMP_ERR_INVALID_ARGUMENT;
+    auto find = from(self).registry->find_block_;
+    return find && find(address, out) ? PUMP_OK : PUMP_ERR_NOT_FOUND;
+  }
+  static void* svc_real_symbol(const pump_extractor_host_v1_t*, const char* name) {
+    return real_symbol_by_name(name);
+  }
+};
+
+ExtractorRegistry::ExtractorRegistry(const Config* config, FindBlockFn find_block)
+    : config_(config), find_block_(find_block) {}
+
+// Extractors are never finalized: hooks may run on other threads until the process ends.
+ExtractorRegistry::~ExtractorRegistry() = default;
+
+std::vector<std::string> ExtractorRegistry::unhooked_names(const char* const* apis) {
+  std::vector<std::string> out;
+  for (size_t i = 0; apis && apis[i]; ++i)
+    if (!find_hook(apis[i])) out.emplace_back(apis[i]);
+  return out;
+}
+
+bool ExtractorRegistry::add(const pump_extractor_v1_t* api) {
+  if (!api || !api->extract || !api->init) {
+    log(LogLevel::kError, "extractor %s lacks init or extract: not used", api && api->name ? api->name : "?");
+    return false;
+  }
+  auto host = std::make_unique<Host>();
+  host->table.struct_size = sizeof(pump_extractor_host_v1_t);
+  host->table.abi_version = PUMP_EXTRACTOR_ABI_V1;
+  host->table.log = &Host::svc_log;
+  host->table.get_config = &Host::svc_get_config;
+  host->table.find_block = &Host::svc_find_block;
+  host->table.real_symbol = &Host::svc_real_symbol;
+  host->registry = this;
+  host->name = api->name ? api->name : "?";
+
+  void* ctx = nullptr;
+  pump_status_v1_t status = api->init(&host->table, &ctx);
+  if (status != PUMP_OK) {
+    log(LogLevel::kError, "extractor %s failed to initialize (status %d): running without it", host->name.c_str(),
+        static_cast<int>(status));
+    return false;
+  }
+  std::string unhooked;
+  for (uint32_t i = 0; api->apis && api->apis[i]; ++i) {
+    auto id = find_hook(api->apis[i]);
+    if (!id || kSymbols[*id].kind != HookKind::kExtract) {
+      unhooked += unhooked.empty() ? "" : ", ";
+      unhooked += api->apis[i];
+      continue;
+    }
+    Route& r = routes_[*id];
+    if (r.api) {
+      log(LogLevel::kWarn, "extractor %s also handles %s: keeping extractor %s for it", host->name.c_str(),
+          api->apis[i], r.api->name ? r.api->name : "?");
+      continue;
+    }
+    r = Route{api, ctx, i};
+  }
+  if (!unhooked.empty())
+    log(LogLevel::kWarn, "extractor %s lists functions libpump does not intercept (ignored): %s", host->name.c_str(),
+        unhooked.c_str());
+  hosts_.push_back(std::move(host));
+  return true;
+}
+
+namespace {
+void sink_add(void* opaque, const pump_extent_v1_t* extent) {
+  if (extent) static_cast<std::vector<pump_extent_v1_t>*>(opaque)->push_back(*extent);
+}
+}  // namespace
+
+bool ExtractorRegistry::extract(const Route& route, const void* const* args, uint32_t num_args,
+                                std::vector<pump_extent_v1_t>* out) {
+  if (!route.api) return false;
+  pump_call_v1_t call{route.index, num_args, args};
+  pump_extent_sink_v1_t sink{out, &sink_add};
+  return route.api->extract(route.ctx, &call, &sink) == PUMP_OK;
+}
+
+}  // namespace pump::interpose

@@ -1,0 +1,57 @@
+// ExtractorRegistry: which loaded extractor understands which hook. Built at init
+// from each extractor's `apis` names; on the hot path a hook finds its route by
+// index (its SymbolId), with no string compares.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/common/config.h"
+#include "core/interpose/hook_table.h"
+#include "pump/extractor_v1.h"
+
+namespace pump::interpose {
+
+class ExtractorRegistry {
+ public:
+  struct Route {
+    const pump_extractor_v1_t* api = nullptr;  // null: no extractor for this hook
+    void* ctx = nullptr;
+    uint32_t index = 0;  // position of the hook's name in api->apis
+  };
+  // The block containing `address` on any device; false if none.
+  using FindBlockFn = bool (*)(uint64_t address, pump_block_v1_t* out);
+
+  ExtractorRegistry(const Config* config, FindBlockFn find_block);
+  ~ExtractorRegistry();
+  ExtractorRegistry(const ExtractorRegistry&) = delete;
+  ExtractorRegistry& operator=(const ExtractorRegistry&) = delete;
+
+  // Initializes `api` and routes each of its names that libpump hooks. Names without a
+  // hook get one warning; a hook already routed keeps its first extractor. False (one
+  // error) if the extractor fails to initialize: it is then not used.
+  bool add(const pump_extractor_v1_t* api);
+
+  const Route& route(SymbolId id) const { return routes_[id]; }
+
+  // Runs the hook's extractor over the call's arguments; extents are appended to `out`.
+  // False when the extractor could not understand this call.
+  static bool extract(const Route& route, const void* const* args, uint32_t num_args,
+                      std::vector<pump_extent_v1_t>* out);
+
+  // Names in a NULL-terminated apis list that no hook serves.
+  static std::vector<std::string> unhooked_names(const char* const* apis);
+
+ private:
+  struct Host;  // pump_extractor_host_v1_t + owner
+
+  const Config* config_;
+  FindBlockFn find_block_;
+  std::vector<std::unique_ptr<Host>> hosts_;
+  Route routes_[kHookCount];
+};
+
+}  // namespace pump::interpose

@@ -1,0 +1,23 @@
+// The exported hook definitions, generated from hook_list.def. Each is compiled against
+// the CUDA/cuDNN/cuBLAS declaration of the same extern "C" name, so a signature that
+// differs from the library's header is a compile error.
+#include "core/interpose/custom_hooks.h"
+#include "core/interpose/hook_dispatch.h"
+#include "core/interpose/pp_map.h"
+
+#define PUMP_EXPORT __attribute__((visibility("default")))
+
+#define PUMP_HOOK_CUSTOM(library, ret, name, params, args, stream) \
+  extern "C" PUMP_EXPORT ret name params { return ::pump::interpose::on_##name args; }
+
+#define PUMP_HOOK_EXTRACT(library, ret, name, params, args, stream)                              \
+  extern "C" PUMP_EXPORT ret name params {                                                       \
+    const void* const pump_args[] = {PUMP_PP_ADDRESSES args};                                    \
+    return ::pump::interpose::run_extract_hook<::pump::interpose::k_##name>(                     \
+        pump_args, static_cast<uint32_t>(sizeof(pump_args) / sizeof(pump_args[0])),              \
+        [&](::pump::interpose::Sym<::pump::interpose::k_##name>::Fn pump_real) { return pump_real args; }, \
+        [&]() -> uint64_t { return stream; });                                                   \
+  }
+
+#define PUMP_HOOK(kind, ...) PUMP_HOOK_##kind(__VA_ARGS__)
+#include "core/interpose/hook_list.def"

@@ -1,0 +1,56 @@
+#include "core/interpose/proc_address.h"
+
+#include "core/common/log.h"
+#include "core/interpose/real_symbols.h"
+
+namespace pump::interpose {
+namespace {
+
+struct DriverEntry {
+  std::string_view base;  // name as passed to cuGetProcAddress
+  int since;              // first CUDA version (1000*major + 10*minor) of the ABI we hook
+  SymbolId legacy_stream;
+  SymbolId per_thread_stream;
+};
+
+// Base names whose current ABI libpump hooks. Older ABIs (cuMemAlloc before 3.2 took
+// unsigned int sizes) are not hooked: the caller gets the driver's function unchanged.
+constexpr DriverEntry kDriverEntries[] = {
+    {"cuMemAlloc", 3020, k_cuMemAlloc_v2, k_cuMemAlloc_v2},
+    {"cuMemFree", 3020, k_cuMemFree_v2, k_cuMemFree_v2},
+    {"cuMemAllocPitch", 3020, k_cuMemAllocPitch_v2, k_cuMemAllocPitch_v2},
+    {"cuMemGetInfo", 3020, k_cuMemGetInfo_v2, k_cuMemGetInfo_v2},
+    {"cuMemAllocAsync", 11020, k_cuMemAllocAsync, k_cuMemAllocAsync_ptsz},
+    {"cuMemFreeAsync", 11020, k_cuMemFreeAsync, k_cuMemFreeAsync_ptsz},
+    {"cuMemCreate", 10020, k_cuMemCreate, k_cuMemCreate},
+    {"cuMemMap", 10020, k_cuMemMap, k_cuMemMap},
+    {"cuLaunchKernel", 4000, k_cuLaunchKernel, k_cuLaunchKernel_ptsz},
+    {"cuLaunchKernelEx", 11060, k_cuLaunchKernelEx, k_cuLaunchKernelEx_ptsz},
+    {"cuGetProcAddress", 12000, k_cuGetProcAddress_v2, k_cuGetProcAddress_v2},
+    {"cuGetProcAddress", 11030, k_cuGetProcAddress, k_cuGetProcAddress},
+};
+
+}  // namespace
+
+std::optional<SymbolId> hook_for_driver_symbol(std::string_view symbol, int cuda_version, uint64_t flags) {
+  const bool per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+  for (const DriverEntry& e : kDriverEntries) {
+    if (e.base != symbol || cuda_version < e.since) continue;
+    return per_thread ? e.per_thread_stream : e.legacy_stream;
+  }
+  return std::nullopt;
+}
+
+void* redirect_driver_symbol(const char* symbol, int cuda_version, uint64_t flags, void* real_fn) {
+  if (!symbol || !real_fn) return real_fn;
+  auto id = hook_for_driver_symbol(symbol, cuda_version, flags);
+  if (!id) return real_fn;
+  set_real(*id, real_fn);
+  void* hook = hook_address(*id);
+  if (log_level() >= LogLevel::kDebug)
+    log(LogLevel::kDebug, "entry point %s (version %d, flags 0x%llx) -> hook %s", symbol, cuda_version,
+        static_cast<unsigned long long>(flags), kSymbols[*id].name);
+  return hook ? hook : real_fn;
+}
+
+}  // namespace pump::interpose

@@ -1,0 +1,90 @@
+// Runtime: what libpump.so sets up behind the hooks. Created lazily on the first
+// hooked call that needs it (never from a constructor: the application's CUDA
+// libraries are loaded later), it reads PUMP_*, loads the extractor and policy
+// plugins and creates one Engine (with a CudaBackend) per device on that device's
+// first use. It lives until the process ends; the PUMP_STATS report is written at exit.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/common/config.h"
+#include "core/engine/engine.h"
+#include "core/interpose/extractor_registry.h"
+#include "core/interpose/runtime_options.h"
+#include "core/interpose/stats_report.h"
+
+namespace pump::interpose {
+
+class Runtime {
+ public:
+  static constexpr int kMaxDevices = 64;
+
+  // The process's runtime, or nullptr when PUMP_DISABLE=1 (pure pass-through).
+  // Call only with a ReentryGuard held: initialization calls real CUDA functions.
+  static Runtime* get();
+
+  const RuntimeOptions& options() const { return options_; }
+  const Config& config() const { return config_; }
+  const ExtractorRegistry& extractors() const { return *extractors_; }
+  HookCounter& counter(SymbolId id) { return counters_[id]; }
+  bool stats_enabled() const { return !options_.stats_path.empty(); }
+
+  // The engine of `device`, created on first use; nullptr when the device cannot
+  // be managed (no driver, no managed memory): callers then pass through.
+  Engine* engine(int device);
+  // The engine of the calling thread's current device (*device_out set when found).
+  Engine* current_engine(int* device_out = nullptr);
+  // The block containing `address` on any device.
+  bool find_block(uint64_t address, pump_block_v1_t* out);
+
+  // PUMP_MANAGED_LIMIT accounting. reserve fails (one clear message) past the limit.
+  bool reserve_managed(uint64_t bytes);
+  void release_managed(uint64_t bytes);
+  // Managed allocations made by the hooks, by address (what cudaFree must tell the engine).
+  void remember_allocation(uint64_t address, uint64_t bytes, int device);
+  std::optional<std::pair<uint64_t, int>> forget_allocation(uint64_t address);
+
+  void count_untracked_async() { untracked_async_.fetch_add(1, std::memory_order_relaxed); }
+  void count_untracked_vmm() { untracked_vmm_.fetch_add(1, std::memory_order_relaxed); }
+
+  StatsReport report();
+  void write_stats();
+
+ private:
+  explicit Runtime(RuntimeOptions options);
+  void load_plugins();
+  void apply_safety_limit();
+
+  Config config_;
+  RuntimeOptions options_;
+  std::unique_ptr<ExtractorRegistry> extractors_;
+  std::vector<std::string> extractors_loaded_;
+  const pump_policy_v1_t* policy_ = nullptr;
+  HookCounter counters_[kHookCount];
+
+  std::mutex engines_mutex_;  // creation only; lookups read the atomics
+  std::array<std::atomic<Engine*>, kMaxDevices> engines_{};
+  std::array<std::atomic<bool>, kMaxDevices> engine_failed_{};
+  std::vector<std::unique_ptr<DeviceBackend>> backends_;  // never destroyed before the engines
+  std::vector<std::unique_ptr<Engine>> engine_storage_;
+
+  std::atomic<uint64_t> managed_limit_{0};  // 0: none
+  std::atomic<uint64_t> managed_bytes_{0};
+  std::atomic<uint64_t> managed_peak_{0};
+  std::atomic<uint64_t> managed_allocations_{0};
+  std::atomic<uint64_t> limit_refusals_{0};
+  std::atomic<uint64_t> untracked_async_{0};
+  std::atomic<uint64_t> untracked_vmm_{0};
+  std::mutex allocations_mutex_;
+  std::unordered_map<uint64_t, std::pair<uint64_t, int>> allocations_;
+};
+
+}  // namespace pump::interpose

@@ -1,0 +1,37 @@
+// The runtime's configuration from the environment (PUMP_*), parsed once. Every bad
+// value gets one message naming the variable, the value and what is accepted; tuning
+// knobs then fall back to their default.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/common/config.h"
+
+namespace pump::interpose {
+
+struct RuntimeOptions {
+  bool disabled = false;                                    // PUMP_DISABLE=1: pure pass-through
+  std::vector<std::string> plugins{"cudnn", "cublas", "launch"};  // PUMP_PLUGINS
+  std::string policy = "lru";                               // PUMP_POLICY
+  std::optional<std::string> budget;                        // PUMP_GPU_BUDGET, checked; applied per device
+  std::optional<uint64_t> managed_limit;                    // PUMP_MANAGED_LIMIT
+  bool prefetch_on_alloc = false;                           // PUMP_PREFETCH_ON_ALLOC
+  uint64_t split_granularity = 64 * 1024;                   // PUMP_SPLIT_GRANULARITY
+  std::string stats_path;                                   // PUMP_STATS
+};
+
+// Reads `config` (the environment unless overridden). Messages go through pump::log.
+RuntimeOptions parse_runtime_options(const Config& config);
+
+// PUMP_GPU_BUDGET for a device of `device_bytes`: the device's memory when unset,
+// never more than the device has.
+uint64_t budget_for_device(const RuntimeOptions& options, uint64_t device_bytes);
+
+// The SAFETY rule: a managed-memory cap above the device's free memory could let the
+// process oversubscribe a shared GPU; it is clamped to `free_bytes`, saying so.
+uint64_t clamp_managed_limit(uint64_t limit, uint64_t free_bytes);
+
+}  // namespace pump::interpose

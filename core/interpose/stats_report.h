@@ -1,0 +1,63 @@
+// The coverage/statistics report written at exit when PUMP_STATS=path is set: per
+// hook how often it ran and how much of what its extractor reported was known
+// memory, per device the engine's counters, and the configuration. JSON, written
+// atomically (temporary file + rename) so a reader never sees half a report.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/engine/engine_stats.h"
+
+namespace pump::interpose {
+
+// Updated from hooks with relaxed atomics: cheap, and exact once threads are quiet.
+struct HookCounter {
+  std::atomic<uint64_t> calls{0};
+  std::atomic<uint64_t> calls_with_extents{0};
+  std::atomic<uint64_t> extents{0};
+  std::atomic<uint64_t> bytes_known{0};    // extent bytes starting inside a tracked block
+  std::atomic<uint64_t> bytes_unknown{0};  // ... starting outside every tracked block
+};
+
+struct HookReport {
+  std::string name;
+  std::string library;
+  uint64_t calls = 0, calls_with_extents = 0, extents = 0, bytes_known = 0, bytes_unknown = 0;
+};
+
+struct DeviceReport {
+  int device = 0;
+  std::string policy;
+  uint64_t budget_bytes = 0;
+  uint64_t device_bytes = 0;
+  EngineStats engine;
+};
+
+struct StatsReport {
+  // Configuration as the runtime applied it.
+  std::vector<std::string> plugins_requested;
+  std::vector<std::string> extractors_loaded;
+  std::string policy_requested;
+  std::string budget;  // as given, or "device memory"
+  uint64_t managed_limit_bytes = 0;  // 0: none
+  bool prefetch_on_alloc = false;
+  uint64_t split_granularity = 0;
+  // Allocations.
+  uint64_t managed_allocations = 0;
+  uint64_t managed_bytes_peak = 0;
+  uint64_t managed_limit_refusals = 0;
+  uint64_t untracked_async_allocations = 0;  // cudaMallocAsync / cuMemAllocAsync, passed through
+  uint64_t untracked_vmm_calls = 0;          // cuMemCreate / cuMemMap, passed through
+  std::vector<HookReport> hooks;             // hooks called at least once
+  std::vector<DeviceReport> devices;
+};
+
+std::string render_stats_json(const StatsReport& report);
+
+// Writes `text` to `path` via `path`.tmp.<pid> and rename. False (one error line) on failure.
+bool write_file_atomically(const std::string& path, const std::string& text);
+
+}  // namespace pump::interpose
