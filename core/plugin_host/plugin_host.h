@@ -36,7 +36,10 @@ class PluginHost {
   std::optional<LoadedPolicy> load_policy(std::string_view name_or_path);
   std::optional<LoadedExtractor> load_extractor(std::string_view name_or_path);
 
-  // PUMP_PLUGIN_DIR if set, else "<directory of the binary holding pump_core>/pump".
+  // PUMP_PLUGIN_DIR if set, else "<directory of the binary holding pump_core>/pump"
+  // (libpump.so in <libdir> next to <libdir>/pump); if that does not exist,
+  // "<dir>/../<libdir>/pump" or "<dir>/../lib/pump" (an executable in bin/: pump-bench,
+  // test binaries in build/bin find build/lib/pump).
   static std::string default_plugin_dir();
   const std::string& plugin_dir() const { return plugin_dir_; }
 
