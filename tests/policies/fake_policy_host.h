@@ -1,0 +1,88 @@
+// FakePolicyHost: a scripted pump_policy_host_v1_t for testing policy plugins
+// through their exported struct alone. It serves a list of blocks in
+// least-recently-used order and a budget, and records every prefetch, eviction
+// and log line. It keeps the engine's rules: the kernel's own blocks are never
+// candidates and cannot be evicted; a prefetch of another block is refused if
+// it does not fit.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "pump/pump_sdk.h"
+
+class FakePolicyHost {
+ public:
+  struct Prefetch {
+    uint64_t id;
+    pump_when_v1_t when;
+    pump_status_v1_t status;
+  };
+  struct Eviction {
+    uint64_t id;
+    uint32_t flags;
+    pump_status_v1_t status;
+  };
+  struct LogLine {
+    pump_log_level_v1_t level;
+    std::string message;
+  };
+
+  explicit FakePolicyHost(uint64_t budget_bytes);
+  FakePolicyHost(const FakePolicyHost&) = delete;
+  FakePolicyHost& operator=(const FakePolicyHost&) = delete;
+
+  const pump_policy_host_v1_t* table() const { return &wrapper_.table; }
+  pump_policy_host_v1_t* mutable_table() { return &wrapper_.table; }
+
+  // A new block; resident ones join the most recently used end. Returns its id.
+  uint64_t add_block(uint64_t bytes, pump_role_v1_t role, bool resident, uint32_t flags = 0);
+  void set_config(const std::string& key, const std::string& value) { config_[key] = value; }
+  void refuse_evictions_of(uint64_t id) { refused_.push_back(id); }
+
+  // The kernel being decided: its blocks (with `access` set) and the struct to pass.
+  const pump_kernel_v1_t& begin_kernel(const std::vector<uint64_t>& ids);
+  void end_kernel();
+
+  const pump_block_v1_t& block(uint64_t id) const { return blocks_.at(id); }
+  pump_block_v1_t snapshot_of(uint64_t id) const;  // as on_alloc would see it
+  uint64_t resident_bytes() const;
+  std::vector<uint64_t> evicted_ids() const;
+  std::vector<uint64_t> lru_order() const { return lru_; }
+
+  std::vector<Prefetch> prefetches;
+  std::vector<Eviction> evictions;
+  std::vector<LogLine> logs;
+  size_t candidate_queries = 0;
+
+ private:
+  struct Wrapper {
+    pump_policy_host_v1_t table;  // first: the plugin holds a pointer to it
+    FakePolicyHost* self;
+  };
+  static FakePolicyHost& from(const pump_policy_host_v1_t* host);
+  bool of_kernel(uint64_t id) const;
+  void make_most_recent(uint64_t id);
+  void forget_lru(uint64_t id);
+
+  static void svc_log(const pump_policy_host_v1_t*, pump_log_level_v1_t, const char*);
+  static const char* svc_get_config(const pump_policy_host_v1_t*, const char*);
+  static void svc_get_budget(const pump_policy_host_v1_t*, pump_budget_v1_t*);
+  static pump_status_v1_t svc_find_block(const pump_policy_host_v1_t*, uint64_t, pump_block_v1_t*);
+  static size_t svc_eviction_candidates(const pump_policy_host_v1_t*, uint32_t, pump_block_v1_t*, size_t);
+  static pump_status_v1_t svc_prefetch(const pump_policy_host_v1_t*, uint64_t, pump_when_v1_t);
+  static pump_status_v1_t svc_evict(const pump_policy_host_v1_t*, uint64_t, uint32_t);
+
+  Wrapper wrapper_;
+  uint64_t budget_bytes_;
+  uint64_t next_id_ = 1;
+  std::map<uint64_t, pump_block_v1_t> blocks_;
+  std::vector<uint64_t> lru_;  // resident blocks, front = least recently used
+  std::vector<uint64_t> refused_;
+  std::map<std::string, std::string> config_;
+  std::vector<pump_block_v1_t> kernel_view_;
+  pump_kernel_v1_t kernel_{};
+  uint64_t kernel_seq_ = 0;
+};

@@ -1,0 +1,147 @@
+// "lru": kernel blocks now; dead blocks discarded first; idle headroom kept free.
+#include <gtest/gtest.h>
+
+#include <ostream>
+#include <string>
+
+#include "tests/policies/fake_policy_host.h"
+#include "tests/policies/policy_instance.h"
+
+namespace {
+
+TEST(PolicyLru, PrefetchesTheKernelsMissingBlocksNow) {
+  FakePolicyHost host(1000);
+  const uint64_t resident = host.add_block(100, PUMP_ROLE_WEIGHT, true);
+  const uint64_t missing = host.add_block(100, PUMP_ROLE_ACTIVATION, false);
+  PolicyInstance policy("lru", host);
+  ASSERT_TRUE(policy.ready());
+  policy.on_kernel(host.begin_kernel({resident, missing}));
+  ASSERT_EQ(host.prefetches.size(), 1u);
+  EXPECT_EQ(host.prefetches[0].id, missing);
+  EXPECT_EQ(host.prefetches[0].when, PUMP_WHEN_NOW);
+}
+
+TEST(PolicyLru, KeepsDefaultHeadroomOfFivePercentFreeAfterTheKernel) {
+  FakePolicyHost host(1000);
+  const uint64_t oldest = host.add_block(20, PUMP_ROLE_WEIGHT, true);
+  host.add_block(20, PUMP_ROLE_WEIGHT, true);
+  host.add_block(20, PUMP_ROLE_WEIGHT, true);
+  const uint64_t missing = host.add_block(900, PUMP_ROLE_ACTIVATION, false);
+  PolicyInstance policy("lru", host);
+  ASSERT_TRUE(policy.ready());
+  policy.on_kernel(host.begin_kernel({missing}));  // 960 resident: 40 free, 50 wanted
+  EXPECT_EQ(host.evicted_ids(), std::vector<uint64_t>{oldest});
+  EXPECT_GE(1000 - host.resident_bytes(), 50u);
+}
+
+TEST(PolicyLru, HeadroomNeverEvictsBlocksInUse) {
+  FakePolicyHost host(1000);
+  host.add_block(500, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_IN_USE);  // least recently used
+  const uint64_t idle = host.add_block(480, PUMP_ROLE_WEIGHT, true);
+  PolicyInstance policy("lru", host);
+  ASSERT_TRUE(policy.ready());
+  policy.on_kernel(host.begin_kernel({}));
+  EXPECT_EQ(host.evicted_ids(), std::vector<uint64_t>{idle});
+  host.end_kernel();
+
+  FakePolicyHost busy(1000);
+  busy.add_block(990, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_IN_USE);
+  PolicyInstance busy_policy("lru", busy);
+  ASSERT_TRUE(busy_policy.ready());
+  busy_policy.on_kernel(busy.begin_kernel({}));
+  EXPECT_TRUE(busy.evictions.empty()) << "headroom is best effort: a block in use waits for pressure";
+}
+
+TEST(PolicyLru, HeadroomDiscardsDeadBlocksBeforeLiveOnes) {
+  FakePolicyHost host(1000);
+  host.add_block(490, PUMP_ROLE_ACTIVATION, true);
+  const uint64_t dead = host.add_block(490, PUMP_ROLE_WORKSPACE, true, PUMP_BLOCK_DEAD);
+  PolicyInstance policy("lru", host);
+  ASSERT_TRUE(policy.ready());
+  policy.on_kernel(host.begin_kernel({}));
+  ASSERT_EQ(host.evictions.size(), 1u);
+  EXPECT_EQ(host.evictions[0].id, dead);
+  EXPECT_EQ(host.evictions[0].flags, PUMP_EVICT_DISCARD);
+}
+
+TEST(PolicyLru, NoEvictionWhenTheHeadroomIsAlreadyFree) {
+  FakePolicyHost host(1000);
+  host.add_block(900, PUMP_ROLE_WEIGHT, true);
+  const uint64_t missing = host.add_block(50, PUMP_ROLE_ACTIVATION, false);
+  PolicyInstance policy("lru", host);
+  ASSERT_TRUE(policy.ready());
+  policy.on_kernel(host.begin_kernel({missing}));  // 950 resident: exactly 50 free
+  EXPECT_TRUE(host.evictions.empty());
+}
+
+TEST(PolicyLru, PressureDiscardsIdleDeadBlocksBeforeOlderLiveOnes) {
+  FakePolicyHost host(1000);
+  const uint64_t oldest_live = host.add_block(10, PUMP_ROLE_ACTIVATION, true);
+  const uint64_t dead = host.add_block(10, PUMP_ROLE_WORKSPACE, true, PUMP_BLOCK_DEAD);
+  host.add_block(10, PUMP_ROLE_ACTIVATION, true);
+  PolicyInstance policy("lru", host);
+  ASSERT_TRUE(policy.ready());
+  policy.on_pressure(host.begin_kernel({}), 20);
+  ASSERT_EQ(host.evictions.size(), 2u);
+  EXPECT_EQ(host.evictions[0].id, dead);
+  EXPECT_EQ(host.evictions[0].flags, PUMP_EVICT_DISCARD);
+  EXPECT_EQ(host.evictions[1].id, oldest_live);
+  EXPECT_EQ(host.evictions[1].flags, 0u);
+}
+
+TEST(PolicyLru, PressureEvictsABlockInUseWhenNothingElseIsLeft) {
+  FakePolicyHost host(1000);
+  const uint64_t in_use = host.add_block(10, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_IN_USE);
+  PolicyInstance policy("lru", host);
+  ASSERT_TRUE(policy.ready());
+  policy.on_pressure(host.begin_kernel({}), 10);
+  EXPECT_EQ(host.evicted_ids(), std::vector<uint64_t>{in_use});
+}
+
+// LRU_HEADROOM values: with a full budget of 1000 in 10-byte idle blocks, the
+// number of blocks evicted after an empty kernel is the headroom in tens, rounded up.
+struct HeadroomCase {
+  const char* value;  // nullptr: unset
+  size_t blocks_evicted;
+  size_t warnings;
+};
+
+void PrintTo(const HeadroomCase& c, std::ostream* os) {
+  *os << "LRU_HEADROOM=" << (c.value ? "'" + std::string(c.value) + "'" : std::string("(unset)"));
+}
+
+class PolicyLruHeadroomConfig : public ::testing::TestWithParam<HeadroomCase> {};
+
+TEST_P(PolicyLruHeadroomConfig, KeepsTheConfiguredHeadroomOrWarnsOnceAndUsesFivePercent) {
+  const HeadroomCase& c = GetParam();
+  FakePolicyHost host(1000);
+  for (int i = 0; i < 100; ++i) host.add_block(10, PUMP_ROLE_ACTIVATION, true);
+  if (c.value) host.set_config("LRU_HEADROOM", c.value);
+  PolicyInstance policy("lru", host);
+  ASSERT_TRUE(policy.ready());
+  policy.on_kernel(host.begin_kernel({}));
+  host.end_kernel();
+  policy.on_kernel(host.begin_kernel({}));  // already free: nothing more, no new warning
+  EXPECT_EQ(host.evicted_ids().size(), c.blocks_evicted);
+  size_t warnings = 0;
+  for (const auto& line : host.logs) {
+    EXPECT_EQ(line.level, PUMP_LOG_WARN) << line.message;
+    if (line.level == PUMP_LOG_WARN) {
+      ++warnings;
+      EXPECT_NE(line.message.find("LRU_HEADROOM"), std::string::npos) << line.message;
+    }
+  }
+  EXPECT_EQ(warnings, c.warnings);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Values, PolicyLruHeadroomConfig,
+    ::testing::Values(HeadroomCase{nullptr, 5, 0}, HeadroomCase{"100", 10, 0}, HeadroomCase{"20%", 20, 0},
+                      HeadroomCase{" 55 B ", 6, 0}, HeadroomCase{"0.1k", 11, 0}, HeadroomCase{"0.1KiB", 11, 0},
+                      HeadroomCase{"0", 0, 0}, HeadroomCase{"0%", 0, 0}, HeadroomCase{"12.5%", 13, 0},
+                      HeadroomCase{"lots", 5, 1}, HeadroomCase{"", 5, 1}, HeadroomCase{"-5", 5, 1},
+                      HeadroomCase{"100%", 5, 1}, HeadroomCase{"150%", 5, 1}, HeadroomCase{"12XB", 5, 1},
+                      HeadroomCase{"1e3", 5, 1}, HeadroomCase{"0x10", 5, 1}, HeadroomCase{"5%%", 5, 1},
+                      HeadroomCase{"5 MiB extra", 5, 1}, HeadroomCase{"1000", 5, 1}, HeadroomCase{"1GiB", 5, 1}));
+
+}  // namespace
