@@ -1,0 +1,84 @@
+#include "core/trace/trace_format.h"
+
+#include <cinttypes>
+#include <cstdio>
+
+#include "core/trace/json_value.h"
+
+namespace pump {
+
+namespace {
+
+constexpr const char* kAccessNames[] = {"-", "r", "w", "rw"};
+constexpr const char* kRoleNames[] = {"unknown", "weight", "activation", "workspace"};
+
+void append_address(std::string* out, uint64_t address) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "\"0x%" PRIx64 "\"", address);
+  *out += buf;
+}
+
+void append_seconds(std::string* out, double seconds) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", seconds);
+  *out += buf;
+}
+
+}  // namespace
+
+const char* trace_access_name(uint32_t access) { return access < 4 ? kAccessNames[access] : "rw"; }
+const char* trace_role_name(uint32_t role) { return role < 4 ? kRoleNames[role] : "unknown"; }
+
+std::optional<uint32_t> parse_trace_access(std::string_view name) {
+  for (uint32_t i = 0; i < 4; ++i)
+    if (name == kAccessNames[i]) return i;
+  return std::nullopt;
+}
+
+std::optional<uint32_t> parse_trace_role(std::string_view name) {
+  for (uint32_t i = 0; i < 4; ++i)
+    if (name == kRoleNames[i]) return i;
+  return std::nullopt;
+}
+
+std::string format_trace_header() {
+  return "{\"pump_trace\":" + std::to_string(kTraceFormatVersion) + ",\"writer\":\"pump\"}";
+}
+
+std::string format_trace_record(const TraceRecord& r) {
+  std::string out;
+  out.reserve(64 + r.extents.size() * 72);
+  switch (r.op) {
+    case TraceRecord::Op::kAlloc:
+      out += "{\"op\":\"alloc\",\"address\":";
+      append_address(&out, r.address);
+      out += ",\"bytes\":" + std::to_string(r.bytes) + "}";
+      break;
+    case TraceRecord::Op::kFree:
+      out += "{\"op\":\"free\",\"address\":";
+      append_address(&out, r.address);
+      out += "}";
+      break;
+    case TraceRecord::Op::kKernel:
+      out += "{\"op\":\"kernel\",\"stream\":" + std::to_string(r.stream);
+      if (!r.name.empty()) out += ",\"name\":" + json_quote(r.name);
+      if (r.seconds >= 0) {
+        out += ",\"seconds\":";
+        append_seconds(&out, r.seconds);
+      }
+      out += ",\"extents\":[";
+      for (size_t i = 0; i < r.extents.size(); ++i) {
+        const pump_extent_v1_t& e = r.extents[i];
+        if (i) out += ",";
+        out += "{\"address\":";
+        append_address(&out, e.address);
+        out += ",\"bytes\":" + std::to_string(e.bytes) + ",\"access\":\"" + trace_access_name(e.access) +
+               "\",\"role\":\"" + trace_role_name(e.role) + "\"}";
+      }
+      out += "]}";
+      break;
+  }
+  return out;
+}
+
+}  // namespace pump
