@@ -7,7 +7,7 @@
 #include <new>
 
 #include "extractors/common/extent_reporter.h"
-#include "extractors/cudnn/cudnn_backend_plan.h"
+#include "extractors/cudnn/cudnn_backend_shadow.h"
 #include "extractors/cudnn/cudnn_tensor_extent.h"
 #include "pump/pump_sdk.h"
 
@@ -125,7 +125,8 @@ enum Api : uint32_t {
   kApiBatchNormalizationForwardTrainingEx, kApiBatchNormalizationBackwardEx, kApiPoolingForward,
   kApiPoolingBackward, kApiActivationForward, kApiActivationBackward, kApiSoftmaxForward, kApiSoftmaxBackward,
   kApiDropoutForward, kApiDropoutBackward, kApiAddTensor, kApiRNNForward, kApiRNNBackwardData_v8,
-  kApiRNNBackwardWeights_v8, kApiCTCLoss_v8, kApiCTCLoss, kApiBackendExecute, kApiCount
+  kApiRNNBackwardWeights_v8, kApiCTCLoss_v8, kApiCTCLoss, kApiBackendExecute, kApiBackendSetAttribute,
+  kApiBackendGetAttribute, kApiBackendFinalize, kApiBackendDestroyDescriptor, kApiCount
 };
 
 constexpr ApiSpec kSpecs[kApiCount] = {
@@ -154,6 +155,11 @@ constexpr ApiSpec kSpecs[kApiCount] = {
     PUMP_API("cudnnCTCLoss_v8", 13, kCtcLossV8),
     PUMP_API("cudnnCTCLoss", 13, kCtcLoss),
     {"cudnnBackendExecute", 3, nullptr, 0},
+    // Touch no device memory: they feed the descriptor shadow (see cudnn_backend_shadow.h).
+    {"cudnnBackendSetAttribute", 5, nullptr, 0},
+    {"cudnnBackendGetAttribute", 6, nullptr, 0},
+    {"cudnnBackendFinalize", 1, nullptr, 0},
+    {"cudnnBackendDestroyDescriptor", 1, nullptr, 0},
 };
 
 #undef PUMP_API
@@ -172,7 +178,7 @@ struct CudnnState {
   explicit CudnnState(const pump_extractor_host_v1_t* h) : host(h), sizes(h), backend(h) {}
   const pump_extractor_host_v1_t* host;
   CudnnDescriptorSizes sizes;
-  BackendPlanExtractor backend;
+  BackendShadow backend;
 };
 
 // cuDNN blend factors are host scalars: double for double tensors, float otherwise.
@@ -267,8 +273,27 @@ void ctc_loss_extras(CudnnState& s, const pump_call_v1_t* call, ExtentReporter& 
 
 pump_status_v1_t dispatch(CudnnState& s, const pump_call_v1_t* call, pump_extent_sink_v1_t* sink) {
   ExtentReporter out(s.host, sink);
-  if (call->api == kApiBackendExecute) {
-    return s.backend.extract(arg<cudnnBackendDescriptor_t>(call, 1), arg<cudnnBackendDescriptor_t>(call, 2), out);
+  switch (call->api) {
+    case kApiBackendExecute:
+      return s.backend.on_execute(arg<cudnnBackendDescriptor_t>(call, 1), arg<cudnnBackendDescriptor_t>(call, 2), out);
+    case kApiBackendSetAttribute:
+      s.backend.on_set_attribute(arg<cudnnBackendDescriptor_t>(call, 0), arg<cudnnBackendAttributeName_t>(call, 1),
+                                 arg<cudnnBackendAttributeType_t>(call, 2), arg<int64_t>(call, 3),
+                                 arg<const void*>(call, 4));
+      return PUMP_OK;
+    case kApiBackendGetAttribute:
+      s.backend.on_get_attribute(arg<cudnnBackendDescriptor_t>(call, 0), arg<cudnnBackendAttributeName_t>(call, 1),
+                                 arg<cudnnBackendAttributeType_t>(call, 2), arg<int64_t>(call, 3),
+                                 arg<const void*>(call, 5));
+      return PUMP_OK;
+    case kApiBackendFinalize:
+      s.backend.on_finalize(arg<cudnnBackendDescriptor_t>(call, 0));
+      return PUMP_OK;
+    case kApiBackendDestroyDescriptor:
+      s.backend.on_destroy(arg<cudnnBackendDescriptor_t>(call, 0));
+      return PUMP_OK;
+    default:
+      break;
   }
   if (!s.sizes.available()) return PUMP_ERR_UNSUPPORTED;
   const ApiSpec& spec = kSpecs[call->api];

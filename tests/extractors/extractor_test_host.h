@@ -1,0 +1,152 @@
+// Test harness for extractor plugins: loads a built plugin with dlopen, gives it a
+// fake host (scripted blocks, scripted or dlsym-resolved real symbols) and builds
+// argument packs the way the interposer does: args[i] points at argument i.
+#pragma once
+
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "pump/pump_sdk.h"
+
+namespace pump::testing {
+
+class FakeExtractorHost {
+ public:
+  FakeExtractorHost() {
+    wrapper_.owner = this;
+    auto& table_ = wrapper_.table;
+    table_.struct_size = sizeof(pump_extractor_host_v1_t);
+    table_.abi_version = PUMP_EXTRACTOR_ABI_V1;
+    table_.log = [](const pump_extractor_host_v1_t*, pump_log_level_v1_t, const char*) {};
+    table_.get_config = [](const pump_extractor_host_v1_t*, const char*) -> const char* { return nullptr; };
+    table_.find_block = &FakeExtractorHost::find_block;
+    table_.real_symbol = &FakeExtractorHost::real_symbol;
+  }
+  FakeExtractorHost(const FakeExtractorHost&) = delete;
+  FakeExtractorHost& operator=(const FakeExtractorHost&) = delete;
+
+  const pump_extractor_host_v1_t* table() const { return &wrapper_.table; }
+
+  void add_block(uint64_t address, uint64_t bytes) {
+    pump_block_v1_t b{};
+    b.id = blocks_.size() + 1;
+    b.address = address;
+    b.bytes = bytes;
+    blocks_.push_back(b);
+  }
+  // Names resolve to `fn`; a nullptr fn makes the name unresolvable (library not loaded).
+  void script_symbol(const std::string& name, void* fn) { scripted_[name] = fn; }
+  // Unscripted names resolve with dlsym(RTLD_DEFAULT) into what the test links.
+  void resolve_with_dlsym(bool on) { use_dlsym_ = on; }
+  int find_block_calls() const { return find_block_calls_; }
+
+ private:
+  // The table is the first member of a standard-layout wrapper, so the plugin's
+  // table pointer converts back to the wrapper, like the real host embeds it.
+  struct Wrapper {
+    pump_extractor_host_v1_t table;
+    FakeExtractorHost* owner;
+  };
+  static FakeExtractorHost* self(const pump_extractor_host_v1_t* t) {
+    return reinterpret_cast<const Wrapper*>(t)->owner;
+  }
+  static pump_status_v1_t find_block(const pump_extractor_host_v1_t* t, uint64_t address, pump_block_v1_t* out) {
+    auto* h = self(t);
+    ++h->find_block_calls_;
+    for (const auto& b : h->blocks_) {
+      if (address >= b.address && address - b.address < b.bytes) {
+        *out = b;
+        return PUMP_OK;
+      }
+    }
+    return PUMP_ERR_NOT_FOUND;
+  }
+  static void* real_symbol(const pump_extractor_host_v1_t* t, const char* name) {
+    const auto* h = self(t);
+    auto it = h->scripted_.find(name);
+    if (it != h->scripted_.end()) return it->second;
+    return h->use_dlsym_ ? dlsym(RTLD_DEFAULT, name) : nullptr;
+  }
+
+  Wrapper wrapper_{};
+  std::vector<pump_block_v1_t> blocks_;
+  std::map<std::string, void*> scripted_;
+  bool use_dlsym_ = true;
+  int find_block_calls_ = 0;
+};
+
+// A loaded extractor plugin with one context on a host.
+class LoadedExtractor {
+ public:
+  LoadedExtractor(const char* name, const FakeExtractorHost& host) {
+    std::string path = std::string(PUMP_PLUGIN_DIR) + "/libpump_extractor_" + name + ".so";
+    library_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (library_ == nullptr) {
+      ADD_FAILURE() << "dlopen " << path << ": " << dlerror();
+      return;
+    }
+    api_ = static_cast<const pump_extractor_v1_t*>(dlsym(library_, PUMP_EXTRACTOR_SYMBOL_V1));
+    if (api_ == nullptr || api_->init(host.table(), &ctx_) != PUMP_OK) {
+      ADD_FAILURE() << "plugin " << name << " did not load or init";
+      api_ = nullptr;
+    }
+  }
+  ~LoadedExtractor() {
+    if (api_ != nullptr && api_->fini != nullptr) api_->fini(ctx_);
+    // Never dlclose: Boost.DLL's advice, and what the real host does too.
+  }
+  LoadedExtractor(const LoadedExtractor&) = delete;
+  LoadedExtractor& operator=(const LoadedExtractor&) = delete;
+
+  bool ok() const { return api_ != nullptr; }
+  const pump_extractor_v1_t* api() const { return api_; }
+
+  uint32_t api_index(const char* function) const {
+    for (uint32_t i = 0; api_->apis[i] != nullptr; ++i) {
+      if (std::strcmp(api_->apis[i], function) == 0) return i;
+    }
+    ADD_FAILURE() << function << " is not in the plugin's apis";
+    return UINT32_MAX;
+  }
+
+  // Calls extract for `function` with the C arguments `args...` (their exact types).
+  template <typename... Args>
+  pump_status_v1_t extract(const char* function, std::vector<pump_extent_v1_t>* extents, Args... args) {
+    std::tuple<Args...> values(args...);
+    const void* pointers[sizeof...(Args)];
+    std::apply([&](auto&... v) {
+      size_t i = 0;
+      ((pointers[i++] = &v), ...);
+    }, values);
+    pump_call_v1_t call{api_index(function), static_cast<uint32_t>(sizeof...(Args)), pointers};
+    pump_extent_sink_v1_t sink{extents, [](void* opaque, const pump_extent_v1_t* e) {
+                                 static_cast<std::vector<pump_extent_v1_t>*>(opaque)->push_back(*e);
+                               }};
+    return api_->extract(ctx_, &call, &sink);
+  }
+
+ private:
+  void* library_ = nullptr;
+  const pump_extractor_v1_t* api_ = nullptr;
+  void* ctx_ = nullptr;
+};
+
+inline const pump_extent_v1_t* extent_at(const std::vector<pump_extent_v1_t>& extents, uint64_t address) {
+  for (const auto& e : extents) {
+    if (e.address == address) return &e;
+  }
+  return nullptr;
+}
+
+// Device-looking addresses for tests: nothing is dereferenced.
+inline void* device_address(uint64_t a) { return reinterpret_cast<void*>(static_cast<uintptr_t>(a)); }
+
+}  // namespace pump::testing
