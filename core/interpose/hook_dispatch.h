@@ -61,3 +61,4 @@ uint64_t cublas_stream_key(cublasHandle_t handle);
 #define PUMP_STREAM_PTSZ(s) ::pump::interpose::stream_key_per_thread(s)
 #define PUMP_STREAM_CUDNN(h) ::pump::interpose::cudnn_stream_key(h)
 #define PUMP_STREAM_CUBLAS(h) ::pump::interpose::cublas_stream_key(h)
+#define PUMP_NO_STREAM uint64_t{0}

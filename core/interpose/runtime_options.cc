@@ -1,6 +1,7 @@
 #include "core/interpose/runtime_options.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include "core/common/byte_size.h"
 #include "core/common/log.h"
@@ -10,7 +11,7 @@ namespace {
 
 std::optional<bool> parse_flag(const std::string& text) {
   if (text == "1" || text == "true" || text == "yes" || text == "on") return true;
-  if (text == "0" || text == "false" || text == "no" || text == "off" || text.empty()) return false;
+  if (text == "0" || text == "false" || text == "no" || text == "off" || false) return false;
   return std::nullopt;
 }
 
@@ -34,7 +35,15 @@ constexpr uint64_t kAnyDeviceBytes = uint64_t{1} << 40;
 
 }  // namespace
 
-RuntimeOptions parse_runtime_options(const Config& config) {
+RuntimeOptions parse_runtime_options(const Config& raw) {
+  // An empty variable (PUMP_X=) counts as unset.
+  struct NonEmpty {
+    const Config& config;
+    std::optional<std::string> get(std::string_view key) const {
+      auto v = config.get(key);
+      return v && !v->empty() ? v : std::nullopt;
+    }
+  } config{raw};
   RuntimeOptions o;
   if (auto v = config.get("DISABLE")) {
     if (auto flag = parse_flag(*v)) o.disabled = *flag;
@@ -46,8 +55,7 @@ RuntimeOptions parse_runtime_options(const Config& config) {
       log(LogLevel::kWarn, "PUMP_PLUGINS is empty: no extractor is loaded, so no kernel's blocks are known");
   }
   if (auto v = config.get("POLICY")) {
-    if (v->empty()) log(LogLevel::kError, "PUMP_POLICY is empty: expected a built-in name (e.g. lru, none) or a path; using lru");
-    else o.policy = *v;
+    o.policy = *v;
   }
   if (auto v = config.get("GPU_BUDGET")) {
     if (parse_budget(*v, kAnyDeviceBytes)) o.budget = *v;

@@ -1,0 +1,127 @@
+#include "core/interpose/runtime_options.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "tests/interpose/log_capture.h"
+
+namespace pump::interpose {
+namespace {
+
+using testing_support::LogCapture;
+
+// Overrides every key so the test does not depend on the environment it runs in.
+std::unique_ptr<Config> config_with(std::initializer_list<std::pair<const char*, const char*>> values) {
+  auto c = std::make_unique<Config>();
+  for (const char* key : {"DISABLE", "PLUGINS", "POLICY", "GPU_BUDGET", "MANAGED_LIMIT", "PREFETCH_ON_ALLOC",
+                          "SPLIT_GRANULARITY", "STATS"})
+    c->set(key, "");
+  for (auto& [k, v] : values) c->set(k, v);
+  return c;
+}
+
+TEST(RuntimeOptions, EmptyValuesGiveTheDefaults) {
+  LogCapture log;
+  RuntimeOptions o = parse_runtime_options(*config_with({}));
+  EXPECT_FALSE(o.disabled);
+  EXPECT_EQ(o.plugins, (std::vector<std::string>{"cudnn", "cublas", "launch"}));
+  EXPECT_EQ(o.policy, "lru");
+  EXPECT_FALSE(o.managed_limit);
+  EXPECT_FALSE(o.prefetch_on_alloc);
+  EXPECT_EQ(o.split_granularity, 64u * 1024);
+  EXPECT_TRUE(o.stats_path.empty());
+  EXPECT_FALSE(o.budget);
+  EXPECT_TRUE(log.lines().empty());
+}
+
+TEST(RuntimeOptions, ParsesGoodValues) {
+  LogCapture log;
+  RuntimeOptions o = parse_runtime_options(*config_with({{"DISABLE", "1"},
+                                                        {"PLUGINS", " cudnn , /opt/x/libmine.so,,launch "},
+                                                        {"POLICY", "none"},
+                                                        {"GPU_BUDGET", "8GiB"},
+                                                        {"MANAGED_LIMIT", "16GiB"},
+                                                        {"PREFETCH_ON_ALLOC", "1"},
+                                                        {"SPLIT_GRANULARITY", "2MiB"},
+                                                        {"STATS", "/tmp/s.json"}}));
+  EXPECT_TRUE(o.disabled);
+  EXPECT_EQ(o.plugins, (std::vector<std::string>{"cudnn", "/opt/x/libmine.so", "launch"}));
+  EXPECT_EQ(o.policy, "none");
+  EXPECT_EQ(budget_for_device(o, uint64_t{80} << 30), uint64_t{8} << 30);
+  EXPECT_EQ(o.managed_limit, uint64_t{16} << 30);
+  EXPECT_TRUE(o.prefetch_on_alloc);
+  EXPECT_EQ(o.split_granularity, uint64_t{2} << 20);
+  EXPECT_EQ(o.stats_path, "/tmp/s.json");
+  EXPECT_TRUE(log.lines().empty());
+}
+
+struct BadValue {
+  const char* key;
+  const char* value;
+};
+
+class RuntimeOptionsBadValue : public ::testing::TestWithParam<BadValue> {};
+
+TEST_P(RuntimeOptionsBadValue, GivesOneMessageNamingTheVariableAndValueThenTheDefault) {
+  LogCapture log;
+  RuntimeOptions o = parse_runtime_options(*config_with({{GetParam().key, GetParam().value}}));
+  ASSERT_EQ(log.lines().size(), 1u);
+  const std::string& line = log.lines()[0];
+  EXPECT_NE(line.find(std::string("PUMP_") + GetParam().key), std::string::npos) << line;
+  EXPECT_NE(line.find(GetParam().value), std::string::npos) << line;
+  RuntimeOptions defaults;
+  EXPECT_EQ(o.disabled, defaults.disabled);
+  EXPECT_EQ(o.policy, defaults.policy);
+  EXPECT_FALSE(o.budget);
+  EXPECT_FALSE(o.managed_limit);
+  EXPECT_EQ(o.prefetch_on_alloc, defaults.prefetch_on_alloc);
+  EXPECT_EQ(o.split_granularity, defaults.split_granularity);
+}
+
+INSTANTIATE_TEST_SUITE_P(Interpose, RuntimeOptionsBadValue,
+                         ::testing::Values(BadValue{"DISABLE", "maybe"}, BadValue{"GPU_BUDGET", "lots"},
+                                           BadValue{"GPU_BUDGET", "150%"}, BadValue{"MANAGED_LIMIT", "-3GiB"},
+                                           BadValue{"MANAGED_LIMIT", "0"}, BadValue{"PREFETCH_ON_ALLOC", "2"},
+                                           BadValue{"SPLIT_GRANULARITY", "100KiB"},
+                                           BadValue{"SPLIT_GRANULARITY", "1KiB"}));
+
+TEST(RuntimeOptions, EmptyPluginListIsReportedOnce) {
+  LogCapture log;
+  RuntimeOptions o = parse_runtime_options(*config_with({{"PLUGINS", " , "}}));
+  EXPECT_TRUE(o.plugins.empty());
+  EXPECT_EQ(log.count_containing("PUMP_PLUGINS"), 1u);
+}
+
+TEST(RuntimeOptions, UnsetBudgetMeansTheWholeDevice) {
+  RuntimeOptions o;
+  EXPECT_EQ(budget_for_device(o, 1000), 1000u);
+  o.budget = "50%";
+  EXPECT_EQ(budget_for_device(o, 1000), 500u);
+}
+
+TEST(RuntimeOptions, BudgetAboveTheDeviceIsCappedWithOneWarning) {
+  LogCapture log;
+  RuntimeOptions o;
+  o.budget = "2GiB";
+  EXPECT_EQ(budget_for_device(o, uint64_t{1} << 30), uint64_t{1} << 30);
+  EXPECT_EQ(log.count_containing("PUMP_GPU_BUDGET"), 1u);
+}
+
+TEST(ManagedLimitSafety, ALimitAboveFreeMemoryIsClampedAndSaysSo) {
+  LogCapture log;
+  EXPECT_EQ(clamp_managed_limit(uint64_t{100} << 30, uint64_t{70} << 30), uint64_t{70} << 30);
+  ASSERT_EQ(log.lines().size(), 1u);
+  EXPECT_NE(log.lines()[0].find("PUMP_MANAGED_LIMIT"), std::string::npos);
+  EXPECT_NE(log.lines()[0].find("clamped"), std::string::npos);
+}
+
+TEST(ManagedLimitSafety, ALimitWithinFreeMemoryIsKeptSilently) {
+  LogCapture log;
+  EXPECT_EQ(clamp_managed_limit(uint64_t{4} << 30, uint64_t{70} << 30), uint64_t{4} << 30);
+  EXPECT_TRUE(log.lines().empty());
+}
+
+}  // namespace
+}  // namespace pump::interpose

@@ -1,0 +1,90 @@
+#include "core/interpose/stats_report.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tests/interpose/log_capture.h"
+
+namespace pump::interpose {
+namespace {
+
+StatsReport sample() {
+  StatsReport r;
+  r.plugins_requested = {"cudnn", "cublas"};
+  r.extractors_loaded = {"cudnn"};
+  r.policy_requested = "lru";
+  r.budget = "8GiB";
+  r.managed_limit_bytes = 123;
+  r.managed_allocations = 4;
+  r.hooks.push_back({"cublasSgemm_v2", "cublas", 10, 9, 27, 1000, 24});
+  DeviceReport d;
+  d.device = 0;
+  d.policy = "lru \"quoted\"";
+  d.budget_bytes = 8;
+  d.engine.kernels = 12;
+  d.engine.kernels_with_blocks = 9;
+  d.engine.kernels_captured = 1;
+  d.engine.bytes_evicted = 77;
+  d.engine.peak_resident_bytes = 5;
+  r.devices.push_back(d);
+  return r;
+}
+
+TEST(StatsReport, RendersHooksDevicesAndConfiguration) {
+  const std::string json = render_stats_json(sample());
+  for (const char* needle :
+       {"\"cublasSgemm_v2\": {", "\"calls\": 10", "\"calls_with_extents\": 9", "\"bytes_known\": 1000",
+        "\"bytes_unknown\": 24", "\"kernels_with_known_blocks\": 9", "\"kernels_without_known_blocks\": 2",
+        "\"bytes_evicted\": 77", "\"peak_resident_bytes\": 5", "\"budget_bytes\": 8", "\"gpu_budget\": \"8GiB\"",
+        "\"extractors_loaded\": [\"cudnn\"]", "\"managed_limit_bytes\": 123", "\"policy\": \"lru \\\"quoted\\\"\""})
+    EXPECT_NE(json.find(needle), std::string::npos) << needle << "\n" << json;
+}
+
+TEST(StatsReport, BracesAndBracketsBalance) {
+  const std::string json = render_stats_json(sample());
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < json.size(); ++i) {
+    char c = json[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '{' || c == '[') ++depth;
+    else if (c == '}' || c == ']') --depth;
+    ASSERT_GE(depth, 0);
+  }
+  EXPECT_EQ(depth, 0);
+  EXPECT_FALSE(in_string);
+}
+
+TEST(WriteFileAtomically, WritesTheWholeTextAndLeavesNoTemporary) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("pump_stats_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path file = dir / "stats.json";
+  ASSERT_TRUE(write_file_atomically(file.string(), "{\"a\": 1}\n"));
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), "{\"a\": 1}\n");
+  size_t entries = 0;
+  for ([[maybe_unused]] auto& e : fs::directory_iterator(dir)) ++entries;
+  EXPECT_EQ(entries, 1u);
+  fs::remove_all(dir);
+}
+
+TEST(WriteFileAtomically, AnUnwritablePathFailsWithOneMessage) {
+  testing_support::LogCapture log;
+  EXPECT_FALSE(write_file_atomically("/nonexistent-dir/pump/stats.json", "{}"));
+  EXPECT_EQ(log.count_containing("PUMP_STATS"), 1u);
+}
+
+}  // namespace
+}  // namespace pump::interpose
