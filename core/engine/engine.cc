@@ -202,6 +202,7 @@ KernelTicket Engine::before_kernel(StreamId stream, const pump_extent_v1_t* exte
 
   stats_.peak_resident_bytes = std::max(stats_.peak_resident_bytes, tracker_.resident_bytes());
   current_seq_ = 0;
+  kernel_missing_bytes_ = 0;  // faulted-in blocks are resident now; nothing is missing outside a kernel
   kernel_wait_ = Fence{};
   return {seq, stream};
 }
