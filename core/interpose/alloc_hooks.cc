@@ -101,6 +101,7 @@ cudaError_t on_cudaMalloc(void** devPtr, size_t size) {
   if (inside_hook() || !devPtr || size == 0) return real_malloc(devPtr, size);
   ReentryGuard guard;
   Runtime* rt = Runtime::get();
+  if (rt) rt->counter(k_cudaMalloc).calls.fetch_add(1, std::memory_order_relaxed);
   auto managed = real<k_cudaMallocManaged>();
   if (!rt || !managed) return real_malloc(devPtr, size);
   uint64_t address = 0;
@@ -128,6 +129,7 @@ cudaError_t on_cudaMallocPitch(void** devPtr, size_t* pitch, size_t width, size_
   if (inside_hook() || !devPtr || !pitch || width == 0 || height == 0) return real_pitch(devPtr, pitch, width, height);
   ReentryGuard guard;
   Runtime* rt = Runtime::get();
+  if (rt) rt->counter(k_cudaMallocPitch).calls.fetch_add(1, std::memory_order_relaxed);
   auto managed = real<k_cudaMallocManaged>();
   if (!rt || !managed) return real_pitch(devPtr, pitch, width, height);
   const size_t row = pitch_for(width);
@@ -158,7 +160,10 @@ cudaError_t on_cudaFree(void* devPtr) {
   if (!real_free) return missing_symbol_status<cudaError_t>();
   if (inside_hook() || !devPtr) return real_free(devPtr);
   ReentryGuard guard;
-  if (Runtime* rt = Runtime::get()) release_tracked(rt, reinterpret_cast<uint64_t>(devPtr));
+  if (Runtime* rt = Runtime::get()) {
+    rt->counter(k_cudaFree).calls.fetch_add(1, std::memory_order_relaxed);
+    release_tracked(rt, reinterpret_cast<uint64_t>(devPtr));
+  }
   return real_free(devPtr);
 }
 
@@ -206,6 +211,7 @@ CUresult on_cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
   if (inside_hook() || !dptr || bytesize == 0) return real_alloc(dptr, bytesize);
   ReentryGuard guard;
   Runtime* rt = Runtime::get();
+  if (rt) rt->counter(k_cuMemAlloc_v2).calls.fetch_add(1, std::memory_order_relaxed);
   auto managed = real<k_cuMemAllocManaged>();
   if (!rt || !managed) return real_alloc(dptr, bytesize);
   uint64_t address = 0;
@@ -236,6 +242,7 @@ CUresult on_cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthIn
   if (inside_hook() || !dptr || !pPitch || WidthInBytes == 0 || Height == 0 || !valid_element) return pass();
   ReentryGuard guard;
   Runtime* rt = Runtime::get();
+  if (rt) rt->counter(k_cuMemAllocPitch_v2).calls.fetch_add(1, std::memory_order_relaxed);
   auto managed = real<k_cuMemAllocManaged>();
   if (!rt || !managed) return pass();
   const size_t row = pitch_for(WidthInBytes);
@@ -266,7 +273,10 @@ CUresult on_cuMemFree_v2(CUdeviceptr dptr) {
   if (!real_free) return missing_symbol_status<CUresult>();
   if (inside_hook() || !dptr) return real_free(dptr);
   ReentryGuard guard;
-  if (Runtime* rt = Runtime::get()) release_tracked(rt, dptr);
+  if (Runtime* rt = Runtime::get()) {
+    rt->counter(k_cuMemFree_v2).calls.fetch_add(1, std::memory_order_relaxed);
+    release_tracked(rt, dptr);
+  }
   return real_free(dptr);
 }
 
