@@ -1,0 +1,45 @@
+#include "bench/pump_bench/bench_results.h"
+
+#include <algorithm>
+
+namespace pump::bench {
+
+namespace {
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+const ConfigResult* find_row(const std::vector<ConfigResult>& rows, const ConfigResult& like, const char* config) {
+  for (const ConfigResult& r : rows)
+    if (r.workload == like.workload && r.ratio == like.ratio && r.config == config && r.ran) return &r;
+  return nullptr;
+}
+
+}  // namespace
+
+void finalize_comparisons(std::vector<ConfigResult>* results) {
+  for (ConfigResult& r : *results) {
+    if (!r.ran || r.samples_seconds.empty()) continue;
+    r.median_seconds = median_of(r.samples_seconds);
+    r.min_seconds = *std::min_element(r.samples_seconds.begin(), r.samples_seconds.end());
+    r.max_seconds = *std::max_element(r.samples_seconds.begin(), r.samples_seconds.end());
+  }
+  for (ConfigResult& r : *results) {
+    if (!r.ran || r.median_seconds <= 0) continue;
+    if (const ConfigResult* none = find_row(*results, r, "none"); none && none->median_seconds > 0)
+      r.speedup_vs_none = none->median_seconds / r.median_seconds;
+    if (const ConfigResult* bound = find_row(*results, r, "bound"); bound && bound->median_seconds > 0)
+      r.ratio_to_bound = r.median_seconds / bound->median_seconds;
+  }
+}
+
+uint64_t total_violations(const std::vector<ConfigResult>& results) {
+  uint64_t n = 0;
+  for (const ConfigResult& r : results) n += r.violations;
+  return n;
+}
+
+}  // namespace pump::bench

@@ -1,0 +1,195 @@
+#include "bench/pump_bench/cli_options.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <functional>
+#include <map>
+
+#include "bench/workloads/workload_size.h"
+
+namespace pump::bench {
+
+namespace {
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const size_t end = comma == std::string::npos ? text.size() : comma;
+    out.push_back(text.substr(start, end - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+bool parse_positive_int(const std::string& text, int* out) {
+  if (text.empty() || text.size() > 9) return false;
+  for (char c : text)
+    if (c < '0' || c > '9') return false;
+  *out = std::atoi(text.c_str());
+  return *out > 0;
+}
+
+bool contains(const std::vector<std::string>& list, const std::string& name) {
+  return std::find(list.begin(), list.end(), name) != list.end();
+}
+
+}  // namespace
+
+const std::vector<std::string>& sim_workload_names() {
+  static const std::vector<std::string> names{"training-loop", "mlp", "conv"};
+  return names;
+}
+
+const std::vector<std::string>& gpu_workload_names() {
+  static const std::vector<std::string> names{"mlp", "conv", "conv-backend"};
+  return names;
+}
+
+const char* cli_help() {
+  return R"(pump-bench: compare prefetch policies under GPU memory oversubscription.
+
+usage: pump-bench [options] [-- COMMAND ARGS...]
+
+  --workload NAME[,NAME...]   sim: training-loop, mlp, conv (default: all three)
+                              GPU: mlp, conv, conv-backend (default: all three)
+  --size S                    small, medium (default), large, or a footprint such as 3GiB
+  --oversubscription R,...    footprint / budget ratios, each >= 1 (default 1,1.5,2,3)
+  --policies P,...            policies to compare (default none,eager,lazy,lru,activations);
+                              a name loads lib/pump/libpump_policy_<name>.so, a path loads that file
+  --sim                       run on the simulated GPU (the default where no GPU is present)
+  --repeats N                 runs per configuration on a GPU (default 3; the sim is deterministic)
+  --iterations N              iterations per run, the first is warm-up (default 4 sim, 10 GPU)
+  --json PATH, --csv PATH     write every configuration's numbers and the machine
+  --plot PATH.png             time per iteration against oversubscription (python3 + matplotlib)
+  --plugin-dir DIR            where policy plugins live (default: ../lib/pump next to this binary)
+  --libpump PATH              libpump.so for GPU runs (default: ../lib/libpump.so next to this binary)
+  --trace PATH                replay a recorded trace (PUMP_TRACE=...) in the sim
+  -- COMMAND ARGS...          benchmark any program on the GPU: it must print one line
+                              'pump-bench: iteration_ms=<float>' per iteration (and may print
+                              'pump-bench: checksum=<hex>' and 'pump-bench: footprint_bytes=<n>')
+  -h, --help                  this text
+
+Rows of every table: native (no pump, everything resident; only where the footprint
+fits the device), managed (managed memory, no budget, no prefetch), none (budget
+enforced by eviction, no prefetch), each policy, and bound (the physical bound:
+max(compute, bytes that must cross the bus / bus bandwidth)). A budget is
+footprint / ratio. Exit status: 0, 1 on bad input or failed runs, 3 when the sim
+recorded an invariant violation (a bug).
+)";
+}
+
+CliResult parse_cli(const std::vector<std::string>& args) {
+  CliResult result;
+  BenchOptions& o = result.options;
+  auto fail = [&](std::string message) {
+    result.action = CliAction::kError;
+    result.error = std::move(message);
+    return result;
+  };
+
+  using Setter = std::function<std::string(const std::string&)>;  // returns an error or ""
+  const std::map<std::string, Setter> with_value = {
+      {"--workload",
+       [&](const std::string& v) -> std::string {
+         o.workloads = split_list(v);
+         for (const std::string& w : o.workloads) {
+           if (w.empty()) return "--workload: empty name in '" + v + "'";
+           if (!contains(sim_workload_names(), w) && !contains(gpu_workload_names(), w))
+             return "--workload: unknown workload '" + w + "' (known: training-loop, mlp, conv, conv-backend)";
+         }
+         return "";
+       }},
+      {"--size",
+       [&](const std::string& v) -> std::string {
+         if (!parse_workload_size(v)) return "--size: '" + v + "' is not small, medium, large or a size like 3GiB";
+         o.size = v;
+         return "";
+       }},
+      {"--oversubscription",
+       [&](const std::string& v) -> std::string {
+         o.ratios.clear();
+         for (const std::string& item : split_list(v)) {
+           char* end = nullptr;
+           const double r = std::strtod(item.c_str(), &end);
+           if (item.empty() || *end != '\0' || !(r >= 1.0) || r > 1000.0)
+             return "--oversubscription: '" + item + "' is not a ratio between 1 and 1000";
+           o.ratios.push_back(r);
+         }
+         return "";
+       }},
+      {"--policies",
+       [&](const std::string& v) -> std::string {
+         o.policies = split_list(v);
+         for (const std::string& p : o.policies)
+           if (p.empty()) return "--policies: empty name in '" + v + "'";
+         return "";
+       }},
+      {"--repeats",
+       [&](const std::string& v) -> std::string {
+         return parse_positive_int(v, &o.repeats) ? "" : "--repeats: '" + v + "' is not a positive integer";
+       }},
+      {"--iterations",
+       [&](const std::string& v) -> std::string {
+         int n = 0;
+         if (!parse_positive_int(v, &n) || n < 2)
+           return "--iterations: '" + v + "' is not an integer >= 2 (the first iteration is warm-up)";
+         o.iterations = n;
+         return "";
+       }},
+      {"--json", [&](const std::string& v) -> std::string { o.json_path = v; return ""; }},
+      {"--csv", [&](const std::string& v) -> std::string { o.csv_path = v; return ""; }},
+      {"--plot", [&](const std::string& v) -> std::string { o.plot_path = v; return ""; }},
+      {"--plugin-dir", [&](const std::string& v) -> std::string { o.plugin_dir = v; return ""; }},
+      {"--trace", [&](const std::string& v) -> std::string { o.trace_path = v; return ""; }},
+      {"--libpump", [&](const std::string& v) -> std::string { o.libpump_path = v; return ""; }},
+  };
+
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--") {
+      o.command.assign(args.begin() + static_cast<long>(i) + 1, args.end());
+      if (o.command.empty()) return fail("'--' must be followed by a command");
+      break;
+    }
+    if (arg == "-h" || arg == "--help") {
+      result.action = CliAction::kHelp;
+      return result;
+    }
+    if (arg == "--sim") {
+      o.sim = true;
+      continue;
+    }
+    std::string name = arg, value;
+    bool has_value = false;
+    if (const size_t eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      has_value = true;
+    }
+    auto it = with_value.find(name);
+    if (it == with_value.end()) {
+      if (arg.rfind("-", 0) == 0) return fail("unknown option '" + name + "' (see --help)");
+      return fail("unexpected argument '" + arg + "' (a command goes after '--')");
+    }
+    if (!has_value) {
+      if (i + 1 >= args.size()) return fail(name + " needs a value");
+      value = args[++i];
+    }
+    if (std::string error = it->second(value); !error.empty()) return fail(error);
+  }
+
+  if (!o.trace_path.empty() && !o.workloads.empty()) return fail("--trace replaces --workload: give one of them");
+  if (!o.trace_path.empty() && !o.command.empty()) return fail("--trace replays in the sim: it takes no command");
+  if (o.sim && !o.command.empty()) return fail("a command runs on a GPU; --sim runs only the models");
+  if (!o.command.empty() && !o.workloads.empty()) return fail("give either --workload or a command after '--', not both");
+  std::vector<double> sorted = o.ratios;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+    return fail("--oversubscription: a ratio is listed twice");
+  return result;
+}
+
+}  // namespace pump::bench

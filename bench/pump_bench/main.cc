@@ -1,0 +1,171 @@
+// pump-bench: runs the (workload, oversubscription, policy) matrix on the sim
+// or on a GPU, prints one comparison table, writes JSON/CSV/plot on request.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "bench/pump_bench/cli_options.h"
+#include "bench/pump_bench/gpu_matrix.h"
+#include "bench/pump_bench/gpu_probe.h"
+#include "bench/pump_bench/machine_info.h"
+#include "bench/pump_bench/plot_runner.h"
+#include "bench/pump_bench/result_writers.h"
+#include "bench/pump_bench/sim_matrix.h"
+#include "bench/pump_bench/sim_workload_catalog.h"
+#include "bench/pump_bench/table_printer.h"
+
+namespace pump::bench {
+namespace {
+
+std::filesystem::path exe_dir() {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::current_path() : self.parent_path();
+}
+
+void print_progress(size_t index, size_t total, const ConfigResult& row, bool done) {
+  if (!done) {
+    std::fprintf(stderr, "[%zu/%zu] %s x%.1f %s ...", index, total, row.workload.c_str(), row.ratio,
+                 row.config.c_str());
+    if (row.config == "native" || row.config == "managed") std::fprintf(stderr, " (every ratio)");
+    std::fflush(stderr);
+    return;
+  }
+  if (row.ran && !row.samples_seconds.empty()) {
+    double sum = 0;
+    for (double s : row.samples_seconds) sum += s;
+    std::fprintf(stderr, " %.3f ms/iter%s\n", 1e3 * sum / static_cast<double>(row.samples_seconds.size()),
+                 row.violations ? "  VIOLATIONS!" : "");
+  } else {
+    std::fprintf(stderr, " skipped: %s\n", row.note.c_str());
+  }
+}
+
+std::string invocation(int argc, char** argv) {
+  std::string line = "pump-bench";
+  for (int i = 1; i < argc; ++i) line += std::string(" ") + argv[i];
+  return line;
+}
+
+int run(int argc, char** argv) {
+  const CliResult cli = parse_cli(std::vector<std::string>(argv + 1, argv + argc));
+  if (cli.action == CliAction::kHelp) {
+    std::cout << cli_help();
+    return 0;
+  }
+  if (cli.action == CliAction::kError) {
+    std::cerr << "pump-bench: " << cli.error << '\n';
+    return 1;
+  }
+  const BenchOptions& o = cli.options;
+
+  // The sim unless a GPU is asked for (a command) or found.
+  GpuProbe gpu;
+  bool sim = o.sim || !o.trace_path.empty();
+  if (!sim) {
+    gpu = probe_gpu();
+    if (!gpu.present) {
+      if (!o.command.empty()) {
+        std::cerr << "pump-bench: a command needs a GPU, and none was found: " << gpu.why_not << '\n';
+        return 1;
+      }
+      std::cerr << "pump-bench: no GPU (" << gpu.why_not << "): running the sim\n";
+      sim = true;
+    }
+  }
+
+  BenchReport report;
+  report.invocation = invocation(argc, argv);
+  report.machine = describe_machine(gpu, sim);
+  const std::filesystem::path bin = exe_dir();
+
+  if (sim) {
+    SimMatrix matrix;
+    matrix.ratios = o.ratios;
+    matrix.policies = o.policies;
+    matrix.plugin_dir = o.plugin_dir.empty() ? (bin.parent_path() / "lib" / "pump").string() : o.plugin_dir;
+    const int iterations = o.iterations.value_or(4);
+    std::string error;
+    if (!o.trace_path.empty()) {
+      std::optional<SimWorkload> w = load_trace_workload(o.trace_path, iterations, &error);
+      if (!w) {
+        std::cerr << "pump-bench: " << error << '\n';
+        return 1;
+      }
+      matrix.workloads.push_back(std::move(*w));
+    } else {
+      const std::vector<std::string> names = o.workloads.empty() ? sim_workload_names() : o.workloads;
+      for (const std::string& name : names) {
+        std::optional<SimWorkload> w = make_sim_workload(name, o.size, iterations, &error);
+        if (!w) {
+          std::cerr << "pump-bench: " << error << '\n';
+          return 1;
+        }
+        matrix.workloads.push_back(std::move(*w));
+      }
+    }
+    report.sim_model = describe_sim_model(matrix.model);
+    std::cerr << "pump-bench: " << report.sim_model << '\n';
+    report.results = run_sim_matrix(matrix, print_progress);
+  } else {
+    GpuMatrix matrix;
+    matrix.ratios = o.ratios;
+    matrix.policies = o.policies;
+    matrix.repeats = o.repeats;
+    matrix.free_bytes = gpu.free_bytes;
+    matrix.libpump = o.libpump_path.empty() ? (bin.parent_path() / "lib" / "libpump.so").string() : o.libpump_path;
+    if (!std::filesystem::exists(matrix.libpump)) {
+      std::cerr << "pump-bench: " << matrix.libpump << " not found (build it, or pass --libpump PATH)\n";
+      return 1;
+    }
+    const std::string iterations = std::to_string(o.iterations.value_or(10));
+    if (!o.command.empty()) {
+      matrix.workloads.push_back({std::filesystem::path(o.command[0]).filename().string(), o.command});
+    } else {
+      for (const std::string& name : o.workloads.empty() ? gpu_workload_names() : o.workloads) {
+        const std::filesystem::path program = bin / ("pump-workload-" + name);
+        if (!std::filesystem::exists(program)) {
+          std::cerr << "pump-bench: no GPU program for '" << name << "' (" << program.string() << ")\n";
+          return 1;
+        }
+        matrix.workloads.push_back({name, {program.string(), "--size", o.size, "--iterations", iterations}});
+      }
+    }
+    std::cerr << "pump-bench: GPU " << gpu.name << ", " << gpu.free_bytes / (1 << 20) << " MiB free\n";
+    report.results = run_gpu_matrix(matrix, print_progress);
+  }
+
+  print_table(std::cout, report.results);
+  print_violations(std::cout, report.results);
+
+  int status = 0;
+  std::string error;
+  if (!o.json_path.empty() && !write_json_file(o.json_path, report, &error)) {
+    std::cerr << "pump-bench: " << error << '\n';
+    status = 1;
+  }
+  std::string csv = o.csv_path;
+  if (!o.plot_path.empty() && csv.empty()) csv = o.plot_path + ".csv";
+  if (!csv.empty() && !write_csv_file(csv, report, &error)) {
+    std::cerr << "pump-bench: " << error << '\n';
+    status = 1;
+  }
+  if (!o.plot_path.empty() && status == 0) {
+    std::string message;
+    const std::string script = PUMP_BENCH_PLOT_SCRIPT;
+    if (!plot_csv(script, csv, o.plot_path, &message)) std::cerr << "pump-bench: " << message << '\n';
+  }
+  if (total_violations(report.results) > 0) return 3;
+  for (const ConfigResult& r : report.results)
+    if (!r.ran && r.note.find("not loaded") != std::string::npos) status = 1;
+  return status;
+}
+
+}  // namespace
+}  // namespace pump::bench
+
+int main(int argc, char** argv) { return pump::bench::run(argc, argv); }

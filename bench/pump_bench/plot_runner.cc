@@ -1,0 +1,48 @@
+#include "bench/pump_bench/plot_runner.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <vector>
+
+extern char** environ;
+
+namespace pump::bench {
+
+namespace {
+
+// `quiet`: the child's stderr goes to /dev/null (a probe whose failure we explain ourselves).
+int run(const std::vector<std::string>& argv, bool quiet) {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (quiet) posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  const int spawned = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) return -1;
+  int status = 0;
+  if (waitpid(pid, &status, 0) < 0) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace
+
+bool plot_csv(const std::string& script, const std::string& csv_path, const std::string& png_path,
+              std::string* message) {
+  if (run({"python3", "-c", "import matplotlib"}, true) != 0) {
+    *message = "no plot: python3 with matplotlib is not available (apt-get install python3-matplotlib); "
+               "JSON/CSV are written";
+    return false;
+  }
+  if (const int rc = run({"python3", script, csv_path, png_path}, false); rc != 0) {
+    *message = "no plot: " + script + " failed (exit " + std::to_string(rc) + ")";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace pump::bench

@@ -1,0 +1,175 @@
+#include "bench/pump_bench/sim_matrix.h"
+
+#include <cstdio>
+#include <map>
+#include <optional>
+
+#include "core/common/config.h"
+#include "core/plugin_host/plugin_host.h"
+#include "core/sim/sim_runner.h"
+
+namespace pump::bench {
+
+namespace {
+
+void fill_from_run(const SimRun& run, ConfigResult* row) {
+  row->ran = true;
+  for (size_t i = 1; i < run.iterations.size(); ++i) row->samples_seconds.push_back(run.iterations[i].seconds);
+  if (row->samples_seconds.empty() && !run.iterations.empty())
+    row->samples_seconds.push_back(run.iterations[0].seconds);
+  const size_t steady = run.iterations.size() > 1 ? run.iterations.size() - 1 : run.iterations.size();
+  uint64_t prefetched = 0, evicted = 0, faulted = 0;
+  for (size_t i = run.iterations.size() - steady; i < run.iterations.size(); ++i) {
+    prefetched += run.iterations[i].bytes_prefetched;
+    evicted += run.iterations[i].bytes_evicted;
+    faulted += run.iterations[i].bytes_faulted;
+  }
+  if (steady > 0) {
+    row->bytes_prefetched = prefetched / steady;
+    row->bytes_evicted = evicted / steady;
+    row->bytes_faulted = faulted / steady;
+  }
+  row->peak_resident_bytes = run.sim.peak_resident_bytes;
+  row->violations = run.sim.violation_count();
+  row->violation_texts = run.violations;
+}
+
+// The workload with no engine at all: what the program does without pump.
+SimRun run_native(const SimWorkload& w, SimBackend& backend) {
+  SimRun run;
+  std::vector<Range> ranges;
+  for (int it = 0; it < w.iterations; ++it) {
+    const SimStats before = backend.stats();
+    for (const SimKernel& k : w.iteration) {
+      ranges.clear();
+      for (const pump_extent_v1_t& e : k.extents) ranges.push_back({e.address, e.bytes});
+      backend.launch(k.stream, k.compute_seconds, ranges);
+    }
+    backend.synchronize();
+    const SimStats after = backend.stats();
+    SimIterationStats d;
+    d.seconds = after.host_seconds - before.host_seconds;
+    d.bytes_faulted = after.bytes_faulted - before.bytes_faulted;
+    d.bytes_prefetched = after.bytes_prefetched - before.bytes_prefetched;
+    d.bytes_evicted = after.bytes_evicted - before.bytes_evicted;
+    run.iterations.push_back(d);
+  }
+  run.sim = backend.stats();
+  run.violations = backend.violations();
+  return run;
+}
+
+ConfigResult make_row(const SimWorkload& w, double ratio, const std::string& config, uint64_t budget) {
+  ConfigResult row;
+  row.workload = w.name;
+  row.ratio = ratio;
+  row.config = config;
+  row.footprint_bytes = w.footprint_bytes();
+  row.budget_bytes = budget;
+  return row;
+}
+
+uint64_t budget_for(const SimWorkload& w, double ratio) {
+  return static_cast<uint64_t>(static_cast<double>(w.footprint_bytes()) / ratio);
+}
+
+}  // namespace
+
+std::string describe_sim_model(const SimDeviceModel& m) {
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "sim GPU: %.0f GiB, prefetch %.0f GB/s (+%.0f us/call), eviction %.0f GB/s, faults %.0f GB/s, "
+                "page %llu KiB",
+                static_cast<double>(m.device_bytes) / (1ull << 30), m.prefetch_bytes_per_second / 1e9,
+                m.prefetch_call_seconds * 1e6, m.evict_bytes_per_second / 1e9, m.fault_bytes_per_second / 1e9,
+                static_cast<unsigned long long>(m.page_bytes / 1024));
+  return buf;
+}
+
+std::vector<ConfigResult> run_sim_matrix(const SimMatrix& matrix, const SimProgress& progress) {
+  std::vector<std::string> policies;
+  for (const std::string& p : matrix.policies)
+    if (p != "none") policies.push_back(p);
+
+  // Loaded once each; PluginHost never unloads, so the pointers stay valid.
+  PluginHost host(matrix.plugin_dir.empty() ? PluginHost::default_plugin_dir() : matrix.plugin_dir);
+  std::map<std::string, std::optional<LoadedPolicy>> loaded;
+  for (const std::string& p : policies) loaded[p] = host.load_policy(p);
+
+  const size_t per_workload = 2 + matrix.ratios.size() * (1 + policies.size());
+  const size_t total = matrix.workloads.size() * per_workload;
+  size_t index = 0;
+  std::vector<ConfigResult> rows;
+
+  for (const SimWorkload& w : matrix.workloads) {
+    const bool fits = w.footprint_bytes() <= matrix.model.device_bytes;
+    ConfigResult native = make_row(w, 1.0, "native", 0);
+    progress(++index, total, native, false);
+    if (fits) {
+      SimBackend backend(matrix.model);
+      fill_from_run(run_native(w, backend), &native);
+    } else {
+      native.note = "footprint exceeds the device";
+    }
+    progress(index, total, native, true);
+
+    ConfigResult managed = make_row(w, 1.0, "managed", 0);
+    progress(++index, total, managed, false);
+    {
+      SimBackend backend(matrix.model);
+      EngineOptions options;
+      options.budget_bytes = matrix.model.device_bytes;
+      Engine engine(backend, nullptr, options, nullptr);
+      fill_from_run(run_workload(w, engine, backend), &managed);
+    }
+    progress(index, total, managed, true);
+
+    for (double ratio : matrix.ratios) {
+      const uint64_t budget = budget_for(w, ratio);
+      for (const char* baseline : {"native", "managed"}) {
+        ConfigResult copy = std::string(baseline) == "native" ? native : managed;
+        copy.ratio = ratio;
+        rows.push_back(copy);
+      }
+
+      std::vector<std::string> configs{"none"};
+      configs.insert(configs.end(), policies.begin(), policies.end());
+      for (const std::string& config : configs) {
+        ConfigResult row = make_row(w, ratio, config, budget);
+        progress(++index, total, row, false);
+        const pump_policy_v1_t* api = nullptr;
+        if (config != "none") {
+          const std::optional<LoadedPolicy>& p = loaded[config];
+          if (!p) {
+            row.note = "policy not loaded (see the message above)";
+            progress(index, total, row, true);
+            rows.push_back(row);
+            continue;
+          }
+          api = p->api;
+        }
+        SimBackend backend(matrix.model);
+        EngineOptions options;
+        options.budget_bytes = budget;
+        Config config_values;  // policies read their knobs from the environment, as under libpump
+        Engine engine(backend, api, options, &config_values);
+        fill_from_run(run_workload(w, engine, backend), &row);
+        progress(index, total, row, true);
+        rows.push_back(row);
+      }
+
+      ConfigResult bound = make_row(w, ratio, "bound", budget);
+      const PhysicalBound b = physical_bound(w, budget, matrix.model);
+      bound.ran = true;
+      bound.samples_seconds = {b.seconds};
+      bound.bytes_prefetched = b.bytes_in;
+      bound.bytes_evicted = b.bytes_out;
+      bound.note = b.transfer_seconds > b.compute_seconds ? "bus-bound" : "compute-bound";
+      rows.push_back(bound);
+    }
+  }
+  finalize_comparisons(&rows);
+  return rows;
+}
+
+}  // namespace pump::bench
