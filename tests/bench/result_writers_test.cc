@@ -1,0 +1,115 @@
+#include "bench/pump_bench/result_writers.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "bench/pump_bench/table_printer.h"
+#include "core/trace/json_value.h"
+
+namespace pump::bench {
+namespace {
+
+ConfigResult row(const char* config, std::vector<double> samples, uint64_t violations = 0) {
+  ConfigResult r;
+  r.workload = "w";
+  r.ratio = 2.0;
+  r.config = config;
+  r.ran = true;
+  r.samples_seconds = std::move(samples);
+  r.footprint_bytes = 1ull << 30;
+  r.budget_bytes = 1ull << 29;
+  r.bytes_prefetched = 3ull << 20;
+  r.violations = violations;
+  if (violations) r.violation_texts = {"evicted while in use: [0x1000, 0x2000)"};
+  return r;
+}
+
+BenchReport fixed_report() {
+  BenchReport report;
+  report.invocation = "pump-bench --sim";
+  report.machine = {"host", "cpu, \"fast\"", "", "", "sim"};
+  report.results = {row("none", {0.010, 0.012, 0.011}), row("lru", {0.005, 0.004, 0.006}),
+                    row("bound", {0.002}), row("eager", {0.004}, 2)};
+  ConfigResult skipped = row("lazy", {});
+  skipped.ran = false;
+  skipped.note = "policy not loaded";
+  report.results.push_back(skipped);
+  finalize_comparisons(&report.results);
+  return report;
+}
+
+TEST(PumpBenchResults, MedianSpreadSpeedupAndBoundRatioComeFromTheSamples) {
+  BenchReport r = fixed_report();
+  EXPECT_DOUBLE_EQ(r.results[0].median_seconds, 0.011);
+  EXPECT_DOUBLE_EQ(r.results[1].median_seconds, 0.005);
+  EXPECT_DOUBLE_EQ(r.results[1].min_seconds, 0.004);
+  EXPECT_DOUBLE_EQ(r.results[1].max_seconds, 0.006);
+  EXPECT_DOUBLE_EQ(r.results[1].speedup_vs_none, 0.011 / 0.005);
+  EXPECT_DOUBLE_EQ(r.results[1].ratio_to_bound, 0.005 / 0.002);
+  EXPECT_EQ(total_violations(r.results), 2u);
+}
+
+TEST(PumpBenchResults, TableHasOneLinePerRowAndShowsViolationsLoudly) {
+  BenchReport r = fixed_report();
+  std::ostringstream table;
+  print_table(table, r.results);
+  const std::string t = table.str();
+  EXPECT_NE(t.find("ms/iter"), std::string::npos);
+  EXPECT_NE(t.find("4.000-6.000"), std::string::npos) << t;
+  EXPECT_NE(t.find("2.20x"), std::string::npos) << t;
+  EXPECT_NE(t.find("VIOLATION x2"), std::string::npos) << t;
+  EXPECT_NE(t.find("policy not loaded"), std::string::npos) << t;
+  EXPECT_EQ(std::count(t.begin(), t.end(), '\n'), 2 + 5);
+  std::ostringstream loud;
+  print_violations(loud, r.results);
+  EXPECT_NE(loud.str().find("This is a bug"), std::string::npos);
+  EXPECT_NE(loud.str().find("evicted while in use"), std::string::npos);
+  std::ostringstream quiet;
+  r.results.pop_back();
+  r.results.pop_back();
+  print_violations(quiet, r.results);
+  EXPECT_TRUE(quiet.str().empty());
+}
+
+TEST(PumpBenchResults, JsonParsesBackWithEveryConfiguration) {
+  std::ostringstream out;
+  write_json(out, fixed_report());
+  std::string error;
+  std::optional<JsonValue> v = parse_json(out.str(), &error);
+  ASSERT_TRUE(v) << error << "\n" << out.str();
+  EXPECT_EQ(v->find("machine")->find("cpu")->as_string(), "cpu, \"fast\"");
+  const JsonValue* results = v->find("results");
+  ASSERT_TRUE(results && results->is_array());
+  ASSERT_EQ(results->items().size(), 5u);
+  const JsonValue& lru = results->items()[1];
+  EXPECT_EQ(lru.find("config")->as_string(), "lru");
+  EXPECT_DOUBLE_EQ(lru.find("seconds_per_iteration")->as_double(), 0.005);
+  EXPECT_EQ(lru.find("samples_seconds")->items().size(), 3u);
+  EXPECT_EQ(lru.find("bytes_prefetched_per_iteration")->as_uint(), 3ull << 20);
+  EXPECT_EQ(results->items()[3].find("violations")->as_uint(), 2u);
+  EXPECT_FALSE(results->items()[4].find("ran")->as_bool());
+}
+
+TEST(PumpBenchResults, CsvHasAHeaderAndOneQuotedSafeLinePerRow) {
+  std::ostringstream out;
+  write_csv(out, fixed_report());
+  std::istringstream in(out.str());
+  std::string line;
+  std::vector<std::string> data;
+  while (std::getline(in, line))
+    if (!line.empty() && line[0] != '#') data.push_back(line);
+  ASSERT_EQ(data.size(), 6u);
+  EXPECT_EQ(data[0].rfind("workload,ratio,config,ran,seconds_per_iteration", 0), 0u);
+  EXPECT_EQ(data[2].rfind("w,2,lru,1,0.005,0.004,0.006,", 0), 0u) << data[2];
+  EXPECT_NE(data[5].find(",0,"), std::string::npos);
+}
+
+TEST(PumpBenchResults, UnwritablePathIsOneError) {
+  std::string error;
+  EXPECT_FALSE(write_json_file("/nonexistent-dir/x.json", fixed_report(), &error));
+  EXPECT_NE(error.find("cannot write /nonexistent-dir/x.json"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace pump::bench
