@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""Plots pump-bench's CSV: time per iteration against oversubscription, one line
+per configuration, the physical bound dashed; one panel per workload.
+
+usage: plot_results.py RESULTS.csv OUT.png
+"""
+import csv
+import sys
+from collections import defaultdict
+
+
+def main(argv):
+    if len(argv) != 3:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("plot_results.py: matplotlib is missing (apt-get install python3-matplotlib)", file=sys.stderr)
+        return 1
+
+    series = defaultdict(lambda: defaultdict(list))  # workload -> config -> [(ratio, ms)]
+    with open(argv[1], newline="") as f:
+        rows = csv.DictReader(line for line in f if not line.startswith("#"))
+        for row in rows:
+            if row["ran"] != "1":
+                continue
+            series[row["workload"]][row["config"]].append(
+                (float(row["ratio"]), 1e3 * float(row["seconds_per_iteration"])))
+    if not series:
+        print("plot_results.py: no rows that ran in " + argv[1], file=sys.stderr)
+        return 1
+
+    fig, axes = plt.subplots(1, len(series), figsize=(6 * len(series), 4.5), squeeze=False)
+    for ax, (workload, configs) in zip(axes[0], sorted(series.items())):
+        for config, points in sorted(configs.items()):
+            points.sort()
+            xs, ys = zip(*points)
+            style = dict(linestyle="--", color="black") if config == "bound" else dict(marker="o")
+            ax.plot(xs, ys, label=config, **style)
+        ax.set_title(workload)
+        ax.set_xlabel("oversubscription (footprint / budget)")
+        ax.set_ylabel("time per iteration (ms)")
+        ax.set_yscale("log")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(argv[2], dpi=120)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
