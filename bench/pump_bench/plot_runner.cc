@@ -33,12 +33,20 @@ int run(const std::vector<std::string>& argv, bool quiet) {
 
 bool plot_csv(const std::string& script, const std::string& csv_path, const std::string& png_path,
               std::string* message) {
-  if (run({"python3", "-c", "import matplotlib"}, true) != 0) {
+  // The first interpreter on PATH may be a virtualenv without matplotlib while
+  // the distribution's has it (Debian: python3-matplotlib).
+  std::string python;
+  for (const char* candidate : {"python3", "/usr/bin/python3"})
+    if (run({candidate, "-c", "import matplotlib"}, true) == 0) {
+      python = candidate;
+      break;
+    }
+  if (python.empty()) {
     *message = "no plot: python3 with matplotlib is not available (apt-get install python3-matplotlib); "
                "JSON/CSV are written";
     return false;
   }
-  if (const int rc = run({"python3", script, csv_path, png_path}, false); rc != 0) {
+  if (const int rc = run({python, script, csv_path, png_path}, false); rc != 0) {
     *message = "no plot: " + script + " failed (exit " + std::to_string(rc) + ")";
     return false;
   }
