@@ -44,7 +44,7 @@ const std::vector<std::string>& sim_workload_names() {
 }
 
 const std::vector<std::string>& gpu_workload_names() {
-  static const std::vector<std::string> names{"mlp", "conv", "conv-backend"};
+  static const std::vector<std::string> names{"mlp", "conv"};
   return names;
 }
 
@@ -54,7 +54,7 @@ const char* cli_help() {
 usage: pump-bench [options] [-- COMMAND ARGS...]
 
   --workload NAME[,NAME...]   sim: training-loop, mlp, conv (default: all three)
-                              GPU: mlp, conv, conv-backend (default: all three)
+                              GPU: mlp, conv (default: both)
   --size S                    small, medium (default), large, or a footprint such as 3GiB
   --oversubscription R,...    footprint / budget ratios, each >= 1 (default 1,1.5,2,3)
   --policies P,...            policies to compare (default none,eager,lazy,lru,activations);
@@ -98,7 +98,7 @@ CliResult parse_cli(const std::vector<std::string>& args) {
          for (const std::string& w : o.workloads) {
            if (w.empty()) return "--workload: empty name in '" + v + "'";
            if (!contains(sim_workload_names(), w) && !contains(gpu_workload_names(), w))
-             return "--workload: unknown workload '" + w + "' (known: training-loop, mlp, conv, conv-backend)";
+             return "--workload: unknown workload '" + w + "' (known: training-loop, mlp, conv)";
          }
          return "";
        }},
