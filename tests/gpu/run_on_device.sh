@@ -28,7 +28,8 @@ for l in cudnn.so.9 cublas.so.13 cublasLt.so.13; do
   f=$(echo "$LIBDIRS" | tr ':' '\n' | while read -r d; do [ -e "$d/lib$l" ] && echo "$d/lib$l" && break; done)
   [ -n "$f" ] && ln -sf "$f" "$WORK/link/lib${l%%.so*}.so"
 done
-nvcc -O2 -std=c++17 -arch=sm_90 $INCDIRS -o "$WORK/pump_gpu_check" tests/gpu/pump_gpu_check.cu \
+# -cudart shared: a statically linked runtime cannot be interposed (PyTorch uses the shared one).
+nvcc -O2 -std=c++17 -arch=sm_90 -cudart shared $INCDIRS -o "$WORK/pump_gpu_check" tests/gpu/pump_gpu_check.cu \
   -L"$WORK/link" $LINKDIRS -lcublas -lcudnn
 
 BUDGET=1GiB
