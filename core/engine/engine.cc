@@ -17,8 +17,11 @@ namespace {
 
 // The kernel ranges of the last before_kernel on this thread, for after_kernel.
 thread_local std::vector<Range> t_kernel_ranges;
+thread_local std::vector<Block*> t_kernel_block_list;
+thread_local uint64_t t_kernel_generation = 0;
 thread_local uint64_t t_kernel_seq = 0;
 thread_local std::vector<Block*> t_pieces;
+thread_local std::vector<uint32_t> t_piece_extent;  // which extent each piece of t_pieces covers
 
 const Config& default_config() {
   static const Config config;
@@ -116,29 +119,38 @@ KernelTicket Engine::before_kernel(StreamId stream, const pump_extent_v1_t* exte
   }
   const uint64_t seq = ++seq_;
 
-  // Pass 1 splits blocks at every extent's boundaries; pass 2 (no more splits) marks
-  // the pieces, so a piece split after being marked is never lost.
+  // Pass 1 covers every extent, splitting blocks at its boundaries. If nothing was
+  // split (the steady state) its pieces are exact; otherwise pass 2 covers again, with
+  // no more splits, so a piece split after being collected is never lost.
+  t_pieces.clear();
+  t_piece_extent.clear();
+  const uint64_t generation = tracker_.layout_generation();
   for (size_t i = 0; i < count; ++i) {
-    t_pieces.clear();
     if (extents[i].bytes && !tracker_.cover(extents[i].address, extents[i].bytes, &t_pieces))
       stats_.bytes_unknown += extents[i].bytes;
+    t_piece_extent.resize(t_pieces.size(), static_cast<uint32_t>(i));
+  }
+  if (tracker_.layout_generation() != generation) {
+    t_pieces.clear();
+    t_piece_extent.clear();
+    for (size_t i = 0; i < count; ++i) {
+      if (extents[i].bytes) tracker_.cover(extents[i].address, extents[i].bytes, &t_pieces);
+      t_piece_extent.resize(t_pieces.size(), static_cast<uint32_t>(i));
+    }
   }
   kernel_blocks_.clear();
-  for (size_t i = 0; i < count; ++i) {
-    const pump_extent_v1_t& e = extents[i];
-    t_pieces.clear();
-    if (!e.bytes || !tracker_.cover(e.address, e.bytes, &t_pieces)) continue;
-    for (Block* p : t_pieces) {
-      if (p->kernel_mark != seq) {
-        p->kernel_mark = seq;
-        p->kernel_access = 0;
-        p->kernel_only_workspace = true;
-        kernel_blocks_.push_back(p);
-      }
-      p->kernel_access |= e.access;
-      if (e.role != PUMP_ROLE_WORKSPACE) p->kernel_only_workspace = false;
-      if (e.role != PUMP_ROLE_UNKNOWN) p->role = static_cast<pump_role_v1_t>(e.role);
+  for (size_t j = 0; j < t_pieces.size(); ++j) {
+    Block* p = t_pieces[j];
+    const pump_extent_v1_t& e = extents[t_piece_extent[j]];
+    if (p->kernel_mark != seq) {
+      p->kernel_mark = seq;
+      p->kernel_access = 0;
+      p->kernel_only_workspace = true;
+      kernel_blocks_.push_back(p);
     }
+    p->kernel_access |= e.access;
+    if (e.role != PUMP_ROLE_WORKSPACE) p->kernel_only_workspace = false;
+    if (e.role != PUMP_ROLE_UNKNOWN) p->role = static_cast<pump_role_v1_t>(e.role);
   }
   if (kernel_blocks_.empty()) return {};
   ++stats_.kernels_with_blocks;
@@ -199,6 +211,8 @@ KernelTicket Engine::before_kernel(StreamId stream, const pump_extent_v1_t* exte
   }
   if (!wait.empty() && !backend_.done(wait)) backend_.stream_wait(stream, wait);
   t_kernel_seq = seq;
+  t_kernel_block_list.assign(kernel_blocks_.begin(), kernel_blocks_.end());
+  t_kernel_generation = tracker_.layout_generation();
 
   stats_.peak_resident_bytes = std::max(stats_.peak_resident_bytes, tracker_.resident_bytes());
   current_seq_ = 0;
@@ -218,6 +232,16 @@ void Engine::after_kernel(const KernelTicket& ticket, bool launched) {
     else it->second = fence;
   }
   if (t_kernel_seq != ticket.seq) return;  // misuse: tickets are per thread, used once
+  t_kernel_seq = 0;
+  if (tracker_.layout_generation() == t_kernel_generation) {
+    // No block came or went since before_kernel (the steady state): the pointers hold.
+    for (Block* b : t_kernel_block_list) {
+      if (b->last_use != ticket.seq) continue;
+      b->last_fence = fence;
+      b->fence_pending = false;
+    }
+    return;
+  }
   for (const Range& r : t_kernel_ranges) {
     for (Block* b = tracker_.find(r.address); b && b->address < r.end(); b = tracker_.find(b->end())) {
       if (b->last_use != ticket.seq) continue;
@@ -225,7 +249,6 @@ void Engine::after_kernel(const KernelTicket& ticket, bool launched) {
       b->fence_pending = false;
     }
   }
-  t_kernel_seq = 0;
 }
 
 // ---------------------------------------------------------------- decisions

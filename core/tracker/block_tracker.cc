@@ -20,12 +20,14 @@ Block* BlockTracker::new_block() {
     b = &storage_.emplace_back();
   }
   b->id = next_id_++;
+  ++generation_;
   by_id_.emplace(b->id, b);
   return b;
 }
 
 void BlockTracker::free_block(Block* block) {
   by_id_.erase(block->id);
+  ++generation_;
   // Reset all fields but keep the (unlinked) hooks.
   block->id = 0;
   block->address = block->bytes = block->allocation = block->allocation_end = 0;

@@ -62,6 +62,9 @@ class BlockTracker {
   size_t size() const { return by_address_.size(); }
   uint64_t resident_bytes() const { return resident_bytes_; }
   uint64_t tracked_bytes() const { return tracked_bytes_; }
+  // Changes whenever a block is added, removed or split: a Block* taken at one
+  // generation still describes the same range at the same generation.
+  uint64_t layout_generation() const { return generation_; }
   uint64_t lowest_address() const;
   uint64_t highest_end() const;
 
@@ -73,6 +76,7 @@ class BlockTracker {
 
   uint64_t granularity_;
   uint64_t next_id_ = 1;
+  uint64_t generation_ = 0;
   uint64_t resident_bytes_ = 0;
   uint64_t tracked_bytes_ = 0;
   AddressSet by_address_;
