@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Deterministic PyTorch training steps, for checking pump against a native run.
+
+Prints, one per line:
+  pump-bench: iteration_ms=<ms>          every step (the pump-bench output contract)
+  loss <step> <float.hex()>              the exact loss of every step
+  pump-bench: footprint_bytes=<n>        torch.cuda.max_memory_reserved() at the end
+Nothing else on stdout. Same seed, same data, same algorithms => same bits.
+"""
+import argparse
+import os
+import sys
+import time
+
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # deterministic cuBLAS
+
+import torch
+import torch.nn as nn
+
+
+def resnet50(batch, dtype):
+    import torchvision
+    model = torchvision.models.resnet50(num_classes=1000)
+    x = torch.randn(batch, 3, 224, 224)
+    y = torch.randint(0, 1000, (batch,))
+    return model, x, y, nn.CrossEntropyLoss()
+
+
+class Decoder(nn.Module):
+    """GPT-style: token embedding, causal nn.TransformerEncoder layers, LM head."""
+
+    def __init__(self, vocab, d, layers, heads, seq):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d)
+        self.pos = nn.Parameter(torch.randn(seq, d) * 0.02)
+        layer = nn.TransformerEncoderLayer(d, heads, 4 * d, dropout=0.0, batch_first=True, norm_first=True)
+        self.body = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.head = nn.Linear(d, vocab)
+        self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(seq), persistent=False)
+
+    def forward(self, tokens):
+        h = self.embed(tokens) + self.pos
+        h = self.body(h, mask=self.mask, is_causal=True)
+        return self.head(h).flatten(0, 1)
+
+
+def transformer(batch, dtype, seq=512, d=1024, layers=12, vocab=8192):
+    model = Decoder(vocab, d, layers, 16, seq)
+    x = torch.randint(0, vocab, (batch, seq))
+    y = torch.randint(0, vocab, (batch * seq,))
+    return model, x, y, nn.CrossEntropyLoss()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--model", choices=["resnet50", "transformer"], required=True)
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--batch", type=int, default=None)
+    p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
+    a = p.parse_args()
+
+    torch.manual_seed(0)
+    torch.use_deterministic_algorithms(True)
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    dtype = torch.bfloat16 if a.dtype == "bf16" else torch.float32
+
+    if a.model == "resnet50":
+        model, x, y, loss_fn = resnet50(a.batch or 64, dtype)
+    else:
+        model, x, y, loss_fn = transformer(a.batch or 16, dtype)
+    dev = torch.device("cuda")
+    model = model.to(dev)
+    if dtype != torch.float32:
+        model = model.to(dtype)
+    x = x.to(dev, dtype=dtype) if x.is_floating_point() else x.to(dev)
+    y = y.to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+    for step in range(a.steps):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        out = model(x)
+        loss = loss_fn(out.float(), y)
+        loss.backward()
+        opt.step()
+        value = loss.item()  # synchronizes
+        ms = (time.perf_counter() - t0) * 1e3
+        print(f"pump-bench: iteration_ms={ms:.3f}")
+        print(f"loss {step} {float(value).hex()}")
+        sys.stdout.flush()
+    print(f"pump-bench: footprint_bytes={torch.cuda.max_memory_reserved()}")
+
+
+if __name__ == "__main__":
+    main()
