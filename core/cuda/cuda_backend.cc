@@ -91,7 +91,7 @@ bool CudaBackend::start(std::string* error) {
   size_t total = 0;
   if ((r = api_.cuDeviceTotalMem(&total, device_)) != CUDA_SUCCESS) return fail("cuDeviceTotalMem", r);
   total_memory_ = total;
-  memops_ = !options_.force_event_fences && api_.cuStreamWriteValue64 && api_.cuStreamWaitValue64 &&
+  memops_ = options_.stream_memops && api_.cuStreamWriteValue64 && api_.cuStreamWaitValue64 &&
             attribute(CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS) &&
             attribute(CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY);
 

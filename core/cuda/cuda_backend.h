@@ -8,7 +8,7 @@
 // calls (transfer_plan.h) in submission order. mark/stream_wait/done/capturing
 // only enqueue stream memory operations or read host memory: they never wait.
 //
-// Fences. A fence is (stream key, value). Each stream key owns a 64-bit counter
+// Fences. A fence is (stream key, value). With options.stream_memops, each stream key owns a 64-bit counter
 // slot in host-pinned, device-mapped memory (fence_slots.h; the prefetch stream has
 // its own slot):
 //   mark(s):           value = ++issued[s]; cuStreamWriteValue64(s, slot[s], value)
@@ -20,10 +20,10 @@
 //                      cuStreamWriteValue64(prefetch, slot[prefetch], value).
 // Because a batch's value is known before the worker issued anything, a compute
 // stream can wait for it at once: the GPU, not the application, does the waiting.
-// Without 64-bit stream memops, or for streams beyond the slot table's capacity,
-// fences are events from a bounded ring (event_fence_ring.h); then stream_wait on a
-// batch the worker has not issued yet blocks the caller until it has (the one
-// place where that fallback is slower, and said so once in the log).
+// Event fences (the default, see "Measured" below; also used without 64-bit memops and
+// for streams beyond the slot table's capacity) come from a bounded ring
+// (event_fence_ring.h); then stream_wait on a batch the worker has not issued yet
+// blocks the caller until it has.
 //
 // Why this cannot deadlock. Order every fence by the host time it was created
 // (mark() or submit() returned). A compute stream's write for mark fence M only
@@ -35,6 +35,17 @@
 // the driver's own prefetch calls, which wait only for the prefetch stream's earlier
 // work, i.e. older fences. submit() blocks only while the queue is full, and what it
 // waits for (the worker draining) again depends only on older fences.
+//
+// Measured (H100, driver 580.159, CUDA 13.0; tests/gpu/backend_cuda_gpu_test.cu): with
+// memops, "gate kernel on s1 -> mark -> batch waits and prefetches -> s2 waits for the
+// batch -> kernel on s2" hung for good, although prefetch/evict fences alone worked. The
+// driver warns that memop ordering is invisible to CUDA and may be serialized wrongly;
+// the likely cycle is the migration waiting for the already-queued kernel on s2 that
+// (invisibly) waits for it. With events every check passed, so events are the default:
+// CUDA sees every cross-stream dependency, at the price that stream_wait on a batch the
+// worker has not issued yet blocks the caller until it is issued (the driver defers a
+// prefetch queued behind a pending wait: that took 0.15-0.45 ms in the test; on an idle
+// prefetch stream the call, hence the wait, can last the whole migration).
 //
 // Capture: nothing is ever enqueued on a stream being captured into a graph
 // (capturing() says so and mark/stream_wait check it).
@@ -71,7 +82,11 @@ struct CudaBackendOptions {
   size_t event_ring = 1024;      // event fences in flight before the oldest is waited for
   bool merge_adjacent = true;    // off only to measure what merging gains
   size_t batch_min_ranges = 4;   // ranges from which one batch call replaces single calls; 0 = never
-  bool force_event_fences = false;  // use the event fallback even where memops work (tests)
+  // Counter fences through stream memory operations (the design above). OFF by default:
+  // on the H100 test machine (driver 580, CUDA 13.0) a kernel whose stream waited with
+  // cuStreamWaitValue64 for a batch's prefetch never ran and the program hung, while the
+  // same checks passed with events (see "Measured" above). Turn on only to investigate.
+  bool stream_memops = false;
 };
 
 // Counters since creation, for PUMP_STATS and pump-bench.

@@ -94,12 +94,19 @@ class FakeDriverTest : public testing::Test {
     if (handle_) dlclose(handle_);
   }
 
-  CudaBackend& start(FakeDriverConfig config = {}, CudaBackendOptions options = {}) {
+  // Counter fences (stream memops) unless the test asks otherwise: most tests check them.
+  CudaBackend& start(FakeDriverConfig config = {}, CudaBackendOptions options = memops()) {
     reset_(&config);
     options.driver_library = PUMP_FAKE_CUDA_DRIVER;
     backend_ = CudaBackend::create(0, options);
     EXPECT_NE(backend_, nullptr);
     return *backend_;
+  }
+
+  static CudaBackendOptions memops() {
+    CudaBackendOptions o;
+    o.stream_memops = true;
+    return o;
   }
 
   std::vector<FakeCall> calls() {
@@ -324,7 +331,7 @@ TEST_F(FakeDriverTest, PrefetchErrorsAreCountedLoggedOnceAndNotFatal) {
 }
 
 TEST_F(FakeDriverTest, AFullQueueBlocksTheSubmitterUntilTheWorkerCatchesUp) {
-  CudaBackendOptions options;
+  CudaBackendOptions options = memops();
   options.queue_capacity = 1;
   CudaBackend& b = start({}, options);
   gate_(1);
@@ -343,6 +350,13 @@ TEST_F(FakeDriverTest, AFullQueueBlocksTheSubmitterUntilTheWorkerCatchesUp) {
   EXPECT_TRUE(wait_done(third.get()));
   EXPECT_EQ(b.stats().blocked_submits, 1u);
   EXPECT_EQ(b.stats().queue_high_water, 1u);
+}
+
+TEST_F(FakeDriverTest, UsesEventFencesByDefault) {
+  CudaBackend& b = start({}, CudaBackendOptions{});
+  EXPECT_FALSE(b.uses_stream_memops());
+  EXPECT_TRUE(b.mark(kAppStream).value & cuda::kEventFenceBit);
+  EXPECT_TRUE(calls_named("cuStreamWriteValue64").empty());
 }
 
 TEST_F(FakeDriverTest, FallsBackToEventFencesWithoutStreamMemops) {
@@ -374,7 +388,7 @@ TEST_F(FakeDriverTest, FallsBackToEventFencesWithoutStreamMemops) {
 
 TEST_F(FakeDriverTest, StreamsBeyondTheSlotTableUseEventFences) {
   LogCapture capture;
-  CudaBackendOptions options;
+  CudaBackendOptions options = memops();
   options.stream_slots = 2;
   CudaBackend& b = start({}, options);
   EXPECT_FALSE(b.mark(kAppStream).value & cuda::kEventFenceBit);

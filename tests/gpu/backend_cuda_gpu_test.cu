@@ -268,8 +268,9 @@ int main() {
   }
   pump::set_log_level(pump::LogLevel::kInfo);
   pump::CudaBackendOptions main_options;
-  // PUMP_TEST_EVENT_FENCES=1 runs every check on the event-fence fallback.
-  main_options.force_event_fences = std::getenv("PUMP_TEST_EVENT_FENCES") != nullptr;
+  // PUMP_TEST_STREAM_MEMOPS=1 runs every check on counter fences (stream memops), which
+  // hung in the ordering check on the H100 test machine: the watchdog ends it then.
+  main_options.stream_memops = std::getenv("PUMP_TEST_STREAM_MEMOPS") != nullptr;
   auto backend = pump::CudaBackend::create(0, main_options);
   if (!backend) {
     std::printf("FAIL: a GPU is present but the backend could not be created\n");
@@ -303,14 +304,6 @@ int main() {
   test_ordering(b, "per-thread stream -> created stream", cudaStreamPerThread, s2, data, stamps, out);
   test_ordering(b, "created stream -> per-thread stream", s1, cudaStreamPerThread, data, stamps, out);
   test_capture(b);
-
-  {
-    pump::CudaBackendOptions o;
-    o.force_event_fences = true;
-    auto events = pump::CudaBackend::create(0, o);
-    check(events && !events->uses_stream_memops(), "event-fence backend created");
-    if (events) test_ordering(*events, "event fences: created stream -> created stream", s1, s2, data, stamps, out);
-  }
 
   bandwidth_table(bw);
 
