@@ -21,6 +21,9 @@ struct Range {
 
 // Work for the backend's own prefetch stream, done in this order:
 // wait for every fence, then evictions, then discards, then prefetches.
+// The engine merges neighbouring blocks into one range only within one allocation;
+// a backend must not merge ranges further (a CUDA prefetch range may not cross
+// from one managed allocation into the next: CUDA_ERROR_INVALID_VALUE).
 struct TransferBatch {
   std::vector<Fence> wait_for;
   std::vector<Range> evict;     // write back to host

@@ -311,10 +311,10 @@ pump_status_v1_t Engine::request_evict(Block& b, uint32_t flags, bool by_policy)
   }
   if (!b.last_fence.empty() && !backend_.done(b.last_fence)) pending_now_.wait_for.push_back(b.last_fence);
   if ((flags & PUMP_EVICT_DISCARD) && b.dead) {
-    pending_now_.discard.push_back({b.address, b.bytes});
+    discard_blocks_.push_back(&b);
     stats_.bytes_discarded += b.bytes;
   } else {
-    pending_now_.evict.push_back({b.address, b.bytes});
+    evict_blocks_.push_back(&b);
     stats_.bytes_evicted += b.bytes;
   }
   // A queued prefetch of it must land before the eviction: same stream, so it does.
@@ -336,25 +336,25 @@ void Engine::fallback_make_room(uint64_t bytes_needed) {
   }
 }
 
-void Engine::merge_ranges(std::vector<Range>* ranges) {
-  if (ranges->size() < 2) return;
-  std::sort(ranges->begin(), ranges->end(), [](const Range& a, const Range& b) { return a.address < b.address; });
-  size_t out = 0;
-  for (size_t i = 1; i < ranges->size(); ++i) {
-    Range& last = (*ranges)[out];
-    const Range& r = (*ranges)[i];
-    if (r.address <= last.end()) last.bytes = std::max(last.end(), r.end()) - last.address;
-    else (*ranges)[++out] = r;
+void Engine::append_ranges(std::vector<Block*>* blocks, std::vector<Range>* ranges) {
+  // Neighbours merge into one call only within one allocation: the driver rejects a
+  // prefetch range that crosses from one managed allocation into the next.
+  std::sort(blocks->begin(), blocks->end(), [](const Block* a, const Block* b) { return a->address < b->address; });
+  const Block* last = nullptr;
+  for (const Block* b : *blocks) {
+    if (last && last->allocation == b->allocation && ranges->back().end() == b->address)
+      ranges->back().bytes += b->bytes;
+    else
+      ranges->push_back({b->address, b->bytes});
+    last = b;
   }
-  ranges->resize(out + 1);
 }
 
 void Engine::submit_pending(StreamId stream) {
   TransferBatch& now = pending_now_;
-  for (Block* b : now_blocks_) now.prefetch.push_back({b->address, b->bytes});
-  merge_ranges(&now.evict);
-  merge_ranges(&now.discard);
-  merge_ranges(&now.prefetch);
+  append_ranges(&evict_blocks_, &now.evict);
+  append_ranges(&discard_blocks_, &now.discard);
+  append_ranges(&now_blocks_, &now.prefetch);
   if (!now.empty()) {
     const bool made_room = !now.evict.empty() || !now.discard.empty();
     stats_.prefetch_ranges += now.prefetch.size();
@@ -369,8 +369,7 @@ void Engine::submit_pending(StreamId stream) {
     auto it = std::find_if(last_fence_by_stream_.begin(), last_fence_by_stream_.end(),
                            [&](const auto& p) { return p.first == stream; });
     if (it != last_fence_by_stream_.end() && !backend_.done(it->second)) later_batch.wait_for.push_back(it->second);
-    for (Block* b : just_before_blocks_) later_batch.prefetch.push_back({b->address, b->bytes});
-    merge_ranges(&later_batch.prefetch);
+    append_ranges(&just_before_blocks_, &later_batch.prefetch);
     stats_.prefetch_ranges += later_batch.prefetch.size();
     ++stats_.batches;
     Fence f = backend_.submit(std::move(later_batch));
@@ -379,6 +378,8 @@ void Engine::submit_pending(StreamId stream) {
   pending_now_ = TransferBatch{};
   now_blocks_.clear();
   just_before_blocks_.clear();
+  evict_blocks_.clear();
+  discard_blocks_.clear();
 }
 
 // ---------------------------------------------------------------- queries

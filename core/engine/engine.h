@@ -70,7 +70,7 @@ class Engine {
   pump_status_v1_t request_prefetch(Block& b, pump_when_v1_t when);
   pump_status_v1_t request_evict(Block& b, uint32_t flags, bool by_policy);
   void submit_pending(StreamId stream);
-  static void merge_ranges(std::vector<Range>* ranges);
+  static void append_ranges(std::vector<Block*>* blocks, std::vector<Range>* ranges);
 
   // Policy host services (C ABI trampolines).
   static void svc_log(const pump_policy_host_v1_t*, pump_log_level_v1_t, const char*);
@@ -101,6 +101,8 @@ class Engine {
   TransferBatch pending_now_;               // requests gathered while deciding
   std::vector<Block*> now_blocks_;          // prefetches requested for the "now" batch
   std::vector<Block*> just_before_blocks_;  // ... and for the "just before" batch
+  std::vector<Block*> evict_blocks_;        // evictions with write-back
+  std::vector<Block*> discard_blocks_;      // evictions of dead data
   Fence kernel_wait_;                   // latest prefetch fence the kernel must wait for
   std::vector<std::pair<StreamId, Fence>> last_fence_by_stream_;
 };

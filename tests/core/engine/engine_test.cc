@@ -94,14 +94,32 @@ TEST_F(EngineTest, PrefetchedKernelWaitsForItsTransferBatch) {
   e->on_alloc(kBase + 4 * kMiB, 4 * kMiB);
   run(*e, {extent(kBase, 4 * kMiB), extent(kBase + 4 * kMiB, 4 * kMiB, PUMP_ACCESS_WRITE)});
   ASSERT_EQ(backend_.batches.size(), 1u);
-  ASSERT_EQ(backend_.batches[0].prefetch.size(), 1u);  // adjacent blocks merged into one range
+  ASSERT_EQ(backend_.batches[0].prefetch.size(), 2u);
   EXPECT_EQ(backend_.batches[0].prefetch[0].address, kBase);
-  EXPECT_EQ(backend_.batches[0].prefetch[0].bytes, 8 * kMiB);
+  EXPECT_EQ(backend_.batches[0].prefetch[0].bytes, 4 * kMiB);
   ASSERT_EQ(backend_.waits.size(), 1u);
   EXPECT_EQ(backend_.waits[0].stream, kStream);
   EXPECT_EQ(backend_.waits[0].fence.stream, RecordingBackend::kPrefetchStream);
   EXPECT_EQ(e->stats().bytes_prefetched, 8 * kMiB);
   EXPECT_EQ(e->resident_bytes(), 8 * kMiB);
+}
+
+TEST_F(EngineTest, NeighbouringPiecesMergeOnlyWithinOneAllocation) {
+  auto e = make(64 * kMiB);
+  policy_.on_kernel = [](auto* host, auto* k) { prefetch_all(host, k, PUMP_WHEN_NOW); };
+  e->on_alloc(kBase, 4 * kMiB);
+  e->on_alloc(kBase + 4 * kMiB, 4 * kMiB);  // adjacent, but another allocation
+  // Four pieces of the first allocation and one of the second, all adjacent.
+  run(*e, {extent(kBase, kMiB), extent(kBase + kMiB, kMiB), extent(kBase + 2 * kMiB, 2 * kMiB),
+           extent(kBase + 4 * kMiB, 4 * kMiB)});
+  ASSERT_EQ(backend_.batches.size(), 1u);
+  const auto& ranges = backend_.batches[0].prefetch;
+  ASSERT_EQ(ranges.size(), 2u);  // a CUDA prefetch range may not cross allocations
+  EXPECT_EQ(ranges[0].address, kBase);
+  EXPECT_EQ(ranges[0].bytes, 4 * kMiB);
+  EXPECT_EQ(ranges[1].address, kBase + 4 * kMiB);
+  EXPECT_EQ(ranges[1].bytes, 4 * kMiB);
+  EXPECT_EQ(e->stats().prefetch_ranges, 2u);
 }
 
 TEST_F(EngineTest, ResidentBlocksAreNotPrefetchedAgain) {
