@@ -63,6 +63,7 @@ Managed allocate_managed(Runtime* rt, int device, size_t bytes, Allocate allocat
   }
   rt->remember_allocation(*address, bytes, device);
   engine->on_alloc(*address, bytes);
+  if (TraceWriter* trace = rt->trace()) trace->record_alloc(*address, bytes);
   return Managed::kDone;
 }
 
@@ -71,6 +72,7 @@ bool release_tracked(Runtime* rt, uint64_t address) {
   auto known = rt->forget_allocation(address);
   if (!known) return false;
   if (Engine* engine = rt->engine(known->second)) engine->on_free(address);
+  if (TraceWriter* trace = rt->trace()) trace->record_free(address);
   rt->release_managed(known->first);
   return true;
 }

@@ -47,8 +47,10 @@ bool begin_extracted_call(SymbolId id, const void* const* args, uint32_t num_arg
     counter.bytes_known.fetch_add(known, std::memory_order_relaxed);
     counter.bytes_unknown.fetch_add(unknown, std::memory_order_relaxed);
   }
+  const StreamId stream = stream_of(stream_context);
+  if (TraceWriter* trace = rt->trace()) trace->record_kernel(stream, extents.data(), extents.size());
   scope->engine = engine;
-  scope->ticket = engine->before_kernel(stream_of(stream_context), extents.data(), extents.size());
+  scope->ticket = engine->before_kernel(stream, extents.data(), extents.size());
   return true;
 }
 

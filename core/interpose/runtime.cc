@@ -11,9 +11,9 @@
 namespace pump::interpose {
 namespace {
 
-void write_stats_at_exit() {
+void finish_at_exit() {
   // get() was initialized before this was registered: no initialization runs at exit.
-  if (Runtime* rt = Runtime::get()) rt->write_stats();
+  if (Runtime* rt = Runtime::get()) rt->finish();
 }
 
 bool find_block_any(uint64_t address, pump_block_v1_t* out) {
@@ -38,7 +38,7 @@ Runtime* Runtime::get() {
       return nullptr;
     }
     auto* rt = new Runtime(std::move(options));
-    if (rt->stats_enabled()) std::atexit(&write_stats_at_exit);
+    if (rt->stats_enabled() || rt->trace()) std::atexit(&finish_at_exit);
     return rt;
   }();
   return instance;
@@ -46,6 +46,7 @@ Runtime* Runtime::get() {
 
 Runtime::Runtime(RuntimeOptions options) : options_(std::move(options)) {
   extractors_ = std::make_unique<ExtractorRegistry>(&config_, &find_block_any);
+  if (!options_.trace_path.empty()) trace_ = TraceWriter::open(options_.trace_path);  // logs why if it fails
   load_plugins();
   apply_safety_limit();
   log(LogLevel::kInfo, "runtime ready: extractors [%s], policy %s, budget %s, managed limit %s",
@@ -205,6 +206,11 @@ StatsReport Runtime::report() {
     r.devices.push_back({d, e->policy_name(), budget.budget_bytes, budget.device_bytes, e->stats()});
   }
   return r;
+}
+
+void Runtime::finish() {
+  if (stats_enabled()) write_stats();
+  if (trace_) trace_->flush();
 }
 
 void Runtime::write_stats() {

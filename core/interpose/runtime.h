@@ -20,6 +20,7 @@
 #include "core/interpose/extractor_registry.h"
 #include "core/interpose/runtime_options.h"
 #include "core/interpose/stats_report.h"
+#include "core/trace/trace_writer.h"
 
 namespace pump::interpose {
 
@@ -36,6 +37,8 @@ class Runtime {
   const ExtractorRegistry& extractors() const { return *extractors_; }
   HookCounter& counter(SymbolId id) { return counters_[id]; }
   bool stats_enabled() const { return !options_.stats_path.empty(); }
+  // The PUMP_TRACE writer (kernel -> extents, allocations), or nullptr when not tracing.
+  TraceWriter* trace() const { return trace_.get(); }
 
   // The engine of `device`, created on first use; nullptr when the device cannot
   // be managed (no driver, no managed memory): callers then pass through.
@@ -57,6 +60,8 @@ class Runtime {
 
   StatsReport report();
   void write_stats();
+  // At exit: the stats report (PUMP_STATS) and the end of the trace (PUMP_TRACE).
+  void finish();
 
  private:
   explicit Runtime(RuntimeOptions options);
@@ -69,6 +74,7 @@ class Runtime {
   std::vector<std::string> extractors_loaded_;
   const pump_policy_v1_t* policy_ = nullptr;
   HookCounter counters_[kHookCount];
+  std::unique_ptr<TraceWriter> trace_;
 
   std::mutex engines_mutex_;  // creation only; lookups read the atomics
   std::array<std::atomic<Engine*>, kMaxDevices> engines_{};

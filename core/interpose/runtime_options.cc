@@ -85,6 +85,7 @@ RuntimeOptions parse_runtime_options(const Config& raw) {
           v->c_str());
   }
   if (auto v = config.get("STATS")) o.stats_path = *v;
+  if (auto v = config.get("TRACE")) o.trace_path = *v;
   return o;
 }
 

@@ -21,6 +21,7 @@ struct RuntimeOptions {
   bool prefetch_on_alloc = false;                           // PUMP_PREFETCH_ON_ALLOC
   uint64_t split_granularity = 64 * 1024;                   // PUMP_SPLIT_GRANULARITY
   std::string stats_path;                                   // PUMP_STATS
+  std::string trace_path;                                   // PUMP_TRACE
 };
 
 // Reads `config` (the environment unless overridden). Messages go through pump::log.

@@ -32,6 +32,7 @@ TEST(RuntimeOptions, EmptyValuesGiveTheDefaults) {
   EXPECT_FALSE(o.prefetch_on_alloc);
   EXPECT_EQ(o.split_granularity, 64u * 1024);
   EXPECT_TRUE(o.stats_path.empty());
+  EXPECT_TRUE(o.trace_path.empty());
   EXPECT_FALSE(o.budget);
   EXPECT_TRUE(log.lines().empty());
 }
@@ -45,7 +46,8 @@ TEST(RuntimeOptions, ParsesGoodValues) {
                                                         {"MANAGED_LIMIT", "16GiB"},
                                                         {"PREFETCH_ON_ALLOC", "1"},
                                                         {"SPLIT_GRANULARITY", "2MiB"},
-                                                        {"STATS", "/tmp/s.json"}}));
+                                                        {"STATS", "/tmp/s.json"},
+                                                        {"TRACE", "/tmp/t.jsonl"}}));
   EXPECT_TRUE(o.disabled);
   EXPECT_EQ(o.plugins, (std::vector<std::string>{"cudnn", "/opt/x/libmine.so", "launch"}));
   EXPECT_EQ(o.policy, "none");
@@ -54,6 +56,7 @@ TEST(RuntimeOptions, ParsesGoodValues) {
   EXPECT_TRUE(o.prefetch_on_alloc);
   EXPECT_EQ(o.split_granularity, uint64_t{2} << 20);
   EXPECT_EQ(o.stats_path, "/tmp/s.json");
+  EXPECT_EQ(o.trace_path, "/tmp/t.jsonl");
   EXPECT_TRUE(log.lines().empty());
 }
 
