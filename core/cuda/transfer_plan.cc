@@ -12,7 +12,7 @@ uint64_t TransferOp::bytes() const {
   return total;
 }
 
-void merge_adjacent_ranges(std::vector<Range>* ranges) {
+void coalesce_overlapping_ranges(std::vector<Range>* ranges) {
   std::erase_if(*ranges, [](const Range& r) { return r.bytes == 0; });
   if (ranges->size() < 2) return;
   std::sort(ranges->begin(), ranges->end(), [](const Range& a, const Range& b) { return a.address < b.address; });
@@ -20,7 +20,9 @@ void merge_adjacent_ranges(std::vector<Range>* ranges) {
   for (size_t i = 1; i < ranges->size(); ++i) {
     Range& last = (*ranges)[out];
     const Range& r = (*ranges)[i];
-    if (r.address <= last.end()) last.bytes = std::max(last.end(), r.end()) - last.address;
+    // Touching ranges stay apart: they may belong to two allocations, and a prefetch
+    // range crossing allocations fails (CUDA_ERROR_INVALID_VALUE, seen on the H100).
+    if (r.address < last.end()) last.bytes = std::max(last.end(), r.end()) - last.address;
     else (*ranges)[++out] = r;
   }
   ranges->resize(out + 1);
@@ -43,7 +45,7 @@ namespace {
 
 void add_range_ops(OpKind kind, std::vector<Range> ranges, bool merge, bool can_batch, size_t batch_min,
                    std::vector<TransferOp>* ops) {
-  if (merge) merge_adjacent_ranges(&ranges);
+  if (merge) coalesce_overlapping_ranges(&ranges);
   else std::erase_if(ranges, [](const Range& r) { return r.bytes == 0; });
   if (ranges.empty()) return;
   if (can_batch && batch_min > 0 && ranges.size() >= batch_min) {

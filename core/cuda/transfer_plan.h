@@ -39,8 +39,10 @@ struct TransferOp {
 
 std::vector<TransferOp> plan_transfers(const TransferBatch& batch, const PlanOptions& options);
 
-// Sorts `ranges`, drops empty ones and merges those that touch or overlap.
-void merge_adjacent_ranges(std::vector<Range>* ranges);
+// Sorts `ranges`, drops empty ones and merges those that overlap. Touching ranges are
+// kept apart: the engine already merged neighbours within one allocation, and only it
+// knows where allocations end.
+void coalesce_overlapping_ranges(std::vector<Range>* ranges);
 
 // The newest fence of each stream key (event and counter fences kept apart), minus
 // empty fences and those on `skip_key`. Order of first appearance.

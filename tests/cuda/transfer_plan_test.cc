@@ -22,19 +22,20 @@ PlanOptions options_with(bool batch, bool discard) {
   return o;
 }
 
-TEST(MergeAdjacentRanges, JoinsTouchingAndOverlappingRangesButNotGaps) {
+TEST(CoalesceOverlappingRanges, JoinsOverlapsButKeepsTouchingRangesApart) {
   std::vector<Range> r{at(4, 2), at(0, 2), at(2, 2), at(10, 2), at(11, 4), at(20, 0)};
-  merge_adjacent_ranges(&r);
-  ASSERT_EQ(r.size(), 2u);
+  coalesce_overlapping_ranges(&r);
+  ASSERT_EQ(r.size(), 4u);  // touching ranges may be two allocations: a prefetch may not cross them
   EXPECT_EQ(r[0].address, at(0, 0).address);
-  EXPECT_EQ(r[0].bytes, 6 * kMiB);
-  EXPECT_EQ(r[1].address, at(10, 0).address);
-  EXPECT_EQ(r[1].bytes, 5 * kMiB);
+  EXPECT_EQ(r[1].address, at(2, 0).address);
+  EXPECT_EQ(r[2].address, at(4, 0).address);
+  EXPECT_EQ(r[3].address, at(10, 0).address);
+  EXPECT_EQ(r[3].bytes, 5 * kMiB);
 }
 
-TEST(MergeAdjacentRanges, DropsEmptyRanges) {
+TEST(CoalesceOverlappingRanges, DropsEmptyRanges) {
   std::vector<Range> r{at(3, 0)};
-  merge_adjacent_ranges(&r);
+  coalesce_overlapping_ranges(&r);
   EXPECT_TRUE(r.empty());
 }
 
@@ -70,13 +71,13 @@ TEST(PlanTransfers, OrdersWaitsThenEvictionsThenDiscardsThenPrefetches) {
   EXPECT_FALSE(ops[3].batched);
 }
 
-TEST(PlanTransfers, MergesNeighbouringBlocksIntoOneCall) {
+TEST(PlanTransfers, KeepsTouchingRangesApartButBatchesThemIntoOneCall) {
   TransferBatch b;
-  for (uint64_t i = 0; i < 8; ++i) b.prefetch.push_back(at(2 * i, 2));
+  for (uint64_t i = 0; i < 8; ++i) b.prefetch.push_back(at(2 * i, 2));  // maybe 8 allocations
   auto ops = plan_transfers(b, options_with(true, true));
   ASSERT_EQ(ops.size(), 1u);
-  EXPECT_FALSE(ops[0].batched);
-  EXPECT_EQ(ops[0].ranges[0].bytes, 16 * kMiB);
+  EXPECT_TRUE(ops[0].batched);
+  EXPECT_EQ(ops[0].ranges.size(), 8u);
 }
 
 TEST(PlanTransfers, UsesOneBatchCallFromTheThresholdOn) {
@@ -109,9 +110,10 @@ TEST(PlanTransfers, EvictsDiscardsWhenTheDriverCannotDiscard) {
   b.evict = {at(0, 2)};
   b.discard = {at(2, 2)};
   auto ops = plan_transfers(b, options_with(false, false));
-  ASSERT_EQ(ops.size(), 1u);  // the discarded neighbour merged into the eviction
+  ASSERT_EQ(ops.size(), 2u);  // the discard became an eviction of its own range
   EXPECT_EQ(ops[0].kind, OpKind::kEvict);
-  EXPECT_EQ(ops[0].bytes(), 4 * kMiB);
+  EXPECT_EQ(ops[1].kind, OpKind::kEvict);
+  EXPECT_EQ(ops[0].bytes() + ops[1].bytes(), 4 * kMiB);
 }
 
 TEST(PlanTransfers, LeavesRangesAloneWhenMergingIsOff) {
