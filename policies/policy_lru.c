@@ -2,9 +2,10 @@
  * Policy "lru": keep residency under the budget with headroom. A kernel's
  * missing blocks are prefetched ahead of the stream (PUMP_WHEN_NOW). Under
  * pressure, dead blocks not in use are discarded first, then least recently
- * used blocks go. After each kernel's decisions the policy also keeps
- * LRU_HEADROOM bytes free by evicting idle blocks (dead ones first), so the
- * next prefetch finds room without waiting for an eviction.
+ * used blocks go. When the tracked blocks exceed the budget, after each
+ * kernel's decisions the policy also keeps LRU_HEADROOM bytes free by evicting
+ * idle blocks (dead ones first), so the next prefetch finds room without
+ * waiting for an eviction.
  *
  * Config: LRU_HEADROOM (PUMP_LRU_HEADROOM): a byte size ("256MiB", "1.5GiB",
  * "1048576") below the budget, or a percentage of the budget in [0, 100)
@@ -135,6 +136,9 @@ static void lru_on_kernel(void* ctx, const pump_kernel_v1_t* kernel) {
   if (lru == NULL) return;
   policy_prefetch_kernel(&lru->base, kernel, PUMP_WHEN_NOW);
   lru->base.host->get_budget(lru->base.host, &budget);
+  /* Everything fits: there is nothing to make room for, and evicting would only
+   * bring the same blocks back. */
+  if (budget.managed_bytes <= budget.budget_bytes) return;
   free_bytes = budget.resident_bytes < budget.budget_bytes ? budget.budget_bytes - budget.resident_bytes : 0;
   wanted = headroom_bytes(&lru->headroom, budget.budget_bytes);
   /* Idle blocks only: evicting one in use would stall the prefetch stream on it. */

@@ -1,4 +1,5 @@
-// "lru": kernel blocks now; dead blocks discarded first; idle headroom kept free.
+// "lru": kernel blocks now; dead blocks discarded first; idle headroom kept free
+// when the program does not fit the budget.
 #include <gtest/gtest.h>
 
 #include <ostream>
@@ -27,6 +28,7 @@ TEST(PolicyLru, KeepsDefaultHeadroomOfFivePercentFreeAfterTheKernel) {
   host.add_block(20, PUMP_ROLE_WEIGHT, true);
   host.add_block(20, PUMP_ROLE_WEIGHT, true);
   const uint64_t missing = host.add_block(900, PUMP_ROLE_ACTIVATION, false);
+  host.add_block(1000, PUMP_ROLE_ACTIVATION, false);  // on the host: the program does not fit
   PolicyInstance policy("lru", host);
   ASSERT_TRUE(policy.ready());
   policy.on_kernel(host.begin_kernel({missing}));  // 960 resident: 40 free, 50 wanted
@@ -38,6 +40,7 @@ TEST(PolicyLru, HeadroomNeverEvictsBlocksInUse) {
   FakePolicyHost host(1000);
   host.add_block(500, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_IN_USE);  // least recently used
   const uint64_t idle = host.add_block(480, PUMP_ROLE_WEIGHT, true);
+  host.add_block(1000, PUMP_ROLE_ACTIVATION, false);  // on the host: the program does not fit
   PolicyInstance policy("lru", host);
   ASSERT_TRUE(policy.ready());
   policy.on_kernel(host.begin_kernel({}));
@@ -46,6 +49,7 @@ TEST(PolicyLru, HeadroomNeverEvictsBlocksInUse) {
 
   FakePolicyHost busy(1000);
   busy.add_block(990, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_IN_USE);
+  busy.add_block(1000, PUMP_ROLE_ACTIVATION, false);
   PolicyInstance busy_policy("lru", busy);
   ASSERT_TRUE(busy_policy.ready());
   busy_policy.on_kernel(busy.begin_kernel({}));
@@ -56,6 +60,7 @@ TEST(PolicyLru, HeadroomDiscardsDeadBlocksBeforeLiveOnes) {
   FakePolicyHost host(1000);
   host.add_block(490, PUMP_ROLE_ACTIVATION, true);
   const uint64_t dead = host.add_block(490, PUMP_ROLE_WORKSPACE, true, PUMP_BLOCK_DEAD);
+  host.add_block(1000, PUMP_ROLE_ACTIVATION, false);  // on the host: the program does not fit
   PolicyInstance policy("lru", host);
   ASSERT_TRUE(policy.ready());
   policy.on_kernel(host.begin_kernel({}));
@@ -72,6 +77,23 @@ TEST(PolicyLru, NoEvictionWhenTheHeadroomIsAlreadyFree) {
   ASSERT_TRUE(policy.ready());
   policy.on_kernel(host.begin_kernel({missing}));  // 950 resident: exactly 50 free
   EXPECT_TRUE(host.evictions.empty());
+}
+
+TEST(PolicyLru, NoHeadroomEvictionWhenEverythingFits) {
+  FakePolicyHost host(1000);
+  const uint64_t resident = host.add_block(600, PUMP_ROLE_WEIGHT, true);
+  const uint64_t missing = host.add_block(390, PUMP_ROLE_ACTIVATION, false);
+  PolicyInstance policy("lru", host);
+  ASSERT_TRUE(policy.ready());
+  policy.on_kernel(host.begin_kernel({missing}));  // 990 of 1000 resident, 10 free: below 5%, but all fits
+  host.end_kernel();
+  policy.on_kernel(host.begin_kernel({resident}));
+  EXPECT_TRUE(host.evictions.empty()) << "evicting when every block fits only brings it back later";
+  host.end_kernel();
+
+  host.add_block(20, PUMP_ROLE_ACTIVATION, false);  // now 1010 tracked: over the budget
+  policy.on_kernel(host.begin_kernel({resident}));
+  EXPECT_FALSE(host.evictions.empty()) << "headroom is kept once the program does not fit";
 }
 
 TEST(PolicyLru, PressureDiscardsIdleDeadBlocksBeforeOlderLiveOnes) {
@@ -116,6 +138,7 @@ TEST_P(PolicyLruHeadroomConfig, KeepsTheConfiguredHeadroomOrWarnsOnceAndUsesFive
   const HeadroomCase& c = GetParam();
   FakePolicyHost host(1000);
   for (int i = 0; i < 100; ++i) host.add_block(10, PUMP_ROLE_ACTIVATION, true);
+  host.add_block(1000, PUMP_ROLE_ACTIVATION, false);  // on the host: the program does not fit
   if (c.value) host.set_config("LRU_HEADROOM", c.value);
   PolicyInstance policy("lru", host);
   ASSERT_TRUE(policy.ready());

@@ -21,7 +21,7 @@ namespace {
 
 constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kBudget = 512 * kMiB;
-const std::vector<std::string> kPolicies = {"none", "lazy", "eager", "lru", "activations"};
+const std::vector<std::string> kPolicies = {"none", "lazy", "eager", "lru", "activations", "learned"};
 
 std::vector<std::string>* g_lines = nullptr;
 void capture(LogLevel, const char* line) {

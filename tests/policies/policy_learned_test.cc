@@ -1,0 +1,297 @@
+// "learned": online period detection, Belady eviction, MIN-safe lookahead
+// prefetch, lru behaviour before learning and after the program changes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "tests/policies/fake_policy_host.h"
+#include "tests/policies/policy_instance.h"
+
+namespace {
+
+using Ids = std::vector<uint64_t>;
+
+// Drives one kernel the way the engine does: pressure first when its missing
+// blocks do not fit, then on_kernel.
+void run_kernel(PolicyInstance& policy, FakePolicyHost& host, const Ids& ids, uint64_t budget) {
+  const pump_kernel_v1_t& kernel = host.begin_kernel(ids);
+  uint64_t missing = 0;
+  for (uint64_t id : ids)
+    if (host.block(id).residency != PUMP_RESIDENT_DEVICE) missing += host.block(id).bytes;
+  if (missing && host.resident_bytes() + missing > budget) policy.on_pressure(kernel, host.resident_bytes() + missing - budget);
+  policy.on_kernel(kernel);
+  host.end_kernel();
+}
+
+void run_period(PolicyInstance& policy, FakePolicyHost& host, const std::vector<Ids>& period, uint64_t budget) {
+  for (const Ids& k : period) run_kernel(policy, host, k, budget);
+}
+
+void evict_all(FakePolicyHost& host, const Ids& ids) {
+  for (uint64_t id : ids) host.table()->evict(host.table(), id, 0);
+  host.evictions.clear();
+  host.prefetches.clear();
+}
+
+Ids prefetched_ids(const FakePolicyHost& host) {
+  Ids out;
+  for (const auto& p : host.prefetches)
+    if (p.status == PUMP_OK) out.push_back(p.id);
+  return out;
+}
+
+// Six kernels, one 100-byte block each, in a budget that holds them all.
+struct Chain {
+  static constexpr uint64_t kBudget = 10000;
+  FakePolicyHost host{kBudget};
+  Ids blocks;
+  std::vector<Ids> period;
+  Chain() {
+    for (int i = 0; i < 6; ++i) blocks.push_back(host.add_block(100, PUMP_ROLE_ACTIVATION, false));
+    for (uint64_t b : blocks) period.push_back({b});
+  }
+};
+
+TEST(PolicyLearned, BeforeThePeriodIsLearnedPrefetchesOnlyTheKernelsBlocks) {
+  Chain c;
+  PolicyInstance policy("learned", c.host);
+  ASSERT_TRUE(policy.ready());
+  for (size_t i = 0; i < c.period.size(); ++i) {
+    c.host.prefetches.clear();
+    run_kernel(policy, c.host, c.period[i], Chain::kBudget);
+    EXPECT_EQ(prefetched_ids(c.host), c.period[i]) << "kernel " << i << " of the first iteration";
+    for (const auto& p : c.host.prefetches) EXPECT_EQ(p.when, PUMP_WHEN_NOW);
+  }
+}
+
+TEST(PolicyLearned, LearnsARepeatingSequenceAndPrefetchesTheNextKernelsBlocks) {
+  Chain c;
+  PolicyInstance policy("learned", c.host);
+  ASSERT_TRUE(policy.ready());
+  run_period(policy, c.host, c.period, Chain::kBudget);
+  run_period(policy, c.host, c.period, Chain::kBudget);
+  evict_all(c.host, c.blocks);
+  run_kernel(policy, c.host, c.period[0], Chain::kBudget);
+  // Its own block, then the predicted next five (a whole period minus itself), in order.
+  EXPECT_EQ(prefetched_ids(c.host), c.blocks);
+  for (const auto& p : c.host.prefetches) EXPECT_EQ(p.when, PUMP_WHEN_NOW);
+}
+
+TEST(PolicyLearned, AKernelOffThePredictionFallsBackToLruAndTheSequenceIsRelearned) {
+  Chain c;
+  PolicyInstance policy("learned", c.host);
+  ASSERT_TRUE(policy.ready());
+  run_period(policy, c.host, c.period, Chain::kBudget);
+  run_period(policy, c.host, c.period, Chain::kBudget);
+  evict_all(c.host, c.blocks);
+  run_kernel(policy, c.host, c.period[3], Chain::kBudget);  // slot 0 was predicted
+  EXPECT_EQ(prefetched_ids(c.host), c.period[3]) << "a broken prediction must not drive prefetching";
+
+  // The program now runs kernels 3,4,5,0,1,2: confirmed again once a whole
+  // period matched the one before it.
+  const std::vector<Ids> shifted = {c.period[3], c.period[4], c.period[5], c.period[0], c.period[1], c.period[2]};
+  for (size_t i = 1; i < shifted.size(); ++i) run_kernel(policy, c.host, shifted[i], Chain::kBudget);
+  run_period(policy, c.host, shifted, Chain::kBudget);
+  run_period(policy, c.host, shifted, Chain::kBudget);
+  evict_all(c.host, c.blocks);
+  run_kernel(policy, c.host, shifted[0], Chain::kBudget);
+  EXPECT_EQ(prefetched_ids(c.host), (Ids{c.blocks[3], c.blocks[4], c.blocks[5], c.blocks[0], c.blocks[1], c.blocks[2]}));
+}
+
+TEST(PolicyLearned, PressureBeforeLearningEvictsTheLeastRecentlyUsedBlock) {
+  FakePolicyHost host(300);
+  const uint64_t oldest = host.add_block(100, PUMP_ROLE_ACTIVATION, true);
+  host.add_block(100, PUMP_ROLE_ACTIVATION, true);
+  host.add_block(100, PUMP_ROLE_ACTIVATION, true);
+  const uint64_t missing = host.add_block(100, PUMP_ROLE_ACTIVATION, false);
+  PolicyInstance policy("learned", host);
+  ASSERT_TRUE(policy.ready());
+  policy.on_pressure(host.begin_kernel({missing}), 100);
+  EXPECT_EQ(host.evicted_ids(), Ids{oldest});
+}
+
+// Forward then backward over four blocks in a budget of three: a, b, c, d, c, b.
+struct ForwardBackward {
+  static constexpr uint64_t kBudget = 300;
+  FakePolicyHost host{kBudget};
+  uint64_t a, b, c, d;
+  std::vector<Ids> period;
+  ForwardBackward() {
+    a = host.add_block(100, PUMP_ROLE_WEIGHT, false);
+    b = host.add_block(100, PUMP_ROLE_WEIGHT, false);
+    c = host.add_block(100, PUMP_ROLE_ACTIVATION, false);
+    d = host.add_block(100, PUMP_ROLE_ACTIVATION, false);
+    period = {{a}, {b}, {c}, {d}, {c}, {b}};
+  }
+};
+
+TEST(PolicyLearned, PressureEvictsTheBlockUsedFarthestInTheFutureNotTheLeastRecentlyUsed) {
+  ForwardBackward f;
+  f.host.set_config("LEARNED_LOOKAHEAD", "0");  // eviction alone
+  PolicyInstance policy("learned", f.host);
+  ASSERT_TRUE(policy.ready());
+  for (int i = 0; i < 3; ++i) run_period(policy, f.host, f.period, ForwardBackward::kBudget);
+  // Next: a needs room among {b, c, d}; b is used next, then c, then d.
+  ASSERT_EQ(f.host.block(f.a).residency, PUMP_RESIDENT_HOST);
+  const Ids lru = f.host.lru_order();
+  ASSERT_EQ(lru.size(), 3u);
+  ASSERT_NE(lru.front(), f.d) << "the scenario must tell Belady from LRU";
+  f.host.evictions.clear();
+  run_kernel(policy, f.host, f.period[0], ForwardBackward::kBudget);
+  EXPECT_EQ(f.host.evicted_ids(), Ids{f.d});
+}
+
+TEST(PolicyLearned, PressureEvictsABlockNeverUsedInThePeriodFirst) {
+  ForwardBackward f;
+  f.host.set_config("LEARNED_LOOKAHEAD", "0");
+  PolicyInstance policy("learned", f.host);
+  ASSERT_TRUE(policy.ready());
+  for (int i = 0; i < 3; ++i) run_period(policy, f.host, f.period, ForwardBackward::kBudget);
+  f.host.table()->evict(f.host.table(), f.d, 0);  // make room for a stranger, most recently used
+  const uint64_t stranger = f.host.add_block(100, PUMP_ROLE_UNKNOWN, true);
+  ASSERT_EQ(f.host.lru_order().back(), stranger);
+  f.host.evictions.clear();
+  run_kernel(policy, f.host, f.period[0], ForwardBackward::kBudget);
+  EXPECT_EQ(f.host.evicted_ids(), Ids{stranger});
+}
+
+TEST(PolicyLearned, EvictionWritesBackUnlessTheHostFlagsTheBlockDead) {
+  ForwardBackward f;
+  f.host.set_config("LEARNED_LOOKAHEAD", "0");
+  PolicyInstance policy("learned", f.host);
+  ASSERT_TRUE(policy.ready());
+  for (int i = 0; i < 3; ++i) run_period(policy, f.host, f.period, ForwardBackward::kBudget);
+  f.host.evictions.clear();
+  run_kernel(policy, f.host, f.period[0], ForwardBackward::kBudget);
+  ASSERT_EQ(f.host.evictions.size(), 1u);
+  EXPECT_EQ(f.host.evictions[0].flags, 0u) << "a prediction never justifies dropping data";
+}
+
+// Every host call in order, so a lookahead eviction can be paired with the
+// prefetch it made room for.
+struct HostCall {
+  bool evict;
+  uint64_t id;
+};
+std::vector<HostCall>* g_calls = nullptr;
+pump_status_v1_t (*g_real_prefetch)(const pump_policy_host_v1_t*, uint64_t, pump_when_v1_t) = nullptr;
+pump_status_v1_t (*g_real_evict)(const pump_policy_host_v1_t*, uint64_t, uint32_t) = nullptr;
+
+pump_status_v1_t logged_prefetch(const pump_policy_host_v1_t* host, uint64_t id, pump_when_v1_t when) {
+  const pump_status_v1_t status = g_real_prefetch(host, id, when);
+  if (g_calls && status == PUMP_OK) g_calls->push_back({false, id});
+  return status;
+}
+pump_status_v1_t logged_evict(const pump_policy_host_v1_t* host, uint64_t id, uint32_t flags) {
+  const pump_status_v1_t status = g_real_evict(host, id, flags);
+  if (g_calls && status == PUMP_OK) g_calls->push_back({true, id});
+  return status;
+}
+
+TEST(PolicyLearned, LookaheadNeverEvictsABlockNeededBeforeTheOneItPrefetches) {
+  FakePolicyHost host(500);
+  Ids blk;
+  for (int i = 0; i < 8; ++i) blk.push_back(host.add_block(100, PUMP_ROLE_ACTIVATION, false));
+  // A forward and a backward sweep over pairs: each block comes back after a long gap.
+  std::vector<Ids> period;
+  for (int i = 0; i < 7; ++i) period.push_back({blk[i], blk[i + 1]});
+  for (int i = 7; i > 0; --i) period.push_back({blk[i], blk[i - 1]});
+  host.set_config("LEARNED_LOOKAHEAD", "100%");
+  pump_policy_host_v1_t* table = host.mutable_table();
+  g_real_prefetch = table->prefetch;
+  g_real_evict = table->evict;
+  table->prefetch = &logged_prefetch;
+  table->evict = &logged_evict;
+  PolicyInstance policy("learned", host);
+  ASSERT_TRUE(policy.ready());
+  for (int i = 0; i < 3; ++i) run_period(policy, host, period, 500);
+
+  // Kernels until the next use of `id` after position `at` (1 = the next kernel).
+  auto distance = [&](size_t at, uint64_t id) {
+    for (size_t d = 1; d <= period.size(); ++d) {
+      const Ids& k = period[(at + d) % period.size()];
+      if (std::find(k.begin(), k.end(), id) != k.end()) return d;
+    }
+    return period.size() + 1;
+  };
+  size_t lookahead_prefetches = 0;
+  for (int round = 0; round < 2; ++round) {
+    for (size_t at = 0; at < period.size(); ++at) {
+      const pump_kernel_v1_t& kernel = host.begin_kernel(period[at]);
+      uint64_t missing = 0;
+      for (uint64_t id : period[at])
+        if (host.block(id).residency != PUMP_RESIDENT_DEVICE) missing += 100;
+      if (missing && host.resident_bytes() + missing > 500) policy.on_pressure(kernel, host.resident_bytes() + missing - 500);
+      std::vector<HostCall> calls;
+      g_calls = &calls;
+      policy.on_kernel(kernel);
+      g_calls = nullptr;
+      host.end_kernel();
+      for (size_t i = 0; i < calls.size(); ++i) {
+        if (!calls[i].evict) {
+          const bool own = std::find(period[at].begin(), period[at].end(), calls[i].id) != period[at].end();
+          lookahead_prefetches += !own;
+          continue;
+        }
+        auto made_room_for = std::find_if(calls.begin() + static_cast<long>(i), calls.end(),
+                                          [](const HostCall& c) { return !c.evict; });
+        ASSERT_NE(made_room_for, calls.end()) << "an eviction in on_kernel that made room for nothing";
+        EXPECT_GT(distance(at, calls[i].id), distance(at, made_room_for->id))
+            << "at kernel " << at << ": evicted block " << calls[i].id << " is needed before block "
+            << made_room_for->id << " it made room for";
+      }
+    }
+  }
+  EXPECT_GT(lookahead_prefetches, 0u) << "the lookahead never ran: the check above proved nothing";
+}
+
+// LEARNED_LOOKAHEAD in bytes or percent of the 10000-byte budget: how many of
+// the five predicted 100-byte kernels after the first are prefetched ahead.
+struct LookaheadCase {
+  const char* value;
+  size_t kernels_ahead;
+  size_t warnings;
+};
+
+void PrintTo(const LookaheadCase& c, std::ostream* os) {
+  *os << "LEARNED_LOOKAHEAD=";
+  if (c.value) *os << "'" << c.value << "'";
+  else *os << "(unset)";
+}
+
+class PolicyLearnedLookaheadConfig : public ::testing::TestWithParam<LookaheadCase> {};
+
+TEST_P(PolicyLearnedLookaheadConfig, PrefetchesTheConfiguredWindowOrWarnsOnceAndUsesTheDefault) {
+  const LookaheadCase& p = GetParam();
+  Chain c;
+  if (p.value) c.host.set_config("LEARNED_LOOKAHEAD", p.value);
+  PolicyInstance policy("learned", c.host);
+  ASSERT_TRUE(policy.ready());
+  run_period(policy, c.host, c.period, Chain::kBudget);
+  run_period(policy, c.host, c.period, Chain::kBudget);
+  evict_all(c.host, c.blocks);
+  run_kernel(policy, c.host, c.period[0], Chain::kBudget);
+  EXPECT_EQ(prefetched_ids(c.host), Ids(c.blocks.begin(), c.blocks.begin() + 1 + static_cast<long>(p.kernels_ahead)));
+  size_t warnings = 0;
+  for (const auto& line : c.host.logs) {
+    EXPECT_EQ(line.level, PUMP_LOG_WARN) << line.message;
+    if (line.level == PUMP_LOG_WARN) {
+      ++warnings;
+      EXPECT_NE(line.message.find("LEARNED_LOOKAHEAD"), std::string::npos) << line.message;
+    }
+  }
+  EXPECT_EQ(warnings, p.warnings);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Values, PolicyLearnedLookaheadConfig,
+    ::testing::Values(LookaheadCase{nullptr, 5, 0}, LookaheadCase{"0", 0, 0}, LookaheadCase{"0%", 0, 0},
+                      LookaheadCase{"100", 1, 0}, LookaheadCase{"250 B", 2, 0}, LookaheadCase{"3%", 3, 0},
+                      LookaheadCase{"0.4k", 4, 0}, LookaheadCase{"100%", 5, 0}, LookaheadCase{"lots", 5, 1},
+                      LookaheadCase{"", 5, 1}, LookaheadCase{"-5", 5, 1}, LookaheadCase{"101%", 5, 1},
+                      LookaheadCase{"1e3", 5, 1}, LookaheadCase{"12XB", 5, 1}, LookaheadCase{"5%%", 5, 1}));
+
+}  // namespace
