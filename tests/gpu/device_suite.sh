@@ -22,9 +22,9 @@ for part in "${@:-check torch-resnet torch-gpt bench}"; do
     echo "=================== $p"
     case $p in
       check) tests/gpu/run_on_device.sh .device > "$OUT/check.log" 2>&1; rc=$?; tail -25 "$OUT/check.log" ;;
-      torch-resnet) python3 tests/gpu/torch/check_policies.py --libpump "$LIBPUMP" --model resnet50 --steps 20 \
+      torch-resnet) python3 tests/gpu/torch/check_policies.py --libpump "$LIBPUMP" --model resnet50 --steps 20 --policies "${POLICIES:-none,lazy,eager,lru,activations,learned}" \
                       --out "$OUT/torch" 2>&1 | tee "$OUT/torch-resnet.txt"; rc=${PIPESTATUS[0]} ;;
-      torch-gpt) python3 tests/gpu/torch/check_policies.py --libpump "$LIBPUMP" --model transformer --steps 20 \
+      torch-gpt) python3 tests/gpu/torch/check_policies.py --libpump "$LIBPUMP" --model transformer --steps 20 --policies "${POLICIES:-none,lazy,eager,lru,activations,learned}" \
                    --out "$OUT/torch" 2>&1 | tee "$OUT/torch-gpt.txt"; rc=${PIPESTATUS[0]} ;;
       bench) .device/bin/pump-bench --libpump "$LIBPUMP" --plugin-dir .device/lib/pump --workload mlp,conv \
                --oversubscription 1,1.5,2,3 --policies none,eager,lazy,lru,activations${EXTRA_POLICIES:-} \
