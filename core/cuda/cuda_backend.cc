@@ -468,6 +468,13 @@ void CudaBackend::stream_wait(StreamId stream, const Fence& fence) {
 bool CudaBackend::capturing(StreamId stream) {
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   CUresult r = api_.cuStreamIsCapturing(as_stream(stream), &status);
+  if (r == CUDA_ERROR_INVALID_CONTEXT && context_) {
+    // The CUDA 13 runtime launches without making a driver context current on the
+    // launching thread (seen with PyTorch on the H100). The engine asks this first on
+    // every application thread, so making the device's primary context current here
+    // (the one the runtime itself uses) also serves mark() and stream_wait().
+    if (api_.cuCtxSetCurrent(context_) == CUDA_SUCCESS) r = api_.cuStreamIsCapturing(as_stream(stream), &status);
+  }
   if (r == CUDA_SUCCESS) return status != CU_STREAM_CAPTURE_STATUS_NONE;
   // The legacy stream while another stream captures in global mode: touching it
   // would invalidate that capture.

@@ -259,6 +259,21 @@ TEST_F(FakeDriverTest, NeverEnqueuesAnythingOnACapturingStream) {
   gate_(0);
 }
 
+TEST_F(FakeDriverTest, AThreadWithoutADriverContextGetsThePrimaryOneAndIsNotMistakenForCapture) {
+  FakeDriverConfig config;
+  config.contextless_threads = 1;  // like PyTorch's threads under the CUDA 13 runtime
+  CudaBackend& b = start(config);
+  bool captured = true;
+  Fence fence;
+  std::thread app([&] {
+    captured = b.capturing(kAppStream);
+    fence = b.mark(kAppStream);
+  });
+  app.join();
+  EXPECT_FALSE(captured);
+  EXPECT_FALSE(fence.empty()) << "the kernel's fence was dropped: its blocks could be evicted while it runs";
+}
+
 TEST_F(FakeDriverTest, LegacyAndPerThreadDefaultStreamsGetTheirOwnFences) {
   CudaBackend& b = start();
   Fence legacy = b.mark(0);

@@ -65,13 +65,19 @@ CUresult DeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice) {
 CUresult DeviceTotalMem(size_t* b, CUdevice) { *b = g_config.total_memory; return CUDA_SUCCESS; }
 CUresult PrimaryCtxRetain(CUcontext* c, CUdevice) { *c = reinterpret_cast<CUcontext>(0xc0); return CUDA_SUCCESS; }
 CUresult PrimaryCtxRelease(CUdevice) { return CUDA_SUCCESS; }
-CUresult CtxSetCurrent(CUcontext) { return CUDA_SUCCESS; }
+thread_local bool t_context_current = false;
+CUresult CtxSetCurrent(CUcontext c) {
+  t_context_current = c != nullptr;
+  return CUDA_SUCCESS;
+}
 CUresult MemGetInfo(size_t* f, size_t* t) { *f = *t = g_config.total_memory; return CUDA_SUCCESS; }
 CUresult StreamCreate(CUstream* s, unsigned int) { *s = reinterpret_cast<CUstream>(new char[64]); return CUDA_SUCCESS; }
 CUresult StreamDestroy(CUstream s) { delete[] reinterpret_cast<char*>(s); return CUDA_SUCCESS; }
 CUresult StreamSynchronize(CUstream) { return CUDA_SUCCESS; }
 CUresult StreamIsCapturing(CUstream s, CUstreamCaptureStatus* st) {
   std::lock_guard lock(g_mutex);
+  // Like the CUDA 13 runtime's threads: launching works, driver stream calls need a context.
+  if (g_config.contextless_threads && !t_context_current) return CUDA_ERROR_INVALID_CONTEXT;
   *st = g_capturing.count(reinterpret_cast<uint64_t>(s)) ? CU_STREAM_CAPTURE_STATUS_ACTIVE
                                                          : CU_STREAM_CAPTURE_STATUS_NONE;
   return CUDA_SUCCESS;

@@ -25,6 +25,7 @@ struct FakeDriverConfig {
   int driver_version = 13000;
   int prefetch_result = 0;         // CUresult of every prefetch call
   uint64_t total_memory = 80ull << 30;
+  int contextless_threads = 0;     // 1: stream calls fail with INVALID_CONTEXT until the thread sets one
 };
 
 extern "C" {

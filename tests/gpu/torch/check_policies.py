@@ -102,7 +102,7 @@ def main():
         first_diff = next((i for i, (u, v) in enumerate(zip(losses, ref)) if u != v), None)
         try:
             stats = json.load(open(stats_path))
-            dev = stats["devices"][0]["engine"] if stats.get("devices") else {}
+            dev = stats["devices"][0] if stats.get("devices") else {}
             peak = dev.get("peak_resident_bytes", 0)
             oversized = dev.get("kernels_oversized", 0)
             cov = coverage(stats)
