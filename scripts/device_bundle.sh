@@ -9,7 +9,7 @@ export PATH=/usr/local/cuda/bin:$PATH
 cmake --preset release >/dev/null
 cmake --build --preset release -j"$(nproc)" --target pump pump-bench pump-workload-mlp pump-workload-conv \
   pump_policy_none pump_policy_lazy pump_policy_eager pump_policy_lru pump_policy_activations \
-  $(ls policies/policy_learned.* >/dev/null 2>&1 && echo pump_policy_learned) \
+  pump_policy_learned \
   pump_extractor_cudnn pump_extractor_cublas pump_extractor_launch
 rm -rf .device && mkdir -p .device/lib/pump .device/bin
 cp build/release/lib/libpump.so .device/lib/

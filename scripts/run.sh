@@ -14,7 +14,7 @@ mkdir -p build/results
 ./build/release/bin/pump-bench \
   --workload training-loop,mlp,conv \
   --oversubscription 1,1.5,2,3 \
-  --policies none,eager,lazy,lru,activations \
+  --policies none,eager,lazy,lru,activations,learned \
   --json build/results/pump-bench.json \
   --csv build/results/pump-bench.csv \
   --plot build/results/pump-bench.png \

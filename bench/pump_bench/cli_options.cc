@@ -57,7 +57,7 @@ usage: pump-bench [options] [-- COMMAND ARGS...]
                               GPU: mlp, conv (default: both)
   --size S                    small, medium (default), large, or a footprint such as 3GiB
   --oversubscription R,...    footprint / budget ratios, each >= 1 (default 1,1.5,2,3)
-  --policies P,...            policies to compare (default none,eager,lazy,lru,activations);
+  --policies P,...            policies to compare (default none,eager,lazy,lru,activations,learned);
                               a name loads lib/pump/libpump_policy_<name>.so, a path loads that file
   --sim                       run on the simulated GPU (the default where no GPU is present)
   --repeats N                 runs per configuration on a GPU (default 3; the sim is deterministic)

@@ -9,7 +9,7 @@ TEST(PumpBenchCli, DefaultsCoverEveryPolicyAndRatio) {
   CliResult r = parse_cli({});
   ASSERT_EQ(r.action, CliAction::kRun);
   EXPECT_EQ(r.options.ratios, (std::vector<double>{1.0, 1.5, 2.0, 3.0}));
-  EXPECT_EQ(r.options.policies, (std::vector<std::string>{"none", "eager", "lazy", "lru", "activations"}));
+  EXPECT_EQ(r.options.policies, (std::vector<std::string>{"none", "eager", "lazy", "lru", "activations", "learned"}));
   EXPECT_FALSE(r.options.sim);
   EXPECT_FALSE(r.options.iterations);
 }

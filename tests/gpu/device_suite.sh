@@ -27,7 +27,7 @@ for part in "${@:-check torch-resnet torch-gpt bench}"; do
       torch-gpt) python3 tests/gpu/torch/check_policies.py --libpump "$LIBPUMP" --model transformer --steps 20 --policies "${POLICIES:-none,lazy,eager,lru,activations,learned}" \
                    --out "$OUT/torch" 2>&1 | tee "$OUT/torch-gpt.txt"; rc=${PIPESTATUS[0]} ;;
       bench) .device/bin/pump-bench --libpump "$LIBPUMP" --plugin-dir .device/lib/pump --workload mlp,conv \
-               --oversubscription 1,1.5,2,3 --policies none,eager,lazy,lru,activations${EXTRA_POLICIES:-} \
+               --oversubscription 1,1.5,2,3 --policies ${POLICIES:-none,eager,lazy,lru,activations,learned} \
                --repeats 1 --json "$OUT/bench.json" --csv "$OUT/bench.csv" 2> "$OUT/bench.err" | tee "$OUT/bench.txt"
              rc=${PIPESTATUS[0]}; tail -5 "$OUT/bench.err" ;;
       *) echo "unknown part $p"; rc=2 ;;

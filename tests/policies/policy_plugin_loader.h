@@ -7,7 +7,7 @@
 
 #include "pump/pump_sdk.h"
 
-inline const char* const kBuiltinPolicies[] = {"none", "lazy", "eager", "lru", "activations"};
+inline const char* const kBuiltinPolicies[] = {"none", "lazy", "eager", "lru", "activations", "learned"};
 
 std::string policy_plugin_path(const std::string& name);
 // The library handle, or nullptr (with the reason in *error).
