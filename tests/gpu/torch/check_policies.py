@@ -50,8 +50,9 @@ def free_gpu_bytes():
 
 
 def coverage(stats):
-    known = sum(h["bytes_known"] for h in stats["hooks"])
-    unknown = sum(h["bytes_unknown"] for h in stats["hooks"])
+    hooks = stats["hooks"].values() if isinstance(stats["hooks"], dict) else stats["hooks"]
+    known = sum(h.get("bytes_known", 0) for h in hooks)
+    unknown = sum(h.get("bytes_unknown", 0) for h in hooks)
     return known / (known + unknown) if known + unknown else 0.0
 
 
