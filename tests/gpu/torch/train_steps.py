@@ -5,6 +5,7 @@ Prints, one per line:
   pump-bench: iteration_ms=<ms>          every step (the pump-bench output contract)
   loss <step> <float.hex()>              the exact loss of every step
   pump-bench: footprint_bytes=<n>        torch.cuda.max_memory_reserved() at the end
+  pump-bench: checksum=<hex>             FNV-1a of every loss's bits: pump-bench compares it
 Nothing else on stdout. Same seed, same data, same algorithms => same bits.
 """
 import argparse
@@ -78,6 +79,7 @@ def main():
     y = y.to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 
+    checksum = 0xCBF29CE484222325  # FNV-1a over the losses' hex texts
     for step in range(a.steps):
         torch.cuda.synchronize()
         t0 = time.perf_counter()
@@ -90,8 +92,11 @@ def main():
         ms = (time.perf_counter() - t0) * 1e3
         print(f"pump-bench: iteration_ms={ms:.3f}")
         print(f"loss {step} {float(value).hex()}")
+        for byte in float(value).hex().encode():
+            checksum = ((checksum ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
         sys.stdout.flush()
     print(f"pump-bench: footprint_bytes={torch.cuda.max_memory_reserved()}")
+    print(f"pump-bench: checksum={checksum:016x}")
 
 
 if __name__ == "__main__":
