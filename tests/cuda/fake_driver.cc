@@ -88,12 +88,24 @@ CUresult EventRecord(CUevent, CUstream s) { record("cuEventRecord", s, 0, 0, 0, 
 CUresult EventQuery(CUevent) { return CUDA_SUCCESS; }
 CUresult EventSynchronize(CUevent) { return CUDA_SUCCESS; }
 CUresult EventDestroy(CUevent e) { delete[] reinterpret_cast<char*>(e); return CUDA_SUCCESS; }
-CUresult MemHostAlloc(void** p, size_t n, unsigned int) { *p = std::calloc(1, n); return CUDA_SUCCESS; }
+// Pinned host memory from a static arena, like the real driver's own pinned pool: the
+// backend deliberately never frees its fence counters, which must not read as a leak.
+alignas(64) unsigned char g_host_arena[1 << 20];
+size_t g_host_arena_used = 0;
+CUresult MemHostAlloc(void** p, size_t n, unsigned int) {
+  std::lock_guard lock(g_mutex);
+  const size_t rounded = (n + 63) / 64 * 64;
+  if (rounded > sizeof g_host_arena - g_host_arena_used) return CUDA_ERROR_OUT_OF_MEMORY;
+  *p = g_host_arena + g_host_arena_used;
+  g_host_arena_used += rounded;
+  std::memset(*p, 0, n);
+  return CUDA_SUCCESS;
+}
 CUresult MemHostGetDevicePointer(CUdeviceptr* d, void* p, unsigned int) {
   *d = reinterpret_cast<CUdeviceptr>(p);
   return CUDA_SUCCESS;
 }
-CUresult MemFreeHost(void* p) { std::free(p); return CUDA_SUCCESS; }
+CUresult MemFreeHost(void*) { return CUDA_SUCCESS; }  // arena memory is never reused
 CUresult MemPrefetchAsync(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned int, CUstream s) {
   wait_at_gate();
   record("cuMemPrefetchAsync", s, p, n, 0, loc.type);

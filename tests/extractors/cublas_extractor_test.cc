@@ -98,7 +98,8 @@ TEST_F(CublasExtractorTest, GemmExWithUnknownDataTypeIsUnsupported) {
   float one = 1;
   EXPECT_EQ(plugin.extract("cublasGemmEx", &extents, cublasHandle_t{}, CUBLAS_OP_N, CUBLAS_OP_N, 4, 2, 3,
                            static_cast<const void*>(&one), static_cast<const void*>(device_address(kA)),
-                           static_cast<cudaDataType>(999), 4, static_cast<const void*>(device_address(kB)),
+                           999 /* no cudaDataType: passed as the raw int an application could send */, 4,
+                           static_cast<const void*>(device_address(kB)),
                            CUDA_R_16F, 3, static_cast<const void*>(&one), static_cast<void*>(device_address(kC)),
                            CUDA_R_16F, 4, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
             PUMP_ERR_UNSUPPORTED);
