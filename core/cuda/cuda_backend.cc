@@ -490,6 +490,17 @@ bool CudaBackend::capturing(StreamId stream) {
   return true;
 }
 
+std::vector<std::pair<std::string, uint64_t>> CudaBackend::counters() const {
+  const CudaBackendStats s = stats();
+  return {{"prefetch_calls", s.prefetch_calls}, {"prefetch_bytes", s.prefetch_bytes},
+          {"evict_calls", s.evict_calls},       {"evict_bytes", s.evict_bytes},
+          {"discard_calls", s.discard_calls},   {"discard_bytes", s.discard_bytes},
+          {"batch_calls", s.batch_calls},       {"failed_calls", s.failed_calls},
+          {"marks", s.marks},                   {"stream_waits", s.stream_waits},
+          {"queue_high_water", s.queue_high_water}, {"blocked_submits", s.blocked_submits},
+          {"prefetch_call_ns", s.prefetch_call_ns}};
+}
+
 CudaBackendStats CudaBackend::stats() const {
   const AtomicStats& s = *stats_;
   auto get = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };

@@ -128,6 +128,7 @@ class CudaBackend final : public DeviceBackend {
   bool capturing(StreamId stream) override;
 
   CudaBackendStats stats() const;
+  std::vector<std::pair<std::string, uint64_t>> counters() const override;
   bool uses_stream_memops() const { return memops_; }
   bool has_batch_prefetch() const { return api_.cuMemPrefetchBatchAsync != nullptr; }
   bool has_batch_discard() const { return api_.cuMemDiscardBatchAsync != nullptr; }

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/engine/fence.h"
@@ -50,6 +52,9 @@ class DeviceBackend {
   virtual bool done(const Fence& fence) = 0;
   // True while `stream` is being captured into a graph: no transfers may be queued.
   virtual bool capturing(StreamId stream) = 0;
+
+  // The backend's own counters (driver calls issued, failures...) for the stats report.
+  virtual std::vector<std::pair<std::string, uint64_t>> counters() const { return {}; }
 };
 
 }  // namespace pump

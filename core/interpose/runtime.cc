@@ -114,6 +114,7 @@ Engine* Runtime::engine(int device) {
       format_bytes(eo.budget_bytes).c_str(), format_bytes(backend->device_memory_bytes()).c_str(),
       engine->policy_name());
   Engine* raw = engine.get();
+  backend_of_[device].store(backend.get(), std::memory_order_release);
   backends_.push_back(std::move(backend));
   engine_storage_.push_back(std::move(engine));
   engines_[device].store(raw, std::memory_order_release);
@@ -203,7 +204,9 @@ StatsReport Runtime::report() {
     Engine* e = engines_[d].load(std::memory_order_acquire);
     if (!e) continue;
     pump_budget_v1_t budget = e->budget();
-    r.devices.push_back({d, e->policy_name(), budget.budget_bytes, budget.device_bytes, e->stats()});
+    DeviceBackend* backend = backend_of_[d].load(std::memory_order_acquire);
+    r.devices.push_back({d, e->policy_name(), budget.budget_bytes, budget.device_bytes, e->stats(),
+                         backend ? backend->counters() : std::vector<std::pair<std::string, uint64_t>>{}});
   }
   return r;
 }

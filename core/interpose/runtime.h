@@ -80,6 +80,7 @@ class Runtime {
   std::array<std::atomic<Engine*>, kMaxDevices> engines_{};
   std::array<std::atomic<bool>, kMaxDevices> engine_failed_{};
   std::vector<std::unique_ptr<DeviceBackend>> backends_;  // never destroyed before the engines
+  std::array<std::atomic<DeviceBackend*>, kMaxDevices> backend_of_{};
   std::vector<std::unique_ptr<Engine>> engine_storage_;
 
   std::atomic<uint64_t> managed_limit_{0};  // 0: none

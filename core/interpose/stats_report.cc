@@ -142,6 +142,7 @@ std::string render_stats_json(const StatsReport& r) {
     o.field("budget_bytes", d.budget_bytes);
     o.field("device_bytes", d.device_bytes);
     render_engine(o, d.engine);
+    for (const auto& [name, value] : d.backend) o.field(("backend_" + name).c_str(), value);
     o.close();
   }
   out += "]";

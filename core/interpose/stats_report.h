@@ -34,6 +34,7 @@ struct DeviceReport {
   uint64_t budget_bytes = 0;
   uint64_t device_bytes = 0;
   EngineStats engine;
+  std::vector<std::pair<std::string, uint64_t>> backend;  // DeviceBackend::counters()
 };
 
 struct StatsReport {

@@ -30,6 +30,7 @@ StatsReport sample() {
   d.engine.kernels_captured = 1;
   d.engine.bytes_evicted = 77;
   d.engine.peak_resident_bytes = 5;
+  d.backend = {{"prefetch_calls", 31}, {"failed_calls", 2}};
   r.devices.push_back(d);
   return r;
 }
@@ -40,7 +41,8 @@ TEST(StatsReport, RendersHooksDevicesAndConfiguration) {
        {"\"cublasSgemm_v2\": {", "\"calls\": 10", "\"calls_with_extents\": 9", "\"bytes_known\": 1000",
         "\"bytes_unknown\": 24", "\"kernels_with_known_blocks\": 9", "\"kernels_without_known_blocks\": 2",
         "\"bytes_evicted\": 77", "\"peak_resident_bytes\": 5", "\"budget_bytes\": 8", "\"gpu_budget\": \"8GiB\"",
-        "\"extractors_loaded\": [\"cudnn\"]", "\"managed_limit_bytes\": 123", "\"policy\": \"lru \\\"quoted\\\"\""})
+        "\"extractors_loaded\": [\"cudnn\"]", "\"managed_limit_bytes\": 123", "\"policy\": \"lru \\\"quoted\\\"\"",
+        "\"backend_prefetch_calls\": 31", "\"backend_failed_calls\": 2"})
     EXPECT_NE(json.find(needle), std::string::npos) << needle << "\n" << json;
 }
 
