@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
+
 #include <memory>
 #include <string>
 
@@ -88,7 +90,14 @@ INSTANTIATE_TEST_SUITE_P(Interpose, RuntimeOptionsBadValue,
                                            BadValue{"GPU_BUDGET", "150%"}, BadValue{"MANAGED_LIMIT", "-3GiB"},
                                            BadValue{"MANAGED_LIMIT", "0"}, BadValue{"PREFETCH_ON_ALLOC", "2"},
                                            BadValue{"SPLIT_GRANULARITY", "100KiB"},
-                                           BadValue{"SPLIT_GRANULARITY", "1KiB"}));
+                                           BadValue{"SPLIT_GRANULARITY", "1KiB"}),
+                         [](const ::testing::TestParamInfo<BadValue>& info) {
+                           // e.g. GPU_BUDGET_150_ : the variable and its value, as a test name
+                           std::string name = std::string(info.param.key) + "_" + info.param.value;
+                           for (char& c : name)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return name + "_" + std::to_string(info.index);
+                         });
 
 TEST(RuntimeOptions, EmptyPluginListIsReportedOnce) {
   LogCapture log;
