@@ -44,7 +44,7 @@ const std::vector<std::string>& sim_workload_names() {
 }
 
 const std::vector<std::string>& gpu_workload_names() {
-  static const std::vector<std::string> names{"mlp", "conv"};
+  static const std::vector<std::string> names{"mlp", "conv", "conv-backend"};
   return names;
 }
 
@@ -53,8 +53,9 @@ const char* cli_help() {
 
 usage: pump-bench [options] [-- COMMAND ARGS...]
 
-  --workload NAME[,NAME...]   sim: training-loop, mlp, conv (default: all three)
-                              GPU: mlp, conv (default: both)
+  --workload NAME[,NAME...]   sim: training-loop, mlp, conv (default: all three), conv-backend
+                              GPU: mlp, conv, conv-backend (default: all three); conv runs
+                              cuDNN's legacy API, conv-backend its graph API (PyTorch's path)
   --size S                    small, medium (default), large, or a footprint such as 3GiB
   --oversubscription R,...    footprint / budget ratios, each >= 1 (default 1,1.5,2,3)
   --policies P,...            policies to compare (default none,eager,lazy,lru,activations,learned);
@@ -98,7 +99,7 @@ CliResult parse_cli(const std::vector<std::string>& args) {
          for (const std::string& w : o.workloads) {
            if (w.empty()) return "--workload: empty name in '" + v + "'";
            if (!contains(sim_workload_names(), w) && !contains(gpu_workload_names(), w))
-             return "--workload: unknown workload '" + w + "' (known: training-loop, mlp, conv)";
+             return "--workload: unknown workload '" + w + "' (known: training-loop, mlp, conv, conv-backend)";
          }
          return "";
        }},

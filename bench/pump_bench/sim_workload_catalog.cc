@@ -34,7 +34,13 @@ std::optional<SimWorkload> make_sim_workload(const std::string& name, const std:
   }
   if (name == "mlp") return mlp_sim_workload(mlp_shape(*size), iterations);
   if (name == "conv") return conv_sim_workload(conv_shape(*size), iterations);
-  *error = "the sim has no workload '" + name + "' (it has training-loop, mlp, conv)";
+  if (name == "conv-backend") {
+    // Same buffers, calls and extents as conv; only the cuDNN API differs on a GPU.
+    SimWorkload w = conv_sim_workload(conv_shape(*size), iterations);
+    w.name = name;
+    return w;
+  }
+  *error = "the sim has no workload '" + name + "' (it has training-loop, mlp, conv, conv-backend)";
   return std::nullopt;
 }
 
