@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <new>
 
+#include "extractors/common/extractor_entry.h"
 #include "extractors/common/extent_reporter.h"
 #include "pump/pump_sdk.h"
 
@@ -307,27 +308,7 @@ pump_status_v1_t dispatch(CublasState& s, const pump_call_v1_t* call, pump_exten
   }
 }
 
-pump_status_v1_t cublas_init(const pump_extractor_host_v1_t* host, void** ctx) {
-  if (host == nullptr || ctx == nullptr) return PUMP_ERR_INVALID_ARGUMENT;
-  auto* state = new (std::nothrow) CublasState{host};
-  if (state == nullptr) return PUMP_ERR_OUT_OF_MEMORY;
-  *ctx = state;
-  return PUMP_OK;
-}
-
-void cublas_fini(void* ctx) { delete static_cast<CublasState*>(ctx); }
-
-pump_status_v1_t cublas_extract(void* ctx, const pump_call_v1_t* call, pump_extent_sink_v1_t* sink) {
-  if (ctx == nullptr || call == nullptr || sink == nullptr || sink->add == nullptr) return PUMP_ERR_INVALID_ARGUMENT;
-  if (call->api >= kApiCount || call->args == nullptr || call->num_args < kArgCount[call->api]) {
-    return PUMP_ERR_INVALID_ARGUMENT;
-  }
-  try {
-    return dispatch(*static_cast<CublasState*>(ctx), call, sink);
-  } catch (...) {
-    return PUMP_ERR_INTERNAL;
-  }
-}
+uint32_t min_args(uint32_t api) { return kArgCount[api]; }
 
 }  // namespace
 }  // namespace pump::extractors
@@ -338,7 +319,8 @@ PUMP_DECLARE_EXTRACTOR = {
     "cublas",
     "1.0.0",
     pump::extractors::kApis,
-    pump::extractors::cublas_init,
-    pump::extractors::cublas_fini,
-    pump::extractors::cublas_extract,
+    pump::extractors::create_state<pump::extractors::CublasState>,
+    pump::extractors::destroy_state<pump::extractors::CublasState>,
+    pump::extractors::guarded_extract<pump::extractors::CublasState, pump::extractors::dispatch, pump::extractors::min_args,
+                                      pump::extractors::kApiCount>,
 };

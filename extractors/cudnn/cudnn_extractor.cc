@@ -6,6 +6,7 @@
 #include <cstring>
 #include <new>
 
+#include "extractors/common/extractor_entry.h"
 #include "extractors/common/extent_reporter.h"
 #include "extractors/cudnn/cudnn_backend_shadow.h"
 #include "extractors/cudnn/cudnn_tensor_extent.h"
@@ -303,27 +304,7 @@ pump_status_v1_t dispatch(CudnnState& s, const pump_call_v1_t* call, pump_extent
   return PUMP_OK;
 }
 
-pump_status_v1_t cudnn_init(const pump_extractor_host_v1_t* host, void** ctx) {
-  if (host == nullptr || ctx == nullptr) return PUMP_ERR_INVALID_ARGUMENT;
-  auto* state = new (std::nothrow) CudnnState(host);
-  if (state == nullptr) return PUMP_ERR_OUT_OF_MEMORY;
-  *ctx = state;
-  return PUMP_OK;
-}
-
-void cudnn_fini(void* ctx) { delete static_cast<CudnnState*>(ctx); }
-
-pump_status_v1_t cudnn_extract(void* ctx, const pump_call_v1_t* call, pump_extent_sink_v1_t* sink) {
-  if (ctx == nullptr || call == nullptr || sink == nullptr || sink->add == nullptr) return PUMP_ERR_INVALID_ARGUMENT;
-  if (call->api >= kApiCount || call->args == nullptr || call->num_args < kSpecs[call->api].num_args) {
-    return PUMP_ERR_INVALID_ARGUMENT;
-  }
-  try {
-    return dispatch(*static_cast<CudnnState*>(ctx), call, sink);
-  } catch (...) {
-    return PUMP_ERR_INTERNAL;
-  }
-}
+uint32_t min_args(uint32_t api) { return kSpecs[api].num_args; }
 
 }  // namespace
 }  // namespace pump::extractors
@@ -334,7 +315,8 @@ PUMP_DECLARE_EXTRACTOR = {
     "cudnn",
     "1.0.0",
     pump::extractors::kApiNames.names,
-    pump::extractors::cudnn_init,
-    pump::extractors::cudnn_fini,
-    pump::extractors::cudnn_extract,
+    pump::extractors::create_state<pump::extractors::CudnnState>,
+    pump::extractors::destroy_state<pump::extractors::CudnnState>,
+    pump::extractors::guarded_extract<pump::extractors::CudnnState, pump::extractors::dispatch, pump::extractors::min_args,
+                                      pump::extractors::kApiCount>,
 };

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <new>
 
+#include "extractors/common/extractor_entry.h"
 #include "extractors/common/extent_reporter.h"
 #include "extractors/launch/kernel_param_layout.h"
 #include "pump/pump_sdk.h"
@@ -171,27 +172,7 @@ pump_status_v1_t dispatch(LaunchState& s, const pump_call_v1_t* call, pump_exten
   return PUMP_OK;
 }
 
-pump_status_v1_t launch_init(const pump_extractor_host_v1_t* host, void** ctx) {
-  if (host == nullptr || ctx == nullptr) return PUMP_ERR_INVALID_ARGUMENT;
-  auto* state = new (std::nothrow) LaunchState(host);
-  if (state == nullptr) return PUMP_ERR_OUT_OF_MEMORY;
-  *ctx = state;
-  return PUMP_OK;
-}
-
-void launch_fini(void* ctx) { delete static_cast<LaunchState*>(ctx); }
-
-pump_status_v1_t launch_extract(void* ctx, const pump_call_v1_t* call, pump_extent_sink_v1_t* sink) {
-  if (ctx == nullptr || call == nullptr || sink == nullptr || sink->add == nullptr) return PUMP_ERR_INVALID_ARGUMENT;
-  if (call->api >= kApiCount || call->args == nullptr || call->num_args < kArgCount[call->api]) {
-    return PUMP_ERR_INVALID_ARGUMENT;
-  }
-  try {
-    return dispatch(*static_cast<LaunchState*>(ctx), call, sink);
-  } catch (...) {
-    return PUMP_ERR_INTERNAL;
-  }
-}
+uint32_t min_args(uint32_t api) { return kArgCount[api]; }
 
 }  // namespace
 }  // namespace pump::extractors
@@ -202,7 +183,8 @@ PUMP_DECLARE_EXTRACTOR = {
     "launch",
     "1.0.0",
     pump::extractors::kApis,
-    pump::extractors::launch_init,
-    pump::extractors::launch_fini,
-    pump::extractors::launch_extract,
+    pump::extractors::create_state<pump::extractors::LaunchState>,
+    pump::extractors::destroy_state<pump::extractors::LaunchState>,
+    pump::extractors::guarded_extract<pump::extractors::LaunchState, pump::extractors::dispatch, pump::extractors::min_args,
+                                      pump::extractors::kApiCount>,
 };
