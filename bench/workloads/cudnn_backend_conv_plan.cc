@@ -225,6 +225,11 @@ ConvBackendPlan::ConvBackendPlan(cudnnHandle_t handle, ConvDirection direction, 
     PUMP_CUDNN_CHECK(cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
                                               CUDNN_TYPE_BACKEND_DESCRIPTOR, available, &returned,
                                               config_descs.data()));
+    // The count query promises configs before checking them on this device;
+    // the fetch returns only the supported ones.
+    if (returned <= 0)
+      refusals += std::string("  mode ") + mode_name + ": none of its " + std::to_string(available) +
+                  " engine configs supports this device\n";
 
     for (int64_t i = 0; i < returned && i < available; ++i) {
       int64_t engine = -1;
@@ -265,7 +270,7 @@ ConvBackendPlan::ConvBackendPlan(cudnnHandle_t handle, ConvDirection direction, 
   std::fprintf(stderr, "pump-workload: no usable cuDNN engine for the %s convolution (N=%d C=%d H=%d W=%d k=%d):\n%s",
                conv_direction_name(direction), shape.batch, shape.channels, shape.height, shape.width, shape.kernel,
                refusals.c_str());
-  die("ConvBackendPlan", "no deterministic fp32 engine fits the workspace", __LINE__);
+  die("ConvBackendPlan", "no usable engine (each candidate and why it was refused is listed above)", __LINE__);
 }
 
 void ConvBackendPlan::execute(void* x, void* filter, void* y, void* workspace) const {
