@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=/usr/local/cuda/bin:$PATH
 cmake --preset release >/dev/null
-cmake --build --preset release -j"$(nproc)" --target pump pump-bench pump-workload-mlp pump-workload-conv \
+cmake --build --preset release -j"$(nproc)" --target pump pump-bench pump-workload-mlp pump-workload-conv pump-workload-conv-backend \
   pump_policy_none pump_policy_lazy pump_policy_eager pump_policy_lru pump_policy_activations \
   pump_policy_learned \
   pump_extractor_cudnn pump_extractor_cublas pump_extractor_launch
