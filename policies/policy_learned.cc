@@ -41,8 +41,6 @@ namespace {
 constexpr size_t kHistoryKernels = size_t{1} << 16;  // longest period that can be learned
 constexpr size_t kMaxRanges = size_t{1} << 20;       // distinct ranges before everything is relearned
 constexpr uint32_t kConfirmMatches = 8;              // matches (or P if smaller) that confirm a period
-constexpr uint32_t kResyncWindow = 8;                // slots searched around the expected one on a mismatch
-constexpr uint32_t kToleratedMisses = 16;            // unpredicted kernels in a row before the period is dropped
 constexpr size_t kCandidatesInitial = 256;
 constexpr size_t kCandidatesMax = size_t{1} << 14;   // Belady ranks at most this many LRU-first candidates
 constexpr uint32_t kNever = UINT32_MAX;              // next-use distance of a range absent from the period
@@ -137,13 +135,6 @@ struct LearnedPolicy {
   uint32_t current_slot = 0;
   uint32_t current_farthest = 0;      // farthest next use among the current kernel's ranges
   uint64_t lookahead_next = 0;        // first predicted ordinal whose blocks are not requested yet
-  uint32_t misses_in_a_row = 0;       // kernels the period did not predict, since the last one it did
-
-  // Reported at fini, so a user can see whether the program's iterations were learned.
-  struct {
-    uint64_t kernels = 0, predicted = 0, resyncs = 0, periods = 0, breaks = 0;
-    uint32_t last_period = 0;
-  } counts;
 
   // Candidates of the current decision, ranked once per callback.
   std::vector<pump_block_v1_t> candidates;
@@ -267,28 +258,6 @@ void build_period(LearnedPolicy* s, uint32_t length) {
   s->lookahead_next = 0;
 }
 
-// Looks for `signature` within kResyncWindow slots of where the period expected the
-// kernel at `ordinal`; if found, shifts the period so that ordinal maps to it.
-bool resync(LearnedPolicy* s, uint64_t ordinal, uint64_t signature, uint32_t* slot) {
-  Period& p = s->period;
-  const uint32_t expected = p.slot_of(ordinal);
-  const uint32_t window = std::min(kResyncWindow, p.length / 2);
-  for (uint32_t d = 1; d <= window; ++d) {
-    for (uint32_t candidate : {(expected + d) % p.length, (expected + p.length - d) % p.length}) {
-      if (p.slot_signature[candidate] != signature) continue;
-      // New base b with (ordinal - b) % length == candidate.
-      const uint64_t shift = (static_cast<uint64_t>(expected) + p.length - candidate) % p.length;
-      uint64_t base = p.base + shift;
-      if (base > ordinal) base -= p.length;  // same slots, no unsigned wrap in slot_of
-      p.base = base;
-      *slot = candidate;
-      s->lookahead_next = 0;  // predictions moved: recompute what is requested
-      return p.slot_of(ordinal) == candidate;
-    }
-  }
-  return false;
-}
-
 uint32_t farthest_next_use(const LearnedPolicy& s, const KernelRecord& record) {
   uint32_t farthest = 0;
   for (uint32_t id : record.ranges) farthest = std::max(farthest, s.period.next_use(id, s.current_slot));
@@ -321,30 +290,16 @@ void observe(LearnedPolicy* s, const pump_kernel_v1_t* kernel) {
   record.signature = signature;
   ++s->next_ordinal;
 
-  ++s->counts.kernels;
   if (s->period.length) {
-    uint32_t slot = s->period.slot_of(ordinal);
-    bool found = s->period.slot_signature[slot] == signature;
-    if (!found && resync(s, ordinal, signature, &slot)) {
-      // A kernel was inserted or left out (a step differs a little from the last):
-      // realign the period instead of relearning a whole iteration.
-      found = true;
-      ++s->counts.resyncs;
-    }
-    if (found) {
+    const uint32_t slot = s->period.slot_of(ordinal);
+    if (s->period.slot_signature[slot] == signature) {
       s->predicting = true;
-      s->misses_in_a_row = 0;
       s->current_slot = slot;
       s->current_farthest = farthest_next_use(*s, record);
-      ++s->counts.predicted;
-    } else if (++s->misses_in_a_row < kToleratedMisses) {
-      s->predicting = false;  // this kernel is decided like lru; the period stays
     } else {  // the program changed: back to lru until a period is confirmed again
       s->period = Period{};
       s->predicting = false;
       s->candidate = s->matches = 0;
-      s->misses_in_a_row = 0;
-      ++s->counts.breaks;
     }
   }
   if (!s->period.length) {
@@ -360,8 +315,6 @@ void observe(LearnedPolicy* s, const pump_kernel_v1_t* kernel) {
     }
     if (s->candidate && s->matches >= std::min(s->candidate, kConfirmMatches)) {
       build_period(s, s->candidate);
-      ++s->counts.periods;
-      s->counts.last_period = s->candidate;
       s->predicting = true;
       s->current_slot = s->period.slot_of(ordinal);
       s->current_farthest = farthest_next_use(*s, record);
@@ -564,22 +517,7 @@ pump_status_v1_t learned_init(const pump_policy_host_v1_t* host, void** ctx) {
   return PUMP_OK;
 }
 
-void learned_fini(void* ctx) {
-  LearnedPolicy* s = static_cast<LearnedPolicy*>(ctx);
-  if (s == nullptr) return;
-  const auto& c = s->counts;
-  if (c.kernels && s->host && PUMP_HAS_MEMBER(s->host, pump_policy_host_v1_t, log)) {
-    char message[256];
-    std::snprintf(message, sizeof message,
-                  "%llu kernels, %.1f%% predicted; periods learned %llu (last: %u kernels), realigned %llu times, "
-                  "dropped %llu times",
-                  static_cast<unsigned long long>(c.kernels), 100.0 * static_cast<double>(c.predicted) / c.kernels,
-                  static_cast<unsigned long long>(c.periods), c.last_period,
-                  static_cast<unsigned long long>(c.resyncs), static_cast<unsigned long long>(c.breaks));
-    s->host->log(s->host, PUMP_LOG_INFO, message);
-  }
-  delete s;
-}
+void learned_fini(void* ctx) { delete static_cast<LearnedPolicy*>(ctx); }
 
 void learned_on_pressure(void* ctx, const pump_kernel_v1_t* kernel, uint64_t bytes_needed) {
   LearnedPolicy* s = static_cast<LearnedPolicy*>(ctx);
