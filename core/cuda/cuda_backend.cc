@@ -7,6 +7,17 @@
 
 namespace pump {
 
+namespace {
+// The answer capturing() last gave on this thread: the engine asks before a launch, then
+// stream_wait() and mark() for the same launch reuse it instead of asking the driver again.
+struct CaptureAnswer {
+  const CudaBackend* backend = nullptr;
+  StreamId stream = 0;
+  bool capturing = false;
+};
+thread_local CaptureAnswer t_capture_answer;
+}  // namespace
+
 using cuda::EventFenceRing;
 using cuda::is_event_fence;
 using cuda::kEventFenceBit;
@@ -385,7 +396,9 @@ Fence CudaBackend::submit(TransferBatch&& batch) {
 }
 
 Fence CudaBackend::mark(StreamId stream) {
-  if (capturing(stream)) return {};
+  const bool captured = capturing_for_launch(stream);
+  t_capture_answer = {};  // the launch is over: the next one asks the driver again
+  if (captured) return {};
   stats_->marks.fetch_add(1, std::memory_order_relaxed);
   const StreamId key = cuda::stream_key(stream);
   if (memops_) {
@@ -436,7 +449,7 @@ bool CudaBackend::done(const Fence& fence) {
 }
 
 void CudaBackend::stream_wait(StreamId stream, const Fence& fence) {
-  if (done(fence) || capturing(stream)) return;
+  if (done(fence) || capturing_for_launch(stream)) return;
   stats_->stream_waits.fetch_add(1, std::memory_order_relaxed);
   CUresult r;
   if (is_event_fence(fence)) {
@@ -465,7 +478,20 @@ void CudaBackend::stream_wait(StreamId stream, const Fence& fence) {
   wait_for_fence_on_host(fence);
 }
 
+
+bool CudaBackend::capturing_for_launch(StreamId stream) {
+  const CaptureAnswer& a = t_capture_answer;
+  if (a.backend == this && a.stream == stream) return a.capturing;
+  return capturing(stream);
+}
+
 bool CudaBackend::capturing(StreamId stream) {
+  const bool answer = query_capturing(stream);
+  t_capture_answer = {this, stream, answer};
+  return answer;
+}
+
+bool CudaBackend::query_capturing(StreamId stream) {
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   CUresult r = api_.cuStreamIsCapturing(as_stream(stream), &status);
   if (r == CUDA_ERROR_INVALID_CONTEXT && context_) {

@@ -139,6 +139,9 @@ class CudaBackend final : public DeviceBackend {
   bool wait_issued(std::chrono::milliseconds timeout);
 
  private:
+  // capturing() as answered for the current launch on this thread, or a fresh query.
+  bool capturing_for_launch(StreamId stream);
+  bool query_capturing(StreamId stream);
   struct Job {
     uint64_t value = 0;
     TransferBatch batch;

@@ -47,6 +47,8 @@ class DeviceBackend {
   // Makes `stream` wait (on the device, not by blocking the caller) for `fence`.
   virtual void stream_wait(StreamId stream, const Fence& fence) = 0;
   // A fence after everything queued on `stream` so far (call after a kernel launch).
+  // The engine calls stream_wait() and mark() only for a stream that capturing() just
+  // reported not capturing, on the same thread, for the same launch.
   virtual Fence mark(StreamId stream) = 0;
   // Whether `fence` has completed. Must be cheap.
   virtual bool done(const Fence& fence) = 0;

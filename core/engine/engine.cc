@@ -198,7 +198,11 @@ KernelTicket Engine::before_kernel(StreamId stream, const pump_extent_v1_t* exte
   Fence wait = kernel_wait_;
   t_kernel_ranges.clear();
   for (Block* b : kernel_blocks_) {
-    if (!b->ready.empty() && later(b->ready, wait)) wait = b->ready;
+    if (!b->ready.empty()) {
+      // Once its prefetch is seen done, forget it: no fence query on later launches.
+      if (backend_.done(b->ready)) b->ready = Fence{};
+      else if (later(b->ready, wait)) wait = b->ready;
+    }
     tracker_.touch(*b);
     b->last_use = seq;
     ++b->uses;
@@ -257,7 +261,8 @@ void Engine::build_kernel_view(uint64_t seq, StreamId stream) {
   (void)seq;
   (void)stream;
   kernel_view_.clear();
-  for (Block* b : kernel_blocks_) kernel_view_.push_back(snapshot(*b, in_use(*b)));
+  // The kernel's own blocks are in use by definition (this kernel): no fence query needed.
+  for (Block* b : kernel_blocks_) kernel_view_.push_back(snapshot(*b, true));
 }
 
 pump_block_v1_t Engine::snapshot(const Block& b, bool used) const {
