@@ -207,6 +207,7 @@ KernelTicket Engine::before_kernel(StreamId stream, const pump_extent_v1_t* exte
     b->last_use = seq;
     ++b->uses;
     b->fence_pending = true;
+    b->last_stream = stream;
     b->dead = b->kernel_only_workspace;
     if (!t_kernel_ranges.empty() && t_kernel_ranges.back().end() == b->address)
       t_kernel_ranges.back().bytes += b->bytes;
@@ -228,31 +229,42 @@ KernelTicket Engine::before_kernel(StreamId stream, const pump_extent_v1_t* exte
 void Engine::after_kernel(const KernelTicket& ticket, bool launched) {
   if (ticket.seq == 0) return;
   std::lock_guard lock(mutex_);
-  const Fence fence = launched ? backend_.mark(ticket.stream) : Fence{};
-  if (launched) {
-    auto it = std::find_if(last_fence_by_stream_.begin(), last_fence_by_stream_.end(),
-                           [&](const auto& p) { return p.first == ticket.stream; });
-    if (it == last_fence_by_stream_.end()) last_fence_by_stream_.emplace_back(ticket.stream, fence);
-    else it->second = fence;
-  }
+  // Completion fences only matter for eviction, and nothing is evicted while everything
+  // tracked fits the budget: then skip the per-launch driver call and leave the blocks
+  // unfenced (fenced at their stream's tail if one must ever be evicted).
+  const bool fence_now = launched && tracker_.tracked_bytes() > budget_;
+  const Fence fence = fence_now ? backend_.mark(ticket.stream) : Fence{};
   if (t_kernel_seq != ticket.seq) return;  // misuse: tickets are per thread, used once
   t_kernel_seq = 0;
+  auto settle = [&](Block* b) {
+    if (b->last_use != ticket.seq) return;
+    b->last_fence = fence;
+    b->fence_pending = false;
+    b->unfenced = launched && !fence_now;
+  };
   if (tracker_.layout_generation() == t_kernel_generation) {
     // No block came or went since before_kernel (the steady state): the pointers hold.
-    for (Block* b : t_kernel_block_list) {
-      if (b->last_use != ticket.seq) continue;
-      b->last_fence = fence;
-      b->fence_pending = false;
-    }
+    for (Block* b : t_kernel_block_list) settle(b);
     return;
   }
-  for (const Range& r : t_kernel_ranges) {
-    for (Block* b = tracker_.find(r.address); b && b->address < r.end(); b = tracker_.find(b->end())) {
-      if (b->last_use != ticket.seq) continue;
-      b->last_fence = fence;
-      b->fence_pending = false;
-    }
+  for (const Range& r : t_kernel_ranges)
+    for (Block* b = tracker_.find(r.address); b && b->address < r.end(); b = tracker_.find(b->end())) settle(b);
+}
+
+bool Engine::fence_at_stream_tail(Block& b) {
+  // A fence recorded at the stream's tail now follows every kernel queued on it so far,
+  // so it covers the block's last kernel; one per stream serves every such block.
+  auto it = std::find_if(tail_fences_.begin(), tail_fences_.end(), [&](const TailFence& t) { return t.stream == b.last_stream; });
+  if (it == tail_fences_.end() || it->after_seq < b.last_use) {
+    if (backend_.capturing(b.last_stream)) return false;
+    const TailFence tail{b.last_stream, backend_.mark(b.last_stream), seq_};
+    if (it == tail_fences_.end()) tail_fences_.push_back(tail);
+    else *it = tail;
+    it = std::find_if(tail_fences_.begin(), tail_fences_.end(), [&](const TailFence& t) { return t.stream == b.last_stream; });
   }
+  b.last_fence = it->fence;
+  b.unfenced = false;
+  return true;
 }
 
 // ---------------------------------------------------------------- decisions
@@ -280,7 +292,8 @@ pump_block_v1_t Engine::snapshot(const Block& b, bool used) const {
 }
 
 bool Engine::in_use(const Block& b) {
-  return b.fence_pending || (!b.last_fence.empty() && !backend_.done(b.last_fence));
+  // An unfenced block may still be in use as far as anyone can tell without a fence.
+  return b.fence_pending || b.unfenced || (!b.last_fence.empty() && !backend_.done(b.last_fence));
 }
 
 pump_status_v1_t Engine::request_prefetch(Block& b, pump_when_v1_t when) {
@@ -310,9 +323,9 @@ pump_status_v1_t Engine::request_evict(Block& b, uint32_t flags, bool by_policy)
     return PUMP_ERR_REFUSED;  // the kernel being decided needs it
   }
   if (b.residency != PUMP_RESIDENT_DEVICE) return PUMP_OK;
-  if (b.fence_pending) {
+  if (b.fence_pending || (b.unfenced && !fence_at_stream_tail(b))) {
     if (by_policy) ++stats_.policy_refusals;
-    return PUMP_ERR_REFUSED;  // its kernel is being queued on another thread
+    return PUMP_ERR_REFUSED;  // its kernel is being queued on another thread, or captured
   }
   if (!b.last_fence.empty() && !backend_.done(b.last_fence)) pending_now_.wait_for.push_back(b.last_fence);
   if ((flags & PUMP_EVICT_DISCARD) && b.dead) {
@@ -370,10 +383,11 @@ void Engine::submit_pending(StreamId stream) {
     if (made_room && later(f, kernel_wait_)) kernel_wait_ = f;  // the kernel's faults need that room
   }
   if (!just_before_blocks_.empty()) {
+    // "Just before": after everything already queued on the kernel's stream, i.e. after
+    // the kernel before this one (a fence at the stream's tail, recorded now).
     TransferBatch later_batch;
-    auto it = std::find_if(last_fence_by_stream_.begin(), last_fence_by_stream_.end(),
-                           [&](const auto& p) { return p.first == stream; });
-    if (it != last_fence_by_stream_.end() && !backend_.done(it->second)) later_batch.wait_for.push_back(it->second);
+    const Fence previous = backend_.mark(stream);
+    if (!previous.empty() && !backend_.done(previous)) later_batch.wait_for.push_back(previous);
     append_ranges(&just_before_blocks_, &later_batch.prefetch);
     stats_.prefetch_ranges += later_batch.prefetch.size();
     ++stats_.batches;
@@ -393,7 +407,7 @@ bool Engine::find_block(uint64_t address, pump_block_v1_t* out) {
   std::lock_guard lock(mutex_);
   Block* b = tracker_.find(address);
   if (!b) return false;
-  *out = snapshot(*b, in_use(*b));
+  *out = snapshot(*b, false);  // extractors' per-word lookup: no fence query, IN_USE not reported
   return true;
 }
 

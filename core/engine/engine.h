@@ -51,6 +51,8 @@ class Engine {
   // The kernel was queued (or failed to queue: pass launched=false).
   void after_kernel(const KernelTicket& ticket, bool launched = true);
 
+  // The block containing `address`. Its flags never carry PUMP_BLOCK_IN_USE: this is the
+  // extractors' lookup for every pointer word of every launch, kept free of fence queries.
   bool find_block(uint64_t address, pump_block_v1_t* out);
   EngineStats stats() const;
   pump_budget_v1_t budget() const;
@@ -64,6 +66,7 @@ class Engine {
 
   pump_block_v1_t snapshot(const Block& b, bool in_use) const;
   bool in_use(const Block& b);
+  bool fence_at_stream_tail(Block& b);
   void build_kernel_view(uint64_t seq, StreamId stream);
   void fallback_make_room(uint64_t bytes_needed);
   uint64_t evictable_bytes();
@@ -104,7 +107,12 @@ class Engine {
   std::vector<Block*> evict_blocks_;        // evictions with write-back
   std::vector<Block*> discard_blocks_;      // evictions of dead data
   Fence kernel_wait_;                   // latest prefetch fence the kernel must wait for
-  std::vector<std::pair<StreamId, Fence>> last_fence_by_stream_;
+  struct TailFence {
+    StreamId stream;
+    Fence fence;
+    uint64_t after_seq;  // covers every kernel up to this sequence number on the stream
+  };
+  std::vector<TailFence> tail_fences_;
 };
 
 }  // namespace pump

@@ -32,6 +32,9 @@ struct Block : ByAddressHook, LruHook {
   uint64_t uses = 0;
   Fence last_fence;         // completes when the last kernel that touched it is done
   bool fence_pending = false;  // a kernel touched it but its fence is not known yet
+  bool unfenced = false;    // its last kernel got no fence (everything fitted): fence it at
+                            // its stream's tail if it must ever be evicted
+  StreamId last_stream = 0; // stream of the last kernel that touched it
   Fence ready;              // completes when the last prefetch of it is done
   uint64_t kernel_mark = 0; // seq of the kernel being decided, if it touches this block
   uint32_t kernel_access = 0;

@@ -37,6 +37,8 @@ void BlockTracker::free_block(Block* block) {
   block->last_use = block->uses = 0;
   block->last_fence = Fence{};
   block->fence_pending = false;
+  block->unfenced = false;
+  block->last_stream = 0;
   block->ready = Fence{};
   block->kernel_mark = 0;
   block->kernel_access = 0;
@@ -104,6 +106,8 @@ Block* BlockTracker::split(Block& block, uint64_t at) {
   upper->uses = block.uses;
   upper->last_fence = block.last_fence;
   upper->fence_pending = block.fence_pending;
+  upper->unfenced = block.unfenced;
+  upper->last_stream = block.last_stream;
   upper->ready = block.ready;
   upper->kernel_mark = block.kernel_mark;
   upper->kernel_access = block.kernel_access;

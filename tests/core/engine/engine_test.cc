@@ -342,6 +342,34 @@ TEST_F(EngineTest, PrefetchOfAnotherBlockBeyondTheBudgetIsRefused) {
   EXPECT_EQ(e->resident_bytes(), 4 * kMiB);
 }
 
+TEST_F(EngineTest, NoCompletionFenceIsRecordedWhileEverythingFits) {
+  auto e = make(64 * kMiB);
+  e->on_alloc(kBase, 4 * kMiB);
+  for (int i = 0; i < 5; ++i) run(*e, {extent(kBase, 4 * kMiB)});
+  EXPECT_TRUE(backend_.marks.empty()) << "a driver call per launch that nothing can use";
+  pump_block_v1_t b{};
+  ASSERT_TRUE(e->find_block(kBase, &b));
+  e->on_alloc(kBase + 8 * kMiB, 64 * kMiB);  // now over the budget: fences are recorded
+  run(*e, {extent(kBase, 4 * kMiB)}, /*stream=*/3);
+  EXPECT_EQ(backend_.marks, (std::vector<StreamId>{3}));
+}
+
+TEST_F(EngineTest, AnUnfencedBlockIsEvictedOnlyAfterAFenceAtItsStreamsTail) {
+  auto e = make(8 * kMiB, nullptr);
+  e->on_alloc(kBase, 6 * kMiB);
+  run(*e, {extent(kBase, 6 * kMiB)}, /*stream=*/5);  // fits: no fence for this kernel
+  ASSERT_TRUE(backend_.marks.empty());
+  e->on_alloc(kBase + 8 * kMiB, 6 * kMiB);  // 12 MiB tracked under 8: room must be made
+  run(*e, {extent(kBase + 8 * kMiB, 6 * kMiB)}, /*stream=*/6);
+  ASSERT_FALSE(backend_.batches.empty());
+  const TransferBatch& b = backend_.batches[0];
+  ASSERT_EQ(b.evict.size(), 1u);
+  EXPECT_EQ(b.evict[0].address, kBase);
+  ASSERT_EQ(b.wait_for.size(), 1u) << "evicted without waiting for the kernel that used it";
+  EXPECT_EQ(b.wait_for[0].stream, 5u);  // recorded at stream 5's tail, after that kernel
+  EXPECT_EQ(backend_.marks.front(), 5u);
+}
+
 TEST_F(EngineTest, FreeingAnAllocationDropsItsResidency) {
   auto e = make(64 * kMiB, nullptr);
   e->on_alloc(kBase, 4 * kMiB);

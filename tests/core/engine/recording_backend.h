@@ -22,7 +22,10 @@ class RecordingBackend : public DeviceBackend {
     return {kPrefetchStream, ++prefetch_counter_};
   }
   void stream_wait(StreamId stream, const Fence& fence) override { waits.push_back({stream, fence}); }
-  Fence mark(StreamId stream) override { return {stream, ++mark_counter_}; }
+  Fence mark(StreamId stream) override {
+    marks.push_back(stream);
+    return {stream, ++mark_counter_};
+  }
   bool done(const Fence& fence) override { return all_done || completed.count({fence.stream, fence.value}); }
   bool capturing(StreamId stream) override { return capturing_streams.count(stream) > 0; }
 
@@ -34,6 +37,7 @@ class RecordingBackend : public DeviceBackend {
   };
   std::vector<TransferBatch> batches;
   std::vector<Wait> waits;
+  std::vector<StreamId> marks;  // streams mark() was called for, in order
   std::set<std::pair<StreamId, uint64_t>> completed;
   std::set<StreamId> capturing_streams;
   bool all_done = false;

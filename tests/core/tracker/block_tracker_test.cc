@@ -58,7 +58,9 @@ TEST(BlockTracker, CoverReturnsEveryPieceSpanningAnExtent) {
   uint64_t sum = 0;
   for (size_t i = 0; i < out.size(); ++i) {
     sum += out[i]->bytes;
-    if (i) EXPECT_EQ(out[i - 1]->end(), out[i]->address);
+    if (i) {
+      EXPECT_EQ(out[i - 1]->end(), out[i]->address);
+    }
   }
   EXPECT_EQ(sum, 4 * kMiB);
 }
