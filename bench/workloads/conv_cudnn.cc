@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "bench/workloads/conv_device_buffers.h"
 #include "bench/workloads/conv_spec.h"
 #include "bench/workloads/gpu_program.h"
 
@@ -37,19 +38,8 @@ int main(int argc, char** argv) {
   const ConvShape s = conv_shape(args.size);
   const std::vector<ConvBuffer> buffers = conv_buffers(s);
 
-  std::vector<void*> ptr(buffers.size(), nullptr);
   uint64_t footprint = 0;
-  for (size_t i = 0; i < buffers.size(); ++i) {
-    PUMP_CUDA_CHECK(cudaMalloc(&ptr[i], buffers[i].bytes));
-    footprint += buffers[i].bytes;
-  }
-  const float filter_scale = 1.0f / std::sqrt(static_cast<float>(s.channels * s.kernel * s.kernel));
-  for (size_t i = 0; i < buffers.size(); ++i) {
-    if (buffers[i].kind == ConvBufferKind::kFilter) fill_device_buffer(ptr[i], buffers[i].bytes / 4, filter_scale, i + 1);
-    else PUMP_CUDA_CHECK(cudaMemset(ptr[i], 0, buffers[i].bytes));
-  }
-  const size_t input = static_cast<size_t>(conv_activation(s, 0));
-  fill_device_buffer(ptr[input], buffers[input].bytes / 4, 1.0f, 7);
+  const std::vector<void*> ptr = allocate_conv_buffers(s, &footprint);
 
   cudaStream_t stream;
   PUMP_CUDA_CHECK(cudaStreamCreate(&stream));

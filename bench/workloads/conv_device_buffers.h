@@ -1,0 +1,35 @@
+// The conv stack's device buffers, allocated with plain cudaMalloc (libpump turns them
+// into managed memory) and initialised the same way for the legacy-API and the
+// backend-API programs, so both train the same numbers.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "bench/workloads/conv_spec.h"
+#include "bench/workloads/gpu_program.h"
+
+namespace pump::bench {
+
+// One pointer per conv_buffers(s) entry; *footprint_bytes gets their total size.
+inline std::vector<void*> allocate_conv_buffers(const ConvShape& s, uint64_t* footprint_bytes) {
+  const std::vector<ConvBuffer> buffers = conv_buffers(s);
+  std::vector<void*> ptr(buffers.size(), nullptr);
+  uint64_t footprint = 0;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    PUMP_CUDA_CHECK(cudaMalloc(&ptr[i], buffers[i].bytes));
+    footprint += buffers[i].bytes;
+  }
+  const float filter_scale = 1.0f / std::sqrt(static_cast<float>(s.channels * s.kernel * s.kernel));
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (buffers[i].kind == ConvBufferKind::kFilter) fill_device_buffer(ptr[i], buffers[i].bytes / 4, filter_scale, i + 1);
+    else PUMP_CUDA_CHECK(cudaMemset(ptr[i], 0, buffers[i].bytes));
+  }
+  const size_t input = static_cast<size_t>(conv_activation(s, 0));
+  fill_device_buffer(ptr[input], buffers[input].bytes / 4, 1.0f, 7);
+  *footprint_bytes = footprint;
+  return ptr;
+}
+
+}  // namespace pump::bench
