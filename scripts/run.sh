@@ -8,6 +8,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=/usr/local/cuda/bin:$PATH
 bash scripts/setup.sh
+# The plot (PNG) is drawn with matplotlib; without it pump-bench says so and skips it.
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+$SUDO apt-get install -y -qq --no-install-recommends python3-matplotlib >/dev/null 2>&1 ||
+  echo "pump: python3-matplotlib could not be installed: no plot this time"
 cmake --preset release >/dev/null
 cmake --build --preset release -j"$(nproc)"
 mkdir -p build/results
