@@ -36,7 +36,6 @@ int main(int argc, char** argv) {
   using namespace pump::bench;
   const GpuProgramArgs args = parse_gpu_program_args(argc, argv, "pump-workload-conv");
   const ConvShape s = conv_shape(args.size);
-  const std::vector<ConvBuffer> buffers = conv_buffers(s);
 
   uint64_t footprint = 0;
   const std::vector<void*> ptr = allocate_conv_buffers(s, &footprint);
@@ -111,9 +110,7 @@ int main(int argc, char** argv) {
     }
   });
 
-  std::vector<std::pair<const void*, size_t>> outputs;
-  for (int i = 0; i < s.layers; ++i) outputs.push_back({at(conv_filter(s, i)), buffers[static_cast<size_t>(i)].bytes});
-  std::printf("pump-bench: checksum=%016llx\n", static_cast<unsigned long long>(checksum_device_buffers(outputs)));
+  print_conv_checksum(s, ptr);
 
   PUMP_CUDNN_CHECK(cudnnDestroyConvolutionDescriptor(conv));
   PUMP_CUDNN_CHECK(cudnnDestroyFilterDescriptor(filter));
@@ -121,6 +118,6 @@ int main(int argc, char** argv) {
   PUMP_CUDNN_CHECK(cudnnDestroyTensorDescriptor(tensor));
   PUMP_CUDNN_CHECK(cudnnDestroy(handle));
   PUMP_CUDA_CHECK(cudaStreamDestroy(stream));
-  for (void* p : ptr) PUMP_CUDA_CHECK(cudaFree(p));
+  free_conv_buffers(ptr);
   return 0;
 }

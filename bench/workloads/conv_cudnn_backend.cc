@@ -38,7 +38,6 @@ void describe(const pump::bench::ConvBackendPlan& plan) {
 int train(cudnnHandle_t handle, cudaStream_t stream, const pump::bench::GpuProgramArgs& args) {
   using namespace pump::bench;
   const ConvShape s = conv_shape(args.size);
-  const std::vector<ConvBuffer> buffers = conv_buffers(s);
   uint64_t footprint = 0;
   const std::vector<void*> ptr = allocate_conv_buffers(s, &footprint);
 
@@ -80,13 +79,11 @@ int train(cudnnHandle_t handle, cudaStream_t stream, const pump::bench::GpuProgr
     }
   });
 
-  std::vector<std::pair<const void*, size_t>> outputs;
-  for (int i = 0; i < s.layers; ++i) outputs.push_back({at(conv_filter(s, i)), buffers[static_cast<size_t>(i)].bytes});
-  std::printf("pump-bench: checksum=%016llx\n", static_cast<unsigned long long>(checksum_device_buffers(outputs)));
+  print_conv_checksum(s, ptr);
 
   PUMP_CUDNN_CHECK(cudnnDestroyTensorDescriptor(filter_as_tensor));
   PUMP_CUDA_CHECK(cudaStreamSynchronize(stream));
-  for (void* p : ptr) PUMP_CUDA_CHECK(cudaFree(p));
+  free_conv_buffers(ptr);
   return 0;  // the plans go here, before main destroys the handle they hold
 }
 

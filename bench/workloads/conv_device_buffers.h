@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <utility>
 #include <vector>
 
 #include "bench/workloads/conv_spec.h"
@@ -30,6 +32,19 @@ inline std::vector<void*> allocate_conv_buffers(const ConvShape& s, uint64_t* fo
   fill_device_buffer(ptr[input], buffers[input].bytes / 4, 1.0f, 7);
   *footprint_bytes = footprint;
   return ptr;
+}
+
+// The contract's checksum line over the trained filters, so runs can be compared bit for bit.
+inline void print_conv_checksum(const ConvShape& s, const std::vector<void*>& ptr) {
+  const std::vector<ConvBuffer> buffers = conv_buffers(s);
+  std::vector<std::pair<const void*, size_t>> outputs;
+  for (int i = 0; i < s.layers; ++i)
+    outputs.push_back({ptr[static_cast<size_t>(conv_filter(s, i))], buffers[static_cast<size_t>(i)].bytes});
+  std::printf("pump-bench: checksum=%016llx\n", static_cast<unsigned long long>(checksum_device_buffers(outputs)));
+}
+
+inline void free_conv_buffers(const std::vector<void*>& ptr) {
+  for (void* p : ptr) PUMP_CUDA_CHECK(cudaFree(p));
 }
 
 }  // namespace pump::bench
