@@ -43,7 +43,7 @@ SimRun run_native(const SimWorkload& w, SimBackend& backend) {
     for (const SimKernel& k : w.iteration) {
       ranges.clear();
       for (const pump_extent_v1_t& e : k.extents) ranges.push_back({e.address, e.bytes});
-      backend.launch(k.stream, k.compute_seconds, ranges);
+      backend.launch(k.stream, k.compute_seconds, ranges, reads_of(k));
     }
     backend.synchronize();
     const SimStats after = backend.stats();

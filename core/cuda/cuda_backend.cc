@@ -373,7 +373,7 @@ bool CudaBackend::wait_issued(std::chrono::milliseconds timeout) {
 
 // ------------------------------------------------------------------ DeviceBackend
 
-Fence CudaBackend::submit(TransferBatch&& batch) {
+BatchFences CudaBackend::submit(TransferBatch&& batch) {
   uint64_t value;
   {
     std::unique_lock lock(queue_mutex_);
@@ -392,7 +392,8 @@ Fence CudaBackend::submit(TransferBatch&& batch) {
   }
   work_cv_.notify_one();
   stats_->batches.fetch_add(1, std::memory_order_relaxed);
-  return Fence{prefetch_key_, memops_ ? value : (value | kEventFenceBit)};
+  const Fence f{prefetch_key_, memops_ ? value : (value | kEventFenceBit)};
+  return {f, f};
 }
 
 Fence CudaBackend::mark(StreamId stream) {

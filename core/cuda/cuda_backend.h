@@ -121,7 +121,7 @@ class CudaBackend final : public DeviceBackend {
 
   std::string_view name() const override { return "cuda"; }
   uint64_t device_memory_bytes() const override { return total_memory_; }
-  Fence submit(TransferBatch&& batch) override;
+  BatchFences submit(TransferBatch&& batch) override;
   void stream_wait(StreamId stream, const Fence& fence) override;
   Fence mark(StreamId stream) override;
   bool done(const Fence& fence) override;

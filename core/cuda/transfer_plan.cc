@@ -59,7 +59,9 @@ void add_range_ops(OpKind kind, std::vector<Range> ranges, bool merge, bool can_
 
 std::vector<TransferOp> plan_transfers(const TransferBatch& batch, const PlanOptions& options) {
   std::vector<TransferOp> ops;
-  for (const Fence& f : newest_fence_per_stream(batch.wait_for, options.prefetch_stream_key))
+  std::vector<Fence> waits = batch.wait_for;
+  waits.insert(waits.end(), batch.fetch_wait_for.begin(), batch.fetch_wait_for.end());
+  for (const Fence& f : newest_fence_per_stream(waits, options.prefetch_stream_key))
     ops.push_back({OpKind::kWait, f, {}, false});
 
   std::vector<Range> evict = batch.evict;

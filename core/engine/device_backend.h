@@ -21,17 +21,45 @@ struct Range {
   uint64_t end() const { return address + bytes; }
 };
 
-// Work for the backend's own prefetch stream, done in this order:
-// wait for every fence, then evictions, then discards, then prefetches.
+// A range of managed memory and the host shadow that holds (or will hold) its bytes:
+// pinned host memory from DeviceBackend::allocate_host, `shadow` its first byte.
+struct ShadowRange {
+  uint64_t address = 0;
+  uint64_t bytes = 0;
+  uint64_t shadow = 0;
+  uint64_t end() const { return address + bytes; }
+};
+
+// Work for the backend's own transfer streams. Two directions, each in order, and the
+// two run concurrently:
+//   out (device -> host): wait for every fence in wait_for (kernels still using what
+//       leaves), then saves, discards and evictions;
+//   in (host -> device): wait for every fence in fetch_wait_for (earlier transfers out
+//       of the same blocks) and, with fetch_after_out, for this batch's out work (it
+//       frees the room the fetches take), then prefetches and restores.
 // The engine merges neighbouring blocks into one range only within one allocation;
-// a backend must not merge ranges further (a CUDA prefetch range may not cross
-// from one managed allocation into the next: CUDA_ERROR_INVALID_VALUE).
+// a backend must not merge ranges further (a CUDA range may not cross from one
+// managed allocation into the next: CUDA_ERROR_INVALID_VALUE).
 struct TransferBatch {
   std::vector<Fence> wait_for;
-  std::vector<Range> evict;     // write back to host
-  std::vector<Range> discard;   // drop without write-back (dead data)
-  std::vector<Range> prefetch;  // to this device
-  bool empty() const { return evict.empty() && discard.empty() && prefetch.empty(); }
+  std::vector<ShadowRange> save;  // copy device -> shadow, then drop the device pages
+  std::vector<Range> discard;     // drop the device pages: clean (the shadow holds them) or dead
+  std::vector<Range> evict;       // unified-memory migration to the host (write-back)
+
+  std::vector<Fence> fetch_wait_for;
+  bool fetch_after_out = false;
+  std::vector<Range> prefetch;       // unified-memory prefetch to the device; on dropped pages: populate only
+  std::vector<ShadowRange> restore;  // populate the device pages, then copy shadow -> device
+
+  bool has_out() const { return !save.empty() || !discard.empty() || !evict.empty(); }
+  bool has_in() const { return !prefetch.empty() || !restore.empty(); }
+  bool empty() const { return !has_out() && !has_in(); }
+};
+
+// Completion of a batch's two directions; a direction with no work gets an empty fence.
+struct BatchFences {
+  Fence out;
+  Fence in;
 };
 
 class DeviceBackend {
@@ -41,9 +69,8 @@ class DeviceBackend {
   virtual std::string_view name() const = 0;
   virtual uint64_t device_memory_bytes() const = 0;
 
-  // Queues `batch` on the prefetch stream, after every batch queued before it.
-  // Returns a fence on the prefetch stream that completes when the batch is done.
-  virtual Fence submit(TransferBatch&& batch) = 0;
+  // Queues `batch` after every batch queued before it (per direction).
+  virtual BatchFences submit(TransferBatch&& batch) = 0;
   // Makes `stream` wait (on the device, not by blocking the caller) for `fence`.
   virtual void stream_wait(StreamId stream, const Fence& fence) = 0;
   // A fence after everything queued on `stream` so far (call after a kernel launch).
@@ -54,6 +81,10 @@ class DeviceBackend {
   virtual bool done(const Fence& fence) = 0;
   // True while `stream` is being captured into a graph: no transfers may be queued.
   virtual bool capturing(StreamId stream) = 0;
+
+  // Host memory for shadows (pinned, reachable by the device's copies), or 0 when the
+  // backend has none or the allocation fails. Freed only with the backend.
+  virtual uint64_t allocate_host(uint64_t bytes) { (void)bytes; return 0; }
 
   // The backend's own counters (driver calls issued, failures...) for the stats report.
   virtual std::vector<std::pair<std::string, uint64_t>> counters() const { return {}; }

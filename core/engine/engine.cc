@@ -20,8 +20,6 @@ thread_local std::vector<Range> t_kernel_ranges;
 thread_local std::vector<Block*> t_kernel_block_list;
 thread_local uint64_t t_kernel_generation = 0;
 thread_local uint64_t t_kernel_seq = 0;
-thread_local std::vector<Block*> t_pieces;
-thread_local std::vector<uint32_t> t_piece_extent;  // which extent each piece of t_pieces covers
 
 const Config& default_config() {
   static const Config config;
@@ -30,7 +28,11 @@ const Config& default_config() {
 
 bool later(const Fence& a, const Fence& b) { return a.value > b.value; }
 
+constexpr bool writes(uint32_t access) { return (access & PUMP_ACCESS_WRITE) != 0; }
+
 }  // namespace
+
+const char* datapath_name(DataPath path) { return path == DataPath::kCopy ? "copy" : "um"; }
 
 Engine& Engine::from(const pump_policy_host_v1_t* host) {
   return *reinterpret_cast<const PolicyHost*>(host)->engine;
@@ -44,6 +46,8 @@ Engine::Engine(DeviceBackend& backend, const pump_policy_v1_t* policy, const Eng
       budget_(options.budget_bytes ? options.budget_bytes : backend.device_memory_bytes()),
       tracker_(options.split_granularity),
       prefetch_on_alloc_(options.prefetch_on_alloc),
+      datapath_(options.datapath),
+      shadows_([&backend](uint64_t bytes) { return backend.allocate_host(bytes); }, options.host_limit_bytes),
       host_(std::make_unique<PolicyHost>()) {
   pump_policy_host_v1_t& t = host_->table;
   t.struct_size = sizeof(pump_policy_host_v1_t);
@@ -100,6 +104,7 @@ void Engine::on_alloc(uint64_t address, uint64_t bytes) {
 void Engine::on_free(uint64_t address) {
   std::lock_guard lock(mutex_);
   uint64_t bytes = tracker_.remove_allocation(address, [&](Block& b) {
+    release_shadow(b);
     if (policy_ && policy_->on_free) {
       pump_block_v1_t view = snapshot(b, false);
       policy_->on_free(policy_ctx_, &view);
@@ -110,7 +115,8 @@ void Engine::on_free(uint64_t address) {
 
 // ---------------------------------------------------------------- kernels
 
-KernelTicket Engine::before_kernel(StreamId stream, const pump_extent_v1_t* extents, size_t count) {
+KernelTicket Engine::before_kernel(StreamId stream, const pump_extent_v1_t* extents, size_t count,
+                                   const uint8_t* inexact) {
   std::lock_guard lock(mutex_);
   ++stats_.kernels;
   if (backend_.capturing(stream)) {
@@ -118,44 +124,99 @@ KernelTicket Engine::before_kernel(StreamId stream, const pump_extent_v1_t* exte
     return {};
   }
   const uint64_t seq = ++seq_;
+  collect_pieces(extents, count, inexact);
 
-  // Pass 1 covers every extent, splitting blocks at its boundaries. If nothing was
-  // split (the steady state) its pieces are exact; otherwise pass 2 covers again, with
-  // no more splits, so a piece split after being collected is never lost.
-  t_pieces.clear();
-  t_piece_extent.clear();
-  const uint64_t generation = tracker_.layout_generation();
-  for (size_t i = 0; i < count; ++i) {
-    if (extents[i].bytes && !tracker_.cover(extents[i].address, extents[i].bytes, &t_pieces))
-      stats_.bytes_unknown += extents[i].bytes;
-    t_piece_extent.resize(t_pieces.size(), static_cast<uint32_t>(i));
-  }
-  if (tracker_.layout_generation() != generation) {
-    t_pieces.clear();
-    t_piece_extent.clear();
-    for (size_t i = 0; i < count; ++i) {
-      if (extents[i].bytes) tracker_.cover(extents[i].address, extents[i].bytes, &t_pieces);
-      t_piece_extent.resize(t_pieces.size(), static_cast<uint32_t>(i));
-    }
-  }
   kernel_blocks_.clear();
-  for (size_t j = 0; j < t_pieces.size(); ++j) {
-    Block* p = t_pieces[j];
-    const pump_extent_v1_t& e = extents[t_piece_extent[j]];
+  for (size_t j = 0; j < pieces_.size(); ++j) {
+    Block* p = pieces_[j];
+    const uint32_t i = piece_extent_[j];
+    const pump_extent_v1_t& e = extents[i];
+    const bool guessed = extent_inexact_[i] != 0;
     if (p->kernel_mark != seq) {
       p->kernel_mark = seq;
       p->kernel_access = 0;
       p->kernel_only_workspace = true;
+      p->kernel_overwrite = true;
       kernel_blocks_.push_back(p);
     }
-    p->kernel_access |= e.access;
-    if (e.role != PUMP_ROLE_WORKSPACE) p->kernel_only_workspace = false;
-    if (e.role != PUMP_ROLE_UNKNOWN) p->role = static_cast<pump_role_v1_t>(e.role);
+    p->kernel_access |= guessed ? PUMP_ACCESS_READ_WRITE : e.access;
+    if (guessed || e.role != PUMP_ROLE_WORKSPACE) p->kernel_only_workspace = false;
+    if (!guessed && e.role != PUMP_ROLE_UNKNOWN) p->role = static_cast<pump_role_v1_t>(e.role);
+    // A full overwrite needs no old bytes: an exact write-only extent covering the piece.
+    if (guessed || e.access != PUMP_ACCESS_WRITE || e.address > p->address || e.address + e.bytes < p->end())
+      p->kernel_overwrite = false;
   }
   if (kernel_blocks_.empty()) return {};
   ++stats_.kernels_with_blocks;
-  current_seq_ = seq;
+  return decide_and_order(stream, seq);
+}
 
+KernelTicket Engine::before_unattributed_access(StreamId stream) {
+  std::lock_guard lock(mutex_);
+  ++stats_.kernels;
+  if (backend_.capturing(stream)) {
+    ++stats_.kernels_captured;
+    return {};
+  }
+  const uint64_t seq = ++seq_;
+  ++stats_.unattributed_accesses;
+  // On the unified path nothing is ever dropped: unified memory serves any access.
+  kernel_blocks_.clear();
+  if (datapath_ != DataPath::kCopy) return {};
+  for (const Block& b : tracker_.blocks()) {
+    Block& p = *tracker_.find(b.address);
+    if (!p.dropped && p.residency != PUMP_RESIDENT_DEVICE) continue;  // unified memory's: safe
+    p.kernel_mark = seq;
+    p.kernel_access = PUMP_ACCESS_READ_WRITE;
+    p.kernel_only_workspace = false;
+    p.kernel_overwrite = false;
+    if (p.dropped) stats_.bytes_unattributed_restored += p.bytes;
+    kernel_blocks_.push_back(&p);
+  }
+  if (kernel_blocks_.empty()) return {};
+  return decide_and_order(stream, seq);
+}
+
+void Engine::collect_pieces(const pump_extent_v1_t* extents, size_t count, const uint8_t* inexact) {
+  // On the copy path a guessed extent stands for its whole allocation: the kernel got a
+  // pointer into it and may reach any piece, and a piece it reaches must not be dropped,
+  // nor taken as clean afterwards.
+  extent_inexact_.assign(count, 0);
+  const bool widen = datapath_ == DataPath::kCopy;
+  auto cover = [&](size_t i) {
+    const pump_extent_v1_t& e = extents[i];
+    if (!e.bytes) return true;
+    if (widen && extent_inexact_[i]) {
+      Block* b = tracker_.find(e.address);
+      if (!b) return false;
+      return tracker_.cover(b->allocation, b->allocation_end - b->allocation, &pieces_);
+    }
+    return tracker_.cover(e.address, e.bytes, &pieces_);
+  };
+  if (inexact)
+    for (size_t i = 0; i < count; ++i) extent_inexact_[i] = inexact[i];
+  // Pass 1 covers every extent, splitting blocks at its boundaries. If nothing was
+  // split (the steady state) its pieces are exact; otherwise pass 2 covers again, with
+  // no more splits, so a piece split after being collected is never lost.
+  pieces_.clear();
+  piece_extent_.clear();
+  const uint64_t generation = tracker_.layout_generation();
+  for (size_t i = 0; i < count; ++i) {
+    if (!cover(i)) stats_.bytes_unknown += extents[i].bytes;
+    piece_extent_.resize(pieces_.size(), static_cast<uint32_t>(i));
+  }
+  if (tracker_.layout_generation() != generation) {
+    pieces_.clear();
+    piece_extent_.clear();
+    for (size_t i = 0; i < count; ++i) {
+      cover(i);
+      piece_extent_.resize(pieces_.size(), static_cast<uint32_t>(i));
+    }
+  }
+}
+
+KernelTicket Engine::decide_and_order(StreamId stream, uint64_t seq) {
+  current_seq_ = seq;
   uint64_t touched = 0;
   kernel_missing_bytes_ = 0;
   for (Block* b : kernel_blocks_) {
@@ -185,23 +246,41 @@ KernelTicket Engine::before_kernel(StreamId stream, const pump_extent_v1_t* exte
 
   if (policy_) policy_->on_kernel(policy_ctx_, &kernel);
 
-  // What the policy did not prefetch faults in when the kernel runs.
+  // What the policy did not prefetch faults in when the kernel runs; except dropped
+  // blocks, whose device pages hold nothing: those are brought back here, always.
   for (Block* b : kernel_blocks_) {
-    if (b->residency != PUMP_RESIDENT_DEVICE) {
-      stats_.bytes_demand += b->bytes;
-      tracker_.set_resident(*b);
+    if (b->residency == PUMP_RESIDENT_DEVICE) continue;
+    if (b->dropped) {
+      request_prefetch(*b, PUMP_WHEN_NOW);
+      continue;
     }
+    stats_.bytes_demand += b->bytes;
+    b->saved = false;  // unified memory brings it: the device copy is the only one
+    tracker_.set_resident(*b);
   }
   submit_pending(stream);
 
-  // Order: the kernel waits for the newest transfer it depends on.
-  Fence wait = kernel_wait_;
+  // Order: the kernel waits for the newest transfer it depends on, per transfer stream.
+  Fence waits[2];
+  auto need = [&waits](const Fence& f) {
+    for (Fence& w : waits) {
+      if (w.empty()) {
+        w = f;
+        return;
+      }
+      if (w.stream == f.stream) {
+        if (later(f, w)) w = f;
+        return;
+      }
+    }
+  };
+  if (!kernel_wait_.empty()) need(kernel_wait_);
   t_kernel_ranges.clear();
   for (Block* b : kernel_blocks_) {
     if (!b->ready.empty()) {
       // Once its prefetch is seen done, forget it: no fence query on later launches.
       if (backend_.done(b->ready)) b->ready = Fence{};
-      else if (later(b->ready, wait)) wait = b->ready;
+      else need(b->ready);
     }
     tracker_.touch(*b);
     b->last_use = seq;
@@ -209,12 +288,14 @@ KernelTicket Engine::before_kernel(StreamId stream, const pump_extent_v1_t* exte
     b->fence_pending = true;
     b->last_stream = stream;
     b->dead = b->kernel_only_workspace;
+    if (writes(b->kernel_access)) b->saved = false;  // the shadow no longer holds its bytes
     if (!t_kernel_ranges.empty() && t_kernel_ranges.back().end() == b->address)
       t_kernel_ranges.back().bytes += b->bytes;
     else
       t_kernel_ranges.push_back({b->address, b->bytes});
   }
-  if (!wait.empty() && !backend_.done(wait)) backend_.stream_wait(stream, wait);
+  for (const Fence& w : waits)
+    if (!w.empty() && !backend_.done(w)) backend_.stream_wait(stream, w);
   t_kernel_seq = seq;
   t_kernel_block_list.assign(kernel_blocks_.begin(), kernel_blocks_.end());
   t_kernel_generation = tracker_.layout_generation();
@@ -307,14 +388,63 @@ pump_status_v1_t Engine::request_prefetch(Block& b, pump_when_v1_t when) {
   } else if (tracker_.resident_bytes() + kernel_missing_bytes_ + b.bytes > budget_) {
     return PUMP_ERR_REFUSED;
   }
-  Range range{b.address, b.bytes};
-  // "Just before" only means something relative to a kernel.
-  if (when == PUMP_WHEN_JUST_BEFORE && current_seq_) just_before_blocks_.push_back(&b);
-  else now_blocks_.push_back(&b);
-  (void)range;
+  // Room this fetch takes from evictions still under way: it waits for them. The out
+  // stream runs in order, so this batch's out work (if any) follows all earlier.
+  if (!out_in_flight_.empty()) {
+    std::erase_if(out_in_flight_, [&](const OutInFlight& o) {
+      if (!backend_.done(o.fence)) return false;
+      out_in_flight_bytes_ -= o.bytes;
+      return true;
+    });
+  }
+  if (tracker_.resident_bytes() + pending_out_bytes_ + out_in_flight_bytes_ + b.bytes > budget_) fetch_needs_room_ = true;
+  // A transfer out of it still queued must finish before it comes back.
+  if (!b.out_fence.empty()) {
+    if (backend_.done(b.out_fence)) b.out_fence = Fence{};
+    else pending_now_.fetch_wait_for.push_back(b.out_fence);
+  }
+  if (b.dropped) {
+    // Its device pages were discarded: copy the shadow back, unless nothing of it is
+    // worth having (dead, or the kernel overwrites all of it): then populate only.
+    const bool overwrite = of_kernel && b.kernel_overwrite;
+    if (b.saved && !overwrite) {
+      restore_blocks_.push_back(&b);
+      stats_.bytes_restored += b.bytes;
+    } else {
+      now_blocks_.push_back(&b);
+      stats_.bytes_populated += b.bytes;
+      b.saved = false;
+    }
+    b.dropped = false;
+  } else {
+    // "Just before" only means something relative to a kernel.
+    if (when == PUMP_WHEN_JUST_BEFORE && current_seq_) just_before_blocks_.push_back(&b);
+    else now_blocks_.push_back(&b);
+    stats_.bytes_prefetched += b.bytes;
+    b.saved = false;  // unified memory brings it: the shadow (if any) is older
+  }
   tracker_.set_resident(b);
-  stats_.bytes_prefetched += b.bytes;
   return PUMP_OK;
+}
+
+bool Engine::ensure_shadow(Block& b) {
+  if (b.shadow) return true;
+  b.shadow = shadows_.allocate(b.bytes);
+  if (b.shadow) return true;
+  ++stats_.shadow_fallbacks;
+  if (shadows_.limit_bytes())
+    PUMP_LOG_ONCE(LogLevel::kWarn,
+                  "the host shadow store is full (PUMP_HOST_LIMIT=%s, %s pinned) or pinned memory was refused: "
+                  "dirty blocks that find no shadow are evicted by unified-memory migration (slower, nothing lost)",
+                  format_bytes(shadows_.limit_bytes()).c_str(), format_bytes(shadows_.slab_bytes()).c_str());
+  return false;
+}
+
+void Engine::release_shadow(Block& b) {
+  if (!b.shadow) return;
+  shadows_.free(b.shadow, b.bytes);
+  b.shadow = 0;
+  b.saved = false;
 }
 
 pump_status_v1_t Engine::request_evict(Block& b, uint32_t flags, bool by_policy) {
@@ -328,14 +458,37 @@ pump_status_v1_t Engine::request_evict(Block& b, uint32_t flags, bool by_policy)
     return PUMP_ERR_REFUSED;  // its kernel is being queued on another thread, or captured
   }
   if (!b.last_fence.empty() && !backend_.done(b.last_fence)) pending_now_.wait_for.push_back(b.last_fence);
-  if ((flags & PUMP_EVICT_DISCARD) && b.dead) {
+  // A fetch of it still queued (the in stream runs apart) must land before it leaves.
+  if (!b.ready.empty()) {
+    if (backend_.done(b.ready)) b.ready = Fence{};
+    else pending_now_.wait_for.push_back(b.ready);
+  }
+  if (datapath_ == DataPath::kCopy) {
+    // The cheapest safe way out: dead or clean bytes are dropped, dirty ones copied.
+    if (b.dead || b.saved) {
+      discard_blocks_.push_back(&b);
+      (b.dead ? stats_.bytes_discarded_dead : stats_.bytes_discarded_clean) += b.bytes;
+      stats_.bytes_discarded += b.bytes;
+      if (b.dead) b.saved = false;
+      b.dropped = true;
+    } else if (ensure_shadow(b)) {
+      save_blocks_.push_back(&b);
+      stats_.bytes_saved += b.bytes;
+      b.saved = true;
+      b.dropped = true;
+    } else {
+      evict_blocks_.push_back(&b);
+      stats_.bytes_evicted += b.bytes;
+    }
+  } else if ((flags & PUMP_EVICT_DISCARD) && b.dead) {
     discard_blocks_.push_back(&b);
     stats_.bytes_discarded += b.bytes;
+    stats_.bytes_discarded_dead += b.bytes;
   } else {
     evict_blocks_.push_back(&b);
     stats_.bytes_evicted += b.bytes;
   }
-  // A queued prefetch of it must land before the eviction: same stream, so it does.
+  pending_out_bytes_ += b.bytes;
   tracker_.set_host(b);
   return PUMP_OK;
 }
@@ -368,37 +521,70 @@ void Engine::append_ranges(std::vector<Block*>* blocks, std::vector<Range>* rang
   }
 }
 
+void Engine::append_shadow_ranges(std::vector<Block*>* blocks, std::vector<ShadowRange>* ranges) {
+  // Merged only where both sides are contiguous, within one allocation.
+  std::sort(blocks->begin(), blocks->end(), [](const Block* a, const Block* b) { return a->address < b->address; });
+  const Block* last = nullptr;
+  for (const Block* b : *blocks) {
+    ShadowRange* back = ranges->empty() ? nullptr : &ranges->back();
+    if (last && last->allocation == b->allocation && back->end() == b->address && back->shadow + back->bytes == b->shadow)
+      back->bytes += b->bytes;
+    else
+      ranges->push_back({b->address, b->bytes, b->shadow});
+    last = b;
+  }
+}
+
 void Engine::submit_pending(StreamId stream) {
   TransferBatch& now = pending_now_;
   append_ranges(&evict_blocks_, &now.evict);
   append_ranges(&discard_blocks_, &now.discard);
+  append_shadow_ranges(&save_blocks_, &now.save);
   append_ranges(&now_blocks_, &now.prefetch);
+  append_shadow_ranges(&restore_blocks_, &now.restore);
   if (!now.empty()) {
-    const bool made_room = !now.evict.empty() || !now.discard.empty();
-    stats_.prefetch_ranges += now.prefetch.size();
-    stats_.eviction_ranges += now.evict.size() + now.discard.size();
+    now.fetch_after_out = fetch_needs_room_ && now.has_out();
+    if (fetch_needs_room_ && !now.has_out() && now.has_in() && !out_in_flight_.empty())
+      now.fetch_wait_for.push_back(out_in_flight_.back().fence);
+    const bool made_room = now.has_out();
+    stats_.prefetch_ranges += now.prefetch.size() + now.restore.size();
+    stats_.eviction_ranges += now.evict.size() + now.discard.size() + now.save.size();
     ++stats_.batches;
-    Fence f = backend_.submit(std::move(now));
-    for (Block* b : now_blocks_) b->ready = f;
-    if (made_room && later(f, kernel_wait_)) kernel_wait_ = f;  // the kernel's faults need that room
+    const BatchFences f = backend_.submit(std::move(now));
+    for (Block* b : now_blocks_) b->ready = f.in;
+    for (Block* b : restore_blocks_) b->ready = f.in;
+    for (Block* b : evict_blocks_) b->out_fence = f.out;
+    for (Block* b : save_blocks_) b->out_fence = f.out;
+    for (Block* b : discard_blocks_) b->out_fence = f.out;
+    if (!f.out.empty()) {
+      out_in_flight_.push_back({f.out, pending_out_bytes_});
+      out_in_flight_bytes_ += pending_out_bytes_;
+    }
+    // Blocks the kernel faults in (not prefetched) need the room those evictions free.
+    if (made_room && !f.out.empty() && (kernel_wait_.empty() || later(f.out, kernel_wait_))) kernel_wait_ = f.out;
   }
   if (!just_before_blocks_.empty()) {
     // "Just before": after everything already queued on the kernel's stream, i.e. after
     // the kernel before this one (a fence at the stream's tail, recorded now).
     TransferBatch later_batch;
     const Fence previous = backend_.mark(stream);
-    if (!previous.empty() && !backend_.done(previous)) later_batch.wait_for.push_back(previous);
+    if (!previous.empty() && !backend_.done(previous)) later_batch.fetch_wait_for.push_back(previous);
+    if (fetch_needs_room_ && !out_in_flight_.empty()) later_batch.fetch_wait_for.push_back(out_in_flight_.back().fence);
     append_ranges(&just_before_blocks_, &later_batch.prefetch);
     stats_.prefetch_ranges += later_batch.prefetch.size();
     ++stats_.batches;
-    Fence f = backend_.submit(std::move(later_batch));
-    for (Block* b : just_before_blocks_) b->ready = f;
+    const BatchFences f = backend_.submit(std::move(later_batch));
+    for (Block* b : just_before_blocks_) b->ready = f.in;
   }
   pending_now_ = TransferBatch{};
+  pending_out_bytes_ = 0;
+  fetch_needs_room_ = false;
   now_blocks_.clear();
   just_before_blocks_.clear();
   evict_blocks_.clear();
+  save_blocks_.clear();
   discard_blocks_.clear();
+  restore_blocks_.clear();
 }
 
 // ---------------------------------------------------------------- queries
@@ -413,7 +599,10 @@ bool Engine::find_block(uint64_t address, pump_block_v1_t* out) {
 
 EngineStats Engine::stats() const {
   std::lock_guard lock(mutex_);
-  return stats_;
+  EngineStats out = stats_;
+  out.shadow_used_peak_bytes = shadows_.peak_used_bytes();
+  out.shadow_pinned_bytes = shadows_.slab_bytes();
+  return out;
 }
 
 pump_budget_v1_t Engine::budget() const {

@@ -15,17 +15,29 @@
 #include "core/common/config.h"
 #include "core/engine/device_backend.h"
 #include "core/engine/engine_stats.h"
+#include "core/engine/shadow_store.h"
 #include "core/tracker/block_tracker.h"
 #include "pump/policy_v1.h"
 #include "pump/extractor_v1.h"
 
 namespace pump {
 
+// How bytes leave and re-enter the device (PUMP_DATAPATH).
+//   kCopy: dirty data is copied into a pinned host shadow and its device pages dropped;
+//          clean and dead data is dropped only; a saved block comes back by populate +
+//          copy. Unified-memory migration remains for what has no shadow.
+//   kUnified: unified-memory migration both ways (the first version's path).
+enum class DataPath { kCopy, kUnified };
+
 struct EngineOptions {
   uint64_t budget_bytes = 0;               // 0: the device's memory
   uint64_t split_granularity = 64 * 1024;  // see BlockTracker
   bool prefetch_on_alloc = false;          // queue a prefetch of each new allocation (if it fits)
+  DataPath datapath = DataPath::kCopy;
+  uint64_t host_limit_bytes = 0;           // pinned shadow store cap; 0: none (dirty data takes unified memory)
 };
+
+const char* datapath_name(DataPath path);
 
 // Returned by before_kernel, handed back to after_kernel on the same thread.
 struct KernelTicket {
@@ -46,8 +58,16 @@ class Engine {
   void on_alloc(uint64_t address, uint64_t bytes);
   void on_free(uint64_t address);
 
-  // A kernel touching `extents` is about to be queued on `stream`.
-  KernelTicket before_kernel(StreamId stream, const pump_extent_v1_t* extents, size_t count);
+  // A kernel touching `extents` is about to be queued on `stream`. `inexact` (may be
+  // null: all exact) flags extents that name a whole block only because a pointer
+  // pointed into it (kernel-launch parameters): such a kernel may touch anything of
+  // that allocation, so on the copy data path every piece of it counts as touched.
+  KernelTicket before_kernel(StreamId stream, const pump_extent_v1_t* extents, size_t count,
+                             const uint8_t* inexact = nullptr);
+  // An access pump cannot attribute (a graph launch, a copy it cannot size, pointers read
+  // from device memory) is about to be queued on `stream`: every dropped block is brought
+  // back first and nothing is taken as clean or dead afterwards. Use the ticket as for a kernel.
+  KernelTicket before_unattributed_access(StreamId stream);
   // The kernel was queued (or failed to queue: pass launched=false).
   void after_kernel(const KernelTicket& ticket, bool launched = true);
 
@@ -56,6 +76,7 @@ class Engine {
   bool find_block(uint64_t address, pump_block_v1_t* out);
   EngineStats stats() const;
   pump_budget_v1_t budget() const;
+  DataPath datapath() const { return datapath_; }
   const char* policy_name() const { return policy_ ? policy_->name : "none (no policy)"; }
 
   // For invariant checks in tests: the sum of bytes resident in stream order.
@@ -67,13 +88,18 @@ class Engine {
   pump_block_v1_t snapshot(const Block& b, bool in_use) const;
   bool in_use(const Block& b);
   bool fence_at_stream_tail(Block& b);
+  KernelTicket decide_and_order(StreamId stream, uint64_t seq);
+  void collect_pieces(const pump_extent_v1_t* extents, size_t count, const uint8_t* inexact);
   void build_kernel_view(uint64_t seq, StreamId stream);
   void fallback_make_room(uint64_t bytes_needed);
   uint64_t evictable_bytes();
   pump_status_v1_t request_prefetch(Block& b, pump_when_v1_t when);
   pump_status_v1_t request_evict(Block& b, uint32_t flags, bool by_policy);
+  bool ensure_shadow(Block& b);
+  void release_shadow(Block& b);
   void submit_pending(StreamId stream);
   static void append_ranges(std::vector<Block*>* blocks, std::vector<Range>* ranges);
+  static void append_shadow_ranges(std::vector<Block*>* blocks, std::vector<ShadowRange>* ranges);
 
   // Policy host services (C ABI trampolines).
   static void svc_log(const pump_policy_host_v1_t*, pump_log_level_v1_t, const char*);
@@ -92,6 +118,8 @@ class Engine {
   uint64_t budget_;
   BlockTracker tracker_;
   bool prefetch_on_alloc_;
+  DataPath datapath_;
+  ShadowStore shadows_;
   std::unique_ptr<PolicyHost> host_;
 
   mutable std::mutex mutex_;
@@ -104,8 +132,24 @@ class Engine {
   TransferBatch pending_now_;               // requests gathered while deciding
   std::vector<Block*> now_blocks_;          // prefetches requested for the "now" batch
   std::vector<Block*> just_before_blocks_;  // ... and for the "just before" batch
-  std::vector<Block*> evict_blocks_;        // evictions with write-back
-  std::vector<Block*> discard_blocks_;      // evictions of dead data
+  std::vector<Block*> evict_blocks_;        // evictions by unified-memory migration
+  std::vector<Block*> save_blocks_;         // evictions by copy into the shadow
+  std::vector<Block*> discard_blocks_;      // evictions of dead or clean data
+  std::vector<Block*> restore_blocks_;      // fetches by copy from the shadow
+  uint64_t pending_out_bytes_ = 0;          // bytes leaving in the batch being gathered
+  // Batches whose transfers out may still run: the bytes they free are not free on the
+  // device yet, so a fetch into that room waits for them (the in stream runs apart).
+  struct OutInFlight {
+    Fence fence;
+    uint64_t bytes;
+  };
+  std::vector<OutInFlight> out_in_flight_;
+  uint64_t out_in_flight_bytes_ = 0;
+  bool fetch_needs_room_ = false;           // a fetch of that batch takes room its evictions free
+  // Per-call scratch (one decision at a time under mutex_).
+  std::vector<Block*> pieces_;
+  std::vector<uint32_t> piece_extent_;
+  std::vector<uint8_t> extent_inexact_;
   Fence kernel_wait_;                   // latest prefetch fence the kernel must wait for
   struct TailFence {
     StreamId stream;

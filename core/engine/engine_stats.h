@@ -15,8 +15,18 @@ struct EngineStats {
   uint64_t bytes_prefetched = 0;
   uint64_t bytes_skipped_resident = 0;  // prefetch requests for blocks already resident
   uint64_t bytes_demand = 0;            // touched while not resident and not prefetched: faulted in
-  uint64_t bytes_evicted = 0;           // written back to host
-  uint64_t bytes_discarded = 0;         // dropped: dead data
+  uint64_t bytes_evicted = 0;           // written back to host by unified-memory migration
+  uint64_t bytes_saved = 0;             // written back by copy into the host shadow store
+  uint64_t bytes_discarded = 0;         // dropped without write-back: dead + clean
+  uint64_t bytes_discarded_dead = 0;    // ... dead data (last used as a workspace)
+  uint64_t bytes_discarded_clean = 0;   // ... clean data (its shadow was still valid)
+  uint64_t bytes_restored = 0;          // copied back from the shadow store
+  uint64_t bytes_populated = 0;         // brought back without a copy (dead, or about to be overwritten)
+  uint64_t shadow_fallbacks = 0;        // dirty evictions that took unified memory: no shadow could be had
+  uint64_t shadow_used_peak_bytes = 0;  // host shadow store: most bytes in use
+  uint64_t shadow_pinned_bytes = 0;     // ... pinned host memory it holds
+  uint64_t unattributed_accesses = 0;   // accesses pump could not attribute: every dropped block restored first
+  uint64_t bytes_unattributed_restored = 0;
   uint64_t bytes_fallback_evicted = 0;  // evicted by the engine because the policy freed too little
   uint64_t prefetch_ranges = 0;         // merged ranges handed to the backend
   uint64_t eviction_ranges = 0;
@@ -26,6 +36,9 @@ struct EngineStats {
   uint64_t frees = 0;
   uint64_t peak_resident_bytes = 0;
   uint64_t peak_tracked_bytes = 0;
+
+  uint64_t bytes_written_back() const { return bytes_evicted + bytes_saved; }
+  uint64_t bytes_brought_in() const { return bytes_prefetched + bytes_restored + bytes_demand; }
 };
 
 }  // namespace pump

@@ -19,7 +19,8 @@ std::string describe(const Range& r) {
 }
 
 std::string describe_stream(StreamId id) {
-  if (id == SimBackend::kPrefetchStream) return "prefetch stream";
+  if (id == SimBackend::kInStream) return "transfer-in stream";
+  if (id == SimBackend::kOutStream) return "transfer-out stream";
   return "stream " + std::to_string(id);
 }
 
@@ -51,7 +52,8 @@ bool SimBackend::Event::operator>(const Event& o) const {
 
 SimBackend::SimBackend(const SimDeviceModel& model) : model_(model), pages_(model.page_bytes) {
   if (model_.queue_depth == 0) model_.queue_depth = 1;
-  stream(kPrefetchStream);
+  stream(kOutStream);
+  stream(kInStream);
 }
 
 SimBackend::~SimBackend() = default;
@@ -64,29 +66,53 @@ SimBackend::Stream& SimBackend::stream(StreamId id) {
 
 // ---------------------------------------------------------------- DeviceBackend
 
-Fence SimBackend::submit(TransferBatch&& batch) {
+BatchFences SimBackend::submit(TransferBatch&& batch) {
   ++stats_.batches;
   host_now_ += model_.submit_host_seconds;
-  std::vector<Fence> waits;
-  for (const Fence& f : batch.wait_for)
-    if (!f.empty() && fence_valid(f, "submit") && !fence_complete(f)) waits.push_back(f);
-
-  Fence last = mark(kPrefetchStream);
-  auto queue = [&](OpKind kind, const std::vector<Range>& ranges) {
-    for (const Range& r : ranges) {
+  auto valid_waits = [&](const std::vector<Fence>& fences) {
+    std::vector<Fence> out;
+    for (const Fence& f : fences)
+      if (!f.empty() && fence_valid(f, "submit") && !fence_complete(f)) out.push_back(f);
+    return out;
+  };
+  // Queues `ranges` as ops of `kind` on `id`; the first op carries `waits` (the rest
+  // follow in stream order). Returns the fence of the last op, or `last` if none.
+  auto queue = [&](StreamId id, OpKind kind, std::vector<Fence>& waits, const auto& ranges, Fence last) {
+    for (const auto& r : ranges) {
       if (r.bytes == 0) continue;
       Op op;
       op.kind = kind;
-      op.waits = std::move(waits);  // the first op carries them; the rest follow in order
+      op.waits = std::move(waits);
       waits.clear();
-      op.ranges.push_back(pages_.page_align(r));
-      last = enqueue(kPrefetchStream, std::move(op));
+      op.ranges.push_back(pages_.page_align(Range{r.address, r.bytes}));
+      last = enqueue(id, std::move(op));
     }
+    return last;
   };
-  queue(OpKind::kEvict, batch.evict);
-  queue(OpKind::kDiscard, batch.discard);
-  queue(OpKind::kPrefetch, batch.prefetch);
-  return last;
+  BatchFences fences;
+  std::vector<Fence> out_waits = valid_waits(batch.wait_for);
+  if (batch.has_out()) {
+    fences.out = queue(kOutStream, OpKind::kSave, out_waits, batch.save, Fence{});
+    fences.out = queue(kOutStream, OpKind::kDiscard, out_waits, batch.discard, fences.out);
+    fences.out = queue(kOutStream, OpKind::kEvict, out_waits, batch.evict, fences.out);
+  }
+  std::vector<Fence> in_waits = valid_waits(batch.fetch_wait_for);
+  if (batch.has_in()) {
+    if (batch.fetch_after_out && !fences.out.empty()) in_waits.push_back(fences.out);
+    fences.in = queue(kInStream, OpKind::kPrefetch, in_waits, batch.prefetch, Fence{});
+    fences.in = queue(kInStream, OpKind::kRestore, in_waits, batch.restore, fences.in);
+  } else if (!in_waits.empty()) {
+    Op op;  // nothing to fetch, but the waits are still owed to whoever waits on `in`
+    op.waits = std::move(in_waits);
+    fences.in = enqueue(kInStream, std::move(op));
+  }
+  return fences;
+}
+
+uint64_t SimBackend::allocate_host(uint64_t bytes) {
+  const uint64_t address = next_host_;
+  next_host_ += (bytes + 4095) / 4096 * 4096;
+  return address;
 }
 
 void SimBackend::stream_wait(StreamId id, const Fence& fence) {
@@ -116,12 +142,22 @@ bool SimBackend::capturing(StreamId id) {
 
 // ---------------------------------------------------------------- sim-only API
 
-Fence SimBackend::launch(StreamId id, double compute_seconds, std::span<const Range> touched) {
+Fence SimBackend::launch(StreamId id, double compute_seconds, std::span<const Range> touched,
+                         std::span<const uint8_t> reads) {
   host_now_ += model_.launch_host_seconds;
   Op op;
   op.kind = OpKind::kKernel;
   op.compute_seconds = std::max(0.0, compute_seconds);
   op.ranges = merged_pages(pages_, touched);
+  // Ranges that read their old bytes, kept apart for the discarded-read check.
+  std::vector<Range> read_ranges;
+  for (size_t i = 0; i < touched.size(); ++i)
+    if (reads.empty() || (i < reads.size() && reads[i])) read_ranges.push_back(touched[i]);
+  op.reads.assign(op.ranges.size(), 0);
+  const std::vector<Range> merged_reads = merged_pages(pages_, read_ranges);
+  for (size_t i = 0; i < op.ranges.size(); ++i)
+    for (const Range& r : merged_reads)
+      if (overlaps(op.ranges[i], r)) op.reads[i] = 1;
   return enqueue(id, std::move(op));
 }
 
@@ -248,6 +284,8 @@ void SimBackend::start_op(Stream& s, double now) {
     case OpKind::kPrefetch: duration = run_prefetch(op.ranges.front()); break;
     case OpKind::kEvict: duration = run_evict(op, now); break;
     case OpKind::kDiscard: duration = run_discard(op, now); break;
+    case OpKind::kSave: duration = run_save(op, now); break;
+    case OpKind::kRestore: duration = run_restore(op); break;
   }
   note_residency(now);
   s.busy += duration;
@@ -257,6 +295,10 @@ void SimBackend::start_op(Stream& s, double now) {
 void SimBackend::end_op(Stream& s, double now) {
   const Op& op = s.ops.front();
   if (op.kind == OpKind::kEvict) pages_.convert(op.ranges.front(), PageState::kDevice, PageState::kHost);
+  if (op.kind == OpKind::kSave) {
+    pages_.convert(op.ranges.front(), PageState::kDevice, PageState::kDropped);
+    pages_.convert(op.ranges.front(), PageState::kHost, PageState::kDropped);
+  }
   if (op.kind == OpKind::kKernel) live_kernels_.erase(op.seq);
   s.ops.pop_front();
   s.front_running = false;
@@ -274,10 +316,17 @@ void SimBackend::end_op(Stream& s, double now) {
 double SimBackend::run_kernel(const Op& op) {
   ++stats_.kernels;
   uint64_t faulted = 0;
-  for (const Range& r : op.ranges) {
+  for (size_t i = 0; i < op.ranges.size(); ++i) {
+    const Range& r = op.ranges[i];
+    if (op.reads[i] && pages_.count(r).dropped) {
+      ++stats_.violations_read_discarded;
+      if (violation_texts_.size() < kMaxViolationTexts)
+        violation_texts_.push_back("read of discarded data: kernel #" + std::to_string(op.seq) + " reads " +
+                                   describe(r) + ", which holds dropped pages never restored");
+    }
     const PageCounts before = pages_.set(r, PageState::kDevice);
     faulted += before.host;
-    stats_.bytes_populated += before.untouched;
+    stats_.bytes_populated += before.untouched + before.dropped;
   }
   stats_.bytes_faulted += faulted;
   double seconds = op.compute_seconds;
@@ -292,10 +341,38 @@ double SimBackend::run_prefetch(const Range& range) {
   ++stats_.prefetch_calls;
   const PageCounts before = pages_.set(range, PageState::kDevice);
   stats_.bytes_prefetch_skipped += before.device;
-  stats_.bytes_populated += before.untouched;
+  stats_.bytes_populated += before.untouched + before.dropped;
   stats_.bytes_prefetched += before.host;
   if (before.device == before.total()) return model_.prefetch_resident_call_seconds;
-  return model_.prefetch_call_seconds + static_cast<double>(before.host) / model_.prefetch_bytes_per_second;
+  return model_.prefetch_call_seconds + static_cast<double>(before.host) / model_.prefetch_bytes_per_second +
+         static_cast<double>(before.dropped) / model_.populate_bytes_per_second;
+}
+
+double SimBackend::copy_rate(double alone, StreamId self) const {
+  // Copy engines serialize on managed memory: a copy shares them with one running the other way.
+  const StreamId other = self == kOutStream ? kInStream : kOutStream;
+  auto it = streams_.find(other);
+  if (it == streams_.end() || it->second.ops.empty() || !it->second.front_running) return alone;
+  const OpKind k = it->second.ops.front().kind;
+  return k == OpKind::kSave || k == OpKind::kRestore ? alone * model_.copy_duplex_fraction : alone;
+}
+
+double SimBackend::run_save(const Op& op, double now) {
+  ++stats_.copy_calls;
+  check_in_use(op, now);
+  const PageCounts c = pages_.count(op.ranges.front());
+  const uint64_t moving = c.device + c.host;  // dropped pages hold nothing to copy
+  stats_.bytes_saved += moving;
+  return model_.copy_call_seconds + static_cast<double>(moving) / copy_rate(model_.copy_out_bytes_per_second, kOutStream);
+}
+
+double SimBackend::run_restore(const Op& op) {
+  ++stats_.copy_calls;
+  const Range& r = op.ranges.front();
+  const PageCounts before = pages_.set(r, PageState::kDevice);
+  stats_.bytes_restored += r.bytes - before.device;
+  return model_.copy_call_seconds + static_cast<double>(before.dropped + before.untouched) / model_.populate_bytes_per_second +
+         static_cast<double>(r.bytes - before.device) / copy_rate(model_.copy_in_bytes_per_second, kInStream);
 }
 
 double SimBackend::run_evict(const Op& op, double now) {
@@ -309,8 +386,9 @@ double SimBackend::run_evict(const Op& op, double now) {
 double SimBackend::run_discard(const Op& op, double now) {
   ++stats_.discard_calls;
   check_in_use(op, now);
-  stats_.bytes_discarded += pages_.set(op.ranges.front(), PageState::kUntouched).device;
-  return model_.discard_call_seconds;
+  const PageCounts before = pages_.set(op.ranges.front(), PageState::kDropped);
+  stats_.bytes_discarded += before.device;
+  return model_.discard_call_seconds + static_cast<double>(before.device) / model_.discard_bytes_per_second;
 }
 
 void SimBackend::check_in_use(const Op& op, double now) {

@@ -16,10 +16,16 @@
 //   prefetch: pages count as device-resident from the op's start (memory is
 //             claimed then; a kernel racing it is not charged a fault);
 //   evict:    pages stay resident until the op ends, then live on the host;
-//   discard:  pages are dropped at the op's start (no copy; the next touch
-//             populates them afresh without a transfer);
+//   discard:  pages are dropped at the op's start (no copy; kDropped);
+//   save:     copied to the host shadow at the copy rate, dropped at the op's end;
+//   restore:  dropped pages are populated and copied back at the copy rate;
+//   prefetch of dropped pages populates them (no transfer);
 //   kernel:   at its start, host-resident pages it touches are faulted in (fault
-//             bandwidth), never-touched pages are populated (no transfer).
+//             bandwidth), never-touched pages are populated (no transfer). A kernel
+//             that reads dropped pages (not restored or populated first) reads bytes
+//             that are gone: a "read of discarded data" violation.
+// Transfers run on two streams of the backend's own, out (device -> host) and in
+// (host -> device); copies in both directions at once share the copy engines.
 // Peaks are therefore conservative (never lower than the real device would see).
 //
 // Invariants are recorded, never enforced: an eviction or discard that starts
@@ -65,11 +71,14 @@ struct SimStats {
   uint64_t bytes_evicted = 0;        // copied device -> host
   uint64_t bytes_discarded = 0;      // dropped from the device without a copy
   uint64_t bytes_faulted = 0;        // copied host -> device by kernel faults
-  uint64_t bytes_populated = 0;      // first touch on the device: no copy
+  uint64_t bytes_populated = 0;      // first touch on the device, or a populate of dropped pages: no copy
+  uint64_t bytes_saved = 0;          // copied device -> host shadow
+  uint64_t bytes_restored = 0;       // copied host shadow -> device
   uint64_t prefetch_calls = 0;
   uint64_t evict_calls = 0;
   uint64_t discard_calls = 0;
-  uint64_t transfer_calls() const { return prefetch_calls + evict_calls + discard_calls; }
+  uint64_t copy_calls = 0;           // saves and restores
+  uint64_t transfer_calls() const { return prefetch_calls + evict_calls + discard_calls + copy_calls; }
   uint64_t batches = 0;              // submit() calls
 
   uint64_t resident_bytes = 0;       // ground truth, device, as of the host clock
@@ -78,14 +87,17 @@ struct SimStats {
   double host_blocked_seconds = 0;   // host waiting on a full stream queue
 
   uint64_t violations_evicted_in_use = 0;
+  uint64_t violations_read_discarded = 0;  // a kernel read dropped pages before they were restored
   uint64_t violations_other = 0;     // bad fences, waits on capturing streams, over capacity
-  uint64_t violation_count() const { return violations_evicted_in_use + violations_other; }
+  uint64_t violation_count() const { return violations_evicted_in_use + violations_read_discarded + violations_other; }
 };
 
 class SimBackend final : public DeviceBackend {
  public:
-  // The backend's own stream for transfers: a StreamId no application uses.
-  static constexpr StreamId kPrefetchStream = std::numeric_limits<StreamId>::max();
+  // The backend's own streams for transfers: StreamIds no application uses.
+  static constexpr StreamId kInStream = std::numeric_limits<StreamId>::max();
+  static constexpr StreamId kOutStream = std::numeric_limits<StreamId>::max() - 1;
+  static constexpr StreamId kPrefetchStream = kInStream;
   // Violation texts kept (the counters go on counting past it).
   static constexpr size_t kMaxViolationTexts = 64;
 
@@ -97,7 +109,8 @@ class SimBackend final : public DeviceBackend {
   // ---- DeviceBackend
   std::string_view name() const override { return "sim"; }
   uint64_t device_memory_bytes() const override { return model_.device_bytes; }
-  Fence submit(TransferBatch&& batch) override;
+  BatchFences submit(TransferBatch&& batch) override;
+  uint64_t allocate_host(uint64_t bytes) override;
   void stream_wait(StreamId stream, const Fence& fence) override;
   Fence mark(StreamId stream) override;
   bool done(const Fence& fence) override;
@@ -108,7 +121,10 @@ class SimBackend final : public DeviceBackend {
   // the host-resident pages of `touched`. Costs the host model.launch_host_seconds.
   // Returns a fence after the kernel. Capture is not modelled here: a kernel
   // launched on a capturing stream runs as if its graph were launched at once.
-  Fence launch(StreamId stream, double compute_seconds, std::span<const Range> touched);
+  // `reads[i]` says whether the kernel reads range i's old bytes (empty: it reads all);
+  // a kernel that reads dropped pages is a violation.
+  Fence launch(StreamId stream, double compute_seconds, std::span<const Range> touched,
+               std::span<const uint8_t> reads = {});
   // Host waits until everything queued has completed (a training loop's loss.item()).
   void synchronize();
   // Host waits until `fence` has completed.
@@ -130,7 +146,7 @@ class SimBackend final : public DeviceBackend {
   const SimDeviceModel& model() const { return model_; }
 
  private:
-  enum class OpKind : uint8_t { kWait, kKernel, kPrefetch, kEvict, kDiscard };
+  enum class OpKind : uint8_t { kWait, kKernel, kPrefetch, kEvict, kDiscard, kSave, kRestore };
 
   struct Op {
     OpKind kind = OpKind::kWait;
@@ -138,6 +154,7 @@ class SimBackend final : public DeviceBackend {
     double queued_at = 0;      // host time when queued
     std::vector<Fence> waits;  // fences that must complete before it starts
     std::vector<Range> ranges; // kernel: touched; transfer: its one range
+    std::vector<uint8_t> reads;  // kernel: per range, whether it reads the old bytes
     double compute_seconds = 0;
   };
 
@@ -186,6 +203,9 @@ class SimBackend final : public DeviceBackend {
   double run_prefetch(const Range& range);
   double run_evict(const Op& op, double now);
   double run_discard(const Op& op, double now);
+  double run_save(const Op& op, double now);
+  double run_restore(const Op& op);
+  double copy_rate(double alone, StreamId self) const;
   void check_in_use(const Op& op, double now);
   void note_residency(double now);
   void violation(bool in_use, std::string text);
@@ -201,6 +221,7 @@ class SimBackend final : public DeviceBackend {
   SimStats stats_;
   std::vector<std::string> violation_texts_;
   bool over_capacity_reported_ = false;
+  uint64_t next_host_ = 0x100000000000ull;  // fake addresses for allocate_host
 };
 
 }  // namespace pump

@@ -40,6 +40,21 @@ struct SimDeviceModel {
   // about what a prefetch of a resident range costs (driver bookkeeping, no copy).
   double discard_call_seconds = 5e-6;
 
+  // The copy data path (facts: datapath-2026-11.md). Copy-engine copies of managed
+  // memory: device -> pinned host 52 GB/s, pinned host -> device 50.7 GB/s; with both
+  // directions busy they serialize on managed memory (50-51 GB/s total), so a copy in
+  // one direction runs at copy_duplex_fraction of its rate while the other runs.
+  double copy_out_bytes_per_second = 52e9;
+  double copy_in_bytes_per_second = 50.7e9;
+  double copy_duplex_fraction = 0.5;
+  // Per copy call. Assumption: a cuMemcpyAsync costs the driver a few us.
+  double copy_call_seconds = 5e-6;
+  // Populating discarded pages (prefetch of a discarded range: 4 GiB in 7 ms, facts):
+  // about 600 GB/s, no transfer.
+  double populate_bytes_per_second = 600e9;
+  // Discard: 4 GiB as 2 MiB ranges in 16 ms (facts): ~270 GB/s of bookkeeping.
+  double discard_bytes_per_second = 270e9;
+
   // Kernel touching non-resident managed pages. facts: 8-9 GB/s (first probe),
   // 7.8 GB/s (second probe).
   double fault_bytes_per_second = 8e9;

@@ -12,6 +12,7 @@ void add(PageCounts* counts, PageState state, uint64_t bytes) {
     case PageState::kUntouched: counts->untouched += bytes; break;
     case PageState::kHost: counts->host += bytes; break;
     case PageState::kDevice: counts->device += bytes; break;
+    case PageState::kDropped: counts->dropped += bytes; break;
   }
 }
 

@@ -16,13 +16,15 @@ enum class PageState : uint8_t {
   kUntouched = 0,  // no backing pages anywhere: first touch populates without a copy
   kHost = 1,       // populated in host memory
   kDevice = 2,     // populated in device memory
+  kDropped = 3,    // device pages discarded: the bytes are in a host shadow or dead, not in the pages
 };
 
 struct PageCounts {
   uint64_t untouched = 0;
   uint64_t host = 0;
   uint64_t device = 0;
-  uint64_t total() const { return untouched + host + device; }
+  uint64_t dropped = 0;
+  uint64_t total() const { return untouched + host + device + dropped; }
 };
 
 class SimResidencyMap {

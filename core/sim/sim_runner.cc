@@ -13,6 +13,8 @@ SimIterationStats difference(const SimStats& after, const SimStats& before) {
   d.bytes_evicted = after.bytes_evicted - before.bytes_evicted;
   d.bytes_discarded = after.bytes_discarded - before.bytes_discarded;
   d.bytes_populated = after.bytes_populated - before.bytes_populated;
+  d.bytes_saved = after.bytes_saved - before.bytes_saved;
+  d.bytes_restored = after.bytes_restored - before.bytes_restored;
   return d;
 }
 
@@ -37,7 +39,7 @@ SimRun run_workload(const SimWorkload& workload, Engine& engine, SimBackend& bac
       const KernelTicket ticket = engine.before_kernel(k.stream, k.extents.data(), k.extents.size());
       ranges.clear();
       for (const pump_extent_v1_t& e : k.extents) ranges.push_back({e.address, e.bytes});
-      backend.launch(k.stream, k.compute_seconds, ranges);
+      backend.launch(k.stream, k.compute_seconds, ranges, reads_of(k));
       engine.after_kernel(ticket);
     }
     backend.synchronize();

@@ -25,6 +25,8 @@ struct SimIterationStats {
   uint64_t bytes_evicted = 0;
   uint64_t bytes_discarded = 0;
   uint64_t bytes_populated = 0;
+  uint64_t bytes_saved = 0;
+  uint64_t bytes_restored = 0;
 };
 
 struct SimRun {

@@ -5,6 +5,15 @@
 
 namespace pump {
 
+std::vector<uint8_t> reads_of(const SimKernel& k) {
+  std::vector<uint8_t> reads;
+  reads.reserve(k.extents.size());
+  for (const pump_extent_v1_t& e : k.extents)
+    reads.push_back((e.access & PUMP_ACCESS_READ) && e.role != PUMP_ROLE_WORKSPACE ? 1 : 0);
+  return reads;
+}
+
+
 namespace {
 
 constexpr uint64_t kBaseAddress = 0x7f0000000000ull;

@@ -28,6 +28,10 @@ struct SimKernel {
   std::string name;                        // "fwd3", "bwd3", "opt3"
 };
 
+// Per extent of `k`: whether the kernel reads its old bytes (what SimBackend::launch
+// checks against dropped pages). Workspaces are scratch: written before they are read.
+std::vector<uint8_t> reads_of(const SimKernel& k);
+
 struct SimWorkload {
   std::string name;
   std::vector<SimAllocation> allocations;

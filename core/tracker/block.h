@@ -39,6 +39,12 @@ struct Block : ByAddressHook, LruHook {
   uint64_t kernel_mark = 0; // seq of the kernel being decided, if it touches this block
   uint32_t kernel_access = 0;
   bool kernel_only_workspace = false;
+  bool kernel_overwrite = false;  // the kernel being decided writes all of it and reads none
+  // The copy data path (core/engine/shadow_store.h).
+  bool dropped = false;     // device pages discarded: the bytes live in the shadow (if saved) or are dead
+  bool saved = false;       // the shadow holds the block's current bytes (clean)
+  uint64_t shadow = 0;      // host address of its shadow; 0: none (an upper split piece gets an offset)
+  Fence out_fence;          // completes when the last transfer out of it (save, discard, evict) is done
 
   uint64_t end() const { return address + bytes; }
   bool contains(uint64_t addr) const { return addr >= address && addr - address < bytes; }

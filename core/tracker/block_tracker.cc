@@ -43,6 +43,10 @@ void BlockTracker::free_block(Block* block) {
   block->kernel_mark = 0;
   block->kernel_access = 0;
   block->kernel_only_workspace = false;
+  block->kernel_overwrite = false;
+  block->dropped = block->saved = false;
+  block->shadow = 0;
+  block->out_fence = Fence{};
   free_.push_back(block);
 }
 
@@ -112,6 +116,11 @@ Block* BlockTracker::split(Block& block, uint64_t at) {
   upper->kernel_mark = block.kernel_mark;
   upper->kernel_access = block.kernel_access;
   upper->kernel_only_workspace = block.kernel_only_workspace;
+  upper->kernel_overwrite = block.kernel_overwrite;
+  upper->dropped = block.dropped;
+  upper->saved = block.saved;
+  upper->shadow = block.shadow ? block.shadow + (at - block.address) : 0;  // one contiguous shadow, cut too
+  upper->out_fence = block.out_fence;
   block.bytes = at - block.address;
   by_address_.insert_before(std::next(by_address_.iterator_to(block)), *upper);  // O(1): position known
   // Same recency as the original piece.

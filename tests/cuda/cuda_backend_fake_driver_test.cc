@@ -168,7 +168,7 @@ TEST_F(FakeDriverTest, SubmitReturnsAtOnceWhileTheWorkerIsStuckInAPrefetch) {
   TransferBatch batch;
   batch.prefetch = {{kBase, 64 * kMiB}};
   const auto t0 = std::chrono::steady_clock::now();
-  Fence f = b.submit(std::move(batch));
+  Fence f = b.submit(std::move(batch)).in;
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 50ms);
   std::this_thread::sleep_for(20ms);
   EXPECT_FALSE(b.done(f));
@@ -191,7 +191,7 @@ TEST_F(FakeDriverTest, ABatchWaitsForItsFencesThenEvictsThenPrefetchesThenSignal
   batch.wait_for = {kernel};
   batch.evict = {{kBase, 2 * kMiB}};
   batch.prefetch = {{kBase + 64 * kMiB, 2 * kMiB}};
-  Fence f = b.submit(std::move(batch));
+  Fence f = b.submit(std::move(batch)).in;
   ASSERT_TRUE(wait_done(f));
   std::vector<std::string> on_prefetch_stream;
   uint64_t kernel_slot = 0;
@@ -214,7 +214,7 @@ TEST_F(FakeDriverTest, AKernelStreamCanWaitForABatchBeforeTheWorkerIssuedIt) {
   gate_(1);
   TransferBatch batch;
   batch.prefetch = {{kBase, 2 * kMiB}};
-  Fence f = b.submit(std::move(batch));
+  Fence f = b.submit(std::move(batch)).in;
   b.stream_wait(kAppStream, f);  // must not block although nothing was issued yet
   auto waits = calls_named("cuStreamWaitValue64");
   ASSERT_EQ(waits.size(), 1u);
@@ -250,7 +250,7 @@ TEST_F(FakeDriverTest, NeverEnqueuesAnythingOnACapturingStream) {
   gate_(1);
   TransferBatch batch;
   batch.prefetch = {{kBase, 2 * kMiB}};
-  Fence f = b.submit(std::move(batch));
+  Fence f = b.submit(std::move(batch)).in;
   b.stream_wait(kAppStream, f);
   for (const FakeCall& c : calls()) EXPECT_TRUE(c.stream != kAppStream || c.value == before.value) << c.name;
   EXPECT_TRUE(calls_named("cuStreamWaitValue64").empty());
@@ -293,7 +293,7 @@ TEST_F(FakeDriverTest, ManyScatteredRangesBecomeOneBatchCall) {
   CudaBackend& b = start();
   TransferBatch batch;
   for (uint64_t i = 0; i < 8; ++i) batch.prefetch.push_back({kBase + i * 4 * kMiB, 2 * kMiB});
-  ASSERT_TRUE(wait_done(b.submit(std::move(batch))));
+  ASSERT_TRUE(wait_done(b.submit(std::move(batch)).in));
   auto batched = calls_named("cuMemPrefetchBatchAsync");
   ASSERT_EQ(batched.size(), 1u);
   EXPECT_EQ(batched[0].value, 8u);
@@ -308,7 +308,7 @@ TEST_F(FakeDriverTest, DiscardsUseTheDiscardCall) {
   CudaBackend& b = start();
   TransferBatch batch;
   batch.discard = {{kBase, 2 * kMiB}};
-  ASSERT_TRUE(wait_done(b.submit(std::move(batch))));
+  ASSERT_TRUE(wait_done(b.submit(std::move(batch)).in));
   EXPECT_EQ(calls_named("cuMemDiscardBatchAsync").size(), 1u);
   EXPECT_EQ(b.stats().discard_bytes, 2 * kMiB);
 }
@@ -319,7 +319,7 @@ TEST_F(FakeDriverTest, DiscardsBecomeEvictionsWithoutTheDiscardCall) {
   CudaBackend& b = start(config);
   TransferBatch batch;
   batch.discard = {{kBase, 2 * kMiB}};
-  ASSERT_TRUE(wait_done(b.submit(std::move(batch))));
+  ASSERT_TRUE(wait_done(b.submit(std::move(batch)).in));
   auto prefetches = calls_named("cuMemPrefetchAsync");
   ASSERT_EQ(prefetches.size(), 1u);
   EXPECT_EQ(prefetches[0].location_type, CU_MEM_LOCATION_TYPE_HOST);
@@ -335,7 +335,7 @@ TEST_F(FakeDriverTest, PrefetchErrorsAreCountedLoggedOnceAndNotFatal) {
   for (int i = 0; i < 3; ++i) {
     TransferBatch batch;
     batch.prefetch = {{kBase + i * 8 * kMiB, 2 * kMiB}};
-    last = b.submit(std::move(batch));
+    last = b.submit(std::move(batch)).in;
   }
   ASSERT_TRUE(wait_done(last));  // fences still complete
   EXPECT_EQ(b.stats().failed_calls, 3u);
@@ -358,7 +358,7 @@ TEST_F(FakeDriverTest, AFullQueueBlocksTheSubmitterUntilTheWorkerCatchesUp) {
   b.submit(one_range(0));
   for (int i = 0; i < 200 && calls_named("cuMemPrefetchAsync").empty(); ++i) std::this_thread::sleep_for(1ms);
   b.submit(one_range(1));  // queued behind the stuck worker: the queue is now full
-  auto third = std::async(std::launch::async, [&] { return b.submit(one_range(2)); });
+  auto third = std::async(std::launch::async, [&] { return b.submit(one_range(2)).in; });
   EXPECT_EQ(third.wait_for(50ms), std::future_status::timeout);
   gate_(0);
   ASSERT_EQ(third.wait_for(2s), std::future_status::ready);
@@ -386,7 +386,7 @@ TEST_F(FakeDriverTest, FallsBackToEventFencesWithoutStreamMemops) {
   batch.wait_for = {kernel};
   batch.prefetch = {{kBase, 2 * kMiB}};
   gate_(1);
-  Fence f = b.submit(std::move(batch));
+  Fence f = b.submit(std::move(batch)).in;
   EXPECT_FALSE(b.done(f));
   // Without memops a kernel can only wait for a batch's event once it is recorded.
   auto waiter = std::async(std::launch::async, [&] { b.stream_wait(kAppStream, f); });
@@ -421,7 +421,7 @@ TEST_F(FakeDriverTest, DestructionIssuesEveryQueuedBatchFirst) {
   for (uint64_t i = 0; i < 3; ++i) {
     TransferBatch batch;
     batch.prefetch = {{kBase + i * 8 * kMiB, 2 * kMiB}};
-    b.submit(std::move(batch));
+    b.submit(std::move(batch)).in;
   }
   std::thread opener([&] {
     std::this_thread::sleep_for(20ms);
@@ -437,7 +437,7 @@ TEST_F(FakeDriverTest, CountsTheWorkersTimeInsidePrefetchCalls) {
   gate_(1);
   TransferBatch batch;
   batch.prefetch = {{kBase, 2 * kMiB}};
-  Fence f = b.submit(std::move(batch));
+  Fence f = b.submit(std::move(batch)).in;
   std::this_thread::sleep_for(30ms);
   gate_(0);
   ASSERT_TRUE(wait_done(f));

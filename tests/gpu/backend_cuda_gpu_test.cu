@@ -106,7 +106,7 @@ pump::Fence submit_one(pump::CudaBackend& b, void* p, size_t bytes, int kind) {
   if (kind == 0) batch.prefetch.push_back(r);
   else if (kind == 1) batch.evict.push_back(r);
   else batch.discard.push_back(r);
-  return b.submit(std::move(batch));
+  return b.submit(std::move(batch)).in;
 }
 
 void test_prefetch_evict_discard(pump::CudaBackend& b, char* a) {
@@ -145,7 +145,7 @@ void test_ordering(pump::CudaBackend& b, const char* name, cudaStream_t gate, cu
   batch.wait_for.push_back(gate_fence);
   batch.prefetch.push_back({reinterpret_cast<uint64_t>(data), kTestBytes});
   const auto t0 = Clock::now();
-  pump::Fence f = b.submit(std::move(batch));
+  pump::Fence f = b.submit(std::move(batch)).in;
   b.stream_wait(id_of(waiter), f);
   stamp_start<<<1, 1, 0, waiter>>>(&stamps[1], data, out);
   CUDA_OK(cudaGetLastError());
@@ -175,7 +175,7 @@ void test_capture(pump::CudaBackend& b) {
   check(b.capturing(id_of(s)), "capturing during capture");
   check(b.mark(id_of(s)).empty(), "mark on a capturing stream enqueues nothing");
   const auto before = b.stats().stream_waits;
-  pump::Fence pending = b.submit(pump::TransferBatch{});
+  pump::Fence pending = b.submit(pump::TransferBatch{}).in;
   b.stream_wait(id_of(s), pending);
   check(b.stats().stream_waits == before, "stream_wait on a capturing stream enqueues nothing");
   cudaGraph_t graph = nullptr;
@@ -216,7 +216,7 @@ void bandwidth_table(char* buf) {
         (to_device ? batch.prefetch : batch.evict).push_back({reinterpret_cast<uint64_t>(buf + off), kChunk});
       const auto s0 = b->stats();
       const auto t0 = Clock::now();
-      pump::Fence f = b->submit(std::move(batch));
+      pump::Fence f = b->submit(std::move(batch)).in;
       if (wait_fence(*b, f) < 0) return -1.0;
       const double s = std::chrono::duration<double>(Clock::now() - t0).count();
       const auto s1 = b->stats();

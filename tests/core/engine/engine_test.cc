@@ -258,8 +258,8 @@ TEST_F(EngineTest, JustBeforePrefetchWaitsForThePreviousKernelOnTheStream) {
   policy_.on_kernel = [](auto* host, auto* k) { prefetch_all(host, k, PUMP_WHEN_JUST_BEFORE); };
   run(*e, {extent(kBase + 4 * kMiB, 4 * kMiB)});
   ASSERT_EQ(backend_.batches.size(), 1u);
-  ASSERT_EQ(backend_.batches[0].wait_for.size(), 1u);
-  EXPECT_EQ(backend_.batches[0].wait_for[0].stream, kStream);
+  ASSERT_EQ(backend_.batches[0].fetch_wait_for.size(), 1u);
+  EXPECT_EQ(backend_.batches[0].fetch_wait_for[0].stream, kStream);
   EXPECT_EQ(backend_.batches[0].prefetch[0].address, kBase + 4 * kMiB);
 }
 

@@ -11,15 +11,25 @@ namespace pump::testing {
 
 class RecordingBackend : public DeviceBackend {
  public:
-  static constexpr StreamId kPrefetchStream = ~0ull;
+  static constexpr StreamId kPrefetchStream = ~0ull;  // the "in" direction
+  static constexpr StreamId kOutStream = ~1ull;
 
   explicit RecordingBackend(uint64_t device_bytes = 1ull << 34) : device_bytes_(device_bytes) {}
 
   std::string_view name() const override { return "recording"; }
   uint64_t device_memory_bytes() const override { return device_bytes_; }
-  Fence submit(TransferBatch&& batch) override {
+  BatchFences submit(TransferBatch&& batch) override {
+    BatchFences f;
+    if (batch.has_out()) f.out = {kOutStream, ++out_counter_};
+    if (batch.has_in() || !batch.fetch_wait_for.empty()) f.in = {kPrefetchStream, ++prefetch_counter_};
     batches.push_back(std::move(batch));
-    return {kPrefetchStream, ++prefetch_counter_};
+    return f;
+  }
+  uint64_t allocate_host(uint64_t bytes) override {
+    if (!host_memory) return 0;
+    const uint64_t at = next_host_;
+    next_host_ += bytes;
+    return at;
   }
   void stream_wait(StreamId stream, const Fence& fence) override { waits.push_back({stream, fence}); }
   Fence mark(StreamId stream) override {
@@ -41,10 +51,13 @@ class RecordingBackend : public DeviceBackend {
   std::set<std::pair<StreamId, uint64_t>> completed;
   std::set<StreamId> capturing_streams;
   bool all_done = false;
+  bool host_memory = false;  // allocate_host hands out (fake) addresses
 
  private:
   uint64_t device_bytes_;
   uint64_t prefetch_counter_ = 0;
+  uint64_t out_counter_ = 0;
+  uint64_t next_host_ = 0x10000000000ull;
   uint64_t mark_counter_ = 0;
 };
 

@@ -10,11 +10,13 @@ class InstantBackend : public DeviceBackend {
  public:
   std::string_view name() const override { return "instant"; }
   uint64_t device_memory_bytes() const override { return 1ull << 30; }
-  Fence submit(TransferBatch&& batch) override {
+  BatchFences submit(TransferBatch&& batch) override {
     for (const Range& r : batch.prefetch) prefetched_bytes += r.bytes;
+    for (const ShadowRange& r : batch.restore) prefetched_bytes += r.bytes;
     for (const Range& r : batch.evict) evicted_bytes += r.bytes;
+    for (const ShadowRange& r : batch.save) evicted_bytes += r.bytes;
     for (const Range& r : batch.discard) discarded_bytes += r.bytes;
-    return Fence{kPrefetchStream, ++fences_};
+    return {Fence{kPrefetchStream, ++fences_}, Fence{kPrefetchStream, ++fences_}};
   }
   void stream_wait(StreamId, const Fence&) override {}
   Fence mark(StreamId stream) override { return Fence{stream, ++fences_}; }

@@ -36,14 +36,14 @@ Fence prefetch(SimBackend& b, Range r, std::vector<Fence> wait_for = {}) {
   TransferBatch t;
   t.wait_for = std::move(wait_for);
   t.prefetch.push_back(r);
-  return b.submit(std::move(t));
+  return b.submit(std::move(t)).in;
 }
 
 Fence evict(SimBackend& b, Range r, std::vector<Fence> wait_for = {}) {
   TransferBatch t;
   t.wait_for = std::move(wait_for);
   t.evict.push_back(r);
-  return b.submit(std::move(t));
+  return b.submit(std::move(t)).out;
 }
 
 Fence kernel(SimBackend& b, double seconds, Range r, StreamId stream = kCompute) {
@@ -167,8 +167,8 @@ TEST(SimBackend, DiscardDropsPagesWithoutTransferAndRetouchIsNotAFault) {
   TransferBatch t;
   t.wait_for.push_back(k);
   t.discard.push_back({kA, 4 * kMiB});
-  b.host_wait(b.submit(std::move(t)));
-  EXPECT_NEAR(b.now(), 1e-6 + 3e-6, kEps);
+  b.host_wait(b.submit(std::move(t)).out);
+  EXPECT_NEAR(b.now(), 1e-6 + 3e-6 + 4 * kMiB / hand_model().discard_bytes_per_second, kEps);
   SimStats s = b.stats();
   EXPECT_EQ(s.bytes_discarded, 4 * kMiB);
   EXPECT_EQ(s.bytes_evicted, 0u);
@@ -178,7 +178,7 @@ TEST(SimBackend, DiscardDropsPagesWithoutTransferAndRetouchIsNotAFault) {
   EXPECT_EQ(b.stats().bytes_faulted, 0u);
 }
 
-TEST(SimBackend, BatchRunsEvictionsThenDiscardsThenPrefetchesInOrder) {
+TEST(SimBackend, FetchesWaitForTheBatchsEvictionsWhenThoseMakeTheirRoom) {
   SimBackend b(hand_model());
   b.host_wait(kernel(b, 0, {kA, kMiB}));
   b.host_write({kB, kMiB});
@@ -186,13 +186,28 @@ TEST(SimBackend, BatchRunsEvictionsThenDiscardsThenPrefetchesInOrder) {
   TransferBatch t;
   t.prefetch.push_back({kB, kMiB});
   t.evict.push_back({kA, kMiB});
-  Fence f = b.submit(std::move(t));
-  b.host_wait(f);
+  t.fetch_after_out = true;
+  BatchFences f = b.submit(std::move(t));
+  EXPECT_EQ(f.out.stream, SimBackend::kOutStream);
+  EXPECT_EQ(f.in.stream, SimBackend::kInStream);
+  b.host_wait(f.in);
   EXPECT_NEAR(b.now() - t0, (20e-6 + kMiB / 0.5e9) + (10e-6 + kMiB / 1e9), kEps);
-  // One fence for the whole batch: its last op.
-  EXPECT_EQ(f.value, 2u);
   // Evicted before the prefetch landed: the peak never held both.
   EXPECT_EQ(b.stats().peak_resident_bytes, kMiB);
+}
+
+TEST(SimBackend, WithoutRoomToWaitForTheTwoDirectionsRunAtOnce) {
+  SimBackend b(hand_model());
+  b.host_wait(kernel(b, 0, {kA, kMiB}));
+  b.host_write({kB, kMiB});
+  const double t0 = b.now();
+  TransferBatch t;
+  t.prefetch.push_back({kB, kMiB});
+  t.evict.push_back({kA, kMiB});
+  BatchFences f = b.submit(std::move(t));
+  b.host_wait(f.in);
+  b.host_wait(f.out);
+  EXPECT_NEAR(b.now() - t0, std::max(20e-6 + kMiB / 0.5e9, 10e-6 + kMiB / 1e9), kEps);
 }
 
 TEST(SimBackend, EvictingWithoutWaitingForARunningKernelIsAnInUseViolation) {
@@ -273,12 +288,13 @@ TEST(SimBackend, SynchronizeAdvancesHostToTheLastCompletionOnAnyStream) {
   b.synchronize();
   EXPECT_NEAR(b.now(), 2e-6 + 3e-3, kEps);
   SimStats s = b.stats();
-  ASSERT_EQ(s.streams.size(), 3u);  // 1, 2 and the prefetch stream
+  ASSERT_EQ(s.streams.size(), 4u);  // 1, 2 and the transfer streams out and in
   EXPECT_EQ(s.streams[0].stream, 1u);
   EXPECT_NEAR(s.streams[0].busy_seconds, 1e-3, kEps);
   EXPECT_NEAR(s.streams[1].busy_seconds, 3e-3, kEps);
-  EXPECT_EQ(s.streams[2].stream, SimBackend::kPrefetchStream);
-  EXPECT_EQ(s.streams[2].ops, 0u);
+  EXPECT_EQ(s.streams[2].stream, SimBackend::kOutStream);
+  EXPECT_EQ(s.streams[3].stream, SimBackend::kInStream);
+  EXPECT_EQ(s.streams[3].ops, 0u);
 }
 
 TEST(SimBackend, CapturingIsPerStreamAndWaitsOnACapturingStreamAreRecorded) {

@@ -1,0 +1,95 @@
+#include "core/engine/shadow_store.h"
+
+#include <algorithm>
+#include <iterator>
+
+namespace pump {
+namespace {
+constexpr uint64_t kAlignment = 4096;  // copies of page-aligned blocks stay page-aligned
+uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+}  // namespace
+
+ShadowStore::ShadowStore(SlabAllocator allocate_slab, uint64_t limit_bytes, uint64_t slab_bytes)
+    : allocate_slab_(std::move(allocate_slab)), limit_(limit_bytes), slab_bytes_(slab_bytes ? slab_bytes : kDefaultSlabBytes) {}
+
+uint64_t ShadowStore::take(uint64_t bytes) {
+  for (auto it = free_.begin(); it != free_.end(); ++it) {
+    if (it->second < bytes) continue;
+    const uint64_t address = it->first;
+    const uint64_t rest = it->second - bytes;
+    free_.erase(it);
+    if (rest) free_.emplace(address + bytes, rest);
+    return address;
+  }
+  return 0;
+}
+
+uint64_t ShadowStore::allocate(uint64_t bytes) {
+  if (bytes == 0) return 0;
+  const uint64_t need = round_up(bytes, kAlignment);
+  uint64_t address = take(need);
+  if (!address && !slab_failed_) {
+    // A run larger than a slab gets a slab of its own size.
+    const uint64_t slab = std::max(slab_bytes_, round_up(need, 2ull << 20));
+    if (slab_total_ + slab <= limit_) {
+      if (const uint64_t base = allocate_slab_ ? allocate_slab_(slab) : 0) {
+        slabs_.emplace(base, slab);
+        slab_total_ += slab;
+        insert_free(base, slab);
+        address = take(need);
+      } else {
+        slab_failed_ = true;
+      }
+    }
+  }
+  if (!address) {
+    ++refusals_;
+    return 0;
+  }
+  used_ += need;
+  peak_used_ = std::max(peak_used_, used_);
+  return address;
+}
+
+void ShadowStore::free(uint64_t shadow, uint64_t bytes) {
+  if (!shadow || !bytes) return;
+  // Blocks may be split at any 64 KiB boundary, so pieces are freed at page precision:
+  // a piece's share is [shadow, shadow + bytes) rounded out to the allocation alignment
+  // only at the run's end (allocate rounded the whole run up).
+  const uint64_t begin = shadow;
+  uint64_t end = shadow + bytes;
+  auto slab = slabs_.upper_bound(begin);
+  if (slab == slabs_.begin()) return;  // not ours
+  --slab;
+  const uint64_t slab_end = slab->first + slab->second;
+  if (end > slab_end) return;  // not ours
+  if (end % kAlignment) end = std::min(round_up(end, kAlignment), slab_end);
+  used_ -= std::min(used_, end - begin);
+  insert_free(begin, end - begin);
+}
+
+void ShadowStore::insert_free(uint64_t address, uint64_t bytes) {
+  auto slab = std::prev(slabs_.upper_bound(address));
+  const uint64_t slab_begin = slab->first, slab_end = slab->first + slab->second;
+  auto next = free_.lower_bound(address);
+  if (next != free_.begin()) {
+    auto prev = std::prev(next);
+    if (prev->first + prev->second >= address && prev->first >= slab_begin) {
+      // Overlap would mean a double free; merging keeps the map sane either way.
+      const uint64_t end = std::max(prev->first + prev->second, address + bytes);
+      address = prev->first;
+      bytes = end - address;
+      free_.erase(prev);
+    }
+  }
+  next = free_.lower_bound(address);
+  while (next != free_.end() && next->first <= address + bytes && next->first < slab_end) {
+    const uint64_t end = std::max(next->first + next->second, address + bytes);
+    bytes = end - address;
+    next = free_.erase(next);
+  }
+  (void)slab_begin;
+  free_.emplace(address, bytes);
+}
+
+}  // namespace pump

@@ -1,0 +1,53 @@
+// ShadowStore: the host side of the copy data path. Evicted dirty data is copied into
+// pinned host memory ("shadows") instead of being migrated by unified memory, which
+// moves it at a third to a fifth of the link's speed. Pinned memory is expensive to
+// allocate (the pages are locked), so it comes in slabs, allocated lazily from the
+// backend and never returned; ranges inside them are handed out first-fit and
+// coalesced when freed. Total slab bytes stay under the limit (PUMP_HOST_LIMIT): a
+// request that does not fit gets 0 and its block takes the unified-memory path.
+// Not thread-safe: the engine owns it under its lock.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+
+namespace pump {
+
+class ShadowStore {
+ public:
+  // `allocate_slab(bytes)` returns the host address of `bytes` of pinned memory, or 0.
+  using SlabAllocator = std::function<uint64_t(uint64_t bytes)>;
+  static constexpr uint64_t kDefaultSlabBytes = 256ull << 20;
+
+  ShadowStore(SlabAllocator allocate_slab, uint64_t limit_bytes, uint64_t slab_bytes = kDefaultSlabBytes);
+
+  // `bytes` of contiguous shadow, or 0 (limit reached, or the backend refused a slab).
+  uint64_t allocate(uint64_t bytes);
+  // Returns [shadow, shadow + bytes) to the store; any sub-range of an allocation may be
+  // freed on its own (blocks are split after their shadow was given out).
+  void free(uint64_t shadow, uint64_t bytes);
+
+  uint64_t limit_bytes() const { return limit_; }
+  uint64_t slab_bytes() const { return slab_total_; }  // pinned memory held
+  uint64_t used_bytes() const { return used_; }
+  uint64_t peak_used_bytes() const { return peak_used_; }
+  uint64_t refusals() const { return refusals_; }      // requests answered with 0
+
+ private:
+  uint64_t take(uint64_t bytes);  // first fit among free ranges, 0 if none
+  void insert_free(uint64_t address, uint64_t bytes);
+
+  SlabAllocator allocate_slab_;
+  uint64_t limit_;
+  uint64_t slab_bytes_;
+  uint64_t slab_total_ = 0;
+  uint64_t used_ = 0;
+  uint64_t peak_used_ = 0;
+  uint64_t refusals_ = 0;
+  bool slab_failed_ = false;       // the backend refused once: ask no more
+  std::map<uint64_t, uint64_t> free_;  // address -> bytes; never touching across slabs
+  std::map<uint64_t, uint64_t> slabs_; // base -> bytes
+};
+
+}  // namespace pump
