@@ -87,6 +87,9 @@ struct CudaBackendOptions {
   // cuStreamWaitValue64 for a batch's prefetch never ran and the program hung, while the
   // same checks passed with events (see "Measured" above). Turn on only to investigate.
   bool stream_memops = false;
+  // PUMP_VERIFY=poison: a discard fills the range with a NaN pattern (0xFF bytes) and
+  // keeps its pages, so a read pump did not foresee changes the program's results.
+  bool poison = false;
 };
 
 // Counters since creation, for PUMP_STATS and pump-bench.
