@@ -1,6 +1,9 @@
 #include "core/cuda/cuda_backend.h"
 
+#include <nvtx3/nvToolsExt.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "core/common/log.h"
@@ -28,7 +31,8 @@ using cuda::TransferOp;
 struct CudaBackend::AtomicStats {
   std::atomic<uint64_t> batches{0}, prefetch_calls{0}, prefetch_bytes{0}, evict_calls{0}, evict_bytes{0},
       discard_calls{0}, discard_bytes{0}, batch_calls{0}, fence_waits{0}, failed_calls{0}, marks{0},
-      event_marks{0}, stream_waits{0}, queue_high_water{0}, blocked_submits{0}, prefetch_call_ns{0};
+      event_marks{0}, stream_waits{0}, queue_high_water{0}, blocked_submits{0}, prefetch_call_ns{0}, save_calls{0},
+      save_bytes{0}, restore_calls{0}, restore_bytes{0}, copy_failures{0}, pinned_bytes{0}, poisoned_bytes{0};
   std::atomic<bool> failure_logged{false};
 };
 
@@ -46,6 +50,27 @@ uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) {
 }
 
 CUstream as_stream(StreamId id) { return reinterpret_cast<CUstream>(static_cast<uintptr_t>(id)); }
+
+uint64_t total_bytes(const auto& ranges) {
+  uint64_t total = 0;
+  for (const auto& r : ranges) total += r.bytes;
+  return total;
+}
+
+// An NVTX range named by direction, operation and size, so pump's traffic shows in
+// Nsight Systems beside the program's kernels. Near free when no tool is attached.
+class TrafficRange {
+ public:
+  TrafficRange(const char* what, uint64_t bytes, size_t ranges) {
+    char name[96];
+    std::snprintf(name, sizeof name, "pump %s %.1f MiB (%zu ranges)", what, static_cast<double>(bytes) / (1 << 20),
+                  ranges);
+    nvtxRangePushA(name);
+  }
+  ~TrafficRange() { nvtxRangePop(); }
+  TrafficRange(const TrafficRange&) = delete;
+  TrafficRange& operator=(const TrafficRange&) = delete;
+};
 
 }  // namespace
 
@@ -126,8 +151,10 @@ CudaBackend::~CudaBackend() {
   if (worker_.joinable()) worker_.join();
   // At process exit the driver may be gone: every call below may fail, harmlessly.
   if (prefetch_stream_ && !context_lost_) api_.cuStreamDestroy(prefetch_stream_);
+  if (out_stream_ && !context_lost_) api_.cuStreamDestroy(out_stream_);
   compute_events_.reset();
   prefetch_events_.reset();
+  out_events_.reset();
   // The counter slots stay allocated on purpose: application streams may still hold
   // waits on them (queued before we were destroyed), and freeing pinned memory under a
   // pending GPU read is undefined. One page per backend; released with the context.
@@ -168,6 +195,11 @@ std::string CudaBackend::setup_on_worker() {
     return fail("cuStreamCreate", r);
   }
   prefetch_key_ = static_cast<StreamId>(reinterpret_cast<uintptr_t>(prefetch_stream_));
+  if ((r = api_.cuStreamCreate(&out_stream_, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS) {
+    out_stream_ = nullptr;
+    return fail("cuStreamCreate", r);
+  }
+  out_key_ = static_cast<StreamId>(reinterpret_cast<uintptr_t>(out_stream_));
 
   const size_t slots = slot_table_.capacity() + 1;
   prefetch_slot_ = static_cast<int>(slot_table_.capacity());
@@ -189,6 +221,7 @@ std::string CudaBackend::setup_on_worker() {
   }
   compute_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring);
   if (!memops_) prefetch_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring);
+  out_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring);
 
   plan_options_.prefetch_stream_key = prefetch_key_;
   plan_options_.merge_adjacent = options_.merge_adjacent;
@@ -199,36 +232,149 @@ std::string CudaBackend::setup_on_worker() {
 }
 
 void CudaBackend::run_job(Job& job) {
-  if (!context_lost_) {
-    for (const TransferOp& op : cuda::plan_transfers(job.batch, plan_options_)) {
-      if (context_lost_) break;
-      switch (op.kind) {
-        case OpKind::kWait: issue_wait(op.fence); break;
-        case OpKind::kEvict: issue_ranges(op, CUmemLocation{CU_MEM_LOCATION_TYPE_HOST, 0}); break;
-        case OpKind::kDiscard: issue_discard(op); break;
-        case OpKind::kPrefetch: issue_ranges(op, CUmemLocation{CU_MEM_LOCATION_TYPE_DEVICE, device_}); break;
+  TransferBatch& batch = job.batch;
+  if (!context_lost_ && batch.has_out()) {
+    // Out: wait for the kernels still using what leaves, copy dirty data to its shadow,
+    // then drop the pages (a discard is queued after its copy on this stream, and only
+    // for ranges whose copy was accepted), evict what has no shadow.
+    for (const Fence& f : cuda::newest_fence_per_stream(batch.wait_for, out_key_)) issue_wait(out_stream_, f);
+    TransferBatch part;
+    issue_saves(batch.save, &part.discard);
+    part.discard.insert(part.discard.end(), batch.discard.begin(), batch.discard.end());
+    part.evict = std::move(batch.evict);
+    issue_plan(out_stream_, part);
+    bool waited = false;
+    CUresult r = context_lost_ ? CUDA_ERROR_DEINITIALIZED : out_events_->record(out_stream_, job.value, &waited);
+    if (r != CUDA_SUCCESS) {
+      if (!context_lost_) {
+        note_failure("recording a batch's out event", r, nullptr);
+        api_.cuStreamSynchronize(out_stream_);
       }
+      out_events_->complete_up_to(job.value);
     }
+  }
+  if (!context_lost_) {
+    // In: wait for earlier transfers out of the same blocks, and for this batch's out
+    // work when it frees the room the fetches take; then populate + copy back.
+    for (const Fence& f : cuda::newest_fence_per_stream(batch.fetch_wait_for, prefetch_key_))
+      issue_wait(prefetch_stream_, f);
+    if (batch.fetch_after_out && batch.has_out())
+      issue_wait(prefetch_stream_, Fence{out_key_, job.value | kEventFenceBit});
+    TransferBatch part;
+    part.prefetch = std::move(batch.prefetch);
+    for (const ShadowRange& r : batch.restore) part.prefetch.push_back({r.address, r.bytes});  // populate first
+    issue_plan(prefetch_stream_, part);
+    issue_restores(batch.restore);
   }
   publish_batch_done(job.value);
 }
 
-void CudaBackend::issue_wait(const Fence& fence) {
+void CudaBackend::issue_plan(CUstream stream, const TransferBatch& part) {
+  for (const TransferOp& op : cuda::plan_transfers(part, plan_options_)) {
+    if (context_lost_) break;
+    switch (op.kind) {
+      case OpKind::kWait: issue_wait(stream, op.fence); break;
+      case OpKind::kEvict: {
+        TrafficRange nvtx("out: evict (unified memory)", op.bytes(), op.ranges.size());
+        issue_ranges(stream, op, CUmemLocation{CU_MEM_LOCATION_TYPE_HOST, 0});
+        break;
+      }
+      case OpKind::kDiscard: {
+        TrafficRange nvtx(options_.poison ? "out: poison" : "out: discard", op.bytes(), op.ranges.size());
+        issue_discard(stream, op);
+        break;
+      }
+      case OpKind::kPrefetch: {
+        TrafficRange nvtx("in: prefetch/populate", op.bytes(), op.ranges.size());
+        issue_ranges(stream, op, CUmemLocation{CU_MEM_LOCATION_TYPE_DEVICE, device_});
+        break;
+      }
+    }
+  }
+}
+
+void CudaBackend::issue_saves(const std::vector<ShadowRange>& saves, std::vector<Range>* saved) {
+  if (saves.empty()) return;
+  TrafficRange nvtx("out: save (copy to host)", total_bytes(saves), saves.size());
+  for (const ShadowRange& s : saves) {
+    const auto t0 = std::chrono::steady_clock::now();
+    CUresult r = api_.cuMemcpyDtoHAsync(reinterpret_cast<void*>(static_cast<uintptr_t>(s.shadow)), s.address, s.bytes,
+                                        out_stream_);
+    stats_->prefetch_call_ns.fetch_add(elapsed_ns(t0), std::memory_order_relaxed);
+    if (r == CUDA_SUCCESS) {
+      stats_->save_calls.fetch_add(1, std::memory_order_relaxed);
+      stats_->save_bytes.fetch_add(s.bytes, std::memory_order_relaxed);
+      saved->push_back({s.address, s.bytes});
+      continue;
+    }
+    // The engine counts on the shadow: fill it from the host once the stream got there
+    // (the waits before it mean the kernels using the range are done), and keep the pages.
+    const Range range{s.address, s.bytes};
+    note_failure("copy to the host shadow", r, &range);
+    if (context_lost_) return;
+    stats_->copy_failures.fetch_add(1, std::memory_order_relaxed);
+    api_.cuStreamSynchronize(out_stream_);
+    std::memcpy(reinterpret_cast<void*>(static_cast<uintptr_t>(s.shadow)),
+                reinterpret_cast<const void*>(static_cast<uintptr_t>(s.address)), s.bytes);
+  }
+}
+
+void CudaBackend::issue_restores(const std::vector<ShadowRange>& restores) {
+  if (restores.empty() || context_lost_) return;
+  TrafficRange nvtx("in: restore (copy from host)", total_bytes(restores), restores.size());
+  for (const ShadowRange& s : restores) {
+    const auto t0 = std::chrono::steady_clock::now();
+    CUresult r = api_.cuMemcpyHtoDAsync(s.address, reinterpret_cast<const void*>(static_cast<uintptr_t>(s.shadow)),
+                                        s.bytes, prefetch_stream_);
+    stats_->prefetch_call_ns.fetch_add(elapsed_ns(t0), std::memory_order_relaxed);
+    if (r == CUDA_SUCCESS) {
+      stats_->restore_calls.fetch_add(1, std::memory_order_relaxed);
+      stats_->restore_bytes.fetch_add(s.bytes, std::memory_order_relaxed);
+      continue;
+    }
+    // The bytes exist only in the shadow: write them into the managed range from the
+    // host (unified memory moves the pages as needed), after the stream's earlier work.
+    const Range range{s.address, s.bytes};
+    note_failure("copy back from the host shadow", r, &range);
+    if (context_lost_) return;
+    stats_->copy_failures.fetch_add(1, std::memory_order_relaxed);
+    api_.cuStreamSynchronize(prefetch_stream_);
+    std::memcpy(reinterpret_cast<void*>(static_cast<uintptr_t>(s.address)),
+                reinterpret_cast<const void*>(static_cast<uintptr_t>(s.shadow)), s.bytes);
+  }
+}
+
+void CudaBackend::poison(CUstream stream, const Range& range) {
+  // 0xFF bytes: NaN as fp32, fp16 and bf16; -1 as integers.
+  const uint64_t words = range.bytes / 4;
+  CUresult r = words ? api_.cuMemsetD32Async(range.address, 0xFFFFFFFFu, words, stream) : CUDA_SUCCESS;
+  if (r == CUDA_SUCCESS && range.bytes % 4)
+    r = api_.cuMemsetD8Async(range.address + words * 4, 0xFF, range.bytes % 4, stream);
+  if (r == CUDA_SUCCESS) stats_->poisoned_bytes.fetch_add(range.bytes, std::memory_order_relaxed);
+  else note_failure("poisoning a discarded range", r, &range);
+}
+
+void CudaBackend::issue_wait(CUstream stream, const Fence& fence) {
   stats_->fence_waits.fetch_add(1, std::memory_order_relaxed);
   CUresult r;
   if (is_event_fence(fence)) {
-    r = compute_events_->enqueue_wait(prefetch_stream_, fence.value & ~kEventFenceBit);
+    EventFenceRing& ring = fence.stream == out_key_ ? *out_events_
+                           : fence.stream == prefetch_key_ && prefetch_events_ ? *prefetch_events_
+                                                                                : *compute_events_;
+    // One worker issues both directions in batch order, so a transfer fence named here
+    // (an earlier batch's, or this batch's out event) is always recorded already.
+    r = ring.enqueue_wait(stream, fence.value & ~kEventFenceBit);
   } else {
-    const int slot = slot_table_.find(fence.stream);
+    const int slot = fence.stream == prefetch_key_ ? prefetch_slot_ : slot_table_.find(fence.stream);
     if (slot == StreamSlotTable::kNoSlot) return;  // not a fence of ours: nothing to wait for
-    r = api_.cuStreamWaitValue64(prefetch_stream_, slot_device_address(slot), fence.value, CU_STREAM_WAIT_VALUE_GEQ);
+    r = api_.cuStreamWaitValue64(stream, slot_device_address(slot), fence.value, CU_STREAM_WAIT_VALUE_GEQ);
   }
   if (r == CUDA_SUCCESS) return;
-  note_failure("enqueueing a fence wait on the prefetch stream", r, nullptr);
+  note_failure("enqueueing a fence wait on a transfer stream", r, nullptr);
   wait_for_fence_on_host(fence);  // ordering is not a hint: keep it, slowly
 }
 
-void CudaBackend::issue_ranges(const TransferOp& op, CUmemLocation location) {
+void CudaBackend::issue_ranges(CUstream stream, const TransferOp& op, CUmemLocation location) {
   const bool evict = op.kind == OpKind::kEvict;
   auto count = [&](uint64_t bytes) {
     (evict ? stats_->evict_calls : stats_->prefetch_calls).fetch_add(1, std::memory_order_relaxed);
@@ -244,7 +390,7 @@ void CudaBackend::issue_ranges(const TransferOp& op, CUmemLocation location) {
     size_t first_index = 0;
     const auto t0 = std::chrono::steady_clock::now();
     CUresult r = api_.cuMemPrefetchBatchAsync(addresses.data(), sizes.data(), addresses.size(), &location,
-                                              &first_index, 1, 0, prefetch_stream_);
+                                              &first_index, 1, 0, stream);
     stats_->prefetch_call_ns.fetch_add(elapsed_ns(t0), std::memory_order_relaxed);
     if (r == CUDA_SUCCESS) {
       count(op.bytes());
@@ -262,7 +408,7 @@ void CudaBackend::issue_ranges(const TransferOp& op, CUmemLocation location) {
   }
   for (const Range& range : op.ranges) {
     const auto t0 = std::chrono::steady_clock::now();
-    CUresult r = api_.cuMemPrefetchAsync(range.address, range.bytes, location, 0, prefetch_stream_);
+    CUresult r = api_.cuMemPrefetchAsync(range.address, range.bytes, location, 0, stream);
     stats_->prefetch_call_ns.fetch_add(elapsed_ns(t0), std::memory_order_relaxed);
     if (r == CUDA_SUCCESS) count(range.bytes);
     else note_failure(evict ? "eviction (prefetch to host)" : "prefetch to the device", r, &range);
@@ -270,7 +416,11 @@ void CudaBackend::issue_ranges(const TransferOp& op, CUmemLocation location) {
   }
 }
 
-void CudaBackend::issue_discard(const TransferOp& op) {
+void CudaBackend::issue_discard(CUstream stream, const TransferOp& op) {
+  if (options_.poison && api_.cuMemsetD32Async && api_.cuMemsetD8Async) {
+    for (const Range& r : op.ranges) poison(stream, r);
+    return;
+  }
   if (plan_options_.have_discard_batch) {
     std::vector<CUdeviceptr> addresses;
     std::vector<size_t> sizes;
@@ -279,7 +429,7 @@ void CudaBackend::issue_discard(const TransferOp& op) {
       sizes.push_back(r.bytes);
     }
     const auto t0 = std::chrono::steady_clock::now();
-    CUresult r = api_.cuMemDiscardBatchAsync(addresses.data(), sizes.data(), addresses.size(), 0, prefetch_stream_);
+    CUresult r = api_.cuMemDiscardBatchAsync(addresses.data(), sizes.data(), addresses.size(), 0, stream);
     stats_->prefetch_call_ns.fetch_add(elapsed_ns(t0), std::memory_order_relaxed);
     if (r == CUDA_SUCCESS) {
       stats_->discard_calls.fetch_add(1, std::memory_order_relaxed);
@@ -299,7 +449,7 @@ void CudaBackend::issue_discard(const TransferOp& op) {
   TransferOp evict = op;
   evict.kind = OpKind::kEvict;
   evict.batched = false;
-  issue_ranges(evict, CUmemLocation{CU_MEM_LOCATION_TYPE_HOST, 0});
+  issue_ranges(stream, evict, CUmemLocation{CU_MEM_LOCATION_TYPE_HOST, 0});
 }
 
 void CudaBackend::publish_batch_done(uint64_t value) {
@@ -374,6 +524,7 @@ bool CudaBackend::wait_issued(std::chrono::milliseconds timeout) {
 // ------------------------------------------------------------------ DeviceBackend
 
 BatchFences CudaBackend::submit(TransferBatch&& batch) {
+  const bool has_out = batch.has_out();
   uint64_t value;
   {
     std::unique_lock lock(queue_mutex_);
@@ -392,8 +543,10 @@ BatchFences CudaBackend::submit(TransferBatch&& batch) {
   }
   work_cv_.notify_one();
   stats_->batches.fetch_add(1, std::memory_order_relaxed);
-  const Fence f{prefetch_key_, memops_ ? value : (value | kEventFenceBit)};
-  return {f, f};
+  BatchFences fences;
+  fences.in = Fence{prefetch_key_, memops_ ? value : (value | kEventFenceBit)};
+  if (has_out) fences.out = Fence{out_key_, value | kEventFenceBit};
+  return fences;
 }
 
 Fence CudaBackend::mark(StreamId stream) {
@@ -441,7 +594,9 @@ Fence CudaBackend::mark_with_event(CUstream stream, StreamId key) {
 bool CudaBackend::done(const Fence& fence) {
   if (fence.empty() || context_lost_) return true;
   if (is_event_fence(fence)) {
-    EventFenceRing* ring = fence.stream == prefetch_key_ ? prefetch_events_.get() : compute_events_.get();
+    EventFenceRing* ring = fence.stream == out_key_        ? out_events_.get()
+                           : fence.stream == prefetch_key_ ? prefetch_events_.get()
+                                                           : compute_events_.get();
     return !ring || ring->done(fence.value & ~kEventFenceBit);
   }
   const int slot = fence.stream == prefetch_key_ ? prefetch_slot_ : slot_table_.find(fence.stream);
@@ -454,8 +609,8 @@ void CudaBackend::stream_wait(StreamId stream, const Fence& fence) {
   stats_->stream_waits.fetch_add(1, std::memory_order_relaxed);
   CUresult r;
   if (is_event_fence(fence)) {
-    const bool of_batch = fence.stream == prefetch_key_;
-    EventFenceRing& ring = of_batch ? *prefetch_events_ : *compute_events_;
+    const bool of_batch = fence.stream == prefetch_key_ || fence.stream == out_key_;
+    EventFenceRing& ring = fence.stream == out_key_ ? *out_events_ : of_batch ? *prefetch_events_ : *compute_events_;
     const uint64_t seq = fence.value & ~kEventFenceBit;
     r = ring.enqueue_wait(as_stream(stream), seq);
     if (r == CUDA_ERROR_NOT_READY && of_batch) {
@@ -479,6 +634,27 @@ void CudaBackend::stream_wait(StreamId stream, const Fence& fence) {
   wait_for_fence_on_host(fence);
 }
 
+
+void CudaBackend::make_context_current() {
+  CUcontext current = nullptr;
+  if (api_.cuCtxGetCurrent && api_.cuCtxGetCurrent(&current) == CUDA_SUCCESS && current) return;
+  if (context_) api_.cuCtxSetCurrent(context_);
+}
+
+uint64_t CudaBackend::allocate_host(uint64_t bytes) {
+  if (!has_copy_path() || context_lost_ || bytes == 0) return 0;
+  make_context_current();
+  void* host = nullptr;
+  // Portable: the worker thread copies from it as well as the application's threads.
+  CUresult r = api_.cuMemHostAlloc(&host, bytes, CU_MEMHOSTALLOC_PORTABLE);
+  if (r != CUDA_SUCCESS || !host) {
+    log(LogLevel::kWarn, "cuda backend: %llu bytes of pinned host memory for shadows refused (%s)",
+        static_cast<unsigned long long>(bytes), api_.describe(r).c_str());
+    return 0;
+  }
+  stats_->pinned_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  return reinterpret_cast<uint64_t>(host);
+}
 
 bool CudaBackend::capturing_for_launch(StreamId stream) {
   const CaptureAnswer& a = t_capture_answer;
@@ -525,7 +701,11 @@ std::vector<std::pair<std::string, uint64_t>> CudaBackend::counters() const {
           {"batch_calls", s.batch_calls},       {"failed_calls", s.failed_calls},
           {"marks", s.marks},                   {"stream_waits", s.stream_waits},
           {"queue_high_water", s.queue_high_water}, {"blocked_submits", s.blocked_submits},
-          {"prefetch_call_ns", s.prefetch_call_ns}};
+          {"prefetch_call_ns", s.prefetch_call_ns},
+          {"save_calls", s.save_calls},         {"save_bytes", s.save_bytes},
+          {"restore_calls", s.restore_calls},   {"restore_bytes", s.restore_bytes},
+          {"copy_failures", s.copy_failures},   {"pinned_bytes", s.pinned_bytes},
+          {"poisoned_bytes", s.poisoned_bytes}};
 }
 
 CudaBackendStats CudaBackend::stats() const {
@@ -548,6 +728,13 @@ CudaBackendStats CudaBackend::stats() const {
   out.queue_high_water = get(s.queue_high_water);
   out.blocked_submits = get(s.blocked_submits);
   out.prefetch_call_ns = get(s.prefetch_call_ns);
+  out.save_calls = get(s.save_calls);
+  out.save_bytes = get(s.save_bytes);
+  out.restore_calls = get(s.restore_calls);
+  out.restore_bytes = get(s.restore_bytes);
+  out.copy_failures = get(s.copy_failures);
+  out.pinned_bytes = get(s.pinned_bytes);
+  out.poisoned_bytes = get(s.poisoned_bytes);
   return out;
 }
 

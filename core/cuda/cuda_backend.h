@@ -110,6 +110,13 @@ struct CudaBackendStats {
   uint64_t queue_high_water = 0;   // most batches ever waiting for the worker
   uint64_t blocked_submits = 0;    // submit() calls that found the queue full and waited
   uint64_t prefetch_call_ns = 0;   // worker time spent inside prefetch/evict/discard calls
+  uint64_t save_calls = 0;         // device -> shadow copies
+  uint64_t save_bytes = 0;
+  uint64_t restore_calls = 0;      // shadow -> device copies
+  uint64_t restore_bytes = 0;
+  uint64_t copy_failures = 0;      // copies that failed and were done by the host instead
+  uint64_t pinned_bytes = 0;       // host memory allocated for shadows
+  uint64_t poisoned_bytes = 0;     // PUMP_VERIFY=poison: bytes filled instead of discarded
 };
 
 class CudaBackend final : public DeviceBackend {
@@ -129,8 +136,12 @@ class CudaBackend final : public DeviceBackend {
   Fence mark(StreamId stream) override;
   bool done(const Fence& fence) override;
   bool capturing(StreamId stream) override;
+  // Pinned host memory for the shadow store; 0 when the driver lacks the copies the
+  // copy data path needs, or the allocation fails.
+  uint64_t allocate_host(uint64_t bytes) override;
 
   CudaBackendStats stats() const;
+  bool has_copy_path() const { return api_.cuMemcpyDtoHAsync && api_.cuMemcpyHtoDAsync && api_.cuMemDiscardBatchAsync; }
   std::vector<std::pair<std::string, uint64_t>> counters() const override;
   bool uses_stream_memops() const { return memops_; }
   bool has_batch_prefetch() const { return api_.cuMemPrefetchBatchAsync != nullptr; }
@@ -155,9 +166,15 @@ class CudaBackend final : public DeviceBackend {
   std::string setup_on_worker();   // context, stream, slot memory; "" on success
   void worker_main(std::promise<std::string> ready);
   void run_job(Job& job);
-  void issue_wait(const Fence& fence);
-  void issue_ranges(const cuda::TransferOp& op, CUmemLocation location);
-  void issue_discard(const cuda::TransferOp& op);
+  void issue_wait(CUstream stream, const Fence& fence);
+  void issue_ranges(CUstream stream, const cuda::TransferOp& op, CUmemLocation location);
+  void issue_discard(CUstream stream, const cuda::TransferOp& op);
+  void issue_plan(CUstream stream, const TransferBatch& part);
+  void issue_saves(const std::vector<ShadowRange>& saves, std::vector<Range>* saved);
+  void issue_restores(const std::vector<ShadowRange>& restores);
+  void poison(CUstream stream, const Range& range);
+  // On the issuing thread: the context current (the application's threads may have none).
+  void make_context_current();
   void publish_batch_done(uint64_t value);
   void note_failure(const char* what, CUresult result, const Range* range);
   bool wait_for_fence_on_host(const Fence& fence);
@@ -170,8 +187,11 @@ class CudaBackend final : public DeviceBackend {
   cuda::DriverApi api_;
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;
-  CUstream prefetch_stream_ = nullptr;
+  CUstream prefetch_stream_ = nullptr;  // the "in" direction: prefetches and restores
   StreamId prefetch_key_ = 0;
+  CUstream out_stream_ = nullptr;       // the "out" direction: saves, discards, evictions
+  StreamId out_key_ = 0;
+  std::unique_ptr<cuda::EventFenceRing> out_events_;
   uint64_t total_memory_ = 0;
   bool memops_ = false;
 

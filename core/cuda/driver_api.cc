@@ -88,6 +88,11 @@ bool DriverApi::load(const char* library_name, std::string* error) {
   resolve(get, "cuMemPrefetchBatchAsync", &cuMemPrefetchBatchAsync, false, error);
   resolve(get, "cuMemDiscardBatchAsync", &cuMemDiscardBatchAsync, false, error);
   resolve(get, "cuMemDiscardAndPrefetchBatchAsync", &cuMemDiscardAndPrefetchBatchAsync, false, error);
+  resolve(get, "cuCtxGetCurrent", &cuCtxGetCurrent, false, error);
+  resolve(get, "cuMemcpyDtoHAsync", &cuMemcpyDtoHAsync, false, error);
+  resolve(get, "cuMemcpyHtoDAsync", &cuMemcpyHtoDAsync, false, error);
+  resolve(get, "cuMemsetD8Async", &cuMemsetD8Async, false, error);
+  resolve(get, "cuMemsetD32Async", &cuMemsetD32Async, false, error);
   return ok;
 }
 

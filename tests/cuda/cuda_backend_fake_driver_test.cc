@@ -183,7 +183,7 @@ TEST_F(FakeDriverTest, SubmitReturnsAtOnceWhileTheWorkerIsStuckInAPrefetch) {
   EXPECT_EQ(writes[0].value, f.value);
 }
 
-TEST_F(FakeDriverTest, ABatchWaitsForItsFencesThenEvictsThenPrefetchesThenSignals) {
+TEST_F(FakeDriverTest, EvictionsWaitForTheirKernelOnTheOutStreamWhilePrefetchesGoOnTheInStream) {
   CudaBackend& b = start();
   Fence kernel = b.mark(kAppStream);
   ASSERT_FALSE(kernel.empty());
@@ -191,22 +191,23 @@ TEST_F(FakeDriverTest, ABatchWaitsForItsFencesThenEvictsThenPrefetchesThenSignal
   batch.wait_for = {kernel};
   batch.evict = {{kBase, 2 * kMiB}};
   batch.prefetch = {{kBase + 64 * kMiB, 2 * kMiB}};
-  Fence f = b.submit(std::move(batch)).in;
-  ASSERT_TRUE(wait_done(f));
-  std::vector<std::string> on_prefetch_stream;
-  uint64_t kernel_slot = 0;
+  BatchFences f = b.submit(std::move(batch));
+  ASSERT_TRUE(wait_done(f.in));
+  ASSERT_TRUE(wait_done(f.out));
+  std::vector<std::string> on_in, on_out;
+  uint64_t kernel_slot = 0, out_stream = 0;
+  for (const FakeCall& c : calls())
+    if (std::strcmp(c.name, "cuMemPrefetchAsync") == 0 && c.location_type == CU_MEM_LOCATION_TYPE_HOST) out_stream = c.stream;
   for (const FakeCall& c : calls()) {
     if (c.stream == kAppStream && std::strcmp(c.name, "cuStreamWriteValue64") == 0) kernel_slot = c.address;
-    if (c.stream != f.stream) continue;
     std::string what = c.name;
     if (what == "cuMemPrefetchAsync") what += c.location_type == CU_MEM_LOCATION_TYPE_HOST ? "(host)" : "(device)";
-    if (what == "cuStreamWaitValue64") {
-      EXPECT_EQ(c.address, kernel_slot);
-    }
-    on_prefetch_stream.push_back(what);
+    if (what == "cuStreamWaitValue64") EXPECT_EQ(c.address, kernel_slot);
+    if (c.stream == f.in.stream) on_in.push_back(what);
+    if (c.stream == out_stream) on_out.push_back(what);
   }
-  EXPECT_EQ(on_prefetch_stream, (std::vector<std::string>{"cuStreamWaitValue64", "cuMemPrefetchAsync(host)",
-                                                          "cuMemPrefetchAsync(device)", "cuStreamWriteValue64"}));
+  EXPECT_EQ(on_out, (std::vector<std::string>{"cuStreamWaitValue64", "cuMemPrefetchAsync(host)", "cuEventRecord"}));
+  EXPECT_EQ(on_in, (std::vector<std::string>{"cuMemPrefetchAsync(device)", "cuStreamWriteValue64"}));
 }
 
 TEST_F(FakeDriverTest, AKernelStreamCanWaitForABatchBeforeTheWorkerIssuedIt) {
@@ -383,7 +384,7 @@ TEST_F(FakeDriverTest, FallsBackToEventFencesWithoutStreamMemops) {
   EXPECT_TRUE(kernel.value & cuda::kEventFenceBit);
   EXPECT_TRUE(b.done(kernel));
   TransferBatch batch;
-  batch.wait_for = {kernel};
+  batch.fetch_wait_for = {kernel};
   batch.prefetch = {{kBase, 2 * kMiB}};
   gate_(1);
   Fence f = b.submit(std::move(batch)).in;
@@ -442,6 +443,130 @@ TEST_F(FakeDriverTest, CountsTheWorkersTimeInsidePrefetchCalls) {
   gate_(0);
   ASSERT_TRUE(wait_done(f));
   EXPECT_GE(b.stats().prefetch_call_ns, 20'000'000u);
+}
+
+
+// ------------------------------------------------------------------ the copy data path
+
+std::vector<std::string> names_on(const std::vector<FakeCall>& calls, uint64_t stream) {
+  std::vector<std::string> out;
+  for (const FakeCall& c : calls)
+    if (c.stream == stream && std::strcmp(c.name, "cuStreamWaitEvent") != 0) out.push_back(c.name);
+  return out;
+}
+
+TEST_F(FakeDriverTest, SavesCopyToTheShadowThenDiscardOnTheOutStreamAndRestoresPopulateThenCopyOnTheInStream) {
+  CudaBackend& b = start({}, CudaBackendOptions{});
+  ASSERT_TRUE(b.has_copy_path());
+  constexpr uint64_t kPiece = 64 * 1024;  // the fake driver's pinned arena is small
+  const uint64_t shadow = b.allocate_host(2 * kPiece);
+  ASSERT_NE(shadow, 0u);
+  EXPECT_EQ(b.stats().pinned_bytes, 2 * kPiece);
+  TransferBatch batch;
+  batch.save = {{kBase, kPiece, shadow}};
+  batch.restore = {{kBase + 8 * kMiB, kPiece, shadow + kPiece}};
+  BatchFences f = b.submit(std::move(batch));
+  ASSERT_FALSE(f.out.empty());
+  ASSERT_NE(f.out.stream, f.in.stream);  // two directions, two streams
+  ASSERT_TRUE(wait_done(f.in));
+  ASSERT_TRUE(wait_done(f.out));
+  const auto all = calls();
+  auto copies_out = calls_named("cuMemcpyDtoHAsync");
+  ASSERT_EQ(copies_out.size(), 1u);
+  EXPECT_EQ(copies_out[0].address, kBase);
+  EXPECT_EQ(copies_out[0].value, shadow);
+  const uint64_t out_stream = copies_out[0].stream;
+  EXPECT_EQ(names_on(all, out_stream),
+            (std::vector<std::string>{"cuMemcpyDtoHAsync", "cuMemDiscardBatchAsync", "cuEventRecord"}));
+  auto copies_in = calls_named("cuMemcpyHtoDAsync");
+  ASSERT_EQ(copies_in.size(), 1u);
+  EXPECT_EQ(copies_in[0].address, kBase + 8 * kMiB);
+  const uint64_t in_stream = copies_in[0].stream;
+  EXPECT_NE(in_stream, out_stream);
+  auto on_in = names_on(all, in_stream);
+  ASSERT_GE(on_in.size(), 2u);
+  EXPECT_EQ(on_in[0], "cuMemPrefetchAsync");  // populate the discarded pages first
+  EXPECT_EQ(on_in[1], "cuMemcpyHtoDAsync");
+  const CudaBackendStats s = b.stats();
+  EXPECT_EQ(s.save_bytes, kPiece);
+  EXPECT_EQ(s.restore_bytes, kPiece);
+  EXPECT_EQ(s.discard_bytes, kPiece);
+}
+
+TEST_F(FakeDriverTest, FetchesWaitForTheOutWorkOfTheirBatchOnlyWhenAskedTo) {
+  CudaBackend& b = start({}, CudaBackendOptions{});
+  auto waits_on_in_stream = [&](const BatchFences& f) {
+    EXPECT_TRUE(wait_done(f.in));
+    uint64_t in_stream = 0;
+    for (const FakeCall& c : calls())
+      if (std::strcmp(c.name, "cuMemPrefetchAsync") == 0) in_stream = c.stream;
+    size_t n = 0;
+    for (const FakeCall& c : calls())
+      if (c.stream == in_stream && std::strcmp(c.name, "cuStreamWaitEvent") == 0) ++n;
+    return n;
+  };
+  TransferBatch apart;
+  apart.discard = {{kBase, kMiB}};
+  apart.prefetch = {{kBase + 4 * kMiB, kMiB}};
+  EXPECT_EQ(waits_on_in_stream(b.submit(std::move(apart))), 0u);
+  TransferBatch after;
+  after.discard = {{kBase + 8 * kMiB, kMiB}};
+  after.prefetch = {{kBase + 12 * kMiB, kMiB}};
+  after.fetch_after_out = true;
+  EXPECT_EQ(waits_on_in_stream(b.submit(std::move(after))), 1u);
+}
+
+TEST_F(FakeDriverTest, AFailedCopyToTheShadowIsDoneByTheHostAndNothingIsLost) {
+  FakeDriverConfig config;
+  config.copy_result = CUDA_ERROR_INVALID_VALUE;
+  CudaBackend& b = start(config, CudaBackendOptions{});
+  // Real host memory stands in for the managed range, so the host fallback can copy it.
+  std::vector<uint8_t> range(64 * 1024), shadow(64 * 1024, 0);
+  for (size_t i = 0; i < range.size(); ++i) range[i] = static_cast<uint8_t>(i * 7);
+  const uint64_t address = reinterpret_cast<uint64_t>(range.data());
+  TransferBatch batch;
+  batch.save = {{address, range.size(), reinterpret_cast<uint64_t>(shadow.data())}};
+  ASSERT_TRUE(wait_done(b.submit(std::move(batch)).out));
+  EXPECT_EQ(shadow, range);
+  EXPECT_EQ(b.stats().copy_failures, 1u);
+  EXPECT_TRUE(calls_named("cuMemDiscardBatchAsync").empty());  // its pages are kept
+}
+
+TEST_F(FakeDriverTest, AFailedCopyBackIsDoneByTheHost) {
+  FakeDriverConfig config;
+  config.copy_result = CUDA_ERROR_INVALID_VALUE;
+  CudaBackend& b = start(config, CudaBackendOptions{});
+  std::vector<uint8_t> range(64 * 1024, 0), shadow(64 * 1024);
+  for (size_t i = 0; i < shadow.size(); ++i) shadow[i] = static_cast<uint8_t>(i * 13);
+  TransferBatch batch;
+  batch.restore = {{reinterpret_cast<uint64_t>(range.data()), range.size(), reinterpret_cast<uint64_t>(shadow.data())}};
+  ASSERT_TRUE(wait_done(b.submit(std::move(batch)).in));
+  EXPECT_EQ(range, shadow);
+  EXPECT_EQ(b.stats().copy_failures, 1u);
+}
+
+TEST_F(FakeDriverTest, WithoutTheCopyCallsThereIsNoHostMemoryForShadows) {
+  FakeDriverConfig config;
+  config.copy_calls = 0;
+  CudaBackend& b = start(config, CudaBackendOptions{});
+  EXPECT_FALSE(b.has_copy_path());
+  EXPECT_EQ(b.allocate_host(kMiB), 0u);  // so the engine never saves: unified memory instead
+}
+
+TEST_F(FakeDriverTest, PoisonFillsDiscardedRangesWithNanAndKeepsThePages) {
+  CudaBackendOptions options;
+  options.poison = true;
+  CudaBackend& b = start({}, options);
+  TransferBatch batch;
+  batch.discard = {{kBase, kMiB + 2}};
+  ASSERT_TRUE(wait_done(b.submit(std::move(batch)).out));
+  EXPECT_TRUE(calls_named("cuMemDiscardBatchAsync").empty());
+  auto words = calls_named("cuMemsetD32Async");
+  ASSERT_EQ(words.size(), 1u);
+  EXPECT_EQ(words[0].value, 0xFFFFFFFFu);
+  EXPECT_EQ(words[0].bytes, kMiB);
+  ASSERT_EQ(calls_named("cuMemsetD8Async").size(), 1u);
+  EXPECT_EQ(b.stats().poisoned_bytes, kMiB + 2);
 }
 
 }  // namespace

@@ -138,10 +138,36 @@ CUresult MemDiscardBatchAsync(CUdeviceptr* p, size_t* sizes, size_t n, unsigned 
   return prefetch_result();
 }
 
+CUresult copy_result() {
+  std::lock_guard lock(g_mutex);
+  return static_cast<CUresult>(g_config.copy_result);
+}
+CUresult MemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t n, CUstream s) {
+  record("cuMemcpyDtoHAsync", s, src, n, reinterpret_cast<uint64_t>(dst), 0);
+  return copy_result();
+}
+CUresult MemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t n, CUstream s) {
+  record("cuMemcpyHtoDAsync", s, dst, n, reinterpret_cast<uint64_t>(src), 0);
+  return copy_result();
+}
+CUresult MemsetD8Async(CUdeviceptr p, unsigned char v, size_t n, CUstream s) {
+  record("cuMemsetD8Async", s, p, n, v, 0);
+  return CUDA_SUCCESS;
+}
+CUresult MemsetD32Async(CUdeviceptr p, unsigned int v, size_t n, CUstream s) {
+  record("cuMemsetD32Async", s, p, n * 4, v, 0);
+  return CUDA_SUCCESS;
+}
+CUresult CtxGetCurrent(CUcontext* c) {
+  *c = t_context_current ? reinterpret_cast<CUcontext>(0xc0) : nullptr;
+  return CUDA_SUCCESS;
+}
+
 struct Entry {
   const char* name;
   void* fn;
   bool batch;
+  bool copy = false;
 };
 #define FAKE(name, fn) {name, reinterpret_cast<void*>(&fn), false}
 const Entry kEntries[] = {
@@ -161,6 +187,11 @@ const Entry kEntries[] = {
     FAKE("cuStreamWaitValue64", StreamWaitValue64),
     {"cuMemPrefetchBatchAsync", reinterpret_cast<void*>(&MemPrefetchBatchAsync), true},
     {"cuMemDiscardBatchAsync", reinterpret_cast<void*>(&MemDiscardBatchAsync), true},
+    FAKE("cuCtxGetCurrent", CtxGetCurrent),
+    {"cuMemcpyDtoHAsync", reinterpret_cast<void*>(&MemcpyDtoHAsync), false, true},
+    {"cuMemcpyHtoDAsync", reinterpret_cast<void*>(&MemcpyHtoDAsync), false, true},
+    {"cuMemsetD8Async", reinterpret_cast<void*>(&MemsetD8Async), false, true},
+    {"cuMemsetD32Async", reinterpret_cast<void*>(&MemsetD32Async), false, true},
 };
 
 }  // namespace
@@ -175,6 +206,7 @@ __attribute__((visibility("default"))) CUresult cuGetProcAddress_v2(const char* 
   for (const Entry& e : kEntries) {
     if (std::string_view(symbol) != e.name) continue;
     if (e.batch && !g_config.batch_calls) return CUDA_ERROR_NOT_FOUND;
+    if (e.copy && !g_config.copy_calls) return CUDA_ERROR_NOT_FOUND;
     *pfn = e.fn;
     *status = CU_GET_PROC_ADDRESS_SUCCESS;
     return CUDA_SUCCESS;

@@ -26,6 +26,8 @@ struct FakeDriverConfig {
   int prefetch_result = 0;         // CUresult of every prefetch call
   uint64_t total_memory = 80ull << 30;
   int contextless_threads = 0;     // 1: stream calls fail with INVALID_CONTEXT until the thread sets one
+  int copy_calls = 1;              // export cuMemcpyDtoHAsync/HtoDAsync and the memsets (the copy data path)
+  int copy_result = 0;             // CUresult of every copy call
 };
 
 extern "C" {
