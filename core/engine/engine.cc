@@ -20,6 +20,7 @@ thread_local std::vector<Range> t_kernel_ranges;
 thread_local std::vector<Block*> t_kernel_block_list;
 thread_local uint64_t t_kernel_generation = 0;
 thread_local uint64_t t_kernel_seq = 0;
+thread_local std::vector<uint64_t> t_kernel_allocations;
 
 const Config& default_config() {
   static const Config config;
@@ -88,6 +89,7 @@ void Engine::on_alloc(uint64_t address, uint64_t bytes) {
     return;
   }
   ++stats_.allocations;
+  allocations_[address] = AllocationState{address + bytes};
   stats_.peak_tracked_bytes = std::max(stats_.peak_tracked_bytes, tracker_.tracked_bytes());
   Block* block = tracker_.find(address);
   if (policy_ && policy_->on_alloc) {
@@ -111,6 +113,7 @@ void Engine::on_free(uint64_t address) {
     }
   });
   if (bytes) ++stats_.frees;
+  allocations_.erase(address);
 }
 
 // ---------------------------------------------------------------- kernels
@@ -139,60 +142,57 @@ KernelTicket Engine::before_kernel(StreamId stream, const pump_extent_v1_t* exte
       p->kernel_overwrite = true;
       kernel_blocks_.push_back(p);
     }
-    p->kernel_access |= guessed ? PUMP_ACCESS_READ_WRITE : e.access;
+    p->kernel_access |= guessed ? static_cast<uint32_t>(PUMP_ACCESS_READ_WRITE) : e.access;
     if (guessed || e.role != PUMP_ROLE_WORKSPACE) p->kernel_only_workspace = false;
     if (!guessed && e.role != PUMP_ROLE_UNKNOWN) p->role = static_cast<pump_role_v1_t>(e.role);
     // A full overwrite needs no old bytes: an exact write-only extent covering the piece.
     if (guessed || e.access != PUMP_ACCESS_WRITE || e.address > p->address || e.address + e.bytes < p->end())
       p->kernel_overwrite = false;
   }
-  if (kernel_blocks_.empty()) return {};
+  if (kernel_blocks_.empty()) {
+    kernel_allocations_.clear();
+    return {};
+  }
   ++stats_.kernels_with_blocks;
+  add_dropped_pieces_of_inexact_allocations(seq);
   return decide_and_order(stream, seq);
 }
 
 KernelTicket Engine::before_unattributed_access(StreamId stream) {
   std::lock_guard lock(mutex_);
   ++stats_.kernels;
+  // On the unified path nothing is ever dropped: unified memory serves any access.
+  if (datapath_ != DataPath::kCopy) return {};
   if (backend_.capturing(stream)) {
     ++stats_.kernels_captured;
     return {};
   }
   const uint64_t seq = ++seq_;
   ++stats_.unattributed_accesses;
-  // On the unified path nothing is ever dropped: unified memory serves any access.
+  // It may touch any byte of any allocation: every dropped block comes back first, and
+  // every allocation is treated as touched through a pointer (see collect_pieces).
   kernel_blocks_.clear();
-  if (datapath_ != DataPath::kCopy) return {};
-  for (const Block& b : tracker_.blocks()) {
-    Block& p = *tracker_.find(b.address);
-    if (!p.dropped && p.residency != PUMP_RESIDENT_DEVICE) continue;  // unified memory's: safe
-    p.kernel_mark = seq;
-    p.kernel_access = PUMP_ACCESS_READ_WRITE;
-    p.kernel_only_workspace = false;
-    p.kernel_overwrite = false;
-    if (p.dropped) stats_.bytes_unattributed_restored += p.bytes;
-    kernel_blocks_.push_back(&p);
+  kernel_allocations_.clear();
+  for (auto& [base, a] : allocations_) {
+    kernel_allocations_.push_back(base);
+    a.kernel_mark = seq;
+    if (!a.maybe_dropped) continue;
+    for (Block* p = tracker_.find(base); p && p->address < a.end; p = tracker_.find(p->end())) {
+      if (!p->dropped) continue;
+      p->kernel_mark = seq;
+      p->kernel_access = PUMP_ACCESS_READ_WRITE;
+      p->kernel_only_workspace = false;
+      p->kernel_overwrite = false;
+      stats_.bytes_unattributed_restored += p->bytes;
+      kernel_blocks_.push_back(p);
+    }
+    a.maybe_dropped = false;
   }
-  if (kernel_blocks_.empty()) return {};
   return decide_and_order(stream, seq);
 }
 
 void Engine::collect_pieces(const pump_extent_v1_t* extents, size_t count, const uint8_t* inexact) {
-  // On the copy path a guessed extent stands for its whole allocation: the kernel got a
-  // pointer into it and may reach any piece, and a piece it reaches must not be dropped,
-  // nor taken as clean afterwards.
   extent_inexact_.assign(count, 0);
-  const bool widen = datapath_ == DataPath::kCopy;
-  auto cover = [&](size_t i) {
-    const pump_extent_v1_t& e = extents[i];
-    if (!e.bytes) return true;
-    if (widen && extent_inexact_[i]) {
-      Block* b = tracker_.find(e.address);
-      if (!b) return false;
-      return tracker_.cover(b->allocation, b->allocation_end - b->allocation, &pieces_);
-    }
-    return tracker_.cover(e.address, e.bytes, &pieces_);
-  };
   if (inexact)
     for (size_t i = 0; i < count; ++i) extent_inexact_[i] = inexact[i];
   // Pass 1 covers every extent, splitting blocks at its boundaries. If nothing was
@@ -202,17 +202,72 @@ void Engine::collect_pieces(const pump_extent_v1_t* extents, size_t count, const
   piece_extent_.clear();
   const uint64_t generation = tracker_.layout_generation();
   for (size_t i = 0; i < count; ++i) {
-    if (!cover(i)) stats_.bytes_unknown += extents[i].bytes;
+    if (extents[i].bytes && !tracker_.cover(extents[i].address, extents[i].bytes, &pieces_))
+      stats_.bytes_unknown += extents[i].bytes;
     piece_extent_.resize(pieces_.size(), static_cast<uint32_t>(i));
   }
   if (tracker_.layout_generation() != generation) {
     pieces_.clear();
     piece_extent_.clear();
     for (size_t i = 0; i < count; ++i) {
-      cover(i);
+      if (extents[i].bytes) tracker_.cover(extents[i].address, extents[i].bytes, &pieces_);
       piece_extent_.resize(pieces_.size(), static_cast<uint32_t>(i));
     }
   }
+  // On the copy path a guessed extent stands for its whole allocation: the kernel got a
+  // pointer into it and may reach any piece. Those pieces must not be dropped when it
+  // runs, must not leave while it may run, and are not clean or dead after it.
+  kernel_allocations_.clear();
+  if (datapath_ != DataPath::kCopy) return;
+  for (size_t j = 0; j < pieces_.size(); ++j) {
+    if (!extent_inexact_[piece_extent_[j]]) continue;
+    const uint64_t base = pieces_[j]->allocation;
+    if (std::find(kernel_allocations_.begin(), kernel_allocations_.end(), base) == kernel_allocations_.end())
+      kernel_allocations_.push_back(base);
+  }
+}
+
+Engine::AllocationState* Engine::allocation_of(const Block& b) {
+  auto it = allocations_.find(b.allocation);
+  return it == allocations_.end() ? nullptr : &it->second;
+}
+
+void Engine::add_dropped_pieces_of_inexact_allocations(uint64_t seq) {
+  for (uint64_t base : kernel_allocations_) {
+    auto it = allocations_.find(base);
+    if (it == allocations_.end()) continue;
+    AllocationState& a = it->second;
+    a.kernel_mark = seq;
+    if (!a.maybe_dropped) continue;
+    for (Block* p = tracker_.find(base); p && p->address < a.end; p = tracker_.find(p->end())) {
+      if (!p->dropped || p->kernel_mark == seq) continue;
+      p->kernel_mark = seq;
+      p->kernel_access = PUMP_ACCESS_READ_WRITE;
+      p->kernel_only_workspace = false;
+      p->kernel_overwrite = false;
+      kernel_blocks_.push_back(p);
+    }
+    a.maybe_dropped = false;  // every dropped piece is the kernel's now: it comes back
+  }
+}
+
+bool Engine::settle_allocation_for_eviction(Block& b) {
+  AllocationState* a = allocations_.empty() ? nullptr : allocation_of(b);
+  if (!a || !a->inexact_seq) return true;
+  if (a->kernel_mark && a->kernel_mark == current_seq_) return false;  // the kernel being decided
+  if (a->fence_pending) return false;  // its kernel is being queued on another thread
+  if (a->unfenced) {
+    if (!fence_at_stream_tail(a->stream, a->inexact_seq, &a->fence)) return false;
+    a->unfenced = false;
+  }
+  if (!a->fence.empty()) {
+    if (backend_.done(a->fence)) a->fence = Fence{};
+    else pending_now_.wait_for.push_back(a->fence);
+  }
+  // What such a kernel wrote is in neither the shadow nor known to be dead.
+  if (b.saved && b.saved_seq <= a->inexact_seq) b.saved = false;
+  if (b.dead && b.last_use <= a->inexact_seq) b.dead = false;
+  return true;
 }
 
 KernelTicket Engine::decide_and_order(StreamId stream, uint64_t seq) {
@@ -296,6 +351,14 @@ KernelTicket Engine::decide_and_order(StreamId stream, uint64_t seq) {
   }
   for (const Fence& w : waits)
     if (!w.empty() && !backend_.done(w)) backend_.stream_wait(stream, w);
+  for (uint64_t base : kernel_allocations_) {
+    AllocationState& a = allocations_[base];
+    a.inexact_seq = seq;
+    a.fence_pending = true;
+    a.stream = stream;
+  }
+  t_kernel_allocations.assign(kernel_allocations_.begin(), kernel_allocations_.end());
+  kernel_allocations_.clear();
   t_kernel_seq = seq;
   t_kernel_block_list.assign(kernel_blocks_.begin(), kernel_blocks_.end());
   t_kernel_generation = tracker_.layout_generation();
@@ -317,6 +380,13 @@ void Engine::after_kernel(const KernelTicket& ticket, bool launched) {
   const Fence fence = fence_now ? backend_.mark(ticket.stream) : Fence{};
   if (t_kernel_seq != ticket.seq) return;  // misuse: tickets are per thread, used once
   t_kernel_seq = 0;
+  for (uint64_t base : t_kernel_allocations) {
+    auto it = allocations_.find(base);
+    if (it == allocations_.end() || it->second.inexact_seq != ticket.seq) continue;
+    it->second.fence = fence;
+    it->second.fence_pending = false;
+    it->second.unfenced = launched && !fence_now;
+  }
   auto settle = [&](Block* b) {
     if (b->last_use != ticket.seq) return;
     b->last_fence = fence;
@@ -332,18 +402,22 @@ void Engine::after_kernel(const KernelTicket& ticket, bool launched) {
     for (Block* b = tracker_.find(r.address); b && b->address < r.end(); b = tracker_.find(b->end())) settle(b);
 }
 
-bool Engine::fence_at_stream_tail(Block& b) {
+bool Engine::fence_at_stream_tail(StreamId stream, uint64_t after_seq, Fence* out) {
   // A fence recorded at the stream's tail now follows every kernel queued on it so far,
   // so it covers the block's last kernel; one per stream serves every such block.
-  auto it = std::find_if(tail_fences_.begin(), tail_fences_.end(), [&](const TailFence& t) { return t.stream == b.last_stream; });
-  if (it == tail_fences_.end() || it->after_seq < b.last_use) {
-    if (backend_.capturing(b.last_stream)) return false;
-    const TailFence tail{b.last_stream, backend_.mark(b.last_stream), seq_};
-    if (it == tail_fences_.end()) tail_fences_.push_back(tail);
+  auto it = std::find_if(tail_fences_.begin(), tail_fences_.end(), [&](const TailFence& t) { return t.stream == stream; });
+  if (it == tail_fences_.end() || it->after_seq < after_seq) {
+    if (backend_.capturing(stream)) return false;
+    const TailFence tail{stream, backend_.mark(stream), seq_};
+    if (it == tail_fences_.end()) it = tail_fences_.insert(tail_fences_.end(), tail);
     else *it = tail;
-    it = std::find_if(tail_fences_.begin(), tail_fences_.end(), [&](const TailFence& t) { return t.stream == b.last_stream; });
   }
-  b.last_fence = it->fence;
+  *out = it->fence;
+  return true;
+}
+
+bool Engine::fence_at_stream_tail(Block& b) {
+  if (!fence_at_stream_tail(b.last_stream, b.last_use, &b.last_fence)) return false;
   b.unfenced = false;
   return true;
 }
@@ -410,6 +484,7 @@ pump_status_v1_t Engine::request_prefetch(Block& b, pump_when_v1_t when) {
     if (b.saved && !overwrite) {
       restore_blocks_.push_back(&b);
       stats_.bytes_restored += b.bytes;
+      b.saved_seq = seq_;
     } else {
       now_blocks_.push_back(&b);
       stats_.bytes_populated += b.bytes;
@@ -457,6 +532,10 @@ pump_status_v1_t Engine::request_evict(Block& b, uint32_t flags, bool by_policy)
     if (by_policy) ++stats_.policy_refusals;
     return PUMP_ERR_REFUSED;  // its kernel is being queued on another thread, or captured
   }
+  if (datapath_ == DataPath::kCopy && !settle_allocation_for_eviction(b)) {
+    if (by_policy) ++stats_.policy_refusals;
+    return PUMP_ERR_REFUSED;  // a kernel with a pointer into its allocation may use it
+  }
   if (!b.last_fence.empty() && !backend_.done(b.last_fence)) pending_now_.wait_for.push_back(b.last_fence);
   // A fetch of it still queued (the in stream runs apart) must land before it leaves.
   if (!b.ready.empty()) {
@@ -475,10 +554,14 @@ pump_status_v1_t Engine::request_evict(Block& b, uint32_t flags, bool by_policy)
       save_blocks_.push_back(&b);
       stats_.bytes_saved += b.bytes;
       b.saved = true;
+      b.saved_seq = seq_;
       b.dropped = true;
     } else {
       evict_blocks_.push_back(&b);
       stats_.bytes_evicted += b.bytes;
+    }
+    if (b.dropped) {
+      if (AllocationState* a = allocation_of(b)) a->maybe_dropped = true;
     }
   } else if ((flags & PUMP_EVICT_DISCARD) && b.dead) {
     discard_blocks_.push_back(&b);
@@ -499,6 +582,9 @@ void Engine::fallback_make_room(uint64_t bytes_needed) {
   for (auto it = lru.begin(); it != lru.end() && freed < bytes_needed;) {
     Block& b = *it++;
     if ((current_seq_ && b.kernel_mark == current_seq_) || b.fence_pending) continue;
+    if (!kernel_allocations_.empty() && std::find(kernel_allocations_.begin(), kernel_allocations_.end(),
+                                                  b.allocation) != kernel_allocations_.end())
+      continue;
     const uint64_t bytes = b.bytes;
     if (request_evict(b, PUMP_EVICT_DISCARD, false) == PUMP_OK) {
       freed += bytes;
@@ -650,6 +736,9 @@ size_t Engine::svc_eviction_candidates(const pump_policy_host_v1_t* host, uint32
     if (n == max) break;
     if ((e.current_seq_ && b.kernel_mark == e.current_seq_) || b.fence_pending) continue;
     if (!(role_mask & (1u << b.role))) continue;
+    if (!e.kernel_allocations_.empty() && std::find(e.kernel_allocations_.begin(), e.kernel_allocations_.end(),
+                                                    b.allocation) != e.kernel_allocations_.end())
+      continue;
     out[n++] = e.snapshot(b, e.in_use(b));
   }
   return n;

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/common/config.h"
@@ -87,6 +88,24 @@ class Engine {
 
   pump_block_v1_t snapshot(const Block& b, bool in_use) const;
   bool in_use(const Block& b);
+  // Per managed allocation, what kernels that got a pointer into it did (copy path):
+  // such a kernel may touch any byte of the allocation, not only the piece it named.
+  struct AllocationState {
+    uint64_t end = 0;
+    uint64_t inexact_seq = 0;   // the last kernel that touched it through a pointer
+    uint64_t kernel_mark = 0;   // the kernel being decided touches it that way
+    Fence fence;                // completes when inexact_seq's kernel is done
+    bool fence_pending = false;
+    bool unfenced = false;
+    StreamId stream = 0;
+    bool maybe_dropped = false; // some piece may be dropped (cleared by a scan that finds none)
+  };
+  AllocationState* allocation_of(const Block& b);
+  void add_dropped_pieces_of_inexact_allocations(uint64_t seq);
+  // Whether an in-flight or being-queued kernel may still touch `b` through a pointer
+  // into its allocation: REFUSED if it cannot be evicted now; otherwise adds the wait.
+  bool settle_allocation_for_eviction(Block& b);
+  bool fence_at_stream_tail(StreamId stream, uint64_t after_seq, Fence* out);
   bool fence_at_stream_tail(Block& b);
   KernelTicket decide_and_order(StreamId stream, uint64_t seq);
   void collect_pieces(const pump_extent_v1_t* extents, size_t count, const uint8_t* inexact);
@@ -150,6 +169,8 @@ class Engine {
   std::vector<Block*> pieces_;
   std::vector<uint32_t> piece_extent_;
   std::vector<uint8_t> extent_inexact_;
+  std::unordered_map<uint64_t, AllocationState> allocations_;  // by base address
+  std::vector<uint64_t> kernel_allocations_;  // touched through pointers by the kernel being decided
   Fence kernel_wait_;                   // latest prefetch fence the kernel must wait for
   struct TailFence {
     StreamId stream;

@@ -43,6 +43,7 @@ struct Block : ByAddressHook, LruHook {
   // The copy data path (core/engine/shadow_store.h).
   bool dropped = false;     // device pages discarded: the bytes live in the shadow (if saved) or are dead
   bool saved = false;       // the shadow holds the block's current bytes (clean)
+  uint64_t saved_seq = 0;   // kernel sequence number when saved last became true
   uint64_t shadow = 0;      // host address of its shadow; 0: none (an upper split piece gets an offset)
   Fence out_fence;          // completes when the last transfer out of it (save, discard, evict) is done
 

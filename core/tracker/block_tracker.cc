@@ -45,6 +45,7 @@ void BlockTracker::free_block(Block* block) {
   block->kernel_only_workspace = false;
   block->kernel_overwrite = false;
   block->dropped = block->saved = false;
+  block->saved_seq = 0;
   block->shadow = 0;
   block->out_fence = Fence{};
   free_.push_back(block);
@@ -119,6 +120,7 @@ Block* BlockTracker::split(Block& block, uint64_t at) {
   upper->kernel_overwrite = block.kernel_overwrite;
   upper->dropped = block.dropped;
   upper->saved = block.saved;
+  upper->saved_seq = block.saved_seq;
   upper->shadow = block.shadow ? block.shadow + (at - block.address) : 0;  // one contiguous shadow, cut too
   upper->out_fence = block.out_fence;
   block.bytes = at - block.address;
