@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # On a GPU machine, from the repo root, with .device/ carried (scripts/device_bundle.sh):
-#   tests/gpu/device_suite.sh [part...]     parts: check torch-resnet torch-gpt bench
+#   tests/gpu/device_suite.sh [part...]     parts: check torch-resnet torch-gpt bench datapath
+# (datapath is not in the default list: run it by name; DATAPATH_ARGS adds arguments)
 # Writes logs under $OUT (or /tmp/pump-device). SAFETY: every run caps managed memory
 # (PUMP_MANAGED_LIMIT) well below the card's free memory; oversubscription is emulated
-# with PUMP_GPU_BUDGET.
+# with PUMP_GPU_BUDGET. pump-datapath-bench (datapath) caps itself: all its device memory
+# <= free/2 (cudaMemGetInfo at start), pinned host memory <= 8 GiB.
 set -uo pipefail
 OUT=${OUT:-/tmp/pump-device}
 mkdir -p "$OUT"
@@ -30,6 +32,8 @@ for part in "${@:-check torch-resnet torch-gpt bench}"; do
                --oversubscription 1,1.5,2,3 --policies ${POLICIES:-none,eager,lazy,lru,activations,learned} \
                --repeats 1 --json "$OUT/bench.json" --csv "$OUT/bench.csv" 2> "$OUT/bench.err" | tee "$OUT/bench.txt"
              rc=${PIPESTATUS[0]}; tail -5 "$OUT/bench.err" ;;
+      datapath) .device/bin/pump-datapath-bench ${DATAPATH_ARGS:-} --json "$OUT/datapath.json" 2>&1 | tee "$OUT/datapath.txt"
+                rc=${PIPESTATUS[0]} ;;
       *) echo "unknown part $p"; rc=2 ;;
     esac
     echo "=================== $p: rc=$rc"
