@@ -159,5 +159,16 @@ TEST(ShadowStoreTest, ARunLargerThanTheSlabSizeGetsItsOwnSlab) {
   EXPECT_EQ(slabs.requests.size(), 2u);
 }
 
+TEST(ShadowStoreTest, ALimitSmallerThanTheSlabSizeStillGetsItsShadows) {
+  FakeSlabs slabs;
+  ShadowStore store(slabs.allocator(), 6 * kMiB);  // default slab size (256 MiB) above the limit
+  EXPECT_NE(store.allocate(4 * kMiB), 0u);
+  ASSERT_EQ(slabs.requests.size(), 1u);
+  EXPECT_EQ(slabs.requests[0], 6 * kMiB) << "the slab shrinks to what the limit leaves";
+  EXPECT_NE(store.allocate(2 * kMiB), 0u);
+  EXPECT_EQ(store.allocate(4 * kKiB), 0u);
+  EXPECT_LE(store.slab_bytes(), store.limit_bytes());
+}
+
 }  // namespace
 }  // namespace pump
