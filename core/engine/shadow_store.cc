@@ -29,8 +29,10 @@ uint64_t ShadowStore::allocate(uint64_t bytes) {
   const uint64_t need = round_up(bytes, kAlignment);
   uint64_t address = take(need);
   if (!address && !slab_failed_) {
-    // A run larger than a slab gets a slab of its own size.
-    const uint64_t slab = std::max(slab_bytes_, round_up(need, 2ull << 20));
+    // A run larger than a slab gets a slab of its own size; under a limit smaller than
+    // a slab, the slab shrinks to what the limit leaves (else nothing would ever fit).
+    const uint64_t room = limit_ > slab_total_ ? limit_ - slab_total_ : 0;
+    const uint64_t slab = std::max(std::min(slab_bytes_, room), round_up(need, 2ull << 20));
     if (slab_total_ + slab <= limit_) {
       if (const uint64_t base = allocate_slab_ ? allocate_slab_(slab) : 0) {
         slabs_.emplace(base, slab);

@@ -143,21 +143,20 @@ bool SimBackend::capturing(StreamId id) {
 // ---------------------------------------------------------------- sim-only API
 
 Fence SimBackend::launch(StreamId id, double compute_seconds, std::span<const Range> touched,
-                         std::span<const uint8_t> reads) {
+                         std::span<const uint8_t> reads, std::span<const uint8_t> writes) {
   host_now_ += model_.launch_host_seconds;
   Op op;
   op.kind = OpKind::kKernel;
   op.compute_seconds = std::max(0.0, compute_seconds);
   op.ranges = merged_pages(pages_, touched);
-  // Ranges that read their old bytes, kept apart for the discarded-read check.
-  std::vector<Range> read_ranges;
-  for (size_t i = 0; i < touched.size(); ++i)
+  // Ranges that read their old bytes and ranges written, kept apart for the checks.
+  std::vector<Range> read_ranges, write_ranges;
+  for (size_t i = 0; i < touched.size(); ++i) {
     if (reads.empty() || (i < reads.size() && reads[i])) read_ranges.push_back(touched[i]);
-  op.reads.assign(op.ranges.size(), 0);
-  const std::vector<Range> merged_reads = merged_pages(pages_, read_ranges);
-  for (size_t i = 0; i < op.ranges.size(); ++i)
-    for (const Range& r : merged_reads)
-      if (overlaps(op.ranges[i], r)) op.reads[i] = 1;
+    if (i < writes.size() && writes[i]) write_ranges.push_back(touched[i]);
+  }
+  op.read_ranges = merged_pages(pages_, read_ranges);
+  op.write_ranges = merged_pages(pages_, write_ranges);
   return enqueue(id, std::move(op));
 }
 
@@ -182,11 +181,13 @@ void SimBackend::host_advance(double seconds) {
 void SimBackend::host_write(const Range& range) {
   advance_to(host_now_);
   pages_.set(range, PageState::kHost);
+  shadow_.set(range, ShadowState::kNone);
 }
 
 void SimBackend::release(const Range& range) {
   advance_to(host_now_);
   pages_.set(range, PageState::kUntouched);
+  shadow_.set(range, ShadowState::kNone);
 }
 
 void SimBackend::set_capturing(StreamId id, bool on) { stream(id).capturing = on; }
@@ -298,6 +299,8 @@ void SimBackend::end_op(Stream& s, double now) {
   if (op.kind == OpKind::kSave) {
     pages_.convert(op.ranges.front(), PageState::kDevice, PageState::kDropped);
     pages_.convert(op.ranges.front(), PageState::kHost, PageState::kDropped);
+    // The shadow now holds the pages' bytes (lost bytes stay lost: garbage was copied).
+    shadow_.convert(op.ranges.front(), ShadowState::kNone, ShadowState::kValid);
   }
   if (op.kind == OpKind::kKernel) live_kernels_.erase(op.seq);
   s.ops.pop_front();
@@ -315,19 +318,28 @@ void SimBackend::end_op(Stream& s, double now) {
 
 double SimBackend::run_kernel(const Op& op) {
   ++stats_.kernels;
+  for (const Range& r : op.read_ranges) {
+    const uint64_t dropped = pages_.count(r).dropped;
+    const uint64_t lost = shadow_.count(r, ShadowState::kLost);
+    if (!dropped && !lost) continue;
+    ++stats_.violations_read_discarded;
+    if (violation_texts_.size() >= kMaxViolationTexts) continue;
+    std::string text = "read of discarded data: kernel #" + std::to_string(op.seq) + " reads " + describe(r);
+    text += dropped ? ", which holds dropped pages never restored"
+                    : ", which holds pages whose bytes were lost (discarded without a valid shadow, "
+                      "or populated from dropped pages)";
+    violation_texts_.push_back(std::move(text));
+  }
   uint64_t faulted = 0;
-  for (size_t i = 0; i < op.ranges.size(); ++i) {
-    const Range& r = op.ranges[i];
-    if (op.reads[i] && pages_.count(r).dropped) {
-      ++stats_.violations_read_discarded;
-      if (violation_texts_.size() < kMaxViolationTexts)
-        violation_texts_.push_back("read of discarded data: kernel #" + std::to_string(op.seq) + " reads " +
-                                   describe(r) + ", which holds dropped pages never restored");
-    }
+  for (const Range& r : op.ranges) {
+    // Dropped pages populated here hold nothing meaningful (written below, if written).
+    for (const Range& d : pages_.ranges_in(r, PageState::kDropped)) shadow_.set(d, ShadowState::kLost);
     const PageCounts before = pages_.set(r, PageState::kDevice);
     faulted += before.host;
     stats_.bytes_populated += before.untouched + before.dropped;
   }
+  // Written pages hold new bytes: the shadow is stale, and what was lost is replaced.
+  for (const Range& r : op.write_ranges) shadow_.set(r, ShadowState::kNone);
   stats_.bytes_faulted += faulted;
   double seconds = op.compute_seconds;
   if (faulted) {
@@ -339,6 +351,8 @@ double SimBackend::run_kernel(const Op& op) {
 
 double SimBackend::run_prefetch(const Range& range) {
   ++stats_.prefetch_calls;
+  // Populating dropped pages gives fresh ones: whatever they held is gone until written.
+  for (const Range& d : pages_.ranges_in(range, PageState::kDropped)) shadow_.set(d, ShadowState::kLost);
   const PageCounts before = pages_.set(range, PageState::kDevice);
   stats_.bytes_prefetch_skipped += before.device;
   stats_.bytes_populated += before.untouched + before.dropped;
@@ -369,6 +383,9 @@ double SimBackend::run_save(const Op& op, double now) {
 double SimBackend::run_restore(const Op& op) {
   ++stats_.copy_calls;
   const Range& r = op.ranges.front();
+  // Copied pages match their shadow (lost bytes stay lost: the shadow never had them).
+  for (PageState copied : {PageState::kDropped, PageState::kHost, PageState::kUntouched})
+    for (const Range& c : pages_.ranges_in(r, copied)) shadow_.convert(c, ShadowState::kNone, ShadowState::kValid);
   const PageCounts before = pages_.set(r, PageState::kDevice);
   stats_.bytes_restored += r.bytes - before.device;
   return model_.copy_call_seconds + static_cast<double>(before.dropped + before.untouched) / model_.populate_bytes_per_second +
@@ -386,6 +403,10 @@ double SimBackend::run_evict(const Op& op, double now) {
 double SimBackend::run_discard(const Op& op, double now) {
   ++stats_.discard_calls;
   check_in_use(op, now);
+  // Populated pages whose shadow does not hold their bytes lose them.
+  for (PageState held : {PageState::kDevice, PageState::kHost})
+    for (const Range& h : pages_.ranges_in(op.ranges.front(), held))
+      shadow_.convert(h, ShadowState::kNone, ShadowState::kLost);
   const PageCounts before = pages_.set(op.ranges.front(), PageState::kDropped);
   stats_.bytes_discarded += before.device;
   return model_.discard_call_seconds + static_cast<double>(before.device) / model_.discard_bytes_per_second;

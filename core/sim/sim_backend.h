@@ -16,14 +16,20 @@
 //   prefetch: pages count as device-resident from the op's start (memory is
 //             claimed then; a kernel racing it is not charged a fault);
 //   evict:    pages stay resident until the op ends, then live on the host;
-//   discard:  pages are dropped at the op's start (no copy; kDropped);
+//   discard:  pages are dropped at the op's start (no copy; kDropped); a page whose
+//             shadow does not hold its current bytes (never saved, or written by a
+//             kernel since) loses them;
 //   save:     copied to the host shadow at the copy rate, dropped at the op's end;
 //   restore:  dropped pages are populated and copied back at the copy rate;
-//   prefetch of dropped pages populates them (no transfer);
+//   prefetch of dropped pages populates them (no transfer): fresh pages, their
+//             bytes are lost until a kernel writes them;
 //   kernel:   at its start, host-resident pages it touches are faulted in (fault
 //             bandwidth), never-touched pages are populated (no transfer). A kernel
-//             that reads dropped pages (not restored or populated first) reads bytes
-//             that are gone: a "read of discarded data" violation.
+//             that reads dropped pages (not restored or populated first), or pages
+//             whose bytes were lost, reads bytes that are gone: a "read of discarded
+//             data" violation. Workspace is not read (sim_workloads' reads_of).
+// Shadows: a save makes the pages' shadow valid at its end, a restore too (shadow and
+// device then match); a kernel write makes it stale.
 // Transfers run on two streams of the backend's own, out (device -> host) and in
 // (host -> device); copies in both directions at once share the copy engines.
 // Peaks are therefore conservative (never lower than the real device would see).
@@ -87,7 +93,8 @@ struct SimStats {
   double host_blocked_seconds = 0;   // host waiting on a full stream queue
 
   uint64_t violations_evicted_in_use = 0;
-  uint64_t violations_read_discarded = 0;  // a kernel read dropped pages before they were restored
+  uint64_t violations_read_discarded = 0;  // a kernel read dropped pages before they were restored, or
+                                           // pages whose bytes a discard or a populate lost
   uint64_t violations_other = 0;     // bad fences, waits on capturing streams, over capacity
   uint64_t violation_count() const { return violations_evicted_in_use + violations_read_discarded + violations_other; }
 };
@@ -122,9 +129,13 @@ class SimBackend final : public DeviceBackend {
   // Returns a fence after the kernel. Capture is not modelled here: a kernel
   // launched on a capturing stream runs as if its graph were launched at once.
   // `reads[i]` says whether the kernel reads range i's old bytes (empty: it reads all);
-  // a kernel that reads dropped pages is a violation.
+  // a kernel that reads dropped pages, or pages whose bytes were lost (see below), is
+  // a violation. `writes[i]` says whether it writes range i (empty: writes nothing,
+  // for callers that do not know; the check of the engine's "clean" claims then trusts
+  // every shadow). A write makes the page's shadow stale: a later discard of that page
+  // without a save in between loses its bytes.
   Fence launch(StreamId stream, double compute_seconds, std::span<const Range> touched,
-               std::span<const uint8_t> reads = {});
+               std::span<const uint8_t> reads = {}, std::span<const uint8_t> writes = {});
   // Host waits until everything queued has completed (a training loop's loss.item()).
   void synchronize();
   // Host waits until `fence` has completed.
@@ -154,7 +165,8 @@ class SimBackend final : public DeviceBackend {
     double queued_at = 0;      // host time when queued
     std::vector<Fence> waits;  // fences that must complete before it starts
     std::vector<Range> ranges; // kernel: touched; transfer: its one range
-    std::vector<uint8_t> reads;  // kernel: per range, whether it reads the old bytes
+    std::vector<Range> read_ranges;   // kernel: pages whose old bytes it reads (merged)
+    std::vector<Range> write_ranges;  // kernel: pages it writes (merged)
     double compute_seconds = 0;
   };
 
@@ -212,6 +224,7 @@ class SimBackend final : public DeviceBackend {
 
   SimDeviceModel model_;
   SimResidencyMap pages_;
+  SimShadowMap shadow_{pages_};  // per page: shadow valid, or bytes lost
   std::map<StreamId, Stream> streams_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   std::map<uint64_t, LiveKernel> live_kernels_;  // seq -> kernel queued and not completed

@@ -95,6 +95,29 @@ PageCounts SimResidencyMap::set(const Range& raw, PageState state) {
   return before;
 }
 
+std::vector<Range> SimResidencyMap::ranges_in(const Range& raw, PageState from) const {
+  const Range r = page_align(raw);
+  std::vector<Range> matching;
+  if (r.bytes == 0) return matching;
+  auto add_range = [&](uint64_t lo, uint64_t hi) {
+    if (!matching.empty() && matching.back().end() == lo) matching.back().bytes += hi - lo;
+    else matching.push_back({lo, hi - lo});
+  };
+  uint64_t cursor = r.address;
+  auto it = segments_.upper_bound(r.address);
+  if (it != segments_.begin()) --it;
+  for (; it != segments_.end() && it->first < r.end(); ++it) {
+    const uint64_t lo = std::max(it->first, r.address);
+    const uint64_t hi = std::min(it->second.end, r.end());
+    if (hi <= lo) continue;
+    if (from == PageState::kUntouched && lo > cursor) add_range(cursor, lo);
+    if (it->second.state == from) add_range(lo, hi);
+    cursor = hi;
+  }
+  if (from == PageState::kUntouched && cursor < r.end()) add_range(cursor, r.end());
+  return matching;
+}
+
 uint64_t SimResidencyMap::convert(const Range& raw, PageState from, PageState to) {
   const Range r = page_align(raw);
   if (r.bytes == 0 || from == to) return 0;
@@ -111,6 +134,88 @@ uint64_t SimResidencyMap::convert(const Range& raw, PageState from, PageState to
     cursor = hi;
   }
   if (from == PageState::kUntouched && cursor < r.end()) matching.push_back({cursor, r.end() - cursor});
+  uint64_t moved = 0;
+  for (const Range& m : matching) {
+    set(m, to);
+    moved += m.bytes;
+  }
+  return moved;
+}
+
+}  // namespace pump
+
+namespace pump {
+
+template <typename F>
+void SimShadowMap::for_each(const Range& r, F&& f) const {
+  uint64_t cursor = r.address;
+  auto it = segments_.upper_bound(r.address);
+  if (it != segments_.begin()) --it;
+  for (; it != segments_.end() && it->first < r.end(); ++it) {
+    const uint64_t lo = std::max(it->first, r.address);
+    const uint64_t hi = std::min(it->second.end, r.end());
+    if (hi <= lo) continue;
+    if (lo > cursor) f(cursor, lo, ShadowState::kNone);
+    f(lo, hi, it->second.state);
+    cursor = hi;
+  }
+  if (cursor < r.end()) f(cursor, r.end(), ShadowState::kNone);
+}
+
+uint64_t SimShadowMap::count(const Range& raw, ShadowState state) const {
+  const Range r = pages_.page_align(raw);
+  uint64_t bytes = 0;
+  if (r.bytes == 0) return 0;
+  for_each(r, [&](uint64_t lo, uint64_t hi, ShadowState s) {
+    if (s == state) bytes += hi - lo;
+  });
+  return bytes;
+}
+
+void SimShadowMap::set(const Range& raw, ShadowState state) {
+  const Range r = pages_.page_align(raw);
+  if (r.bytes == 0) return;
+  // Cut the segments straddling the range's ends, drop everything inside, insert one
+  // segment, then merge with equal neighbours (so the map stays small).
+  auto cut = [&](uint64_t at) {
+    auto it = segments_.upper_bound(at);
+    if (it == segments_.begin()) return;
+    --it;
+    if (it->first == at || it->second.end <= at) return;
+    const Segment upper{it->second.end, it->second.state};
+    it->second.end = at;
+    segments_.emplace(at, upper);
+  };
+  cut(r.address);
+  cut(r.end());
+  auto it = segments_.lower_bound(r.address);
+  while (it != segments_.end() && it->first < r.end()) it = segments_.erase(it);
+  if (state == ShadowState::kNone) return;
+  it = segments_.emplace(r.address, Segment{r.end(), state}).first;
+  if (it != segments_.begin()) {
+    auto prev = std::prev(it);
+    if (prev->second.end == it->first && prev->second.state == state) {
+      prev->second.end = it->second.end;
+      segments_.erase(it);
+      it = prev;
+    }
+  }
+  auto next = std::next(it);
+  if (next != segments_.end() && next->first == it->second.end && next->second.state == state) {
+    it->second.end = next->second.end;
+    segments_.erase(next);
+  }
+}
+
+uint64_t SimShadowMap::convert(const Range& raw, ShadowState from, ShadowState to) {
+  const Range r = pages_.page_align(raw);
+  if (r.bytes == 0 || from == to) return 0;
+  std::vector<Range> matching;
+  for_each(r, [&](uint64_t lo, uint64_t hi, ShadowState s) {
+    if (s != from) return;
+    if (!matching.empty() && matching.back().end() == lo) matching.back().bytes += hi - lo;
+    else matching.push_back({lo, hi - lo});
+  });
   uint64_t moved = 0;
   for (const Range& m : matching) {
     set(m, to);

@@ -39,7 +39,7 @@ SimRun run_workload(const SimWorkload& workload, Engine& engine, SimBackend& bac
       const KernelTicket ticket = engine.before_kernel(k.stream, k.extents.data(), k.extents.size());
       ranges.clear();
       for (const pump_extent_v1_t& e : k.extents) ranges.push_back({e.address, e.bytes});
-      backend.launch(k.stream, k.compute_seconds, ranges, reads_of(k));
+      backend.launch(k.stream, k.compute_seconds, ranges, reads_of(k), writes_of(k));
       engine.after_kernel(ticket);
     }
     backend.synchronize();

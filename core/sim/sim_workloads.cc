@@ -13,6 +13,13 @@ std::vector<uint8_t> reads_of(const SimKernel& k) {
   return reads;
 }
 
+std::vector<uint8_t> writes_of(const SimKernel& k) {
+  std::vector<uint8_t> writes;
+  writes.reserve(k.extents.size());
+  for (const pump_extent_v1_t& e : k.extents) writes.push_back((e.access & PUMP_ACCESS_WRITE) ? 1 : 0);
+  return writes;
+}
+
 
 namespace {
 

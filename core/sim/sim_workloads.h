@@ -31,6 +31,9 @@ struct SimKernel {
 // Per extent of `k`: whether the kernel reads its old bytes (what SimBackend::launch
 // checks against dropped pages). Workspaces are scratch: written before they are read.
 std::vector<uint8_t> reads_of(const SimKernel& k);
+// Per extent of `k`: whether the kernel writes it (SimBackend::launch: the shadow of a
+// written page is stale, so dropping it without a save loses its bytes).
+std::vector<uint8_t> writes_of(const SimKernel& k);
 
 struct SimWorkload {
   std::string name;

@@ -370,5 +370,112 @@ TEST(SimBackend, IdenticalInputsGiveIdenticalNumbers) {
   EXPECT_GT(a.bytes_evicted, 0u);
 }
 
+// ---- the copy data path's ground truth: does the shadow hold a page's bytes?
+
+enum Use : uint8_t { kRead = 1, kWrite = 2 };
+// A kernel on `r` that reads and/or writes it; synchronizes so each step is ordered.
+void use(SimBackend& b, Range r, uint8_t how) {
+  const Range ranges[] = {r};
+  const uint8_t reads[] = {static_cast<uint8_t>((how & kRead) ? 1 : 0)};
+  const uint8_t writes[] = {static_cast<uint8_t>((how & kWrite) ? 1 : 0)};
+  b.launch(kCompute, 1e-6, ranges, reads, writes);
+  b.synchronize();
+}
+void out(SimBackend& b, Range r, bool save) {
+  TransferBatch t;
+  if (save) t.save.push_back({r.address, r.bytes, 0x100000000000ull});
+  else t.discard.push_back(r);
+  b.submit(std::move(t));
+  b.synchronize();
+}
+void in(SimBackend& b, Range r, bool restore) {
+  TransferBatch t;
+  if (restore) t.restore.push_back({r.address, r.bytes, 0x100000000000ull});
+  else t.prefetch.push_back(r);
+  b.submit(std::move(t));
+  b.synchronize();
+}
+
+TEST(SimBackendShadow, SaveDiscardRestoreReadIsFine) {
+  SimBackend b(hand_model());
+  use(b, {kA, kMiB}, kWrite);
+  out(b, {kA, kMiB}, /*save=*/true);
+  in(b, {kA, kMiB}, /*restore=*/true);
+  use(b, {kA, kMiB}, kRead);
+  out(b, {kA, kMiB}, /*save=*/false);  // clean: only read since the restore
+  in(b, {kA, kMiB}, /*restore=*/true);
+  use(b, {kA, kMiB}, kRead | kWrite);
+  EXPECT_EQ(b.stats().violation_count(), 0u);
+  for (const auto& v : b.violations()) ADD_FAILURE() << v;
+}
+
+TEST(SimBackendShadow, DiscardAfterAWriteSinceTheSaveLosesTheBytes) {
+  SimBackend b(hand_model());
+  use(b, {kA, kMiB}, kWrite);
+  out(b, {kA, kMiB}, /*save=*/true);
+  in(b, {kA, kMiB}, /*restore=*/true);
+  use(b, {kA + 4096, 4096}, kWrite);   // one page written: its shadow is stale
+  out(b, {kA, kMiB}, /*save=*/false);  // dropped as if clean
+  in(b, {kA, kMiB}, /*restore=*/true);  // brings back the old bytes of that page
+  EXPECT_EQ(b.stats().violations_read_discarded, 0u) << "nothing read yet";
+  use(b, {kA + 8192, 4096}, kRead);     // another page: its shadow was fine
+  EXPECT_EQ(b.stats().violations_read_discarded, 0u);
+  use(b, {kA, kMiB}, kRead);
+  EXPECT_EQ(b.stats().violations_read_discarded, 1u);
+  ASSERT_FALSE(b.violations().empty());
+  EXPECT_NE(b.violations().back().find("lost"), std::string::npos) << b.violations().back();
+}
+
+TEST(SimBackendShadow, DiscardOfNeverSavedDataLosesItEvenAfterAPopulate) {
+  SimBackend b(hand_model());
+  use(b, {kA, kMiB}, kWrite);
+  out(b, {kA, kMiB}, /*save=*/false);
+  in(b, {kA, kMiB}, /*restore=*/false);  // populate only: fresh pages
+  EXPECT_EQ(b.stats().violations_read_discarded, 0u);
+  use(b, {kA, kMiB}, kRead);
+  EXPECT_EQ(b.stats().violations_read_discarded, 1u);
+}
+
+TEST(SimBackendShadow, PopulatingASavedPageInsteadOfRestoringLosesIt) {
+  SimBackend b(hand_model());
+  use(b, {kA, kMiB}, kWrite);
+  out(b, {kA, kMiB}, /*save=*/true);
+  in(b, {kA, kMiB}, /*restore=*/false);
+  use(b, {kA, kMiB}, kRead);
+  EXPECT_EQ(b.stats().violations_read_discarded, 1u);
+}
+
+TEST(SimBackendShadow, OverwritingLostOrDeadPagesBeforeReadingThemIsFine) {
+  SimBackend b(hand_model());
+  use(b, {kA, kMiB}, kWrite);   // a workspace: written, read only by its own kernel
+  out(b, {kA, kMiB}, /*save=*/false);  // dead: dropped
+  in(b, {kA, kMiB}, /*restore=*/false);
+  use(b, {kA, kMiB}, kWrite);   // the next user writes before it reads
+  use(b, {kA, kMiB}, kRead);
+  // A saved page overwritten whole after a populate is fine too.
+  use(b, {kB, kMiB}, kWrite);
+  out(b, {kB, kMiB}, /*save=*/true);
+  in(b, {kB, kMiB}, /*restore=*/false);
+  use(b, {kB, kMiB}, kWrite);
+  use(b, {kB, kMiB}, kRead);
+  EXPECT_EQ(b.stats().violation_count(), 0u);
+  for (const auto& v : b.violations()) ADD_FAILURE() << v;
+}
+
+TEST(SimBackendShadow, UnifiedMemoryEvictionKeepsTheBytes) {
+  SimBackend b(hand_model());
+  use(b, {kA, kMiB}, kWrite);
+  out(b, {kA, kMiB}, /*save=*/true);
+  in(b, {kA, kMiB}, /*restore=*/true);
+  evict(b, {kA, kMiB});  // write-back: the bytes move, nothing is lost, the shadow still matches
+  b.synchronize();
+  use(b, {kA, kMiB}, kRead);
+  out(b, {kA, kMiB}, /*save=*/false);
+  in(b, {kA, kMiB}, /*restore=*/true);
+  use(b, {kA, kMiB}, kRead);
+  EXPECT_EQ(b.stats().violation_count(), 0u);
+  for (const auto& v : b.violations()) ADD_FAILURE() << v;
+}
+
 }  // namespace
 }  // namespace pump

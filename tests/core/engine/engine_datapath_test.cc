@@ -1,0 +1,320 @@
+// The copy data path through the real Engine on a RecordingBackend that hands out
+// (fake) pinned host memory: which way each block leaves and comes back.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <numeric>
+#include <vector>
+
+#include "core/engine/engine.h"
+#include "tests/core/engine/recording_backend.h"
+
+namespace pump {
+namespace {
+
+using testing::RecordingBackend;
+
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr uint64_t kBase = 0x7f0000000000ull;
+constexpr uint64_t kA = kBase;
+constexpr uint64_t kB = kBase + 16 * kMiB;
+constexpr uint64_t kC = kBase + 32 * kMiB;
+constexpr StreamId kStream = 1;
+
+// A policy stub: prefetches every block of each kernel now; pressure goes to the
+// engine's least-recently-used fallback. It records what it was shown.
+struct Stub {
+  const pump_policy_host_v1_t* host = nullptr;
+  size_t last_blocks = 0;
+  uint64_t last_bytes = 0;
+};
+Stub* g_stub = nullptr;
+
+pump_status_v1_t stub_init(const pump_policy_host_v1_t* host, void** ctx) {
+  g_stub->host = host;
+  *ctx = g_stub;
+  return PUMP_OK;
+}
+void stub_fini(void*) {}
+void stub_on_kernel(void* ctx, const pump_kernel_v1_t* k) {
+  auto* s = static_cast<Stub*>(ctx);
+  s->last_blocks = k->num_blocks;
+  s->last_bytes = 0;
+  for (size_t i = 0; i < k->num_blocks; ++i) {
+    s->last_bytes += k->blocks[i].bytes;
+    s->host->prefetch(s->host, k->blocks[i].id, PUMP_WHEN_NOW);
+  }
+}
+const pump_policy_v1_t kStubPolicy = {sizeof(pump_policy_v1_t), PUMP_POLICY_ABI_V1, "stub", "1", stub_init,
+                                      stub_fini, stub_on_kernel, nullptr, nullptr, nullptr};
+
+pump_extent_v1_t extent(uint64_t address, uint64_t bytes, uint32_t access, uint32_t role = PUMP_ROLE_UNKNOWN) {
+  return {address, bytes, access, role};
+}
+pump_extent_v1_t reads(uint64_t address, uint64_t bytes = 4 * kMiB) { return extent(address, bytes, PUMP_ACCESS_READ); }
+pump_extent_v1_t writes(uint64_t address, uint64_t bytes = 4 * kMiB) {
+  return extent(address, bytes, PUMP_ACCESS_WRITE);
+}
+pump_extent_v1_t updates(uint64_t address, uint64_t bytes = 4 * kMiB) {
+  return extent(address, bytes, PUMP_ACCESS_READ_WRITE);
+}
+
+uint64_t total(const std::vector<ShadowRange>& v) {
+  return std::accumulate(v.begin(), v.end(), uint64_t{0}, [](uint64_t s, const ShadowRange& r) { return s + r.bytes; });
+}
+bool names(const std::vector<Range>& v, uint64_t address) {
+  for (const Range& r : v)
+    if (r.address <= address && address < r.end()) return true;
+  return false;
+}
+bool names(const std::vector<ShadowRange>& v, uint64_t address) {
+  for (const ShadowRange& r : v)
+    if (r.address <= address && address < r.end()) return true;
+  return false;
+}
+
+class EngineDataPathTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    g_stub = &stub_;
+    backend_.host_memory = true;
+    backend_.all_done = true;  // ordering is engine_test's subject; here: which path
+  }
+  void TearDown() override { g_stub = nullptr; }
+  std::unique_ptr<Engine> make(uint64_t budget, DataPath path = DataPath::kCopy, uint64_t host_limit = 1024 * kMiB) {
+    EngineOptions options;
+    options.budget_bytes = budget;
+    options.datapath = path;
+    options.host_limit_bytes = host_limit;
+    return std::make_unique<Engine>(backend_, &kStubPolicy, options, &config_);
+  }
+  // One kernel; returns the batch it submitted (an empty one if none).
+  TransferBatch run(Engine& e, std::vector<pump_extent_v1_t> extents, std::vector<uint8_t> inexact = {}) {
+    const size_t before = backend_.batches.size();
+    KernelTicket t = e.before_kernel(kStream, extents.data(), extents.size(), inexact.empty() ? nullptr : inexact.data());
+    e.after_kernel(t);
+    EXPECT_LE(backend_.batches.size(), before + 1);
+    return backend_.batches.size() > before ? backend_.batches.back() : TransferBatch{};
+  }
+
+  RecordingBackend backend_;
+  Config config_;
+  Stub stub_;
+};
+
+TEST_F(EngineDataPathTest, DirtyIsSavedRestoredThenDroppedCleanUntilWrittenAgain) {
+  auto e = make(4 * kMiB);
+  e->on_alloc(kA, 4 * kMiB);
+  e->on_alloc(kB, 4 * kMiB);
+  run(*e, {writes(kA)});
+
+  // A is dirty (written, no shadow): it is copied out into a shadow.
+  TransferBatch b = run(*e, {reads(kB)});
+  ASSERT_EQ(b.save.size(), 1u);
+  EXPECT_EQ(b.save[0].address, kA);
+  EXPECT_EQ(b.save[0].bytes, 4 * kMiB);
+  const uint64_t shadow_a = b.save[0].shadow;
+  EXPECT_NE(shadow_a, 0u);
+  EXPECT_TRUE(b.evict.empty());
+  EXPECT_TRUE(b.discard.empty());
+  EXPECT_EQ(e->stats().bytes_saved, 4 * kMiB);
+
+  // A comes back by a copy from that shadow; B (never written on the device, but
+  // brought by unified memory: no shadow of it) is saved.
+  b = run(*e, {reads(kA)});
+  ASSERT_EQ(b.restore.size(), 1u);
+  EXPECT_EQ(b.restore[0].address, kA);
+  EXPECT_EQ(b.restore[0].shadow, shadow_a);
+  EXPECT_TRUE(b.prefetch.empty());
+  ASSERT_EQ(b.save.size(), 1u);
+  EXPECT_EQ(b.save[0].address, kB);
+  EXPECT_NE(b.save[0].shadow, shadow_a);
+  EXPECT_EQ(e->stats().bytes_restored, 4 * kMiB);
+
+  // A was only read since: its shadow still holds its bytes, so it is dropped, not copied.
+  b = run(*e, {reads(kB)});
+  EXPECT_TRUE(b.save.empty());
+  ASSERT_EQ(b.discard.size(), 1u);
+  EXPECT_EQ(b.discard[0].address, kA);
+  ASSERT_EQ(b.restore.size(), 1u);
+  EXPECT_EQ(b.restore[0].address, kB);
+  EXPECT_EQ(e->stats().bytes_discarded_clean, 4 * kMiB);
+  EXPECT_EQ(e->stats().bytes_discarded_dead, 0u);
+
+  // Restored, then written: the shadow is stale, the next eviction copies again (same shadow).
+  b = run(*e, {updates(kA)});
+  ASSERT_EQ(b.restore.size(), 1u);
+  EXPECT_EQ(b.restore[0].address, kA);
+  ASSERT_EQ(b.discard.size(), 1u);  // B was only read after its restore: clean
+  EXPECT_EQ(b.discard[0].address, kB);
+  b = run(*e, {reads(kB)});
+  ASSERT_EQ(b.save.size(), 1u);
+  EXPECT_EQ(b.save[0].address, kA);
+  EXPECT_EQ(b.save[0].shadow, shadow_a) << "a block keeps its shadow while it lives";
+  EXPECT_TRUE(b.discard.empty());
+  const EngineStats s = e->stats();
+  EXPECT_EQ(s.bytes_saved, 12 * kMiB);
+  EXPECT_EQ(s.bytes_discarded_clean, 8 * kMiB);
+  EXPECT_EQ(s.bytes_evicted, 0u);
+  EXPECT_EQ(s.shadow_fallbacks, 0u);
+  EXPECT_EQ(s.shadow_used_peak_bytes, 8 * kMiB);
+}
+
+TEST_F(EngineDataPathTest, AWorkspaceIsDiscardedDeadAndComesBackByPopulateOnly) {
+  auto e = make(4 * kMiB);
+  e->on_alloc(kA, 4 * kMiB);
+  e->on_alloc(kB, 4 * kMiB);
+  run(*e, {extent(kA, 4 * kMiB, PUMP_ACCESS_READ_WRITE, PUMP_ROLE_WORKSPACE)});
+  TransferBatch b = run(*e, {reads(kB)});
+  EXPECT_TRUE(b.save.empty()) << "dead bytes copied out";
+  ASSERT_EQ(b.discard.size(), 1u);
+  EXPECT_EQ(b.discard[0].address, kA);
+  EXPECT_EQ(e->stats().bytes_discarded_dead, 4 * kMiB);
+  EXPECT_EQ(e->stats().bytes_discarded_clean, 0u);
+
+  b = run(*e, {extent(kA, 4 * kMiB, PUMP_ACCESS_READ_WRITE, PUMP_ROLE_WORKSPACE)});
+  EXPECT_TRUE(b.restore.empty()) << "dead bytes copied back";
+  ASSERT_TRUE(names(b.prefetch, kA));
+  EXPECT_EQ(e->stats().bytes_populated, 4 * kMiB);
+  EXPECT_EQ(e->stats().bytes_restored, 0u);
+  EXPECT_EQ(e->stats().shadow_used_peak_bytes, 4 * kMiB) << "only B (dirty) ever needed a shadow";
+}
+
+TEST_F(EngineDataPathTest, AnExactWriteOnlyExtentCoveringADroppedBlockPopulatesInsteadOfRestoring) {
+  auto e = make(4 * kMiB);
+  e->on_alloc(kA, 4 * kMiB);
+  e->on_alloc(kB, 4 * kMiB);
+  run(*e, {writes(kA)});
+  ASSERT_EQ(run(*e, {writes(kB)}).save.size(), 1u);  // A saved
+  TransferBatch b = run(*e, {writes(kA)});            // overwritten whole: its old bytes are not needed
+  EXPECT_TRUE(b.restore.empty());
+  EXPECT_TRUE(names(b.prefetch, kA));
+  EXPECT_EQ(e->stats().bytes_populated, 4 * kMiB);
+  EXPECT_EQ(e->stats().bytes_restored, 0u);
+
+  // A write-only extent that ends inside a 64 KiB granule leaves the rest of the piece
+  // it names ([0, 128 KiB)) unwritten: the piece needs its old bytes.
+  b = run(*e, {writes(kB, 100 * 1024)});
+  EXPECT_TRUE(names(b.restore, kB + 100 * 1024 - 1)) << "a partial overwrite must not lose the rest";
+  EXPECT_TRUE(b.prefetch.empty());
+  EXPECT_EQ(total(b.restore), 128 * 1024);
+  // A read-write extent covering all of the rest reads its old bytes: restore.
+  b = run(*e, {updates(kB + 128 * 1024, 4 * kMiB - 128 * 1024)});
+  EXPECT_EQ(total(b.restore), 4 * kMiB - 128 * 1024);
+  EXPECT_TRUE(b.prefetch.empty());
+}
+
+TEST_F(EngineDataPathTest, AnInexactExtentNamesItsWholeAllocation) {
+  auto e = make(4 * kMiB);
+  e->on_alloc(kA, 4 * kMiB);
+  e->on_alloc(kB, 4 * kMiB);
+  run(*e, {writes(kA, 2 * kMiB), writes(kA + 2 * kMiB, 2 * kMiB)});  // two pieces
+  EXPECT_EQ(stub_.last_blocks, 2u);
+  TransferBatch b = run(*e, {reads(kB)});
+  EXPECT_EQ(total(b.save), 4 * kMiB);
+
+  // A pointer into A's second piece, size unknown: the kernel may touch all of A.
+  b = run(*e, {reads(kA + 3 * kMiB, 64 * 1024)}, {1});
+  EXPECT_EQ(stub_.last_blocks, 2u) << "every piece of the allocation is the kernel's";
+  EXPECT_EQ(stub_.last_bytes, 4 * kMiB);
+  EXPECT_EQ(total(b.restore), 4 * kMiB) << "a piece left dropped could be read by the kernel";
+  EXPECT_TRUE(b.prefetch.empty());
+  // It may also have written any of it: nothing of A is clean now.
+  b = run(*e, {reads(kB)});
+  EXPECT_EQ(total(b.save), 4 * kMiB);
+  EXPECT_TRUE(b.discard.empty());
+}
+
+TEST_F(EngineDataPathTest, AnUnattributedAccessBringsBackEveryDroppedBlock) {
+  auto e = make(12 * kMiB);
+  e->on_alloc(kA, 4 * kMiB);
+  e->on_alloc(kB, 4 * kMiB);
+  e->on_alloc(kC, 4 * kMiB);
+  const uint64_t kD = kBase + 48 * kMiB;
+  e->on_alloc(kD, 4 * kMiB);
+  run(*e, {writes(kA)});
+  run(*e, {extent(kB, 4 * kMiB, PUMP_ACCESS_WRITE, PUMP_ROLE_WORKSPACE)});
+  run(*e, {writes(kC)});
+  run(*e, {writes(kD)});                                // A saved
+  run(*e, {reads(kC), reads(kD), updates(kA)});          // B (dead) discarded, A restored and written
+  run(*e, {reads(kC), reads(kD), reads(kB, 64 * 1024)}); // A saved again; only 64 KiB of B back
+  e->on_free(kC);
+  e->on_free(kD);
+  const size_t before = backend_.batches.size();
+  KernelTicket t = e->before_unattributed_access(kStream);
+  EXPECT_NE(t.seq, 0u);
+  e->after_kernel(t);
+  ASSERT_EQ(backend_.batches.size(), before + 1);
+  const TransferBatch& b = backend_.batches.back();
+  EXPECT_TRUE(names(b.restore, kA)) << "saved data comes back by copy";
+  EXPECT_TRUE(names(b.prefetch, kB + 4 * kMiB - 1)) << "dead data is populated";
+  EXPECT_TRUE(b.save.empty());
+  EXPECT_TRUE(b.discard.empty());
+  EXPECT_EQ(e->stats().unattributed_accesses, 1u);
+  EXPECT_EQ(e->stats().bytes_unattributed_restored, 4 * kMiB + 4 * kMiB - 64 * 1024);
+  EXPECT_EQ(e->resident_bytes(), 8 * kMiB);
+  // Nothing is clean or dead afterwards: the access may have written anything.
+  e->on_alloc(kC, 12 * kMiB);
+  const TransferBatch out = run(*e, {writes(kC, 12 * kMiB)});
+  EXPECT_EQ(total(out.save), 8 * kMiB) << "A and B both copied out";
+  EXPECT_TRUE(out.discard.empty());
+}
+
+TEST_F(EngineDataPathTest, AFullHostStoreSendsDirtyBlocksThroughUnifiedMemory) {
+  auto e = make(4 * kMiB, DataPath::kCopy, /*host_limit=*/4 * kMiB);
+  e->on_alloc(kA, 4 * kMiB);
+  e->on_alloc(kB, 4 * kMiB);
+  run(*e, {writes(kA)});
+  ASSERT_EQ(run(*e, {writes(kB)}).save.size(), 1u);  // A takes the whole store
+  TransferBatch b = run(*e, {reads(kA)});
+  EXPECT_TRUE(b.save.empty());
+  ASSERT_EQ(b.evict.size(), 1u) << "no shadow for B: unified-memory write-back, nothing lost";
+  EXPECT_EQ(b.evict[0].address, kB);
+  EXPECT_EQ(e->stats().shadow_fallbacks, 1u);
+  EXPECT_EQ(e->stats().bytes_evicted, 4 * kMiB);
+  // B comes back by unified memory (a prefetch that moves data, not a populate).
+  b = run(*e, {reads(kB)});
+  EXPECT_TRUE(names(b.prefetch, kB));
+  EXPECT_EQ(e->stats().bytes_populated, 0u);
+  ASSERT_EQ(b.discard.size(), 1u) << "A, clean, is still dropped";
+  EXPECT_EQ(b.discard[0].address, kA);
+}
+
+TEST_F(EngineDataPathTest, WithoutAHostLimitEverythingTakesUnifiedMemory) {
+  auto e = make(4 * kMiB, DataPath::kCopy, /*host_limit=*/0);
+  e->on_alloc(kA, 4 * kMiB);
+  e->on_alloc(kB, 4 * kMiB);
+  run(*e, {writes(kA)});
+  TransferBatch b = run(*e, {writes(kB)});
+  EXPECT_TRUE(b.save.empty());
+  EXPECT_TRUE(names(b.evict, kA));
+  EXPECT_EQ(e->stats().shadow_pinned_bytes, 0u);
+}
+
+TEST_F(EngineDataPathTest, TheUnifiedPathNeverSavesOrRestores) {
+  auto e = make(4 * kMiB, DataPath::kUnified);
+  e->on_alloc(kA, 4 * kMiB);
+  e->on_alloc(kB, 4 * kMiB);
+  for (int i = 0; i < 3; ++i) {
+    run(*e, {writes(kA)});
+    run(*e, {reads(kB)});
+    run(*e, {reads(kA)});
+    run(*e, {extent(kB, 4 * kMiB, PUMP_ACCESS_READ_WRITE, PUMP_ROLE_WORKSPACE)});
+  }
+  KernelTicket t = e->before_unattributed_access(kStream);
+  EXPECT_EQ(t.seq, 0u) << "unified memory serves any access: nothing to bring back";
+  for (const TransferBatch& b : backend_.batches) {
+    EXPECT_TRUE(b.save.empty());
+    EXPECT_TRUE(b.restore.empty());
+  }
+  const EngineStats s = e->stats();
+  EXPECT_EQ(s.bytes_saved, 0u);
+  EXPECT_EQ(s.bytes_restored, 0u);
+  EXPECT_EQ(s.bytes_discarded_clean, 0u);
+  EXPECT_EQ(s.bytes_populated, 0u);
+  EXPECT_GT(s.bytes_evicted, 0u);
+  EXPECT_EQ(s.shadow_pinned_bytes, 0u);
+}
+
+}  // namespace
+}  // namespace pump

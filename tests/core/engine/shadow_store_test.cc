@@ -1,0 +1,174 @@
+#include "core/engine/shadow_store.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace pump {
+namespace {
+
+constexpr uint64_t kKiB = 1ull << 10;
+constexpr uint64_t kMiB = 1ull << 20;
+
+// Hands out slabs at increasing fake addresses (a gap between them), records the requests.
+struct FakeSlabs {
+  std::vector<uint64_t> requests;
+  uint64_t next = 0x100000000ull;
+  bool refuse = false;
+  ShadowStore::SlabAllocator allocator() {
+    return [this](uint64_t bytes) -> uint64_t {
+      requests.push_back(bytes);
+      if (refuse) return 0;
+      const uint64_t at = next;
+      next += bytes + 64 * kMiB;  // slabs never touch
+      return at;
+    };
+  }
+};
+
+TEST(ShadowStoreTest, FirstFitTakesTheLowestFreeRangeThatIsLargeEnough) {
+  FakeSlabs slabs;
+  ShadowStore store(slabs.allocator(), 2 * kMiB, 2 * kMiB);
+  const uint64_t a = store.allocate(64 * kKiB);
+  const uint64_t b = store.allocate(128 * kKiB);
+  const uint64_t c = store.allocate(64 * kKiB);
+  ASSERT_NE(a, 0u);
+  EXPECT_EQ(b, a + 64 * kKiB);
+  EXPECT_EQ(c, b + 128 * kKiB);
+  ASSERT_EQ(slabs.requests.size(), 1u);
+  store.free(b, 128 * kKiB);  // a hole of 128 KiB between a and c
+  EXPECT_EQ(store.allocate(64 * kKiB), b) << "first fit: the hole comes before the slab's tail";
+  EXPECT_EQ(store.allocate(96 * kKiB), c + 64 * kKiB) << "64 KiB left in the hole: too small for 96";
+  EXPECT_EQ(store.allocate(64 * kKiB), b + 64 * kKiB) << "the rest of the hole";
+  EXPECT_EQ(store.used_bytes(), (64 + 64 + 64 + 64 + 96) * kKiB);
+  EXPECT_EQ(slabs.requests.size(), 1u);
+}
+
+TEST(ShadowStoreTest, AllocationsAreRoundedToPages) {
+  FakeSlabs slabs;
+  ShadowStore store(slabs.allocator(), 2 * kMiB, 2 * kMiB);
+  const uint64_t a = store.allocate(100);
+  const uint64_t b = store.allocate(100);
+  EXPECT_EQ(b, a + 4096);
+  EXPECT_EQ(store.used_bytes(), 8192u);
+  EXPECT_EQ(store.allocate(0), 0u);
+}
+
+TEST(ShadowStoreTest, FreedRangesCoalesceAndAreReused) {
+  FakeSlabs slabs;
+  ShadowStore store(slabs.allocator(), 2 * kMiB, 2 * kMiB);  // room for exactly one slab
+  const uint64_t a = store.allocate(512 * kKiB);
+  const uint64_t b = store.allocate(512 * kKiB);
+  const uint64_t c = store.allocate(512 * kKiB);
+  const uint64_t d = store.allocate(512 * kKiB);
+  ASSERT_NE(d, 0u);
+  EXPECT_EQ(store.allocate(4 * kKiB), 0u) << "the slab is full and the limit allows no second";
+  EXPECT_EQ(store.refusals(), 1u);
+  // Freed out of order: a and c first (two holes), then b joins them into one.
+  store.free(a, 512 * kKiB);
+  store.free(c, 512 * kKiB);
+  EXPECT_EQ(store.allocate(1024 * kKiB), 0u) << "two holes of 512 KiB are not 1 MiB";
+  store.free(b, 512 * kKiB);
+  EXPECT_EQ(store.allocate(1536 * kKiB), a) << "a, b and c coalesced into one range";
+  EXPECT_EQ(store.used_bytes(), 2 * kMiB);
+  store.free(a, 1536 * kKiB);
+  store.free(d, 512 * kKiB);
+  EXPECT_EQ(store.used_bytes(), 0u);
+  EXPECT_EQ(store.allocate(2 * kMiB), a) << "everything coalesced back into the whole slab";
+  EXPECT_EQ(slabs.requests.size(), 1u);
+  EXPECT_EQ(store.peak_used_bytes(), 2 * kMiB);
+}
+
+TEST(ShadowStoreTest, PiecesOfOneAllocationAreFreedSeparately) {
+  FakeSlabs slabs;
+  ShadowStore store(slabs.allocator(), 2 * kMiB, 2 * kMiB);
+  const uint64_t x = store.allocate(1 * kMiB);
+  const uint64_t y = store.allocate(1 * kMiB);
+  ASSERT_NE(y, 0u);
+  // A block split at 64 KiB granularity after its shadow was given out: three pieces.
+  store.free(x + 64 * kKiB, 192 * kKiB);
+  store.free(x, 64 * kKiB);
+  EXPECT_EQ(store.used_bytes(), 1 * kMiB + 768 * kKiB);
+  EXPECT_EQ(store.allocate(256 * kKiB), x) << "the first two pieces coalesced";
+  store.free(x, 256 * kKiB);
+  store.free(x + 256 * kKiB, 768 * kKiB);
+  EXPECT_EQ(store.used_bytes(), 1 * kMiB);
+  EXPECT_EQ(store.allocate(1 * kMiB), x) << "all pieces back as one range";
+
+  // An allocation that is not a page multiple: its last piece's end rounds up to the page.
+  store.free(x, 1 * kMiB);
+  store.free(y, 1 * kMiB);
+  const uint64_t z = store.allocate(100000);  // 25 pages (102400 bytes)
+  ASSERT_EQ(z, x);
+  store.free(z, 65536);
+  store.free(z + 65536, 100000 - 65536);
+  EXPECT_EQ(store.used_bytes(), 0u);
+  EXPECT_EQ(store.allocate(2 * kMiB), x) << "nothing of the odd-sized run leaked";
+}
+
+TEST(ShadowStoreTest, RequestPastTheLimitReturnsZeroAndCountsARefusal) {
+  FakeSlabs slabs;
+  ShadowStore store(slabs.allocator(), 4 * kMiB, 2 * kMiB);
+  EXPECT_EQ(store.allocate(5 * kMiB), 0u);
+  EXPECT_EQ(store.refusals(), 1u);
+  EXPECT_TRUE(slabs.requests.empty()) << "a slab past the limit must not even be asked for";
+  EXPECT_NE(store.allocate(2 * kMiB), 0u);
+  EXPECT_NE(store.allocate(2 * kMiB), 0u);
+  EXPECT_EQ(store.slab_bytes(), 4 * kMiB);
+  EXPECT_EQ(store.allocate(4 * kKiB), 0u) << "two slabs reach the limit";
+  EXPECT_EQ(store.refusals(), 2u);
+  EXPECT_EQ(slabs.requests.size(), 2u);
+  EXPECT_LE(store.slab_bytes(), store.limit_bytes());
+}
+
+TEST(ShadowStoreTest, ZeroLimitRefusesEverything) {
+  FakeSlabs slabs;
+  ShadowStore store(slabs.allocator(), 0);
+  EXPECT_EQ(store.allocate(4096), 0u);
+  EXPECT_TRUE(slabs.requests.empty());
+}
+
+TEST(ShadowStoreTest, ASlabAllocatorThatFailsIsNotAskedAgain) {
+  FakeSlabs slabs;
+  slabs.refuse = true;
+  ShadowStore store(slabs.allocator(), 64 * kMiB, 2 * kMiB);
+  EXPECT_EQ(store.allocate(64 * kKiB), 0u);
+  EXPECT_EQ(store.allocate(64 * kKiB), 0u);
+  slabs.refuse = false;  // even if it would now succeed: pinning failed once, stop trying
+  EXPECT_EQ(store.allocate(64 * kKiB), 0u);
+  EXPECT_EQ(slabs.requests.size(), 1u);
+  EXPECT_EQ(store.refusals(), 3u);
+  EXPECT_EQ(store.slab_bytes(), 0u);
+}
+
+TEST(ShadowStoreTest, ARunLargerThanTheSlabSizeGetsItsOwnSlab) {
+  FakeSlabs slabs;
+  ShadowStore store(slabs.allocator(), 64 * kMiB, 2 * kMiB);
+  const uint64_t small = store.allocate(64 * kKiB);
+  ASSERT_NE(small, 0u);
+  const uint64_t big = store.allocate(5 * kMiB);
+  ASSERT_NE(big, 0u);
+  ASSERT_EQ(slabs.requests.size(), 2u);
+  EXPECT_EQ(slabs.requests[0], 2 * kMiB);
+  EXPECT_EQ(slabs.requests[1], 6 * kMiB) << "5 MiB rounded up to the 2 MiB slab granularity";
+  EXPECT_EQ(store.slab_bytes(), 8 * kMiB);
+  // The big slab's tail (1 MiB) serves later requests; the small slab's rest comes first.
+  EXPECT_EQ(store.allocate(64 * kKiB), small + 64 * kKiB);
+  store.free(big, 5 * kMiB);
+  EXPECT_EQ(store.allocate(6 * kMiB), big) << "freed big run coalesced with its slab's tail";
+  EXPECT_EQ(slabs.requests.size(), 2u);
+}
+
+TEST(ShadowStoreTest, ALimitSmallerThanTheSlabSizeStillGetsItsShadows) {
+  FakeSlabs slabs;
+  ShadowStore store(slabs.allocator(), 6 * kMiB);  // default slab size (256 MiB) above the limit
+  EXPECT_NE(store.allocate(4 * kMiB), 0u);
+  ASSERT_EQ(slabs.requests.size(), 1u);
+  EXPECT_EQ(slabs.requests[0], 6 * kMiB) << "the slab shrinks to what the limit leaves";
+  EXPECT_NE(store.allocate(2 * kMiB), 0u);
+  EXPECT_EQ(store.allocate(4 * kKiB), 0u);
+  EXPECT_LE(store.slab_bytes(), store.limit_bytes());
+}
+
+}  // namespace
+}  // namespace pump
