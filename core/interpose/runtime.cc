@@ -196,6 +196,9 @@ StatsReport Runtime::report() {
   r.managed_limit_bytes = managed_limit_.load();
   r.prefetch_on_alloc = options_.prefetch_on_alloc;
   r.split_granularity = options_.split_granularity;
+  r.datapath = datapath_name(options_.datapath);
+  r.host_limit_bytes = options_.host_limit_bytes;
+  r.verify = options_.verify_poison ? "poison" : "off";
   r.managed_allocations = managed_allocations_.load();
   r.managed_bytes_peak = managed_peak_.load();
   r.managed_limit_refusals = limit_refusals_.load();
@@ -212,7 +215,8 @@ StatsReport Runtime::report() {
     if (!e) continue;
     pump_budget_v1_t budget = e->budget();
     DeviceBackend* backend = backend_of_[d].load(std::memory_order_acquire);
-    r.devices.push_back({d, e->policy_name(), budget.budget_bytes, budget.device_bytes, e->stats(),
+    r.devices.push_back({d, e->policy_name(), budget.budget_bytes, budget.device_bytes, datapath_name(e->datapath()),
+                         options_.host_limit_bytes, e->stats(),
                          backend ? backend->counters() : std::vector<std::pair<std::string, uint64_t>>{}});
   }
   return r;
