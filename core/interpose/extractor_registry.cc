@@ -6,6 +6,12 @@
 #include "core/interpose/real_symbols.h"
 
 namespace pump::interpose {
+namespace {
+// Blocks the find_block service answered during the extraction running on this thread
+// (address, bytes): an extent equal to one of them was derived from the answer.
+thread_local bool t_recording = false;
+thread_local std::vector<std::pair<uint64_t, uint64_t>> t_found_blocks;
+}  // namespace
 
 struct ExtractorRegistry::Host {
   pump_extractor_host_v1_t table;  // first: the plugin holds a pointer to it
@@ -26,7 +32,9 @@ struct ExtractorRegistry::Host {
                                          pump_block_v1_t* out) {
     if (!out) return PUMP_ERR_INVALID_ARGUMENT;
     auto find = from(self).registry->find_block_;
-    return find && find(address, out) ? PUMP_OK : PUMP_ERR_NOT_FOUND;
+    if (!find || !find(address, out)) return PUMP_ERR_NOT_FOUND;
+    if (t_recording) t_found_blocks.emplace_back(out->address, out->bytes);
+    return PUMP_OK;
   }
   static void* svc_real_symbol(const pump_extractor_host_v1_t*, const char* name) {
     return real_symbol_by_name(name);
@@ -71,7 +79,7 @@ bool ExtractorRegistry::add(const pump_extractor_v1_t* api) {
   std::string unhooked;
   for (uint32_t i = 0; api->apis && api->apis[i]; ++i) {
     auto id = find_hook(api->apis[i]);
-    if (!id || kSymbols[*id].kind != HookKind::kExtract) {
+    if (!id || (kSymbols[*id].kind != HookKind::kExtract && kSymbols[*id].kind != HookKind::kUnsized)) {
       unhooked += unhooked.empty() ? "" : ", ";
       unhooked += api->apis[i];
       continue;
@@ -98,11 +106,26 @@ void sink_add(void* opaque, const pump_extent_v1_t* extent) {
 }  // namespace
 
 bool ExtractorRegistry::extract(const Route& route, const void* const* args, uint32_t num_args,
-                                std::vector<pump_extent_v1_t>* out) {
+                                std::vector<pump_extent_v1_t>* out, std::vector<uint8_t>* inexact) {
   if (!route.api) return false;
   pump_call_v1_t call{route.index, num_args, args};
   pump_extent_sink_v1_t sink{out, &sink_add};
-  return route.api->extract(route.ctx, &call, &sink) == PUMP_OK;
+  const size_t first = out->size();
+  t_found_blocks.clear();
+  t_recording = inexact != nullptr;
+  const bool ok = route.api->extract(route.ctx, &call, &sink) == PUMP_OK;
+  t_recording = false;
+  if (inexact) {
+    inexact->resize(out->size(), 0);
+    for (size_t i = first; i < out->size(); ++i) {
+      const pump_extent_v1_t& e = (*out)[i];
+      uint8_t flag = 0;
+      for (const auto& [address, bytes] : t_found_blocks)
+        if (e.address == address && e.bytes == bytes) flag = 1;
+      (*inexact)[i] = flag;
+    }
+  }
+  return ok;
 }
 
 }  // namespace pump::interpose

@@ -38,9 +38,12 @@ class ExtractorRegistry {
   const Route& route(SymbolId id) const { return routes_[id]; }
 
   // Runs the hook's extractor over the call's arguments; extents are appended to `out`.
-  // False when the extractor could not understand this call.
+  // False when the extractor could not understand this call. When `inexact` is given it
+  // is resized to out->size(): 1 for each appended extent that equals (address and bytes)
+  // a block the find_block service answered during this extraction on this thread, i.e.
+  // a whole block reported because a pointer pointed into it, not a computed size.
   static bool extract(const Route& route, const void* const* args, uint32_t num_args,
-                      std::vector<pump_extent_v1_t>* out);
+                      std::vector<pump_extent_v1_t>* out, std::vector<uint8_t>* inexact = nullptr);
 
   // Names in a NULL-terminated apis list that no hook serves.
   static std::vector<std::string> unhooked_names(const char* const* apis);

@@ -1,11 +1,18 @@
-// The path of one intercepted library call or kernel launch (EXTRACT hooks):
-// extractor -> engine.before_kernel -> real call -> engine.after_kernel.
+// The path of one intercepted library call or kernel launch (EXTRACT, COPY and UNSIZED
+// hooks):
+//   EXTRACT: extractor -> engine.before_kernel (extents derived from a find_block answer
+//            flagged inexact) -> real call -> engine.after_kernel;
+//   COPY:    copy_extents (the core's own, exact) -> the same;
+//   UNSIZED: extractor if one serves it (statistics, trace) ->
+//            engine.before_unattributed_access -> real call -> engine.after_kernel.
 // Pass-through, untouched, when: the real function is missing (the library's error
-// code is returned), a hook is already running on this thread, pump is disabled, no
-// extractor handles the call, it reports no extents, or the device has no engine.
+// code is returned), a hook is already running on this thread, pump is disabled, an
+// EXTRACT hook has no extractor or its extractor reports no extents, a COPY reports
+// no extents, or the device has no engine.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/engine/engine.h"
 #include "core/interpose/hook_table.h"
@@ -25,6 +32,18 @@ using StreamThunk = uint64_t (*)(void* context);
 bool begin_extracted_call(SymbolId id, const void* const* args, uint32_t num_args, StreamThunk stream_of,
                           void* stream_context, CallScope* scope);
 void end_extracted_call(const CallScope& scope, bool launched);
+
+// Test seam: while set, hooks talk to `engine` (no Runtime, no PUMP_* environment), and
+// last_dispatch_for_testing() tells what the calling thread's last hook handed it.
+struct DispatchRecord {
+  SymbolId id{};
+  bool unattributed = false;
+  uint64_t stream = 0;
+  std::vector<pump_extent_v1_t> extents;
+  std::vector<uint8_t> inexact;
+};
+void set_engine_for_testing(Engine* engine);
+const DispatchRecord& last_dispatch_for_testing();
 
 template <SymbolId id, typename CallReal, typename StreamOf>
 inline typename Sym<id>::Ret run_extract_hook(const void* const* args, uint32_t num_args, CallReal call_real,
@@ -62,3 +81,5 @@ uint64_t cublas_stream_key(cublasHandle_t handle);
 #define PUMP_STREAM_CUDNN(h) ::pump::interpose::cudnn_stream_key(h)
 #define PUMP_STREAM_CUBLAS(h) ::pump::interpose::cublas_stream_key(h)
 #define PUMP_NO_STREAM uint64_t{0}
+// The legacy default stream (synchronous copies and sets).
+#define PUMP_LEGACY_STREAM uint64_t{0}

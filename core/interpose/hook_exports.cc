@@ -19,5 +19,9 @@
         [&]() -> uint64_t { return stream; });                                                   \
   }
 
+// Same generated path; begin_extracted_call tells the kinds apart.
+#define PUMP_HOOK_COPY(...) PUMP_HOOK_EXTRACT(__VA_ARGS__)
+#define PUMP_HOOK_UNSIZED(...) PUMP_HOOK_EXTRACT(__VA_ARGS__)
+
 #define PUMP_HOOK(kind, ...) PUMP_HOOK_##kind(__VA_ARGS__)
 #include "core/interpose/hook_list.def"

@@ -13,7 +13,7 @@
 namespace pump::interpose {
 
 enum class Library : uint8_t { kCudart, kDriver, kCudnn, kCublas, kCublasLt };
-enum class HookKind : uint8_t { kCustom, kExtract, kRealOnly };
+enum class HookKind : uint8_t { kCustom, kExtract, kCopy, kUnsized, kRealOnly };
 
 // Library tags as hook_list.def spells them.
 inline constexpr Library CUDART = Library::kCudart;
@@ -23,6 +23,8 @@ inline constexpr Library CUBLAS = Library::kCublas;
 inline constexpr Library CUBLASLT = Library::kCublasLt;
 inline constexpr HookKind CUSTOM = HookKind::kCustom;
 inline constexpr HookKind EXTRACT = HookKind::kExtract;
+inline constexpr HookKind COPY = HookKind::kCopy;
+inline constexpr HookKind UNSIZED = HookKind::kUnsized;
 
 enum SymbolId : uint32_t {
 #define PUMP_HOOK(kind, library, ret, name, params, args, stream) k_##name,

@@ -10,8 +10,10 @@ struct DriverEntry {
   std::string_view base;  // name as passed to cuGetProcAddress
   int since;              // first CUDA version (1000*major + 10*minor) of the ABI we hook
   SymbolId legacy_stream;
-  SymbolId per_thread_stream;
+  SymbolId per_thread_stream;  // kNoHook: the per-thread-stream variant is not hooked
 };
+
+constexpr SymbolId kNoHook = kSymbolCount;
 
 // Base names whose current ABI libpump hooks. Older ABIs (cuMemAlloc before 3.2 took
 // unsigned int sizes) are not hooked: the caller gets the driver's function unchanged.
@@ -26,6 +28,25 @@ constexpr DriverEntry kDriverEntries[] = {
     {"cuMemMap", 10020, k_cuMemMap, k_cuMemMap},
     {"cuLaunchKernel", 4000, k_cuLaunchKernel, k_cuLaunchKernel_ptsz},
     {"cuLaunchKernelEx", 11060, k_cuLaunchKernelEx, k_cuLaunchKernelEx_ptsz},
+    // Copies and sets: their _ptds/_ptsz variants are not hooked yet (passed through).
+    {"cuMemcpy", 4000, k_cuMemcpy, kNoHook},
+    {"cuMemcpyAsync", 4000, k_cuMemcpyAsync, kNoHook},
+    {"cuMemcpyHtoD", 3020, k_cuMemcpyHtoD_v2, kNoHook},
+    {"cuMemcpyDtoH", 3020, k_cuMemcpyDtoH_v2, kNoHook},
+    {"cuMemcpyDtoD", 3020, k_cuMemcpyDtoD_v2, kNoHook},
+    {"cuMemcpyHtoDAsync", 3020, k_cuMemcpyHtoDAsync_v2, kNoHook},
+    {"cuMemcpyDtoHAsync", 3020, k_cuMemcpyDtoHAsync_v2, kNoHook},
+    {"cuMemcpyDtoDAsync", 3020, k_cuMemcpyDtoDAsync_v2, kNoHook},
+    {"cuMemsetD8", 3020, k_cuMemsetD8_v2, kNoHook},
+    {"cuMemsetD32", 3020, k_cuMemsetD32_v2, kNoHook},
+    {"cuMemsetD8Async", 3020, k_cuMemsetD8Async, kNoHook},
+    {"cuMemsetD32Async", 3020, k_cuMemsetD32Async, kNoHook},
+    {"cuMemcpy2D", 3020, k_cuMemcpy2D_v2, kNoHook},
+    {"cuMemcpy2DUnaligned", 3020, k_cuMemcpy2DUnaligned_v2, kNoHook},
+    {"cuMemcpy2DAsync", 3020, k_cuMemcpy2DAsync_v2, kNoHook},
+    {"cuMemcpy3D", 3020, k_cuMemcpy3D_v2, kNoHook},
+    {"cuMemcpy3DAsync", 3020, k_cuMemcpy3DAsync_v2, kNoHook},
+    {"cuGraphLaunch", 10000, k_cuGraphLaunch, kNoHook},
     {"cuGetProcAddress", 12000, k_cuGetProcAddress_v2, k_cuGetProcAddress_v2},
     {"cuGetProcAddress", 11030, k_cuGetProcAddress, k_cuGetProcAddress},
 };
@@ -36,7 +57,9 @@ std::optional<SymbolId> hook_for_driver_symbol(std::string_view symbol, int cuda
   const bool per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
   for (const DriverEntry& e : kDriverEntries) {
     if (e.base != symbol || cuda_version < e.since) continue;
-    return per_thread ? e.per_thread_stream : e.legacy_stream;
+    const SymbolId id = per_thread ? e.per_thread_stream : e.legacy_stream;
+    if (id == kNoHook) return std::nullopt;
+    return id;
   }
   return std::nullopt;
 }

@@ -49,10 +49,13 @@ Runtime::Runtime(RuntimeOptions options) : options_(std::move(options)) {
   if (!options_.trace_path.empty()) trace_ = TraceWriter::open(options_.trace_path);  // logs why if it fails
   load_plugins();
   apply_safety_limit();
-  log(LogLevel::kInfo, "runtime ready: extractors [%s], policy %s, budget %s, managed limit %s",
+  log(LogLevel::kInfo,
+      "runtime ready: extractors [%s], policy %s, budget %s, managed limit %s, data path %s, host limit %s%s",
       join(extractors_loaded_).c_str(), policy_ && policy_->name ? policy_->name : "none (no policy)",
       options_.budget ? options_.budget->c_str() : "device memory",
-      managed_limit_.load() ? format_bytes(managed_limit_.load()).c_str() : "none");
+      managed_limit_.load() ? format_bytes(managed_limit_.load()).c_str() : "none",
+      datapath_name(options_.datapath), format_bytes(options_.host_limit_bytes).c_str(),
+      options_.verify_poison ? ", PUMP_VERIFY=poison" : "");
 }
 
 void Runtime::load_plugins() {
@@ -98,7 +101,9 @@ Engine* Runtime::engine(int device) {
   std::lock_guard lock(engines_mutex_);
   if (Engine* e = engines_[device].load(std::memory_order_acquire)) return e;
   if (engine_failed_[device].load()) return nullptr;
-  std::unique_ptr<CudaBackend> backend = CudaBackend::create(device);
+  CudaBackendOptions backend_options;
+  backend_options.poison = options_.verify_poison;
+  std::unique_ptr<CudaBackend> backend = CudaBackend::create(device, backend_options);
   if (!backend) {
     log(LogLevel::kError,
         "device %d cannot be managed (see above): its allocations and kernels pass through untouched", device);
@@ -109,6 +114,8 @@ Engine* Runtime::engine(int device) {
   eo.budget_bytes = budget_for_device(options_, backend->device_memory_bytes());
   eo.split_granularity = options_.split_granularity;
   eo.prefetch_on_alloc = options_.prefetch_on_alloc;
+  eo.datapath = options_.datapath;
+  eo.host_limit_bytes = options_.host_limit_bytes;
   auto engine = std::make_unique<Engine>(*backend, policy_, eo, &config_);
   log(LogLevel::kInfo, "device %d: engine ready, budget %s of %s, policy %s", device,
       format_bytes(eo.budget_bytes).c_str(), format_bytes(backend->device_memory_bytes()).c_str(),
@@ -189,6 +196,9 @@ StatsReport Runtime::report() {
   r.managed_limit_bytes = managed_limit_.load();
   r.prefetch_on_alloc = options_.prefetch_on_alloc;
   r.split_granularity = options_.split_granularity;
+  r.datapath = datapath_name(options_.datapath);
+  r.host_limit_bytes = options_.host_limit_bytes;
+  r.verify = options_.verify_poison ? "poison" : "off";
   r.managed_allocations = managed_allocations_.load();
   r.managed_bytes_peak = managed_peak_.load();
   r.managed_limit_refusals = limit_refusals_.load();
@@ -205,7 +215,8 @@ StatsReport Runtime::report() {
     if (!e) continue;
     pump_budget_v1_t budget = e->budget();
     DeviceBackend* backend = backend_of_[d].load(std::memory_order_acquire);
-    r.devices.push_back({d, e->policy_name(), budget.budget_bytes, budget.device_bytes, e->stats(),
+    r.devices.push_back({d, e->policy_name(), budget.budget_bytes, budget.device_bytes, datapath_name(e->datapath()),
+                         options_.host_limit_bytes, e->stats(),
                          backend ? backend->counters() : std::vector<std::pair<std::string, uint64_t>>{}});
   }
   return r;

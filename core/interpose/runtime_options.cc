@@ -1,5 +1,7 @@
 #include "core/interpose/runtime_options.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <string_view>
 
@@ -35,7 +37,15 @@ constexpr uint64_t kAnyDeviceBytes = uint64_t{1} << 40;
 
 }  // namespace
 
-RuntimeOptions parse_runtime_options(const Config& raw) {
+uint64_t host_physical_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+}
+
+RuntimeOptions parse_runtime_options(const Config& raw) { return parse_runtime_options(raw, host_physical_bytes()); }
+
+RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes) {
   // An empty variable (PUMP_X=) counts as unset.
   struct NonEmpty {
     const Config& config;
@@ -86,6 +96,28 @@ RuntimeOptions parse_runtime_options(const Config& raw) {
   }
   if (auto v = config.get("STATS")) o.stats_path = *v;
   if (auto v = config.get("TRACE")) o.trace_path = *v;
+  if (auto v = config.get("DATAPATH")) {
+    if (*v == "copy") o.datapath = DataPath::kCopy;
+    else if (*v == "um") o.datapath = DataPath::kUnified;
+    else log(LogLevel::kError, "PUMP_DATAPATH='%s' is not copy or um; using copy", v->c_str());
+  }
+  o.host_limit_bytes = parse_budget(o.host_limit, physical_bytes).value_or(0);
+  if (auto v = config.get("HOST_LIMIT")) {
+    if (auto bytes = parse_budget(*v, physical_bytes)) {
+      o.host_limit = *v;
+      o.host_limit_bytes = *bytes;
+    } else {
+      log(LogLevel::kError,
+          "PUMP_HOST_LIMIT='%s' is not a size (e.g. 64GiB, 0) or a percentage in (0, 100] of host memory; "
+          "using 50%% of host memory (%s)",
+          v->c_str(), format_bytes(o.host_limit_bytes).c_str());
+    }
+  }
+  if (auto v = config.get("VERIFY")) {
+    if (*v == "off") o.verify_poison = false;
+    else if (*v == "poison") o.verify_poison = true;
+    else log(LogLevel::kError, "PUMP_VERIFY='%s' is not off or poison; using off", v->c_str());
+  }
   return o;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/common/config.h"
+#include "core/engine/engine.h"
 
 namespace pump::interpose {
 
@@ -22,10 +23,19 @@ struct RuntimeOptions {
   uint64_t split_granularity = 64 * 1024;                   // PUMP_SPLIT_GRANULARITY
   std::string stats_path;                                   // PUMP_STATS
   std::string trace_path;                                   // PUMP_TRACE
+  DataPath datapath = DataPath::kCopy;                      // PUMP_DATAPATH: copy | um
+  std::string host_limit = "50%";                           // PUMP_HOST_LIMIT, as given (checked)
+  uint64_t host_limit_bytes = 0;                            // ... resolved against host memory
+  bool verify_poison = false;                               // PUMP_VERIFY: off | poison
 };
 
+// The host's physical memory: sysconf(_SC_PHYS_PAGES) * page size (0 if unknown).
+uint64_t host_physical_bytes();
+
 // Reads `config` (the environment unless overridden). Messages go through pump::log.
+// PUMP_HOST_LIMIT percentages are of `physical_bytes` (host_physical_bytes() by default).
 RuntimeOptions parse_runtime_options(const Config& config);
+RuntimeOptions parse_runtime_options(const Config& config, uint64_t physical_bytes);
 
 // PUMP_GPU_BUDGET for a device of `device_bytes`: the device's memory when unset,
 // never more than the device has.

@@ -80,6 +80,17 @@ void render_engine(JsonObject& o, const EngineStats& s) {
   o.field("bytes_evicted", s.bytes_evicted);
   o.field("bytes_discarded", s.bytes_discarded);
   o.field("bytes_fallback_evicted", s.bytes_fallback_evicted);
+  // The copy data path (PUMP_DATAPATH=copy).
+  o.field("bytes_saved", s.bytes_saved);
+  o.field("bytes_discarded_dead", s.bytes_discarded_dead);
+  o.field("bytes_discarded_clean", s.bytes_discarded_clean);
+  o.field("bytes_restored", s.bytes_restored);
+  o.field("bytes_populated", s.bytes_populated);
+  o.field("shadow_fallbacks", s.shadow_fallbacks);
+  o.field("shadow_used_peak_bytes", s.shadow_used_peak_bytes);
+  o.field("shadow_pinned_bytes", s.shadow_pinned_bytes);
+  o.field("unattributed_accesses", s.unattributed_accesses);
+  o.field("bytes_unattributed_restored", s.bytes_unattributed_restored);
   o.field("prefetch_ranges", s.prefetch_ranges);
   o.field("eviction_ranges", s.eviction_ranges);
   o.field("batches", s.batches);
@@ -105,6 +116,9 @@ std::string render_stats_json(const StatsReport& r) {
   config.field("managed_limit_bytes", r.managed_limit_bytes);
   config.field("prefetch_on_alloc", r.prefetch_on_alloc);
   config.field("split_granularity", r.split_granularity);
+  config.field("datapath", r.datapath);
+  config.field("host_limit_bytes", r.host_limit_bytes);
+  config.field("verify", r.verify);
   config.close();
 
   root.key("allocations");
@@ -141,6 +155,8 @@ std::string render_stats_json(const StatsReport& r) {
     o.field("policy", d.policy);
     o.field("budget_bytes", d.budget_bytes);
     o.field("device_bytes", d.device_bytes);
+    o.field("datapath", d.datapath);
+    o.field("host_limit_bytes", d.host_limit_bytes);
     render_engine(o, d.engine);
     for (const auto& [name, value] : d.backend) o.field(("backend_" + name).c_str(), value);
     o.close();

@@ -33,6 +33,8 @@ struct DeviceReport {
   std::string policy;
   uint64_t budget_bytes = 0;
   uint64_t device_bytes = 0;
+  std::string datapath;           // "copy" or "um" (PUMP_DATAPATH as this engine runs it)
+  uint64_t host_limit_bytes = 0;  // PUMP_HOST_LIMIT: the pinned shadow store's cap
   EngineStats engine;
   std::vector<std::pair<std::string, uint64_t>> backend;  // DeviceBackend::counters()
 };
@@ -46,6 +48,9 @@ struct StatsReport {
   uint64_t managed_limit_bytes = 0;  // 0: none
   bool prefetch_on_alloc = false;
   uint64_t split_granularity = 0;
+  std::string datapath = "copy";  // PUMP_DATAPATH
+  uint64_t host_limit_bytes = 0;  // PUMP_HOST_LIMIT, resolved
+  std::string verify = "off";     // PUMP_VERIFY
   // Allocations.
   uint64_t managed_allocations = 0;
   uint64_t managed_bytes_peak = 0;

@@ -18,7 +18,7 @@ using testing_support::LogCapture;
 std::unique_ptr<Config> config_with(std::initializer_list<std::pair<const char*, const char*>> values) {
   auto c = std::make_unique<Config>();
   for (const char* key : {"DISABLE", "PLUGINS", "POLICY", "GPU_BUDGET", "MANAGED_LIMIT", "PREFETCH_ON_ALLOC",
-                          "SPLIT_GRANULARITY", "STATS"})
+                          "SPLIT_GRANULARITY", "STATS", "DATAPATH", "HOST_LIMIT", "VERIFY"})
     c->set(key, "");
   for (auto& [k, v] : values) c->set(k, v);
   return c;
@@ -36,6 +36,32 @@ TEST(RuntimeOptions, EmptyValuesGiveTheDefaults) {
   EXPECT_TRUE(o.stats_path.empty());
   EXPECT_TRUE(o.trace_path.empty());
   EXPECT_FALSE(o.budget);
+  EXPECT_EQ(o.datapath, DataPath::kCopy);
+  EXPECT_EQ(o.host_limit, "50%");
+  EXPECT_EQ(o.host_limit_bytes, host_physical_bytes() / 2);
+  EXPECT_GT(o.host_limit_bytes, 0u);
+  EXPECT_FALSE(o.verify_poison);
+  EXPECT_TRUE(log.lines().empty());
+}
+
+TEST(RuntimeOptions, HostLimitIsASizeOrAPercentageOfPhysicalMemory) {
+  LogCapture log;
+  constexpr uint64_t kPhys = uint64_t{64} << 30;
+  EXPECT_EQ(parse_runtime_options(*config_with({}), kPhys).host_limit_bytes, uint64_t{32} << 30);
+  EXPECT_EQ(parse_runtime_options(*config_with({{"HOST_LIMIT", "25%"}}), kPhys).host_limit_bytes, uint64_t{16} << 30);
+  EXPECT_EQ(parse_runtime_options(*config_with({{"HOST_LIMIT", "12GiB"}}), kPhys).host_limit_bytes, uint64_t{12} << 30);
+  EXPECT_EQ(parse_runtime_options(*config_with({{"HOST_LIMIT", "0"}}), kPhys).host_limit_bytes, 0u);
+  EXPECT_TRUE(log.lines().empty());
+}
+
+TEST(RuntimeOptions, DataPathAndVerifyAcceptTheirWords) {
+  LogCapture log;
+  RuntimeOptions um = parse_runtime_options(*config_with({{"DATAPATH", "um"}, {"VERIFY", "poison"}}));
+  EXPECT_EQ(um.datapath, DataPath::kUnified);
+  EXPECT_TRUE(um.verify_poison);
+  RuntimeOptions copy = parse_runtime_options(*config_with({{"DATAPATH", "copy"}, {"VERIFY", "off"}}));
+  EXPECT_EQ(copy.datapath, DataPath::kCopy);
+  EXPECT_FALSE(copy.verify_poison);
   EXPECT_TRUE(log.lines().empty());
 }
 
@@ -83,6 +109,10 @@ TEST_P(RuntimeOptionsBadValue, GivesOneMessageNamingTheVariableAndValueThenTheDe
   EXPECT_FALSE(o.managed_limit);
   EXPECT_EQ(o.prefetch_on_alloc, defaults.prefetch_on_alloc);
   EXPECT_EQ(o.split_granularity, defaults.split_granularity);
+  EXPECT_EQ(o.datapath, defaults.datapath);
+  EXPECT_EQ(o.host_limit, defaults.host_limit);
+  EXPECT_EQ(o.host_limit_bytes, host_physical_bytes() / 2);
+  EXPECT_EQ(o.verify_poison, defaults.verify_poison);
 }
 
 INSTANTIATE_TEST_SUITE_P(Interpose, RuntimeOptionsBadValue,
@@ -90,7 +120,10 @@ INSTANTIATE_TEST_SUITE_P(Interpose, RuntimeOptionsBadValue,
                                            BadValue{"GPU_BUDGET", "150%"}, BadValue{"MANAGED_LIMIT", "-3GiB"},
                                            BadValue{"MANAGED_LIMIT", "0"}, BadValue{"PREFETCH_ON_ALLOC", "2"},
                                            BadValue{"SPLIT_GRANULARITY", "100KiB"},
-                                           BadValue{"SPLIT_GRANULARITY", "1KiB"}),
+                                           BadValue{"SPLIT_GRANULARITY", "1KiB"}, BadValue{"DATAPATH", "fast"},
+                                           BadValue{"DATAPATH", "UM"}, BadValue{"HOST_LIMIT", "lots"},
+                                           BadValue{"HOST_LIMIT", "150%"}, BadValue{"HOST_LIMIT", "-1GiB"},
+                                           BadValue{"VERIFY", "on"}),
                          [](const ::testing::TestParamInfo<BadValue>& info) {
                            // e.g. GPU_BUDGET_150_ : the variable and its value, as a test name
                            std::string name = std::string(info.param.key) + "_" + info.param.value;

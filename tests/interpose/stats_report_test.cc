@@ -30,6 +30,21 @@ StatsReport sample() {
   d.engine.kernels_captured = 1;
   d.engine.bytes_evicted = 77;
   d.engine.peak_resident_bytes = 5;
+  d.datapath = "copy";
+  d.host_limit_bytes = 4096;
+  d.engine.bytes_saved = 101;
+  d.engine.bytes_discarded_dead = 102;
+  d.engine.bytes_discarded_clean = 103;
+  d.engine.bytes_restored = 104;
+  d.engine.bytes_populated = 105;
+  d.engine.shadow_fallbacks = 106;
+  d.engine.shadow_used_peak_bytes = 107;
+  d.engine.shadow_pinned_bytes = 108;
+  d.engine.unattributed_accesses = 109;
+  d.engine.bytes_unattributed_restored = 110;
+  r.datapath = "um";
+  r.host_limit_bytes = 2048;
+  r.verify = "poison";
   d.backend = {{"prefetch_calls", 31}, {"failed_calls", 2}};
   r.devices.push_back(d);
   return r;
@@ -42,7 +57,12 @@ TEST(StatsReport, RendersHooksDevicesAndConfiguration) {
         "\"bytes_unknown\": 24", "\"kernels_with_known_blocks\": 9", "\"kernels_without_known_blocks\": 2",
         "\"bytes_evicted\": 77", "\"peak_resident_bytes\": 5", "\"budget_bytes\": 8", "\"gpu_budget\": \"8GiB\"",
         "\"extractors_loaded\": [\"cudnn\"]", "\"managed_limit_bytes\": 123", "\"policy\": \"lru \\\"quoted\\\"\"",
-        "\"backend_prefetch_calls\": 31", "\"backend_failed_calls\": 2"})
+        "\"backend_prefetch_calls\": 31", "\"backend_failed_calls\": 2", "\"datapath\": \"copy\"",
+        "\"host_limit_bytes\": 4096", "\"bytes_saved\": 101", "\"bytes_discarded_dead\": 102",
+        "\"bytes_discarded_clean\": 103", "\"bytes_restored\": 104", "\"bytes_populated\": 105",
+        "\"shadow_fallbacks\": 106", "\"shadow_used_peak_bytes\": 107", "\"shadow_pinned_bytes\": 108",
+        "\"unattributed_accesses\": 109", "\"bytes_unattributed_restored\": 110", "\"datapath\": \"um\"",
+        "\"host_limit_bytes\": 2048", "\"verify\": \"poison\""})
     EXPECT_NE(json.find(needle), std::string::npos) << needle << "\n" << json;
 }
 
