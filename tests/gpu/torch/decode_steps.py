@@ -96,6 +96,10 @@ def main():
         device_map = infer_auto_device_map(model, max_memory={0: f"{a.gpu_budget_gib}GiB", "cpu": "200GiB"},
                                            no_split_module_classes=["LlamaDecoderLayer"], dtype=torch.bfloat16)
         on_host = sum(1 for d in device_map.values() if d == "cpu")
+        if on_host == len(device_map):
+            print(f"decode_steps.py: --gpu-budget-gib {a.gpu_budget_gib} leaves nothing on the GPU "
+                  "(accelerate needs at least the embedding there)", file=sys.stderr)
+            return 2
         print(f"decode_steps.py: accelerate offload, {a.gpu_budget_gib} GiB on the GPU, "
               f"{on_host} of {len(device_map)} modules on the host", file=sys.stderr)
         # The KV cache is not a tensor to move: skip it, as from_pretrained(device_map=...) does.
