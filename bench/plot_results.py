@@ -27,7 +27,10 @@ def main(argv):
         for row in rows:
             if row["ran"] != "1":
                 continue
-            series[row["workload"]][row["config"]].append(
+            config, path = row["config"], row.get("datapath", "")
+            if path and config not in ("none", "managed"):
+                config += " (" + path + ")"  # one line per policy and data path
+            series[row["workload"]][config].append(
                 (float(row["ratio"]), 1e3 * float(row["seconds_per_iteration"])))
     if not series:
         print("plot_results.py: no rows that ran in " + argv[1], file=sys.stderr)

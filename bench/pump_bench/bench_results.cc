@@ -1,6 +1,7 @@
 #include "bench/pump_bench/bench_results.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace pump::bench {
 
@@ -31,9 +32,29 @@ void finalize_comparisons(std::vector<ConfigResult>* results) {
     if (!r.ran || r.median_seconds <= 0) continue;
     if (const ConfigResult* none = find_row(*results, r, "none"); none && none->median_seconds > 0)
       r.speedup_vs_none = none->median_seconds / r.median_seconds;
-    if (const ConfigResult* bound = find_row(*results, r, "bound"); bound && bound->median_seconds > 0)
+    if (r.bound_seconds > 0)
+      r.ratio_to_bound = r.median_seconds / r.bound_seconds;
+    else if (const ConfigResult* bound = find_row(*results, r, "bound"); bound && bound->median_seconds > 0)
       r.ratio_to_bound = r.median_seconds / bound->median_seconds;
   }
+}
+
+double link_bound_seconds(double compute_seconds, uint64_t bytes_in, uint64_t bytes_out, const LinkRates& link) {
+  double t = compute_seconds;
+  if (!link.known()) return t;
+  const double in = static_cast<double>(bytes_in), out = static_cast<double>(bytes_out);
+  t = std::max(t, in / link.in);
+  t = std::max(t, out / link.out);
+  t = std::max(t, (in + out) / link.both);
+  return t;
+}
+
+std::string describe_link(const LinkRates& link) {
+  if (!link.known()) return "link: not measured" + (link.source.empty() ? "" : " (" + link.source + ")");
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "link: in %.1f GB/s, out %.1f GB/s, both %.1f GB/s", link.in / 1e9, link.out / 1e9,
+                link.both / 1e9);
+  return std::string(buf) + (link.source.empty() ? "" : " (" + link.source + ")");
 }
 
 uint64_t total_violations(const std::vector<ConfigResult>& results) {

@@ -12,6 +12,7 @@ struct ConfigResult {
   std::string workload;
   double ratio = 1.0;
   std::string config;   // native, managed, none, a policy name, bound
+  std::string datapath; // "copy" or "um" (PUMP_DATAPATH); empty where no engine evicts (native, bound)
   bool ran = false;     // false: skipped or failed, see note
   std::string note;     // why it did not run, or what to know about its numbers
 
@@ -23,13 +24,23 @@ struct ConfigResult {
   double min_seconds = 0;
   double max_seconds = 0;
   double speedup_vs_none = 0;  // 0: not available
+  // This row's own bound: link_bound_seconds(native time, its bytes in, its bytes
+  // out); 0: not known (then ratio_to_bound uses the bound row's time).
+  double bound_seconds = 0;
   double ratio_to_bound = 0;
 
   // Per iteration (means over the steady iterations where known).
-  uint64_t bytes_prefetched = 0;
-  uint64_t bytes_evicted = 0;
-  uint64_t bytes_faulted = 0;
+  uint64_t bytes_prefetched = 0;   // host -> device by prefetch (unified memory)
+  uint64_t bytes_restored = 0;     // host shadow -> device by copy (copy path)
+  uint64_t bytes_faulted = 0;      // host -> device by demand faults
+  uint64_t bytes_evicted = 0;      // device -> host by unified-memory migration
+  uint64_t bytes_saved = 0;        // device -> pinned host shadow by copy (copy path)
+  uint64_t bytes_discarded = 0;    // dropped from the device without write-back (clean + dead)
+  uint64_t bytes_populated = 0;    // brought back without a copy
   uint64_t peak_resident_bytes = 0;
+
+  uint64_t bytes_brought_in() const { return bytes_prefetched + bytes_restored + bytes_faulted; }
+  uint64_t bytes_written_back() const { return bytes_evicted + bytes_saved; }
 
   uint64_t violations = 0;  // sim invariant violations: a bug when nonzero
   std::vector<std::string> violation_texts;
@@ -46,15 +57,34 @@ struct MachineInfo {
   std::string mode;     // "sim" or "gpu"
 };
 
+// The link's rates, in bytes per second: measured on the GPU in the same run
+// (pinned host <-> device copies), or the sim model's copy rates.
+struct LinkRates {
+  double in = 0;    // host -> device alone
+  double out = 0;   // device -> host alone
+  double both = 0;  // total of both directions at once
+  std::string source;  // how they were obtained, in words
+  bool known() const { return in > 0 && out > 0 && both > 0; }
+};
+
+// max(compute, in / BW_in, out / BW_out, (in + out) / BW_both); compute alone when
+// the rates are unknown.
+double link_bound_seconds(double compute_seconds, uint64_t bytes_in, uint64_t bytes_out, const LinkRates& link);
+
+// "link: in 50.7 GB/s, out 52.0 GB/s, both 51.4 GB/s (sim model)"
+std::string describe_link(const LinkRates& link);
+
 struct BenchReport {
   MachineInfo machine;
+  LinkRates link;
   std::string invocation;  // pump-bench's own command line
   std::string sim_model;   // the sim's device model, in words (sim mode)
   std::vector<ConfigResult> results;
 };
 
-// Fills median/min/max from samples_seconds, then speedup_vs_none and
-// ratio_to_bound from the none and bound rows of the same workload and ratio.
+// Fills median/min/max from samples_seconds, then speedup_vs_none from the none
+// row of the same workload and ratio, and ratio_to_bound from the row's own
+// bound_seconds (or, where that is 0, from the bound row).
 void finalize_comparisons(std::vector<ConfigResult>* results);
 
 uint64_t total_violations(const std::vector<ConfigResult>& results);

@@ -60,6 +60,10 @@ usage: pump-bench [options] [-- COMMAND ARGS...]
   --oversubscription R,...    footprint / budget ratios, each >= 1 (default 1,1.5,2,3)
   --policies P,...            policies to compare (default none,eager,lazy,lru,activations,learned);
                               a name loads lib/pump/libpump_policy_<name>.so, a path loads that file
+  --datapath D,...             data paths each policy runs on (default copy): copy (dirty data
+                              copied to pinned host memory, clean and dead data dropped) or um
+                              (unified-memory migration); sets PUMP_DATAPATH on a GPU and the
+                              engine's datapath in the sim. The none row always runs on um
   --sim                       run on the simulated GPU (the default where no GPU is present)
   --repeats N                 runs per configuration on a GPU (default 3; the sim is deterministic)
   --iterations N              iterations per run, the first is warm-up (default 4 sim, 10 GPU)
@@ -74,11 +78,24 @@ usage: pump-bench [options] [-- COMMAND ARGS...]
   -h, --help                  this text
 
 Rows of every table: native (no pump, everything resident; only where the footprint
-fits the device), managed (managed memory, no budget, no prefetch), none (budget
-enforced by eviction, no prefetch), each policy, and bound (the physical bound:
-max(compute, bytes that must cross the bus / bus bandwidth)). A budget is
-footprint / ratio. Exit status: 0, 1 on bad input or failed runs, 3 when the sim
-recorded an invariant violation (a bug).
+fits the device), managed (managed memory, no budget, no prefetch), none (plain unified
+memory: budget enforced by unified-memory eviction, no prefetch; always run with
+PUMP_DATAPATH=um), each policy on each --datapath, and bound (the least traffic: what does
+not fit comes in, as much goes out). A budget is footprint / ratio.
+
+Columns: path (copy or um, the row's data path), ms/iter (median of the steady
+iterations), min-max ms, vs none (speedup over the none row), bound ms (this row's own
+bound: max(compute, in/BW_in, out/BW_out, (in+out)/BW_both) with compute = the native
+time and in/out = the bytes this row moved per iteration), /bound (ms/iter over bound ms),
+in MiB/it (brought in: prefetched + restored + faulted), fault MiB/it (of which demand
+faults), wb MiB/it (written back: unified-memory eviction + copy saves), drop MiB/it
+(discarded without write-back: clean and dead data), peak GiB (peak residency).
+BW_in, BW_out and BW_both (both directions at once) are printed above the table: on a GPU
+measured in the same run by pinned-memory copies, in the sim the model's copy rates.
+JSON and CSV carry every byte counter separately.
+
+Exit status: 0, 1 on bad input or failed runs, 3 when the sim recorded an invariant
+violation (a bug).
 )";
 }
 
@@ -126,6 +143,16 @@ CliResult parse_cli(const std::vector<std::string>& args) {
          o.policies = split_list(v);
          for (const std::string& p : o.policies)
            if (p.empty()) return "--policies: empty name in '" + v + "'";
+         return "";
+       }},
+      {"--datapath",
+       [&](const std::string& v) -> std::string {
+         o.datapaths.clear();
+         for (const std::string& d : split_list(v)) {
+           if (d != "copy" && d != "um") return "--datapath: '" + d + "' is not copy or um";
+           if (contains(o.datapaths, d)) return "--datapath: '" + d + "' is listed twice";
+           o.datapaths.push_back(d);
+         }
          return "";
        }},
       {"--repeats",

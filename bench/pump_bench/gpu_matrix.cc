@@ -14,9 +14,6 @@ namespace pump::bench {
 
 namespace {
 
-constexpr double kBusInBytesPerSecond = 45e9;   // facts: cudaMemPrefetchAsync H2D
-constexpr double kBusOutBytesPerSecond = 10e9;  // facts: eviction D2H
-
 std::string last_lines(const std::string& text, size_t lines) {
   size_t pos = text.size();
   for (size_t n = 0; n <= lines && pos > 0; ++n) pos = text.rfind('\n', pos - 1);
@@ -58,8 +55,12 @@ PumpStats run_config(const GpuWorkload& w, const std::map<std::string, std::stri
       else row->note = error;
       const uint64_t iterations = std::max<size_t>(1, out.iteration_ms.size());
       row->bytes_prefetched = last.bytes_prefetched / iterations;
-      row->bytes_evicted = last.bytes_evicted / iterations;
+      row->bytes_restored = last.bytes_restored / iterations;
       row->bytes_faulted = last.bytes_demand / iterations;
+      row->bytes_evicted = last.bytes_evicted / iterations;
+      row->bytes_saved = last.bytes_saved / iterations;
+      row->bytes_discarded = last.bytes_discarded / iterations;
+      row->bytes_populated = last.bytes_populated / iterations;
       row->peak_resident_bytes = last.peak_resident_bytes;
     }
   }
@@ -74,7 +75,7 @@ std::vector<ConfigResult> run_gpu_matrix(const GpuMatrix& m, const GpuProgress& 
   std::vector<std::string> policies;
   for (const std::string& p : m.policies)
     if (p != "none") policies.push_back(p);
-  const size_t total = m.workloads.size() * (2 + m.ratios.size() * (1 + policies.size()));
+  const size_t total = m.workloads.size() * (2 + m.ratios.size() * (1 + policies.size() * m.datapaths.size()));
   const uint64_t managed_limit = m.free_bytes / 10 * 9;
   const std::string limit = std::to_string(managed_limit);
   size_t index = 0;
@@ -84,11 +85,15 @@ std::vector<ConfigResult> run_gpu_matrix(const GpuMatrix& m, const GpuProgress& 
     ConfigResult managed;
     managed.workload = w.name;
     managed.config = "managed";
+    managed.datapath = "um";
     progress(++index, total, managed, false);
     std::optional<uint64_t> reported;
-    const PumpStats managed_stats = run_config(
-        w, {{"LD_PRELOAD", m.libpump}, {"PUMP_POLICY", "none"}, {"PUMP_MANAGED_LIMIT", limit}}, m.repeats, true,
-        &managed, &reported);
+    const PumpStats managed_stats = run_config(w,
+                                               {{"LD_PRELOAD", m.libpump},
+                                                {"PUMP_POLICY", "none"},
+                                                {"PUMP_DATAPATH", "um"},
+                                                {"PUMP_MANAGED_LIMIT", limit}},
+                                               m.repeats, true, &managed, &reported);
     const uint64_t footprint = reported.value_or(managed_stats.peak_tracked_bytes);
     managed.footprint_bytes = footprint;
     progress(index, total, managed, true);
@@ -106,6 +111,18 @@ std::vector<ConfigResult> run_gpu_matrix(const GpuMatrix& m, const GpuProgress& 
       native.note = footprint == 0 ? "footprint unknown (no stats from the managed run)" : "footprint exceeds free memory";
     }
     progress(index, total, native, true);
+    double native_seconds = 0;  // median of the native repeats: the compute term of every bound
+    if (native.ran && !native.samples_seconds.empty()) {
+      std::vector<double> s = native.samples_seconds;
+      std::sort(s.begin(), s.end());
+      native_seconds = s[s.size() / 2];
+    }
+    auto own_bound = [&](ConfigResult* row) {
+      if (row->ran && native_seconds > 0)
+        row->bound_seconds =
+            link_bound_seconds(native_seconds, row->bytes_brought_in(), row->bytes_written_back(), m.link);
+    };
+    own_bound(&managed);
 
     for (double ratio : m.ratios) {
       for (const ConfigResult* base : {&native, &managed}) {
@@ -114,13 +131,16 @@ std::vector<ConfigResult> run_gpu_matrix(const GpuMatrix& m, const GpuProgress& 
         rows.push_back(copy);
       }
       const uint64_t budget = static_cast<uint64_t>(static_cast<double>(footprint) / ratio);
-      std::vector<std::string> configs{"none"};
-      configs.insert(configs.end(), policies.begin(), policies.end());
-      for (const std::string& config : configs) {
+      // (policy, data path): none is plain unified memory, every policy runs on every path.
+      std::vector<std::pair<std::string, std::string>> configs{{"none", "um"}};
+      for (const std::string& p : policies)
+        for (const std::string& d : m.datapaths) configs.emplace_back(p, d);
+      for (const auto& [config, datapath] : configs) {
         ConfigResult row;
         row.workload = w.name;
         row.ratio = ratio;
         row.config = config;
+        row.datapath = datapath;
         row.footprint_bytes = footprint;
         row.budget_bytes = budget;
         progress(++index, total, row, false);
@@ -132,11 +152,13 @@ std::vector<ConfigResult> run_gpu_matrix(const GpuMatrix& m, const GpuProgress& 
           run_config(w,
                      {{"LD_PRELOAD", m.libpump},
                       {"PUMP_POLICY", config},
+                      {"PUMP_DATAPATH", datapath},
                       {"PUMP_GPU_BUDGET", std::to_string(budget)},
                       {"PUMP_MANAGED_LIMIT", limit}},
                      m.repeats, true, &row, nullptr);
           if (row.ran && !native.checksum.empty() && row.checksum != native.checksum)
             row.note = "CHECKSUM DIFFERS FROM NATIVE";
+          own_bound(&row);
         }
         progress(index, total, row, true);
         rows.push_back(row);
@@ -147,16 +169,14 @@ std::vector<ConfigResult> run_gpu_matrix(const GpuMatrix& m, const GpuProgress& 
       bound.config = "bound";
       bound.footprint_bytes = footprint;
       bound.budget_bytes = budget;
-      if (native.ran && !native.samples_seconds.empty()) {
+      if (native_seconds > 0) {
+        // The least traffic any policy could get away with: what does not fit comes
+        // in, and as much goes out to make room (assumed dirty: the worst case).
         const uint64_t in = footprint > budget ? footprint - budget : 0;
-        const double transfer = static_cast<double>(in) / kBusInBytesPerSecond +
-                                static_cast<double>(in) / kBusOutBytesPerSecond;
-        std::vector<double> s = native.samples_seconds;
-        std::sort(s.begin(), s.end());
-        bound.samples_seconds = {std::max(s[s.size() / 2], transfer)};
-        bound.bytes_prefetched = bound.bytes_evicted = in;
+        bound.samples_seconds = {link_bound_seconds(native_seconds, in, in, m.link)};
+        bound.bytes_prefetched = bound.bytes_saved = in;
         bound.ran = true;
-        bound.note = "bus at facts' 45/10 GB/s (not measured in this run)";
+        bound.note = m.link.known() ? "link measured in this run" : "link not measured (" + m.link.source + "): compute only";
       } else {
         bound.note = "needs the native time";
       }

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "bench/pump_bench/bench_results.h"
+
 namespace pump::bench {
 
 struct GpuProbe {
@@ -18,5 +20,14 @@ struct GpuProbe {
 };
 
 GpuProbe probe_gpu();
+
+// The link's bandwidth, measured on device 0 through the driver API (dlopen, as
+// above): cuMemcpyHtoDAsync / cuMemcpyDtoHAsync between pinned host memory
+// (cuMemAllocHost) and device memory (cuMemAlloc), `bytes` per buffer: host ->
+// device alone, device -> host alone, and both at once on two streams. Each is
+// the best of `repeats` timed copies after one warm-up. Everything is freed and
+// the primary context released before it returns. On failure the rates are 0 and
+// `source` says what failed.
+LinkRates probe_link(uint64_t bytes = 256ull << 20, int repeats = 5);
 
 }  // namespace pump::bench

@@ -29,8 +29,10 @@ std::filesystem::path exe_dir() {
 
 void print_progress(size_t index, size_t total, const ConfigResult& row, bool done) {
   if (!done) {
-    std::fprintf(stderr, "[%zu/%zu] %s x%.1f %s ...", index, total, row.workload.c_str(), row.ratio,
+    std::fprintf(stderr, "[%zu/%zu] %s x%.1f %s", index, total, row.workload.c_str(), row.ratio,
                  row.config.c_str());
+    if (!row.datapath.empty() && row.config != "managed") std::fprintf(stderr, " (%s)", row.datapath.c_str());
+    std::fprintf(stderr, " ...");
     if (row.config == "native" || row.config == "managed") std::fprintf(stderr, " (every ratio)");
     std::fflush(stderr);
     return;
@@ -87,6 +89,7 @@ int run(int argc, char** argv) {
     SimMatrix matrix;
     matrix.ratios = o.ratios;
     matrix.policies = o.policies;
+    matrix.datapaths = o.datapaths;
     matrix.plugin_dir = o.plugin_dir.empty() ? (bin.parent_path() / "lib" / "pump").string() : o.plugin_dir;
     const int iterations = o.iterations.value_or(4);
     std::string error;
@@ -109,12 +112,14 @@ int run(int argc, char** argv) {
       }
     }
     report.sim_model = describe_sim_model(matrix.model);
+    report.link = sim_link_rates(matrix.model);
     std::cerr << "pump-bench: " << report.sim_model << '\n';
     report.results = run_sim_matrix(matrix, print_progress);
   } else {
     GpuMatrix matrix;
     matrix.ratios = o.ratios;
     matrix.policies = o.policies;
+    matrix.datapaths = o.datapaths;
     matrix.repeats = o.repeats;
     matrix.free_bytes = gpu.free_bytes;
     matrix.libpump = o.libpump_path.empty() ? (bin.parent_path() / "lib" / "libpump.so").string() : o.libpump_path;
@@ -136,9 +141,13 @@ int run(int argc, char** argv) {
       }
     }
     std::cerr << "pump-bench: GPU " << gpu.name << ", " << gpu.free_bytes / (1 << 20) << " MiB free\n";
+    // The link's rates in this run, before any workload (the probe frees all it took).
+    report.link = matrix.link = probe_link();
+    std::cerr << "pump-bench: " << describe_link(report.link) << '\n';
     report.results = run_gpu_matrix(matrix, print_progress);
   }
 
+  std::cout << describe_link(report.link) << '\n';
   print_table(std::cout, report.results);
   print_violations(std::cout, report.results);
 

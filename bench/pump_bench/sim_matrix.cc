@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "core/common/config.h"
+#include "core/engine/shadow_store.h"
 #include "core/plugin_host/plugin_host.h"
 #include "core/sim/sim_runner.h"
 
@@ -18,16 +19,25 @@ void fill_from_run(const SimRun& run, ConfigResult* row) {
   if (row->samples_seconds.empty() && !run.iterations.empty())
     row->samples_seconds.push_back(run.iterations[0].seconds);
   const size_t steady = run.iterations.size() > 1 ? run.iterations.size() - 1 : run.iterations.size();
-  uint64_t prefetched = 0, evicted = 0, faulted = 0;
+  SimIterationStats sum;
   for (size_t i = run.iterations.size() - steady; i < run.iterations.size(); ++i) {
-    prefetched += run.iterations[i].bytes_prefetched;
-    evicted += run.iterations[i].bytes_evicted;
-    faulted += run.iterations[i].bytes_faulted;
+    const SimIterationStats& it = run.iterations[i];
+    sum.bytes_prefetched += it.bytes_prefetched;
+    sum.bytes_restored += it.bytes_restored;
+    sum.bytes_faulted += it.bytes_faulted;
+    sum.bytes_evicted += it.bytes_evicted;
+    sum.bytes_saved += it.bytes_saved;
+    sum.bytes_discarded += it.bytes_discarded;
+    sum.bytes_populated += it.bytes_populated;
   }
   if (steady > 0) {
-    row->bytes_prefetched = prefetched / steady;
-    row->bytes_evicted = evicted / steady;
-    row->bytes_faulted = faulted / steady;
+    row->bytes_prefetched = sum.bytes_prefetched / steady;
+    row->bytes_restored = sum.bytes_restored / steady;
+    row->bytes_faulted = sum.bytes_faulted / steady;
+    row->bytes_evicted = sum.bytes_evicted / steady;
+    row->bytes_saved = sum.bytes_saved / steady;
+    row->bytes_discarded = sum.bytes_discarded / steady;
+    row->bytes_populated = sum.bytes_populated / steady;
   }
   row->peak_resident_bytes = run.sim.peak_resident_bytes;
   row->violations = run.sim.violation_count();
@@ -52,6 +62,10 @@ SimRun run_native(const SimWorkload& w, SimBackend& backend) {
     d.bytes_faulted = after.bytes_faulted - before.bytes_faulted;
     d.bytes_prefetched = after.bytes_prefetched - before.bytes_prefetched;
     d.bytes_evicted = after.bytes_evicted - before.bytes_evicted;
+    d.bytes_discarded = after.bytes_discarded - before.bytes_discarded;
+    d.bytes_populated = after.bytes_populated - before.bytes_populated;
+    d.bytes_saved = after.bytes_saved - before.bytes_saved;
+    d.bytes_restored = after.bytes_restored - before.bytes_restored;
     run.iterations.push_back(d);
   }
   run.sim = backend.stats();
@@ -73,6 +87,20 @@ uint64_t budget_for(const SimWorkload& w, double ratio) {
   return static_cast<uint64_t>(static_cast<double>(w.footprint_bytes()) / ratio);
 }
 
+// EngineOptions for a run on `datapath`. The copy path needs a host shadow store
+// (host_limit_bytes 0 means none): room for the whole footprint, in whole slabs,
+// so the cap never forces a block onto unified memory.
+EngineOptions engine_options(uint64_t budget, const std::string& datapath, const SimWorkload& w) {
+  EngineOptions options;
+  options.budget_bytes = budget;
+  options.datapath = datapath == "um" ? DataPath::kUnified : DataPath::kCopy;
+  if (options.datapath == DataPath::kCopy) {
+    constexpr uint64_t slab = ShadowStore::kDefaultSlabBytes;
+    options.host_limit_bytes = (w.footprint_bytes() / slab + 2) * slab;
+  }
+  return options;
+}
+
 }  // namespace
 
 std::string describe_sim_model(const SimDeviceModel& m) {
@@ -86,6 +114,15 @@ std::string describe_sim_model(const SimDeviceModel& m) {
   return buf;
 }
 
+LinkRates sim_link_rates(const SimDeviceModel& m) {
+  LinkRates link;
+  link.in = m.copy_in_bytes_per_second;
+  link.out = m.copy_out_bytes_per_second;
+  link.both = m.copy_duplex_fraction * (m.copy_in_bytes_per_second + m.copy_out_bytes_per_second);
+  link.source = "sim model's copy rates";
+  return link;
+}
+
 std::vector<ConfigResult> run_sim_matrix(const SimMatrix& matrix, const SimProgress& progress) {
   std::vector<std::string> policies;
   for (const std::string& p : matrix.policies)
@@ -96,7 +133,8 @@ std::vector<ConfigResult> run_sim_matrix(const SimMatrix& matrix, const SimProgr
   std::map<std::string, std::optional<LoadedPolicy>> loaded;
   for (const std::string& p : policies) loaded[p] = host.load_policy(p);
 
-  const size_t per_workload = 2 + matrix.ratios.size() * (1 + policies.size());
+  const size_t per_workload = 2 + matrix.ratios.size() * (1 + policies.size() * matrix.datapaths.size());
+  const LinkRates link = sim_link_rates(matrix.model);
   const size_t total = matrix.workloads.size() * per_workload;
   size_t index = 0;
   std::vector<ConfigResult> rows;
@@ -112,15 +150,26 @@ std::vector<ConfigResult> run_sim_matrix(const SimMatrix& matrix, const SimProgr
       native.note = "footprint exceeds the device";
     }
     progress(index, total, native, true);
+    // The compute term of every bound: the native time, or the workload's kernel
+    // time where it does not fit.
+    double compute = w.compute_seconds_per_iteration();
+    if (native.ran && !native.samples_seconds.empty()) {
+      double sum = 0;
+      for (double t : native.samples_seconds) sum += t;
+      compute = sum / static_cast<double>(native.samples_seconds.size());
+    }
+    auto own_bound = [&](ConfigResult* row) {
+      if (row->ran) row->bound_seconds = link_bound_seconds(compute, row->bytes_brought_in(), row->bytes_written_back(), link);
+    };
 
     ConfigResult managed = make_row(w, 1.0, "managed", 0);
+    managed.datapath = "um";
     progress(++index, total, managed, false);
     {
       SimBackend backend(matrix.model);
-      EngineOptions options;
-      options.budget_bytes = matrix.model.device_bytes;
-      Engine engine(backend, nullptr, options, nullptr);
+      Engine engine(backend, nullptr, engine_options(matrix.model.device_bytes, "um", w), nullptr);
       fill_from_run(run_workload(w, engine, backend), &managed);
+      own_bound(&managed);
     }
     progress(index, total, managed, true);
 
@@ -132,10 +181,13 @@ std::vector<ConfigResult> run_sim_matrix(const SimMatrix& matrix, const SimProgr
         rows.push_back(copy);
       }
 
-      std::vector<std::string> configs{"none"};
-      configs.insert(configs.end(), policies.begin(), policies.end());
-      for (const std::string& config : configs) {
+      // (policy, data path): none is plain unified memory, every policy runs on every path.
+      std::vector<std::pair<std::string, std::string>> configs{{"none", "um"}};
+      for (const std::string& p : policies)
+        for (const std::string& d : matrix.datapaths) configs.emplace_back(p, d);
+      for (const auto& [config, datapath] : configs) {
         ConfigResult row = make_row(w, ratio, config, budget);
+        row.datapath = datapath;
         progress(++index, total, row, false);
         const pump_policy_v1_t* api = nullptr;
         if (config != "none") {
@@ -149,11 +201,10 @@ std::vector<ConfigResult> run_sim_matrix(const SimMatrix& matrix, const SimProgr
           api = p->api;
         }
         SimBackend backend(matrix.model);
-        EngineOptions options;
-        options.budget_bytes = budget;
         Config config_values;  // policies read their knobs from the environment, as under libpump
-        Engine engine(backend, api, options, &config_values);
+        Engine engine(backend, api, engine_options(budget, datapath, w), &config_values);
         fill_from_run(run_workload(w, engine, backend), &row);
+        own_bound(&row);
         progress(index, total, row, true);
         rows.push_back(row);
       }
@@ -161,10 +212,11 @@ std::vector<ConfigResult> run_sim_matrix(const SimMatrix& matrix, const SimProgr
       ConfigResult bound = make_row(w, ratio, "bound", budget);
       const PhysicalBound b = physical_bound(w, budget, matrix.model);
       bound.ran = true;
-      bound.samples_seconds = {b.seconds};
+      const double seconds = link_bound_seconds(compute, b.bytes_in, b.bytes_out, link);
+      bound.samples_seconds = {seconds};
       bound.bytes_prefetched = b.bytes_in;
-      bound.bytes_evicted = b.bytes_out;
-      bound.note = b.transfer_seconds > b.compute_seconds ? "bus-bound" : "compute-bound";
+      bound.bytes_saved = b.bytes_out;
+      bound.note = seconds > compute ? "link-bound" : "compute-bound";
       rows.push_back(bound);
     }
   }

@@ -1,10 +1,15 @@
 // Runs every (workload, ratio, config) of the matrix on the simulated GPU:
 //   native   the workload straight on a SimBackend, no engine (nothing moves
 //            once first touch populated it); only where the footprint fits
-//   managed  the engine with no policy and no budget (the device's memory)
-//   none     the engine with no policy under the budget: eviction, no prefetch
-//   <policy> the engine with that policy plugin under the budget
-//   bound    physical_bound() of core/sim
+//   managed  the engine with no policy and no budget (the device's memory), um path
+//   none     the engine with no policy under the budget on the unified-memory
+//            path: eviction, no prefetch (plain unified memory)
+//   <policy> the engine with that policy plugin under the budget, once per data
+//            path (EngineOptions::datapath)
+//   bound    physical_bound()'s compute and bytes, timed by link_bound_seconds()
+//            at the model's copy rates (sim_link_rates)
+// Every row also gets its own bound: the native compute time and the row's own
+// bytes in and out per iteration at the same rates.
 // The sim is deterministic, so each configuration runs once; its samples are
 // the steady iterations (all but the first).
 #pragma once
@@ -23,6 +28,7 @@ struct SimMatrix {
   std::vector<SimWorkload> workloads;
   std::vector<double> ratios;
   std::vector<std::string> policies;  // "none" is the baseline row, not loaded
+  std::vector<std::string> datapaths{"copy"};  // "copy", "um"
   std::string plugin_dir;
   SimDeviceModel model;
 };
@@ -34,5 +40,9 @@ using SimProgress = std::function<void(size_t index, size_t total, const ConfigR
 std::vector<ConfigResult> run_sim_matrix(const SimMatrix& matrix, const SimProgress& progress);
 
 std::string describe_sim_model(const SimDeviceModel& model);
+
+// The model's link: copy_in and copy_out alone; both at once serialize, each at
+// copy_duplex_fraction of its rate, so the total is that fraction of the sum.
+LinkRates sim_link_rates(const SimDeviceModel& model);
 
 }  // namespace pump::bench

@@ -26,6 +26,13 @@ void visit(const JsonValue& v, PumpStats* stats) {
       stats->bytes_prefetched += counter(v, "bytes_prefetched");
       stats->bytes_evicted += counter(v, "bytes_evicted");
       stats->bytes_demand += counter(v, "bytes_demand");
+      stats->bytes_saved += counter(v, "bytes_saved");
+      stats->bytes_restored += counter(v, "bytes_restored");
+      stats->bytes_populated += counter(v, "bytes_populated");
+      // bytes_discarded is dead + clean; a report with only the parts still adds up.
+      const uint64_t discarded = counter(v, "bytes_discarded");
+      stats->bytes_discarded +=
+          discarded ? discarded : counter(v, "bytes_discarded_dead") + counter(v, "bytes_discarded_clean");
       stats->peak_resident_bytes = std::max(stats->peak_resident_bytes, counter(v, "peak_resident_bytes"));
       stats->peak_tracked_bytes = std::max(stats->peak_tracked_bytes, counter(v, "peak_tracked_bytes"));
       return;

@@ -24,18 +24,22 @@ std::vector<std::string> cells(const ConfigResult& r) {
   else check = "ok";
   if (!r.note.empty()) check += check.empty() ? r.note : " (" + r.note + ")";
   if (!r.ran)
-    return {r.workload, fmt("x%.1f", r.ratio), r.config, "-", "-", "-", "-", "-", "-", "-", "-", check};
+    return {r.workload, fmt("x%.1f", r.ratio), r.config, r.datapath.empty() ? "-" : r.datapath,
+            "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", check};
   const bool bound = r.config == "bound";
   return {r.workload,
           fmt("x%.1f", r.ratio),
           r.config,
+          r.datapath.empty() ? "-" : r.datapath,
           fmt("%.3f", r.median_seconds * 1e3),
           bound ? "" : fmt("%.3f", r.min_seconds * 1e3) + "-" + fmt("%.3f", r.max_seconds * 1e3),
           r.speedup_vs_none > 0 ? fmt("%.2fx", r.speedup_vs_none) : "-",
+          bound ? "" : (r.bound_seconds > 0 ? fmt("%.3f", r.bound_seconds * 1e3) : "-"),
           r.ratio_to_bound > 0 ? fmt("%.2f", r.ratio_to_bound) : "-",
-          mib(r.bytes_prefetched),
-          mib(r.bytes_evicted),
+          mib(r.bytes_brought_in()),
           bound ? "" : mib(r.bytes_faulted),
+          mib(r.bytes_written_back()),
+          bound ? "" : mib(r.bytes_discarded),
           bound ? "" : fmt("%.2f", static_cast<double>(r.peak_resident_bytes) / (1ull << 30)),
           check};
 }
@@ -43,9 +47,10 @@ std::vector<std::string> cells(const ConfigResult& r) {
 }  // namespace
 
 void print_table(std::ostream& out, const std::vector<ConfigResult>& results) {
-  const std::vector<std::string> header{"workload",    "ratio",        "config",       "ms/iter",
-                                        "min-max ms",  "vs none",      "/bound",       "pref MiB/it",
-                                        "evict MiB/it", "fault MiB/it", "peak GiB",     "check"};
+  const std::vector<std::string> header{"workload",  "ratio",      "config",       "path",
+                                        "ms/iter",   "min-max ms", "vs none",      "bound ms",
+                                        "/bound",    "in MiB/it",  "fault MiB/it", "wb MiB/it",
+                                        "drop MiB/it", "peak GiB", "check"};
   std::vector<std::vector<std::string>> rows;
   for (const ConfigResult& r : results) rows.push_back(cells(r));
   std::vector<size_t> width(header.size());
@@ -56,7 +61,7 @@ void print_table(std::ostream& out, const std::vector<ConfigResult>& results) {
   auto line = [&](const std::vector<std::string>& row) {
     std::string s;
     for (size_t c = 0; c < row.size(); ++c) {
-      const bool left = c < 3 || c + 1 == row.size();
+      const bool left = c < 4 || c + 1 == row.size();
       const std::string pad(width[c] - row[c].size(), ' ');
       s += left ? row[c] + pad : pad + row[c];
       if (c + 1 < row.size()) s += "  ";

@@ -12,6 +12,17 @@ TEST(PumpBenchCli, DefaultsCoverEveryPolicyAndRatio) {
   EXPECT_EQ(r.options.policies, (std::vector<std::string>{"none", "eager", "lazy", "lru", "activations", "learned"}));
   EXPECT_FALSE(r.options.sim);
   EXPECT_FALSE(r.options.iterations);
+  EXPECT_EQ(r.options.datapaths, (std::vector<std::string>{"copy"}));
+}
+
+TEST(PumpBenchCli, DatapathListsCopyAndUm) {
+  CliResult r = parse_cli({"--datapath", "copy,um"});
+  ASSERT_EQ(r.action, CliAction::kRun) << r.error;
+  EXPECT_EQ(r.options.datapaths, (std::vector<std::string>{"copy", "um"}));
+  EXPECT_EQ(parse_cli({"--datapath=um"}).options.datapaths, (std::vector<std::string>{"um"}));
+  const std::string help = cli_help();
+  for (const char* text : {"--datapath", "PUMP_DATAPATH=um", "wb MiB/it", "drop MiB/it", "BW_both"})
+    EXPECT_NE(help.find(text), std::string::npos) << text;
 }
 
 TEST(PumpBenchCli, ParsesEveryOptionInBothSpellings) {
@@ -57,6 +68,8 @@ TEST(PumpBenchCli, BadInputGivesOneClearMessage) {
       {{"--size", "huge"}, "--size: 'huge'"},
       {{"--workload", "resnet"}, "unknown workload 'resnet'"},
       {{"--policies", "lru,,eager"}, "empty name"},
+      {{"--datapath", "copy,zero"}, "'zero' is not copy or um"},
+      {{"--datapath", "um,um"}, "listed twice"},
       {{"--json"}, "--json needs a value"},
       {{"--"}, "followed by a command"},
       {{"--sim", "--", "ls"}, "--sim runs only the models"},

@@ -50,7 +50,61 @@ TEST(PumpBenchEndToEnd, SimTrainingLoopHasEveryConfigurationAndLruBeatsNoneAtTwo
   const double bound = bound_row.find("seconds_per_iteration")->as_double();
   EXPECT_LT(lru, none);
   EXPECT_GE(lru, bound);
-  EXPECT_GT(lru_row.find("bytes_prefetched_per_iteration")->as_uint().value_or(0), 0u);
+  EXPECT_GT(lru_row.find("bytes_brought_in_per_iteration")->as_uint().value_or(0), 0u);
+  EXPECT_EQ(lru_row.find("datapath")->as_string(), "copy");
+  EXPECT_EQ(none_row.find("datapath")->as_string(), "um");
+  std::filesystem::remove(json);
+}
+
+// --datapath copy,um: every policy on both paths, none on um only; each row's own
+// bound lies under its time; the link's rates are the model's and in the JSON.
+TEST(PumpBenchEndToEnd, SimRunsEachPolicyOnEachDataPathWithItsOwnBound) {
+  const std::string json = (std::filesystem::temp_directory_path() /
+                            ("pump_bench_e2e_dp_" + std::to_string(getpid()) + ".json")).string();
+  const ProcessResult p = run_process({PUMP_BENCH_BINARY, "--sim", "--workload", "training-loop", "--size", "small",
+                                       "--oversubscription", "2", "--policies", "none,lru", "--datapath", "copy,um",
+                                       "--json", json},
+                                      {{"PUMP_PLUGIN_DIR", PUMP_PLUGIN_DIR}});
+  ASSERT_TRUE(p.started) << p.error;
+  ASSERT_EQ(p.exit_code, 0) << p.output;
+  EXPECT_NE(p.output.find("link: in 50.7 GB/s, out 52.0 GB/s, both 51.4 GB/s"), std::string::npos) << p.output;
+  EXPECT_NE(p.output.find("wb MiB/it"), std::string::npos) << p.output;
+  EXPECT_NE(p.output.find("drop MiB/it"), std::string::npos) << p.output;
+
+  std::ifstream in(json);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string error;
+  std::optional<JsonValue> v = parse_json(text.str(), &error);
+  ASSERT_TRUE(v) << error;
+  const JsonValue* link = v->find("link");
+  ASSERT_TRUE(link);
+  EXPECT_DOUBLE_EQ(link->find("in_bytes_per_second")->as_double(), 50.7e9);
+  EXPECT_DOUBLE_EQ(link->find("both_bytes_per_second")->as_double(), 0.5 * (50.7e9 + 52e9));
+  std::map<std::pair<std::string, std::string>, const JsonValue*> rows;
+  for (const JsonValue& r : v->find("results")->items())
+    rows[{r.find("config")->as_string(), r.find("datapath")->as_string()}] = &r;
+  EXPECT_EQ(rows.size(), 6u);  // native, managed (um), none (um), lru copy, lru um, bound
+  for (const auto& key : std::vector<std::pair<std::string, std::string>>{
+           {"native", ""}, {"managed", "um"}, {"none", "um"}, {"lru", "copy"}, {"lru", "um"}, {"bound", ""}})
+    ASSERT_TRUE(rows.count(key)) << key.first << " " << key.second;
+  const JsonValue& copy = *rows[{"lru", "copy"}];
+  const JsonValue& um = *rows[{"lru", "um"}];
+  for (const JsonValue* r : {&copy, &um, rows[{"none", "um"}]}) {
+    const double seconds = r->find("seconds_per_iteration")->as_double();
+    const double bound = r->find("bound_seconds")->as_double();
+    EXPECT_GT(bound, 0);
+    EXPECT_LE(bound, seconds * (1 + 1e-9));
+    EXPECT_NEAR(r->find("ratio_to_bound")->as_double(), seconds / bound, 1e-6 * seconds / bound);
+    EXPECT_EQ(r->find("bytes_written_back_per_iteration")->as_uint(),
+              *r->find("bytes_evicted_per_iteration")->as_uint() + *r->find("bytes_saved_per_iteration")->as_uint());
+  }
+  // The copy path saves dirty data and drops the rest; unified memory only evicts.
+  EXPECT_GT(copy.find("bytes_saved_per_iteration")->as_uint().value_or(0), 0u);
+  EXPECT_GT(copy.find("bytes_discarded_per_iteration")->as_uint().value_or(0), 0u);
+  EXPECT_EQ(um.find("bytes_saved_per_iteration")->as_uint().value_or(1), 0u);
+  EXPECT_GT(um.find("bytes_evicted_per_iteration")->as_uint().value_or(0), 0u);
+  EXPECT_LT(copy.find("seconds_per_iteration")->as_double(), um.find("seconds_per_iteration")->as_double());
   std::filesystem::remove(json);
 }
 

@@ -20,6 +20,7 @@ ConfigResult row(const char* config, std::vector<double> samples, uint64_t viola
   r.footprint_bytes = 1ull << 30;
   r.budget_bytes = 1ull << 29;
   r.bytes_prefetched = 3ull << 20;
+  r.datapath = std::string(config) == "bound" ? "" : "copy";
   r.violations = violations;
   if (violations) r.violation_texts = {"evicted while in use: [0x1000, 0x2000)"};
   return r;
@@ -29,6 +30,7 @@ BenchReport fixed_report() {
   BenchReport report;
   report.invocation = "pump-bench --sim";
   report.machine = {"host", "cpu, \"fast\"", "", "", "sim"};
+  report.link = {50e9, 40e9, 45e9, "test"};
   report.results = {row("none", {0.010, 0.012, 0.011}), row("lru", {0.005, 0.004, 0.006}),
                     row("bound", {0.002}), row("eager", {0.004}, 2)};
   ConfigResult skipped = row("lazy", {});
@@ -87,7 +89,11 @@ TEST(PumpBenchResults, JsonParsesBackWithEveryConfiguration) {
   EXPECT_DOUBLE_EQ(lru.find("seconds_per_iteration")->as_double(), 0.005);
   EXPECT_EQ(lru.find("samples_seconds")->items().size(), 3u);
   EXPECT_EQ(lru.find("bytes_prefetched_per_iteration")->as_uint(), 3ull << 20);
+  EXPECT_EQ(lru.find("datapath")->as_string(), "copy");
+  EXPECT_EQ(lru.find("bytes_brought_in_per_iteration")->as_uint(), 3ull << 20);
   EXPECT_EQ(results->items()[3].find("violations")->as_uint(), 2u);
+  EXPECT_DOUBLE_EQ(v->find("link")->find("out_bytes_per_second")->as_double(), 40e9);
+  EXPECT_EQ(v->find("link")->find("source")->as_string(), "test");
   EXPECT_FALSE(results->items()[4].find("ran")->as_bool());
 }
 
@@ -100,9 +106,46 @@ TEST(PumpBenchResults, CsvHasAHeaderAndOneQuotedSafeLinePerRow) {
   while (std::getline(in, line))
     if (!line.empty() && line[0] != '#') data.push_back(line);
   ASSERT_EQ(data.size(), 6u);
-  EXPECT_EQ(data[0].rfind("workload,ratio,config,ran,seconds_per_iteration", 0), 0u);
-  EXPECT_EQ(data[2].rfind("w,2,lru,1,0.005,0.004,0.006,", 0), 0u) << data[2];
+  EXPECT_EQ(data[0].rfind("workload,ratio,config,datapath,ran,seconds_per_iteration", 0), 0u);
+  EXPECT_EQ(data[2].rfind("w,2,lru,copy,1,0.005,0.004,0.006,", 0), 0u) << data[2];
+  EXPECT_NE(out.str().find("# link: in 50.0 GB/s, out 40.0 GB/s, both 45.0 GB/s (test)"), std::string::npos);
   EXPECT_NE(data[5].find(",0,"), std::string::npos);
+}
+
+TEST(PumpBenchResults, LinkBoundIsTheSlowestOfComputeEachDirectionAndBoth) {
+  const LinkRates link{50e9, 40e9, 60e9, "test"};
+  EXPECT_DOUBLE_EQ(link_bound_seconds(0.5, 0, 0, link), 0.5);                      // compute
+  EXPECT_DOUBLE_EQ(link_bound_seconds(0.0, 100'000'000'000, 0, link), 2.0);        // in alone
+  EXPECT_DOUBLE_EQ(link_bound_seconds(0.0, 0, 80'000'000'000, link), 2.0);         // out alone
+  EXPECT_DOUBLE_EQ(link_bound_seconds(0.0, 60'000'000'000, 60'000'000'000, link), 2.0);  // both: 120/60
+  EXPECT_DOUBLE_EQ(link_bound_seconds(0.0, 45'000'000'000, 0, {50e9, 40e9, 30e9, ""}), 1.5);  // both caps one way too
+  EXPECT_DOUBLE_EQ(link_bound_seconds(0.25, 1'000'000'000, 1'000'000'000, LinkRates{}), 0.25);  // unknown link
+  EXPECT_EQ(describe_link(link), "link: in 50.0 GB/s, out 40.0 GB/s, both 60.0 GB/s (test)");
+}
+
+TEST(PumpBenchResults, OwnBoundWinsOverTheBoundRowAndTheTableShowsPathAndBytes) {
+  BenchReport r = fixed_report();
+  r.results[1].bound_seconds = 0.0025;
+  r.results[1].bytes_saved = 5ull << 20;
+  r.results[1].bytes_evicted = 1ull << 20;
+  r.results[1].bytes_discarded = 7ull << 20;
+  r.results[1].bytes_restored = 2ull << 20;
+  finalize_comparisons(&r.results);
+  EXPECT_DOUBLE_EQ(r.results[1].ratio_to_bound, 0.005 / 0.0025);
+  EXPECT_DOUBLE_EQ(r.results[0].ratio_to_bound, 0.011 / 0.002);  // no own bound: the bound row
+  std::ostringstream table;
+  print_table(table, r.results);
+  const std::string t = table.str();
+  for (const char* column : {"path", "bound ms", "in MiB/it", "wb MiB/it", "drop MiB/it"})
+    EXPECT_NE(t.find(column), std::string::npos) << column << "\n" << t;
+  const size_t lru = t.find("lru");
+  ASSERT_NE(lru, std::string::npos);
+  const std::string line = t.substr(lru, t.find('\n', lru) - lru);
+  EXPECT_NE(line.find("copy"), std::string::npos) << line;
+  EXPECT_NE(line.find("2.500"), std::string::npos) << line;  // bound ms
+  EXPECT_NE(line.find(" 5 "), std::string::npos) << line;    // in: 3 prefetched + 2 restored
+  EXPECT_NE(line.find(" 6 "), std::string::npos) << line;    // written back: 1 evicted + 5 saved
+  EXPECT_NE(line.find(" 7 "), std::string::npos) << line;    // dropped
 }
 
 TEST(PumpBenchResults, UnwritablePathIsOneError) {

@@ -24,6 +24,25 @@ TEST(PumpBenchStatsFile, SumsBytesAndMaxesPeaksOverDeviceObjectsWhereverTheyAre)
   EXPECT_EQ(s->peak_tracked_bytes, 900u);
 }
 
+TEST(PumpBenchStatsFile, ReadsTheCopyDataPathCountersAndToleratesTheirAbsence) {
+  std::string error;
+  std::optional<PumpStats> s = parse_pump_stats(R"({"devices": [
+      {"device": 0, "engine": {"bytes_prefetched": 100, "bytes_evicted": 10, "bytes_demand": 1,
+                               "bytes_saved": 40, "bytes_discarded": 70, "bytes_discarded_dead": 30,
+                               "bytes_discarded_clean": 40, "bytes_restored": 20, "bytes_populated": 5}},
+      {"device": 1, "engine": {"bytes_prefetched": 50, "bytes_discarded_dead": 3, "bytes_discarded_clean": 4}},
+      {"device": 2, "engine": {"bytes_evicted": 8}}]})",
+                                                &error);
+  ASSERT_TRUE(s) << error;
+  EXPECT_EQ(s->devices, 3);
+  EXPECT_EQ(s->bytes_saved, 40u);
+  EXPECT_EQ(s->bytes_restored, 20u);
+  EXPECT_EQ(s->bytes_populated, 5u);
+  EXPECT_EQ(s->bytes_discarded, 77u);  // device 1 reports only the parts
+  EXPECT_EQ(s->bytes_written_back(), 10u + 8u + 40u);
+  EXPECT_EQ(s->bytes_brought_in(), 150u + 20u + 1u);
+}
+
 TEST(PumpBenchStatsFile, MissingCountersAreZeroAndBrokenJsonIsAnError) {
   std::string error;
   std::optional<PumpStats> s = parse_pump_stats(R"({"hooks": {"cudaMalloc": 3}})", &error);

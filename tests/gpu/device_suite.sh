@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # On a GPU machine, from the repo root, with .device/ carried (scripts/device_bundle.sh):
-#   tests/gpu/device_suite.sh [part...]     parts: check torch-resnet torch-gpt bench datapath
-# (datapath is not in the default list: run it by name; DATAPATH_ARGS adds arguments)
+#   tests/gpu/device_suite.sh [part...]     parts: check torch-resnet torch-gpt bench datapath decode
+# datapath and decode are not in the default list: run them by name.
+# datapath: pump-datapath-bench, the backend alone (DATAPATH_ARGS adds arguments).
+# decode: Llama-shaped bf16 greedy decoding (tests/gpu/torch/decode_steps.py, DECODE_WEIGHTS_GIB
+# of weights, default 6.5, DECODE_TOKENS tokens, default 24): native; HF accelerate offload with
+# half the weights on the GPU; pump with PUMP_GPU_BUDGET = half the weights under none (plain
+# unified memory, PUMP_DATAPATH=um) and lru, learned (PUMP_DATAPATH=copy). Prints the median
+# ms/token of each and checks every run's token checksum against native.
 # Writes logs under $OUT (or /tmp/pump-device). SAFETY: every run caps managed memory
 # (PUMP_MANAGED_LIMIT) well below the card's free memory; oversubscription is emulated
 # with PUMP_GPU_BUDGET. pump-datapath-bench (datapath) caps itself: all its device memory
@@ -18,6 +24,56 @@ LIBDIRS=$( (ls -d /usr/local/cuda/lib64 2>/dev/null;
               xargs -r -n1 dirname) | sort -u | paste -sd: )
 export LD_LIBRARY_PATH=$LIBDIRS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 nvidia-smi --query-gpu=name,driver_version,memory.total,memory.free --format=csv,noheader
+# One decode run: decode_run NAME [ENV=VALUE...] -- ARGS...; prints "NAME: <median> ms/token <checksum>"
+# and leaves the output in $OUT/decode-NAME.txt. Each is capped at 9 minutes.
+decode_run() {
+  local name=$1; shift
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done; shift
+  env "${envs[@]}" timeout 540 python3 tests/gpu/torch/decode_steps.py "$@" > "$OUT/decode-$name.txt" 2> "$OUT/decode-$name.err"
+  local rc=$?
+  if [ $rc -ne 0 ]; then echo "$name: FAILED rc=$rc: $(tail -3 "$OUT/decode-$name.err" | tr '\n' ' ')"; return 1; fi
+  python3 - "$OUT/decode-$name.txt" "$name" <<'PY'
+import statistics, sys
+ms, checksum = [], ""
+for line in open(sys.argv[1]):
+    if line.startswith("pump-bench: iteration_ms="): ms.append(float(line.split("=", 1)[1]))
+    elif line.startswith("pump-bench: checksum="): checksum = line.split("=", 1)[1].strip()
+print(f"{sys.argv[2]}: {statistics.median(ms):.2f} ms/token (median of {len(ms)}), checksum {checksum[:16]}")
+PY
+}
+
+decode_checksum() { sed -n 's/^pump-bench: checksum=//p' "$OUT/decode-$1.txt" 2>/dev/null; }
+
+decode_suite() {
+  local w=${DECODE_WEIGHTS_GIB:-6.5} t=${DECODE_TOKENS:-24} failures=0
+  local half budget free limit
+  half=$(python3 -c "print($w / 2)")
+  budget=$(python3 -c "print(int($w / 2 * 2**30))")
+  free=$(nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits | head -1)  # MiB
+  limit=$((free * 1024 * 1024 / 2))  # SAFETY: half the free memory, far above the ~${w} GiB footprint
+  python3 -c "import transformers, accelerate" 2>/dev/null || { echo "decode: transformers/accelerate missing (pip install transformers accelerate)"; return 1; }
+  echo "decode: ${w} GiB of weights, ${t} tokens, budget ${half} GiB, managed limit $((limit >> 20)) MiB"
+  local args=(--weights-gib "$w" --tokens "$t")
+  decode_run native -- "${args[@]}" || return 1
+  local ref; ref=$(decode_checksum native)
+  decode_run accelerate -- "${args[@]}" --offload accelerate --gpu-budget-gib "$half" || failures=$((failures + 1))
+  local pump=(LD_PRELOAD="$LIBPUMP" PUMP_GPU_BUDGET="$budget" PUMP_MANAGED_LIMIT="$limit" PUMP_PLUGINS=cudnn,cublas,launch)
+  decode_run pump-none "${pump[@]}" PUMP_POLICY=none PUMP_DATAPATH=um PUMP_STATS="$OUT/decode-pump-none.stats.json" -- "${args[@]}" ||
+    failures=$((failures + 1))
+  for policy in lru learned; do
+    decode_run "pump-$policy" "${pump[@]}" PUMP_POLICY=$policy PUMP_DATAPATH=copy PUMP_STATS="$OUT/decode-pump-$policy.stats.json" \
+      -- "${args[@]}" || failures=$((failures + 1))
+  done
+  for name in accelerate pump-none pump-lru pump-learned; do
+    local c; c=$(decode_checksum "$name")
+    [ -n "$c" ] || continue
+    if [ "$c" = "$ref" ]; then echo "$name: tokens identical to native"
+    else echo "$name: TOKENS DIFFER FROM NATIVE"; failures=$((failures + 1)); fi
+  done
+  [ $failures -eq 0 ]
+}
+
 status=0
 for part in "${@:-check torch-resnet torch-gpt bench}"; do
   for p in $part; do
@@ -34,6 +90,7 @@ for part in "${@:-check torch-resnet torch-gpt bench}"; do
              rc=${PIPESTATUS[0]}; tail -5 "$OUT/bench.err" ;;
       datapath) .device/bin/pump-datapath-bench ${DATAPATH_ARGS:-} --json "$OUT/datapath.json" 2>&1 | tee "$OUT/datapath.txt"
                 rc=${PIPESTATUS[0]} ;;
+      decode) decode_suite 2>&1 | tee "$OUT/decode.txt"; rc=${PIPESTATUS[0]} ;;
       *) echo "unknown part $p"; rc=2 ;;
     esac
     echo "=================== $p: rc=$rc"
