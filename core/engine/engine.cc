@@ -198,19 +198,28 @@ void Engine::collect_pieces(const pump_extent_v1_t* extents, size_t count, const
   // Pass 1 covers every extent, splitting blocks at its boundaries. If nothing was
   // split (the steady state) its pieces are exact; otherwise pass 2 covers again, with
   // no more splits, so a piece split after being collected is never lost.
+  // A guessed extent only says "a pointer into this block": it names the block that
+  // holds its address and never splits anything.
+  auto cover = [&](size_t i) {
+    const pump_extent_v1_t& e = extents[i];
+    if (!e.bytes) return true;
+    if (!extent_inexact_[i]) return tracker_.cover(e.address, e.bytes, &pieces_);
+    Block* b = tracker_.find(e.address);
+    if (b) pieces_.push_back(b);
+    return b != nullptr;
+  };
   pieces_.clear();
   piece_extent_.clear();
   const uint64_t generation = tracker_.layout_generation();
   for (size_t i = 0; i < count; ++i) {
-    if (extents[i].bytes && !tracker_.cover(extents[i].address, extents[i].bytes, &pieces_))
-      stats_.bytes_unknown += extents[i].bytes;
+    if (!cover(i)) stats_.bytes_unknown += extents[i].bytes;
     piece_extent_.resize(pieces_.size(), static_cast<uint32_t>(i));
   }
   if (tracker_.layout_generation() != generation) {
     pieces_.clear();
     piece_extent_.clear();
     for (size_t i = 0; i < count; ++i) {
-      if (extents[i].bytes) tracker_.cover(extents[i].address, extents[i].bytes, &pieces_);
+      cover(i);
       piece_extent_.resize(pieces_.size(), static_cast<uint32_t>(i));
     }
   }
