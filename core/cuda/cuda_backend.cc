@@ -32,7 +32,8 @@ struct CudaBackend::AtomicStats {
   std::atomic<uint64_t> batches{0}, prefetch_calls{0}, prefetch_bytes{0}, evict_calls{0}, evict_bytes{0},
       discard_calls{0}, discard_bytes{0}, batch_calls{0}, fence_waits{0}, failed_calls{0}, marks{0},
       event_marks{0}, stream_waits{0}, queue_high_water{0}, blocked_submits{0}, prefetch_call_ns{0}, save_calls{0},
-      save_bytes{0}, restore_calls{0}, restore_bytes{0}, copy_failures{0}, pinned_bytes{0}, poisoned_bytes{0};
+      save_bytes{0}, restore_calls{0}, restore_bytes{0}, copy_failures{0}, pinned_bytes{0}, poisoned_bytes{0}, populate_calls{0},
+      populate_bytes{0};
   std::atomic<bool> failure_logged{false};
 };
 
@@ -262,8 +263,10 @@ void CudaBackend::run_job(Job& job) {
       issue_wait(prefetch_stream_, Fence{out_key_, job.value | kEventFenceBit});
     TransferBatch part;
     part.prefetch = std::move(batch.prefetch);
-    for (const ShadowRange& r : batch.restore) part.prefetch.push_back({r.address, r.bytes});  // populate first
     issue_plan(prefetch_stream_, part);
+    std::vector<Range> populate = std::move(batch.populate);
+    for (const ShadowRange& r : batch.restore) populate.push_back({r.address, r.bytes});  // before the copies
+    issue_populate(std::move(populate));
     issue_restores(batch.restore);
   }
   publish_batch_done(job.value);
@@ -317,6 +320,43 @@ void CudaBackend::issue_saves(const std::vector<ShadowRange>& saves, std::vector
     std::memcpy(reinterpret_cast<void*>(static_cast<uintptr_t>(s.shadow)),
                 reinterpret_cast<const void*>(static_cast<uintptr_t>(s.address)), s.bytes);
   }
+}
+
+void CudaBackend::issue_populate(std::vector<Range> ranges) {
+  if (ranges.empty() || context_lost_) return;
+  TrafficRange nvtx("in: populate", total_bytes(ranges), ranges.size());
+  CUmemLocation device{CU_MEM_LOCATION_TYPE_DEVICE, device_};
+  auto count = [&](uint64_t calls, uint64_t bytes) {
+    stats_->populate_calls.fetch_add(calls, std::memory_order_relaxed);
+    stats_->populate_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  };
+  if (options_.populate == CudaBackendOptions::Populate::kDiscardAndPrefetch && api_.cuMemDiscardAndPrefetchBatchAsync) {
+    // The pages hold nothing worth keeping (dropped): discard-and-prefetch populates them
+    // on the device without a copy, in one call.
+    std::vector<CUdeviceptr> addresses;
+    std::vector<size_t> sizes;
+    for (const Range& r : ranges) {
+      addresses.push_back(r.address);
+      sizes.push_back(r.bytes);
+    }
+    size_t first_index = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    CUresult r = api_.cuMemDiscardAndPrefetchBatchAsync(addresses.data(), sizes.data(), addresses.size(), &device,
+                                                        &first_index, 1, 0, prefetch_stream_);
+    stats_->prefetch_call_ns.fetch_add(elapsed_ns(t0), std::memory_order_relaxed);
+    if (r == CUDA_SUCCESS) {
+      count(1, total_bytes(ranges));
+      return;
+    }
+    note_failure("populating dropped pages (discard and prefetch)", r, &ranges.front());
+    if (context_lost_) return;
+  }
+  TransferOp op{OpKind::kPrefetch, {}, std::move(ranges), false};
+  op.batched = options_.populate != CudaBackendOptions::Populate::kPrefetchEach && op.ranges.size() > 1 &&
+               plan_options_.have_prefetch_batch;
+  const uint64_t bytes = op.bytes();
+  issue_ranges(prefetch_stream_, op, device);
+  count(op.batched ? 1 : op.ranges.size(), bytes);
 }
 
 void CudaBackend::issue_restores(const std::vector<ShadowRange>& restores) {
@@ -705,7 +745,8 @@ std::vector<std::pair<std::string, uint64_t>> CudaBackend::counters() const {
           {"save_calls", s.save_calls},         {"save_bytes", s.save_bytes},
           {"restore_calls", s.restore_calls},   {"restore_bytes", s.restore_bytes},
           {"copy_failures", s.copy_failures},   {"pinned_bytes", s.pinned_bytes},
-          {"poisoned_bytes", s.poisoned_bytes}};
+          {"poisoned_bytes", s.poisoned_bytes}, {"populate_calls", s.populate_calls},
+          {"populate_bytes", s.populate_bytes}};
 }
 
 CudaBackendStats CudaBackend::stats() const {
@@ -735,6 +776,8 @@ CudaBackendStats CudaBackend::stats() const {
   out.copy_failures = get(s.copy_failures);
   out.pinned_bytes = get(s.pinned_bytes);
   out.poisoned_bytes = get(s.poisoned_bytes);
+  out.populate_calls = get(s.populate_calls);
+  out.populate_bytes = get(s.populate_bytes);
   return out;
 }
 

@@ -90,6 +90,10 @@ struct CudaBackendOptions {
   // PUMP_VERIFY=poison: a discard fills the range with a NaN pattern (0xFF bytes) and
   // keeps its pages, so a read pump did not foresee changes the program's results.
   bool poison = false;
+  // How dropped pages are populated before a restore's copy (or for a populate): a copy
+  // into unpopulated managed pages faults page by page (0.5 GB/s, facts).
+  enum class Populate { kDiscardAndPrefetch, kPrefetchBatch, kPrefetchEach };
+  Populate populate = Populate::kDiscardAndPrefetch;
 };
 
 // Counters since creation, for PUMP_STATS and pump-bench.
@@ -117,6 +121,8 @@ struct CudaBackendStats {
   uint64_t copy_failures = 0;      // copies that failed and were done by the host instead
   uint64_t pinned_bytes = 0;       // host memory allocated for shadows
   uint64_t poisoned_bytes = 0;     // PUMP_VERIFY=poison: bytes filled instead of discarded
+  uint64_t populate_calls = 0;     // driver calls that populated dropped pages
+  uint64_t populate_bytes = 0;
 };
 
 class CudaBackend final : public DeviceBackend {
@@ -172,6 +178,7 @@ class CudaBackend final : public DeviceBackend {
   void issue_plan(CUstream stream, const TransferBatch& part);
   void issue_saves(const std::vector<ShadowRange>& saves, std::vector<Range>* saved);
   void issue_restores(const std::vector<ShadowRange>& restores);
+  void issue_populate(std::vector<Range> ranges);
   void poison(CUstream stream, const Range& range);
   // On the issuing thread: the context current (the application's threads may have none).
   void make_context_current();

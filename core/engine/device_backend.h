@@ -36,7 +36,7 @@ struct ShadowRange {
 //       leaves), then saves, discards and evictions;
 //   in (host -> device): wait for every fence in fetch_wait_for (earlier transfers out
 //       of the same blocks) and, with fetch_after_out, for this batch's out work (it
-//       frees the room the fetches take), then prefetches and restores.
+//       frees the room the fetches take), then prefetches, populates and restores.
 // The engine merges neighbouring blocks into one range only within one allocation;
 // a backend must not merge ranges further (a CUDA range may not cross from one
 // managed allocation into the next: CUDA_ERROR_INVALID_VALUE).
@@ -48,11 +48,12 @@ struct TransferBatch {
 
   std::vector<Fence> fetch_wait_for;
   bool fetch_after_out = false;
-  std::vector<Range> prefetch;       // unified-memory prefetch to the device; on dropped pages: populate only
+  std::vector<Range> prefetch;       // unified-memory prefetch to the device (host pages or never touched)
+  std::vector<Range> populate;       // dropped pages back on the device without their bytes (dead, or overwritten next)
   std::vector<ShadowRange> restore;  // populate the device pages, then copy shadow -> device
 
   bool has_out() const { return !save.empty() || !discard.empty() || !evict.empty(); }
-  bool has_in() const { return !prefetch.empty() || !restore.empty(); }
+  bool has_in() const { return !prefetch.empty() || !populate.empty() || !restore.empty(); }
   bool empty() const { return !has_out() && !has_in(); }
 };
 

@@ -495,7 +495,7 @@ pump_status_v1_t Engine::request_prefetch(Block& b, pump_when_v1_t when) {
       stats_.bytes_restored += b.bytes;
       b.saved_seq = seq_;
     } else {
-      now_blocks_.push_back(&b);
+      populate_blocks_.push_back(&b);
       stats_.bytes_populated += b.bytes;
       b.saved = false;
     }
@@ -637,17 +637,19 @@ void Engine::submit_pending(StreamId stream) {
   append_shadow_ranges(&save_blocks_, &now.save);
   append_ranges(&now_blocks_, &now.prefetch);
   append_shadow_ranges(&restore_blocks_, &now.restore);
+  append_ranges(&populate_blocks_, &now.populate);
   if (!now.empty()) {
     now.fetch_after_out = fetch_needs_room_ && now.has_out();
     if (fetch_needs_room_ && !now.has_out() && now.has_in() && !out_in_flight_.empty())
       now.fetch_wait_for.push_back(out_in_flight_.back().fence);
     const bool made_room = now.has_out();
-    stats_.prefetch_ranges += now.prefetch.size() + now.restore.size();
+    stats_.prefetch_ranges += now.prefetch.size() + now.populate.size() + now.restore.size();
     stats_.eviction_ranges += now.evict.size() + now.discard.size() + now.save.size();
     ++stats_.batches;
     const BatchFences f = backend_.submit(std::move(now));
     for (Block* b : now_blocks_) b->ready = f.in;
     for (Block* b : restore_blocks_) b->ready = f.in;
+    for (Block* b : populate_blocks_) b->ready = f.in;
     for (Block* b : evict_blocks_) b->out_fence = f.out;
     for (Block* b : save_blocks_) b->out_fence = f.out;
     for (Block* b : discard_blocks_) b->out_fence = f.out;
@@ -680,6 +682,7 @@ void Engine::submit_pending(StreamId stream) {
   save_blocks_.clear();
   discard_blocks_.clear();
   restore_blocks_.clear();
+  populate_blocks_.clear();
 }
 
 // ---------------------------------------------------------------- queries

@@ -155,6 +155,7 @@ class Engine {
   std::vector<Block*> save_blocks_;         // evictions by copy into the shadow
   std::vector<Block*> discard_blocks_;      // evictions of dead or clean data
   std::vector<Block*> restore_blocks_;      // fetches by copy from the shadow
+  std::vector<Block*> populate_blocks_;     // fetches of dropped blocks without their bytes
   uint64_t pending_out_bytes_ = 0;          // bytes leaving in the batch being gathered
   // Batches whose transfers out may still run: the bytes they free are not free on the
   // device yet, so a fetch into that room waits for them (the in stream runs apart).

@@ -100,6 +100,7 @@ BatchFences SimBackend::submit(TransferBatch&& batch) {
   if (batch.has_in()) {
     if (batch.fetch_after_out && !fences.out.empty()) in_waits.push_back(fences.out);
     fences.in = queue(kInStream, OpKind::kPrefetch, in_waits, batch.prefetch, Fence{});
+    fences.in = queue(kInStream, OpKind::kPrefetch, in_waits, batch.populate, fences.in);
     fences.in = queue(kInStream, OpKind::kRestore, in_waits, batch.restore, fences.in);
   } else if (!in_waits.empty()) {
     Op op;  // nothing to fetch, but the waits are still owed to whoever waits on `in`

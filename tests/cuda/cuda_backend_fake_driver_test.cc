@@ -485,12 +485,13 @@ TEST_F(FakeDriverTest, SavesCopyToTheShadowThenDiscardOnTheOutStreamAndRestoresP
   EXPECT_NE(in_stream, out_stream);
   auto on_in = names_on(all, in_stream);
   ASSERT_GE(on_in.size(), 2u);
-  EXPECT_EQ(on_in[0], "cuMemPrefetchAsync");  // populate the discarded pages first
+  EXPECT_EQ(on_in[0], "cuMemDiscardAndPrefetchBatchAsync");  // populate the discarded pages first
   EXPECT_EQ(on_in[1], "cuMemcpyHtoDAsync");
   const CudaBackendStats s = b.stats();
   EXPECT_EQ(s.save_bytes, kPiece);
   EXPECT_EQ(s.restore_bytes, kPiece);
   EXPECT_EQ(s.discard_bytes, kPiece);
+  EXPECT_EQ(s.populate_bytes, kPiece);
 }
 
 TEST_F(FakeDriverTest, FetchesWaitForTheOutWorkOfTheirBatchOnlyWhenAskedTo) {

@@ -138,6 +138,11 @@ CUresult MemDiscardBatchAsync(CUdeviceptr* p, size_t* sizes, size_t n, unsigned 
   return prefetch_result();
 }
 
+CUresult MemDiscardAndPrefetchBatchAsync(CUdeviceptr* p, size_t* sizes, size_t n, CUmemLocation* locs, size_t*,
+                                         size_t, unsigned long long, CUstream s) {
+  record("cuMemDiscardAndPrefetchBatchAsync", s, p[0], sum(sizes, n), n, locs[0].type);
+  return prefetch_result();
+}
 CUresult copy_result() {
   std::lock_guard lock(g_mutex);
   return static_cast<CUresult>(g_config.copy_result);
@@ -188,6 +193,7 @@ const Entry kEntries[] = {
     {"cuMemPrefetchBatchAsync", reinterpret_cast<void*>(&MemPrefetchBatchAsync), true},
     {"cuMemDiscardBatchAsync", reinterpret_cast<void*>(&MemDiscardBatchAsync), true},
     FAKE("cuCtxGetCurrent", CtxGetCurrent),
+    {"cuMemDiscardAndPrefetchBatchAsync", reinterpret_cast<void*>(&MemDiscardAndPrefetchBatchAsync), true},
     {"cuMemcpyDtoHAsync", reinterpret_cast<void*>(&MemcpyDtoHAsync), false, true},
     {"cuMemcpyHtoDAsync", reinterpret_cast<void*>(&MemcpyHtoDAsync), false, true},
     {"cuMemsetD8Async", reinterpret_cast<void*>(&MemsetD8Async), false, true},

@@ -170,6 +170,7 @@ struct Options {
   double compute_ms = 75;
   uint64_t compute_block = 64 * kMiB;
   bool merge_adjacent = false;
+  std::string populate = "discard-prefetch";  // how dropped pages are populated before a restore
   bool require_targets = false;
   int timeout_s = 480;
   std::string json;
@@ -179,6 +180,7 @@ void usage() {
   std::printf(
       "usage: pump-datapath-bench [--total 4GiB] [--blocks 2MiB,8MiB,64MiB,256MiB,1GiB] [--repeats 3]\n"
       "                           [--compute-ms 75] [--compute-block 64MiB] [--merge-adjacent]\n"
+      "                           [--populate discard-prefetch|prefetch-batch|prefetch-each]\n"
       "                           [--json PATH] [--require-targets] [--timeout-s 480]\n");
 }
 
@@ -219,6 +221,9 @@ bool parse_args(int argc, char** argv, Options* o) {
       if (!value(&v) || !(o->compute_block = parse_size(v))) return false;
     } else if (a == "--merge-adjacent") {
       o->merge_adjacent = true;
+    } else if (a == "--populate") {
+      if (!value(&v) || (v != "discard-prefetch" && v != "prefetch-batch" && v != "prefetch-each")) return false;
+      o->populate = v;
     } else if (a == "--require-targets") {
       o->require_targets = true;
     } else if (a == "--timeout-s") {
@@ -748,14 +753,17 @@ int main(int argc, char** argv) {
 
   pump::CudaBackendOptions bo;
   bo.merge_adjacent = o.merge_adjacent;
+  bo.populate = o.populate == "prefetch-batch"  ? pump::CudaBackendOptions::Populate::kPrefetchBatch
+                : o.populate == "prefetch-each" ? pump::CudaBackendOptions::Populate::kPrefetchEach
+                                                : pump::CudaBackendOptions::Populate::kDiscardAndPrefetch;
   auto backend = pump::CudaBackend::create(device, bo);
   if (!backend) {
     std::printf("FAIL: a GPU is present but the CUDA backend could not be created\n");
     return 1;
   }
   pump::CudaBackend& b = *backend;
-  std::printf("backend %.*s: merge_adjacent %s, batch prefetch %s, batch discard %s; median of %d after a warm-up\n",
-              int(b.name().size()), b.name().data(), o.merge_adjacent ? "on" : "off",
+  std::printf("backend %.*s: merge_adjacent %s, populate %s, batch prefetch %s, batch discard %s; median of %d after a warm-up\n",
+              int(b.name().size()), b.name().data(), o.merge_adjacent ? "on" : "off", o.populate.c_str(),
               b.has_batch_prefetch() ? "yes" : "no", b.has_batch_discard() ? "yes" : "no", o.repeats);
 
   int failures = 0;

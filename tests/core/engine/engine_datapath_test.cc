@@ -174,7 +174,8 @@ TEST_F(EngineDataPathTest, AWorkspaceIsDiscardedDeadAndComesBackByPopulateOnly) 
 
   b = run(*e, {extent(kA, 4 * kMiB, PUMP_ACCESS_READ_WRITE, PUMP_ROLE_WORKSPACE)});
   EXPECT_TRUE(b.restore.empty()) << "dead bytes copied back";
-  ASSERT_TRUE(names(b.prefetch, kA));
+  ASSERT_TRUE(names(b.populate, kA));
+  EXPECT_TRUE(b.prefetch.empty());
   EXPECT_EQ(e->stats().bytes_populated, 4 * kMiB);
   EXPECT_EQ(e->stats().bytes_restored, 0u);
   EXPECT_EQ(e->stats().shadow_used_peak_bytes, 4 * kMiB) << "only B (dirty) ever needed a shadow";
@@ -188,7 +189,7 @@ TEST_F(EngineDataPathTest, AnExactWriteOnlyExtentCoveringADroppedBlockPopulatesI
   ASSERT_EQ(run(*e, {writes(kB)}).save.size(), 1u);  // A saved
   TransferBatch b = run(*e, {writes(kA)});            // overwritten whole: its old bytes are not needed
   EXPECT_TRUE(b.restore.empty());
-  EXPECT_TRUE(names(b.prefetch, kA));
+  EXPECT_TRUE(names(b.populate, kA));
   EXPECT_EQ(e->stats().bytes_populated, 4 * kMiB);
   EXPECT_EQ(e->stats().bytes_restored, 0u);
 
@@ -247,7 +248,7 @@ TEST_F(EngineDataPathTest, AnUnattributedAccessBringsBackEveryDroppedBlock) {
   ASSERT_EQ(backend_.batches.size(), before + 1);
   const TransferBatch& b = backend_.batches.back();
   EXPECT_TRUE(names(b.restore, kA)) << "saved data comes back by copy";
-  EXPECT_TRUE(names(b.prefetch, kB + 4 * kMiB - 1)) << "dead data is populated";
+  EXPECT_TRUE(names(b.populate, kB + 4 * kMiB - 1)) << "dead data is populated";
   EXPECT_TRUE(b.save.empty());
   EXPECT_TRUE(b.discard.empty());
   EXPECT_EQ(e->stats().unattributed_accesses, 1u);
@@ -275,6 +276,7 @@ TEST_F(EngineDataPathTest, AFullHostStoreSendsDirtyBlocksThroughUnifiedMemory) {
   // B comes back by unified memory (a prefetch that moves data, not a populate).
   b = run(*e, {reads(kB)});
   EXPECT_TRUE(names(b.prefetch, kB));
+  EXPECT_TRUE(b.populate.empty());
   EXPECT_EQ(e->stats().bytes_populated, 0u);
   ASSERT_EQ(b.discard.size(), 1u) << "A, clean, is still dropped";
   EXPECT_EQ(b.discard[0].address, kA);

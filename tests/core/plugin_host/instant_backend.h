@@ -12,6 +12,7 @@ class InstantBackend : public DeviceBackend {
   uint64_t device_memory_bytes() const override { return 1ull << 30; }
   BatchFences submit(TransferBatch&& batch) override {
     for (const Range& r : batch.prefetch) prefetched_bytes += r.bytes;
+    for (const Range& r : batch.populate) prefetched_bytes += r.bytes;
     for (const ShadowRange& r : batch.restore) prefetched_bytes += r.bytes;
     for (const Range& r : batch.evict) evicted_bytes += r.bytes;
     for (const ShadowRange& r : batch.save) evicted_bytes += r.bytes;
