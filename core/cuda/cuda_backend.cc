@@ -58,6 +58,20 @@ uint64_t total_bytes(const auto& ranges) {
   return total;
 }
 
+// `ranges` cut at multiples of `chunk` (0: unchanged).
+std::vector<Range> chunked(std::vector<Range> ranges, uint64_t chunk) {
+  if (!chunk) return ranges;
+  std::vector<Range> out;
+  for (const Range& r : ranges) {
+    for (uint64_t at = r.address; at < r.end();) {
+      const uint64_t next = std::min(r.end(), (at / chunk + 1) * chunk);
+      out.push_back({at, next - at});
+      at = next;
+    }
+  }
+  return out;
+}
+
 // An NVTX range named by direction, operation and size, so pump's traffic shows in
 // Nsight Systems beside the program's kernels. Near free when no tool is attached.
 class TrafficRange {
@@ -324,6 +338,7 @@ void CudaBackend::issue_saves(const std::vector<ShadowRange>& saves, std::vector
 
 void CudaBackend::issue_populate(std::vector<Range> ranges) {
   if (ranges.empty() || context_lost_) return;
+  ranges = chunked(std::move(ranges), options_.discard_chunk_bytes);
   TrafficRange nvtx("in: populate", total_bytes(ranges), ranges.size());
   CUmemLocation device{CU_MEM_LOCATION_TYPE_DEVICE, device_};
   auto count = [&](uint64_t calls, uint64_t bytes) {
@@ -461,10 +476,11 @@ void CudaBackend::issue_discard(CUstream stream, const TransferOp& op) {
     for (const Range& r : op.ranges) poison(stream, r);
     return;
   }
+  if (!options_.discard) return;
   if (plan_options_.have_discard_batch) {
     std::vector<CUdeviceptr> addresses;
     std::vector<size_t> sizes;
-    for (const Range& r : op.ranges) {
+    for (const Range& r : chunked(op.ranges, options_.discard_chunk_bytes)) {
       addresses.push_back(r.address);
       sizes.push_back(r.bytes);
     }

@@ -94,6 +94,11 @@ struct CudaBackendOptions {
   // into unpopulated managed pages faults page by page (0.5 GB/s, facts).
   enum class Populate { kDiscardAndPrefetch, kPrefetchBatch, kPrefetchEach };
   Populate populate = Populate::kDiscardAndPrefetch;
+  // Discards and populates cut into pieces of at most this many bytes at aligned
+  // boundaries (0: as given). A measurement knob: see tests/gpu/datapath_bench.cu.
+  uint64_t discard_chunk_bytes = 0;
+  // false: drop nothing (pages stay, a measurement of the copies alone; never for users).
+  bool discard = true;
 };
 
 // Counters since creation, for PUMP_STATS and pump-bench.
