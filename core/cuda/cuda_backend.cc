@@ -7,6 +7,9 @@
 #include <cstring>
 
 #include "core/common/log.h"
+#if PUMP_HAVE_COPY_KERNELS
+#include "core/cuda/copy_kernels_fatbin.h"
+#endif
 
 namespace pump {
 
@@ -33,7 +36,7 @@ struct CudaBackend::AtomicStats {
       discard_calls{0}, discard_bytes{0}, batch_calls{0}, fence_waits{0}, failed_calls{0}, marks{0},
       event_marks{0}, stream_waits{0}, queue_high_water{0}, blocked_submits{0}, prefetch_call_ns{0}, save_calls{0},
       save_bytes{0}, restore_calls{0}, restore_bytes{0}, copy_failures{0}, pinned_bytes{0}, poisoned_bytes{0}, populate_calls{0},
-      populate_bytes{0};
+      populate_bytes{0}, kernel_save_launches{0}, kernel_save_bytes{0};
   std::atomic<bool> failure_logged{false};
 };
 
@@ -49,6 +52,15 @@ uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) {
   return static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since).count());
 }
+
+// One work unit of the copy kernel (copy_kernels.cu declares the same layout).
+struct PumpCopyChunk {
+  unsigned long long src;
+  unsigned long long dst;
+  unsigned long long bytes;
+};
+constexpr size_t kChunkSlots = 4;
+constexpr size_t kChunksPerSlot = 8192;
 
 CUstream as_stream(StreamId id) { return reinterpret_cast<CUstream>(static_cast<uintptr_t>(id)); }
 
@@ -167,6 +179,16 @@ CudaBackend::~CudaBackend() {
   // At process exit the driver may be gone: every call below may fail, harmlessly.
   if (prefetch_stream_ && !context_lost_) api_.cuStreamDestroy(prefetch_stream_);
   if (out_stream_ && !context_lost_) api_.cuStreamDestroy(out_stream_);
+  if (populate_stream_ && !context_lost_) api_.cuStreamDestroy(populate_stream_);
+  if (populated_ && !context_lost_) api_.cuEventDestroy(populated_);
+  for (ChunkSlot& slot : chunk_slots_) {
+    if (context_lost_) break;
+    if (slot.done) {
+      api_.cuEventSynchronize(slot.done);
+      api_.cuEventDestroy(slot.done);
+    }
+    if (slot.host) api_.cuMemFreeHost(slot.host);
+  }
   compute_events_.reset();
   prefetch_events_.reset();
   out_events_.reset();
@@ -215,6 +237,14 @@ std::string CudaBackend::setup_on_worker() {
     return fail("cuStreamCreate", r);
   }
   out_key_ = static_cast<StreamId>(reinterpret_cast<uintptr_t>(out_stream_));
+  if ((r = api_.cuStreamCreate(&populate_stream_, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS) {
+    populate_stream_ = nullptr;
+    return fail("cuStreamCreate", r);
+  }
+  if ((r = api_.cuEventCreate(&populated_, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS) {
+    populated_ = nullptr;
+    return fail("cuEventCreate", r);
+  }
 
   const size_t slots = slot_table_.capacity() + 1;
   prefetch_slot_ = static_cast<int>(slot_table_.capacity());
@@ -237,6 +267,7 @@ std::string CudaBackend::setup_on_worker() {
   compute_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring);
   if (!memops_) prefetch_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring);
   out_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring);
+  load_copy_kernels();
 
   plan_options_.prefetch_stream_key = prefetch_key_;
   plan_options_.merge_adjacent = options_.merge_adjacent;
@@ -271,17 +302,14 @@ void CudaBackend::run_job(Job& job) {
   if (!context_lost_) {
     // In: wait for earlier transfers out of the same blocks, and for this batch's out
     // work when it frees the room the fetches take; then populate + copy back.
-    for (const Fence& f : cuda::newest_fence_per_stream(batch.fetch_wait_for, prefetch_key_))
-      issue_wait(prefetch_stream_, f);
-    if (batch.fetch_after_out && batch.has_out())
-      issue_wait(prefetch_stream_, Fence{out_key_, job.value | kEventFenceBit});
+    const std::vector<Fence> waits = cuda::newest_fence_per_stream(batch.fetch_wait_for, prefetch_key_);
+    const bool after_out = batch.fetch_after_out && batch.has_out();
+    for (const Fence& f : waits) issue_wait(prefetch_stream_, f);
+    if (after_out) issue_wait(prefetch_stream_, Fence{out_key_, job.value | kEventFenceBit});
     TransferBatch part;
     part.prefetch = std::move(batch.prefetch);
     issue_plan(prefetch_stream_, part);
-    std::vector<Range> populate = std::move(batch.populate);
-    for (const ShadowRange& r : batch.restore) populate.push_back({r.address, r.bytes});  // before the copies
-    issue_populate(std::move(populate));
-    issue_restores(batch.restore);
+    issue_fetch_in_groups(batch, waits, after_out, job.value);
   }
   publish_batch_done(job.value);
 }
@@ -310,10 +338,87 @@ void CudaBackend::issue_plan(CUstream stream, const TransferBatch& part) {
   }
 }
 
+void CudaBackend::load_copy_kernels() {
+#if PUMP_HAVE_COPY_KERNELS
+  if (!options_.save_with_kernel || !api_.cuModuleLoadData || !api_.cuModuleGetFunction || !api_.cuLaunchKernel) return;
+  int unified = 0, can_map = 0;
+  api_.cuDeviceGetAttribute(&unified, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, device_);
+  api_.cuDeviceGetAttribute(&can_map, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, device_);
+  if (!unified || !can_map) return;  // the kernel writes shadows through their host addresses
+  CUresult r = api_.cuModuleLoadData(&copy_module_, kCopyKernelsFatbin);
+  if (r == CUDA_SUCCESS) r = api_.cuModuleGetFunction(&copy_function_, copy_module_, "pump_copy_chunks");
+  for (size_t i = 0; r == CUDA_SUCCESS && i < kChunkSlots; ++i) {
+    ChunkSlot slot;
+    r = api_.cuMemHostAlloc(&slot.host, kChunksPerSlot * sizeof(PumpCopyChunk),
+                            CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
+    if (r == CUDA_SUCCESS) r = api_.cuMemHostGetDevicePointer(&slot.device, slot.host, 0);
+    if (r == CUDA_SUCCESS) r = api_.cuEventCreate(&slot.done, CU_EVENT_DISABLE_TIMING);
+    chunk_slots_.push_back(slot);
+  }
+  if (r != CUDA_SUCCESS) {
+    log(LogLevel::kInfo, "cuda backend: copy kernels unavailable (%s): saves use the copy engines",
+        api_.describe(r).c_str());
+    return;  // the slots are freed with the backend
+  }
+  kernel_saves_ = true;
+#endif
+}
+
+bool CudaBackend::issue_kernel_saves(const std::vector<ShadowRange>& saves) {
+  // Chunks of copy_chunk_bytes, at most kChunksPerSlot per launch.
+  std::vector<PumpCopyChunk> chunks;
+  for (const ShadowRange& s : saves)
+    for (uint64_t at = 0; at < s.bytes; at += options_.copy_chunk_bytes)
+      chunks.push_back({s.address + at, s.shadow + at, std::min(options_.copy_chunk_bytes, s.bytes - at)});
+  for (size_t first = 0; first < chunks.size(); first += kChunksPerSlot) {
+    const unsigned count = static_cast<unsigned>(std::min(kChunksPerSlot, chunks.size() - first));
+    ChunkSlot& slot = chunk_slots_[next_chunk_slot_];
+    next_chunk_slot_ = (next_chunk_slot_ + 1) % chunk_slots_.size();
+    if (slot.used) api_.cuEventSynchronize(slot.done);  // the launch that read it is done
+    std::memcpy(slot.host, chunks.data() + first, count * sizeof(PumpCopyChunk));
+    void* args[] = {&slot.device, const_cast<unsigned*>(&count)};
+    const unsigned blocks = std::min(options_.copy_kernel_blocks, count);
+    CUresult r = api_.cuLaunchKernel(copy_function_, blocks, 1, 1, options_.copy_kernel_threads, 1, 1, 0, out_stream_,
+                                     args, nullptr);
+    if (r == CUDA_SUCCESS) r = api_.cuEventRecord(slot.done, out_stream_);
+    slot.used = r == CUDA_SUCCESS;
+    if (r != CUDA_SUCCESS) {
+      // Only the first launch can fail before anything was copied by it: later ones
+      // leave earlier chunks copied, which the copy engines then copy again (harmless).
+      note_failure("launching the copy kernel", r, nullptr);
+      if (!context_lost_) {
+        api_.cuStreamSynchronize(out_stream_);
+        kernel_saves_ = false;
+        log(LogLevel::kWarn, "cuda backend: the copy kernel failed to launch: saves use the copy engines from now on");
+      }
+      return false;
+    }
+    stats_->kernel_save_launches.fetch_add(1, std::memory_order_relaxed);
+  }
+  stats_->kernel_save_bytes.fetch_add(total_bytes(saves), std::memory_order_relaxed);
+  return true;
+}
+
 void CudaBackend::issue_saves(const std::vector<ShadowRange>& saves, std::vector<Range>* saved) {
   if (saves.empty()) return;
-  TrafficRange nvtx("out: save (copy to host)", total_bytes(saves), saves.size());
-  for (const ShadowRange& s : saves) {
+  TrafficRange nvtx(kernel_saves_ ? "out: save (copy kernel to host)" : "out: save (copy to host)", total_bytes(saves),
+                    saves.size());
+  std::vector<ShadowRange> by_engine;
+  if (kernel_saves_) {
+    std::vector<ShadowRange> by_kernel;
+    for (const ShadowRange& s : saves) ((s.address | s.shadow) % 16 ? by_engine : by_kernel).push_back(s);
+    if (!by_kernel.empty() && issue_kernel_saves(by_kernel)) {
+      for (const ShadowRange& s : by_kernel) {
+        saved->push_back({s.address, s.bytes});
+        stats_->save_bytes.fetch_add(s.bytes, std::memory_order_relaxed);
+      }
+    } else {
+      by_engine.insert(by_engine.end(), by_kernel.begin(), by_kernel.end());
+    }
+  } else {
+    by_engine = saves;
+  }
+  for (const ShadowRange& s : by_engine) {
     const auto t0 = std::chrono::steady_clock::now();
     CUresult r = api_.cuMemcpyDtoHAsync(reinterpret_cast<void*>(static_cast<uintptr_t>(s.shadow)), s.address, s.bytes,
                                         out_stream_);
@@ -336,7 +441,43 @@ void CudaBackend::issue_saves(const std::vector<ShadowRange>& saves, std::vector
   }
 }
 
-void CudaBackend::issue_populate(std::vector<Range> ranges) {
+void CudaBackend::issue_fetch_in_groups(const TransferBatch& batch, const std::vector<Fence>& waits, bool after_out,
+                                        uint64_t value) {
+  if ((batch.populate.empty() && batch.restore.empty()) || context_lost_) return;
+  // The populate stream owes the same waits as the in stream: nothing may be populated
+  // while a transfer out of it still runs.
+  for (const Fence& f : waits) issue_wait(populate_stream_, f);
+  if (after_out) issue_wait(populate_stream_, Fence{out_key_, value | kEventFenceBit});
+  auto hand_over = [&] {  // the in stream's next copies wait for what was populated so far
+    CUresult r = api_.cuEventRecord(populated_, populate_stream_);
+    if (r == CUDA_SUCCESS) r = api_.cuStreamWaitEvent(prefetch_stream_, populated_, 0);
+    if (r != CUDA_SUCCESS) {
+      note_failure("ordering copies after their populate", r, nullptr);
+      api_.cuStreamSynchronize(populate_stream_);  // order kept the slow way
+    }
+  };
+  issue_populate(populate_stream_, batch.populate);
+  std::vector<ShadowRange> group;
+  uint64_t group_bytes = 0;
+  auto flush = [&] {
+    std::vector<Range> ranges;
+    for (const ShadowRange& r : group) ranges.push_back({r.address, r.bytes});
+    issue_populate(populate_stream_, std::move(ranges));
+    hand_over();
+    issue_restores(group);
+    group.clear();
+    group_bytes = 0;
+  };
+  for (const ShadowRange& r : batch.restore) {
+    group.push_back(r);
+    group_bytes += r.bytes;
+    if (group_bytes >= options_.restore_group_bytes) flush();
+  }
+  if (!group.empty()) flush();
+  else hand_over();  // populate-only batches: the in fence covers them too
+}
+
+void CudaBackend::issue_populate(CUstream stream, std::vector<Range> ranges) {
   if (ranges.empty() || context_lost_) return;
   ranges = chunked(std::move(ranges), options_.discard_chunk_bytes);
   TrafficRange nvtx("in: populate", total_bytes(ranges), ranges.size());
@@ -357,7 +498,7 @@ void CudaBackend::issue_populate(std::vector<Range> ranges) {
     size_t first_index = 0;
     const auto t0 = std::chrono::steady_clock::now();
     CUresult r = api_.cuMemDiscardAndPrefetchBatchAsync(addresses.data(), sizes.data(), addresses.size(), &device,
-                                                        &first_index, 1, 0, prefetch_stream_);
+                                                        &first_index, 1, 0, stream);
     stats_->prefetch_call_ns.fetch_add(elapsed_ns(t0), std::memory_order_relaxed);
     if (r == CUDA_SUCCESS) {
       count(1, total_bytes(ranges));
@@ -370,7 +511,7 @@ void CudaBackend::issue_populate(std::vector<Range> ranges) {
   op.batched = options_.populate != CudaBackendOptions::Populate::kPrefetchEach && op.ranges.size() > 1 &&
                plan_options_.have_prefetch_batch;
   const uint64_t bytes = op.bytes();
-  issue_ranges(prefetch_stream_, op, device);
+  issue_ranges(stream, op, device);
   count(op.batched ? 1 : op.ranges.size(), bytes);
 }
 
@@ -701,8 +842,10 @@ uint64_t CudaBackend::allocate_host(uint64_t bytes) {
   if (!has_copy_path() || context_lost_ || bytes == 0) return 0;
   make_context_current();
   void* host = nullptr;
-  // Portable: the worker thread copies from it as well as the application's threads.
-  CUresult r = api_.cuMemHostAlloc(&host, bytes, CU_MEMHOSTALLOC_PORTABLE);
+  // Portable: the worker thread copies from it as well as the application's threads;
+  // mapped: the copy kernel writes it through its (unified) address.
+  CUresult r = api_.cuMemHostAlloc(&host, bytes,
+                                   CU_MEMHOSTALLOC_PORTABLE | (kernel_saves_ ? CU_MEMHOSTALLOC_DEVICEMAP : 0u));
   if (r != CUDA_SUCCESS || !host) {
     log(LogLevel::kWarn, "cuda backend: %llu bytes of pinned host memory for shadows refused (%s)",
         static_cast<unsigned long long>(bytes), api_.describe(r).c_str());
@@ -762,7 +905,8 @@ std::vector<std::pair<std::string, uint64_t>> CudaBackend::counters() const {
           {"restore_calls", s.restore_calls},   {"restore_bytes", s.restore_bytes},
           {"copy_failures", s.copy_failures},   {"pinned_bytes", s.pinned_bytes},
           {"poisoned_bytes", s.poisoned_bytes}, {"populate_calls", s.populate_calls},
-          {"populate_bytes", s.populate_bytes}};
+          {"populate_bytes", s.populate_bytes}, {"kernel_save_launches", s.kernel_save_launches},
+          {"kernel_save_bytes", s.kernel_save_bytes}};
 }
 
 CudaBackendStats CudaBackend::stats() const {
@@ -794,6 +938,8 @@ CudaBackendStats CudaBackend::stats() const {
   out.poisoned_bytes = get(s.poisoned_bytes);
   out.populate_calls = get(s.populate_calls);
   out.populate_bytes = get(s.populate_bytes);
+  out.kernel_save_launches = get(s.kernel_save_launches);
+  out.kernel_save_bytes = get(s.kernel_save_bytes);
   return out;
 }
 

@@ -93,12 +93,21 @@ struct CudaBackendOptions {
   // How dropped pages are populated before a restore's copy (or for a populate): a copy
   // into unpopulated managed pages faults page by page (0.5 GB/s, facts).
   enum class Populate { kDiscardAndPrefetch, kPrefetchBatch, kPrefetchEach };
-  Populate populate = Populate::kDiscardAndPrefetch;
+  Populate populate = Populate::kPrefetchBatch;
+  // Restores are populated and copied in groups of about this many bytes, the populate
+  // of one group overlapping the copy of the one before (two streams).
+  uint64_t restore_group_bytes = 64ull << 20;
   // Discards and populates cut into pieces of at most this many bytes at aligned
   // boundaries (0: as given). A measurement knob: see tests/gpu/datapath_bench.cu.
-  uint64_t discard_chunk_bytes = 0;
+  uint64_t discard_chunk_bytes = 2ull << 20;
   // false: drop nothing (pages stay, a measurement of the copies alone; never for users).
   bool discard = true;
+  // Saves (device -> host) by a copy kernel on the SMs instead of the copy engines, which
+  // serialize both directions on managed memory: restores then run beside them.
+  bool save_with_kernel = true;
+  unsigned copy_kernel_blocks = 16;     // 16 x 1024 threads reach the link one way (facts)
+  unsigned copy_kernel_threads = 1024;
+  uint64_t copy_chunk_bytes = 1ull << 20;  // work unit of one block
 };
 
 // Counters since creation, for PUMP_STATS and pump-bench.
@@ -126,6 +135,8 @@ struct CudaBackendStats {
   uint64_t copy_failures = 0;      // copies that failed and were done by the host instead
   uint64_t pinned_bytes = 0;       // host memory allocated for shadows
   uint64_t poisoned_bytes = 0;     // PUMP_VERIFY=poison: bytes filled instead of discarded
+  uint64_t kernel_save_launches = 0;  // copy-kernel launches for saves
+  uint64_t kernel_save_bytes = 0;
   uint64_t populate_calls = 0;     // driver calls that populated dropped pages
   uint64_t populate_bytes = 0;
 };
@@ -153,6 +164,7 @@ class CudaBackend final : public DeviceBackend {
 
   CudaBackendStats stats() const;
   bool has_copy_path() const { return api_.cuMemcpyDtoHAsync && api_.cuMemcpyHtoDAsync && api_.cuMemDiscardBatchAsync; }
+  bool saves_with_kernel() const { return kernel_saves_; }
   std::vector<std::pair<std::string, uint64_t>> counters() const override;
   bool uses_stream_memops() const { return memops_; }
   bool has_batch_prefetch() const { return api_.cuMemPrefetchBatchAsync != nullptr; }
@@ -182,8 +194,13 @@ class CudaBackend final : public DeviceBackend {
   void issue_discard(CUstream stream, const cuda::TransferOp& op);
   void issue_plan(CUstream stream, const TransferBatch& part);
   void issue_saves(const std::vector<ShadowRange>& saves, std::vector<Range>* saved);
+  // Launches the copy kernel over `saves` (all 16-byte aligned). False: nothing launched.
+  bool issue_kernel_saves(const std::vector<ShadowRange>& saves);
+  void load_copy_kernels();
   void issue_restores(const std::vector<ShadowRange>& restores);
-  void issue_populate(std::vector<Range> ranges);
+  void issue_populate(CUstream stream, std::vector<Range> ranges);
+  // Populates on the populate stream, group by group, each group's copies waiting for it.
+  void issue_fetch_in_groups(const TransferBatch& batch, const std::vector<Fence>& waits, bool after_out, uint64_t value);
   void poison(CUstream stream, const Range& range);
   // On the issuing thread: the context current (the application's threads may have none).
   void make_context_current();
@@ -202,6 +219,21 @@ class CudaBackend final : public DeviceBackend {
   CUstream prefetch_stream_ = nullptr;  // the "in" direction: prefetches and restores
   StreamId prefetch_key_ = 0;
   CUstream out_stream_ = nullptr;       // the "out" direction: saves, discards, evictions
+  CUstream populate_stream_ = nullptr;  // populates ahead of the in direction's copies
+  CUevent populated_ = nullptr;         // re-recorded per group: a wait binds to the latest record
+  // The copy kernel, and pinned mapped slots for its chunk lists (reused once the launch
+  // that read one completed: its event).
+  CUmodule copy_module_ = nullptr;
+  CUfunction copy_function_ = nullptr;
+  struct ChunkSlot {
+    void* host = nullptr;
+    CUdeviceptr device = 0;
+    CUevent done = nullptr;
+    bool used = false;
+  };
+  std::vector<ChunkSlot> chunk_slots_;
+  size_t next_chunk_slot_ = 0;
+  std::atomic<bool> kernel_saves_{false};  // read by allocate_host on application threads
   StreamId out_key_ = 0;
   std::unique_ptr<cuda::EventFenceRing> out_events_;
   uint64_t total_memory_ = 0;

@@ -483,10 +483,24 @@ TEST_F(FakeDriverTest, SavesCopyToTheShadowThenDiscardOnTheOutStreamAndRestoresP
   EXPECT_EQ(copies_in[0].address, kBase + 8 * kMiB);
   const uint64_t in_stream = copies_in[0].stream;
   EXPECT_NE(in_stream, out_stream);
-  auto on_in = names_on(all, in_stream);
-  ASSERT_GE(on_in.size(), 2u);
-  EXPECT_EQ(on_in[0], "cuMemDiscardAndPrefetchBatchAsync");  // populate the discarded pages first
-  EXPECT_EQ(on_in[1], "cuMemcpyHtoDAsync");
+  // The pages are populated first, on a stream of their own, and the copy waits for that.
+  size_t populate_at = 0, wait_at = 0, copy_at = 0;
+  uint64_t populate_stream = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const FakeCall& c = all[i];
+    if (std::strcmp(c.name, "cuMemPrefetchAsync") == 0 && c.address == kBase + 8 * kMiB &&
+        c.location_type == CU_MEM_LOCATION_TYPE_DEVICE) {
+      populate_at = i + 1;
+      populate_stream = c.stream;
+    }
+    if (c.stream == in_stream && std::strcmp(c.name, "cuStreamWaitEvent") == 0 && !wait_at) wait_at = i + 1;
+    if (c.stream == in_stream && std::strcmp(c.name, "cuMemcpyHtoDAsync") == 0) copy_at = i + 1;
+  }
+  ASSERT_NE(populate_at, 0u);
+  EXPECT_NE(populate_stream, in_stream);
+  EXPECT_NE(populate_stream, out_stream);
+  EXPECT_LT(populate_at, wait_at);
+  EXPECT_LT(wait_at, copy_at);
   const CudaBackendStats s = b.stats();
   EXPECT_EQ(s.save_bytes, kPiece);
   EXPECT_EQ(s.restore_bytes, kPiece);

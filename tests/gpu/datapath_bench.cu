@@ -170,9 +170,10 @@ struct Options {
   double compute_ms = 75;
   uint64_t compute_block = 64 * kMiB;
   bool merge_adjacent = false;
-  std::string populate = "discard-prefetch";  // how dropped pages are populated before a restore
+  std::string populate = "prefetch-batch";    // how dropped pages are populated before a restore
   uint64_t discard_chunk = 0;                 // discards and populates cut into pieces of this size
   bool keep_pages = false;                    // no discard at all: the copies alone
+  bool save_with_kernel = true;               // saves by the copy kernel (else the copy engines)
   bool require_targets = false;
   int timeout_s = 480;
   std::string json;
@@ -183,7 +184,7 @@ void usage() {
       "usage: pump-datapath-bench [--total 4GiB] [--blocks 2MiB,8MiB,64MiB,256MiB,1GiB] [--repeats 3]\n"
       "                           [--compute-ms 75] [--compute-block 64MiB] [--merge-adjacent]\n"
       "                           [--populate discard-prefetch|prefetch-batch|prefetch-each]\n"
-      "                           [--discard-chunk 2MiB] [--keep-pages]\n"
+      "                           [--discard-chunk 2MiB] [--keep-pages] [--save-with kernel|engines]\n"
       "                           [--json PATH] [--require-targets] [--timeout-s 480]\n");
 }
 
@@ -226,6 +227,9 @@ bool parse_args(int argc, char** argv, Options* o) {
       o->merge_adjacent = true;
     } else if (a == "--discard-chunk") {
       if (!value(&v) || !(o->discard_chunk = parse_size(v))) return false;
+    } else if (a == "--save-with") {
+      if (!value(&v) || (v != "kernel" && v != "engines")) return false;
+      o->save_with_kernel = v == "kernel";
     } else if (a == "--keep-pages") {
       o->keep_pages = true;
     } else if (a == "--populate") {
@@ -763,8 +767,9 @@ int main(int argc, char** argv) {
   bo.populate = o.populate == "prefetch-batch"  ? pump::CudaBackendOptions::Populate::kPrefetchBatch
                 : o.populate == "prefetch-each" ? pump::CudaBackendOptions::Populate::kPrefetchEach
                                                 : pump::CudaBackendOptions::Populate::kDiscardAndPrefetch;
-  bo.discard_chunk_bytes = o.discard_chunk;
+  if (o.discard_chunk) bo.discard_chunk_bytes = o.discard_chunk;
   bo.discard = !o.keep_pages;
+  bo.save_with_kernel = o.save_with_kernel;
   auto backend = pump::CudaBackend::create(device, bo);
   if (!backend) {
     std::printf("FAIL: a GPU is present but the CUDA backend could not be created\n");
@@ -772,7 +777,7 @@ int main(int argc, char** argv) {
   }
   pump::CudaBackend& b = *backend;
   std::printf("backend %.*s: merge_adjacent %s, populate %s, batch prefetch %s, batch discard %s; median of %d after a warm-up\n",
-              int(b.name().size()), b.name().data(), o.merge_adjacent ? "on" : "off", (o.populate + (o.discard_chunk ? " chunk " + size_str(o.discard_chunk) : std::string()) + (o.keep_pages ? " keep-pages" : "")).c_str(),
+              int(b.name().size()), b.name().data(), o.merge_adjacent ? "on" : "off", (o.populate + (o.discard_chunk ? " chunk " + size_str(o.discard_chunk) : std::string()) + (o.keep_pages ? " keep-pages" : "") + (b.saves_with_kernel() ? ", saves by copy kernel" : ", saves by copy engines")).c_str(),
               b.has_batch_prefetch() ? "yes" : "no", b.has_batch_discard() ? "yes" : "no", o.repeats);
 
   int failures = 0;
