@@ -479,7 +479,7 @@ void CudaBackend::issue_fetch_in_groups(const TransferBatch& batch, const std::v
 
 void CudaBackend::issue_populate(CUstream stream, std::vector<Range> ranges) {
   if (ranges.empty() || context_lost_) return;
-  ranges = chunked(std::move(ranges), options_.discard_chunk_bytes);
+  ranges = chunked(std::move(ranges), options_.populate_chunk_bytes);
   TrafficRange nvtx("in: populate", total_bytes(ranges), ranges.size());
   CUmemLocation device{CU_MEM_LOCATION_TYPE_DEVICE, device_};
   auto count = [&](uint64_t calls, uint64_t bytes) {

@@ -171,7 +171,8 @@ struct Options {
   uint64_t compute_block = 64 * kMiB;
   bool merge_adjacent = false;
   std::string populate = "prefetch-batch";    // how dropped pages are populated before a restore
-  uint64_t discard_chunk = 0;                 // discards and populates cut into pieces of this size
+  uint64_t discard_chunk = 0;                 // discards cut into pieces of this size (0: backend default)
+  uint64_t populate_chunk = 0;                // populates likewise; "none" = uncut
   bool keep_pages = false;                    // no discard at all: the copies alone
   bool save_with_kernel = true;               // saves by the copy kernel (else the copy engines)
   bool require_targets = false;
@@ -184,7 +185,8 @@ void usage() {
       "usage: pump-datapath-bench [--total 4GiB] [--blocks 2MiB,8MiB,64MiB,256MiB,1GiB] [--repeats 3]\n"
       "                           [--compute-ms 75] [--compute-block 64MiB] [--merge-adjacent]\n"
       "                           [--populate discard-prefetch|prefetch-batch|prefetch-each]\n"
-      "                           [--discard-chunk 2MiB] [--keep-pages] [--save-with kernel|engines]\n"
+      "                           [--discard-chunk 2MiB] [--populate-chunk 2MiB|none] [--keep-pages]\n"
+      "                           [--save-with kernel|engines]\n"
       "                           [--json PATH] [--require-targets] [--timeout-s 480]\n");
 }
 
@@ -225,6 +227,10 @@ bool parse_args(int argc, char** argv, Options* o) {
       if (!value(&v) || !(o->compute_block = parse_size(v))) return false;
     } else if (a == "--merge-adjacent") {
       o->merge_adjacent = true;
+    } else if (a == "--populate-chunk") {
+      if (!value(&v)) return false;
+      o->populate_chunk = v == "none" ? ~0ull : parse_size(v);
+      if (!o->populate_chunk) return false;
     } else if (a == "--discard-chunk") {
       if (!value(&v) || !(o->discard_chunk = parse_size(v))) return false;
     } else if (a == "--save-with") {
@@ -768,6 +774,7 @@ int main(int argc, char** argv) {
                 : o.populate == "prefetch-each" ? pump::CudaBackendOptions::Populate::kPrefetchEach
                                                 : pump::CudaBackendOptions::Populate::kDiscardAndPrefetch;
   if (o.discard_chunk) bo.discard_chunk_bytes = o.discard_chunk;
+  if (o.populate_chunk) bo.populate_chunk_bytes = o.populate_chunk == ~0ull ? 0 : o.populate_chunk;
   bo.discard = !o.keep_pages;
   bo.save_with_kernel = o.save_with_kernel;
   auto backend = pump::CudaBackend::create(device, bo);
@@ -777,7 +784,7 @@ int main(int argc, char** argv) {
   }
   pump::CudaBackend& b = *backend;
   std::printf("backend %.*s: merge_adjacent %s, populate %s, batch prefetch %s, batch discard %s; median of %d after a warm-up\n",
-              int(b.name().size()), b.name().data(), o.merge_adjacent ? "on" : "off", (o.populate + (o.discard_chunk ? " chunk " + size_str(o.discard_chunk) : std::string()) + (o.keep_pages ? " keep-pages" : "") + (b.saves_with_kernel() ? ", saves by copy kernel" : ", saves by copy engines")).c_str(),
+              int(b.name().size()), b.name().data(), o.merge_adjacent ? "on" : "off", (o.populate + " discard chunk " + size_str(bo.discard_chunk_bytes) + " populate chunk " + (bo.populate_chunk_bytes ? size_str(bo.populate_chunk_bytes) : std::string("none")) + (o.keep_pages ? " keep-pages" : "") + (b.saves_with_kernel() ? ", saves by copy kernel" : ", saves by copy engines")).c_str(),
               b.has_batch_prefetch() ? "yes" : "no", b.has_batch_discard() ? "yes" : "no", o.repeats);
 
   int failures = 0;
