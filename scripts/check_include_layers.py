@@ -30,6 +30,13 @@ ALLOWED = {
     "interpose": {"common", "tracker", "engine", "sim", "cuda", "plugin_host", "trace"},
 }
 PLUGIN_TREES = ("extractors", "policies", "plugins")
+# Known upward includes still to fix, (file, include): reported, not failed. Each
+# entry is a debt: remove it with the fix.
+KNOWN = {
+    # The sim mlp computes gemm extents with the cublas extractor's column_major_bytes;
+    # the arithmetic belongs below both (the SDK, or a shared header outside extractors/).
+    ("bench/workloads/mlp_sim.cc", "extractors/common/extent_reporter.h"),
+}
 SOURCES = {".h", ".hpp", ".cc", ".cpp", ".c", ".cu", ".cuh", ".def"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 
@@ -48,6 +55,9 @@ def violations(root):
             if not m:
                 continue
             inc = m.group(1)
+            if (rel.as_posix(), inc) in KNOWN:
+                print(f"include layers: known, to fix: {rel}:{number}: #include \"{inc}\"")
+                continue
             parts = inc.split("/")
             where = f"{rel}:{number}: #include \"{inc}\""
             if top == "core" and len(rel.parts) > 2:
