@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <functional>
 #include <map>
+#include <utility>
+
+#include <CLI/CLI.hpp>
 
 #include "bench/workloads/workload_size.h"
 
@@ -108,106 +110,106 @@ CliResult parse_cli(const std::vector<std::string>& args) {
     return result;
   };
 
-  using Setter = std::function<std::string(const std::string&)>;  // returns an error or ""
-  const std::map<std::string, Setter> with_value = {
-      {"--workload",
-       [&](const std::string& v) -> std::string {
-         o.workloads = split_list(v);
-         for (const std::string& w : o.workloads) {
-           if (w.empty()) return "--workload: empty name in '" + v + "'";
-           if (!contains(sim_workload_names(), w) && !contains(gpu_workload_names(), w))
-             return "--workload: unknown workload '" + w + "' (known: training-loop, mlp, conv, conv-backend)";
-         }
-         return "";
-       }},
-      {"--size",
-       [&](const std::string& v) -> std::string {
-         if (!parse_workload_size(v)) return "--size: '" + v + "' is not small, medium, large or a size like 3GiB";
-         o.size = v;
-         return "";
-       }},
-      {"--oversubscription",
-       [&](const std::string& v) -> std::string {
-         o.ratios.clear();
-         for (const std::string& item : split_list(v)) {
-           char* end = nullptr;
-           const double r = std::strtod(item.c_str(), &end);
-           if (item.empty() || *end != '\0' || !(r >= 1.0) || r > 1000.0)
-             return "--oversubscription: '" + item + "' is not a ratio between 1 and 1000";
-           o.ratios.push_back(r);
-         }
-         return "";
-       }},
-      {"--policies",
-       [&](const std::string& v) -> std::string {
-         o.policies = split_list(v);
-         for (const std::string& p : o.policies)
-           if (p.empty()) return "--policies: empty name in '" + v + "'";
-         return "";
-       }},
-      {"--datapath",
-       [&](const std::string& v) -> std::string {
-         o.datapaths.clear();
-         for (const std::string& d : split_list(v)) {
-           if (d != "copy" && d != "um") return "--datapath: '" + d + "' is not copy or um";
-           if (contains(o.datapaths, d)) return "--datapath: '" + d + "' is listed twice";
-           o.datapaths.push_back(d);
-         }
-         return "";
-       }},
-      {"--repeats",
-       [&](const std::string& v) -> std::string {
-         return parse_positive_int(v, &o.repeats) ? "" : "--repeats: '" + v + "' is not a positive integer";
-       }},
-      {"--iterations",
-       [&](const std::string& v) -> std::string {
-         int n = 0;
-         if (!parse_positive_int(v, &n) || n < 2)
-           return "--iterations: '" + v + "' is not an integer >= 2 (the first iteration is warm-up)";
-         o.iterations = n;
-         return "";
-       }},
-      {"--json", [&](const std::string& v) -> std::string { o.json_path = v; return ""; }},
-      {"--csv", [&](const std::string& v) -> std::string { o.csv_path = v; return ""; }},
-      {"--plot", [&](const std::string& v) -> std::string { o.plot_path = v; return ""; }},
-      {"--plugin-dir", [&](const std::string& v) -> std::string { o.plugin_dir = v; return ""; }},
-      {"--trace", [&](const std::string& v) -> std::string { o.trace_path = v; return ""; }},
-      {"--libpump", [&](const std::string& v) -> std::string { o.libpump_path = v; return ""; }},
-  };
+  // Everything after the first "--" is the command, untouched by the parser.
+  const auto dash = std::find(args.begin(), args.end(), std::string("--"));
+  std::vector<std::string> own(args.begin(), dash);
+  if (dash != args.end()) {
+    o.command.assign(dash + 1, args.end());
+    if (o.command.empty()) return fail("'--' must be followed by a command");
+  }
 
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg == "--") {
-      o.command.assign(args.begin() + static_cast<long>(i) + 1, args.end());
-      if (o.command.empty()) return fail("'--' must be followed by a command");
-      break;
-    }
-    if (arg == "-h" || arg == "--help") {
+  // CLI11 splits the line ("--name value" and "--name=value", the last of a repeated
+  // option wins); the values are checked below, in pump-bench's own words. Its help
+  // is off: cli_help() is the text.
+  CLI::App app("pump-bench");
+  app.set_help_flag();
+  app.allow_extras();
+  bool help = false;
+  app.add_flag("-h,--help", help);
+  app.add_flag("--sim", o.sim);
+  std::map<std::string, std::string> values;  // option -> its text, when given
+  for (const char* name : {"--workload", "--size", "--oversubscription", "--policies", "--datapath", "--repeats",
+                           "--iterations", "--json", "--csv", "--plot", "--plugin-dir", "--trace", "--libpump"}) {
+    app.add_option_function<std::string>(name, [&values, name](const std::string& v) { values[name] = v; })
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+        ->allow_extra_args(false);
+  }
+  try {
+    std::vector<std::string> reversed(own.rbegin(), own.rend());  // CLI11 takes them last first
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    if (help) {
       result.action = CliAction::kHelp;
       return result;
     }
-    if (arg == "--sim") {
-      o.sim = true;
-      continue;
-    }
-    std::string name = arg, value;
-    bool has_value = false;
-    if (const size_t eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-      has_value = true;
-    }
-    auto it = with_value.find(name);
-    if (it == with_value.end()) {
-      if (arg.rfind("-", 0) == 0) return fail("unknown option '" + name + "' (see --help)");
-      return fail("unexpected argument '" + arg + "' (a command goes after '--')");
-    }
-    if (!has_value) {
-      if (i + 1 >= args.size()) return fail(name + " needs a value");
-      value = args[++i];
-    }
-    if (std::string error = it->second(value); !error.empty()) return fail(error);
+    // The one error CLI11 finds itself here: an option without its value. Its message
+    // starts with the option's name ("--json: 1 required TEXT missing").
+    const std::string what = e.what();
+    const size_t colon = what.find(':');
+    if (colon != std::string::npos && what.rfind("--", 0) == 0) return fail(what.substr(0, colon) + " needs a value");
+    return fail(what);
   }
+  if (help) {
+    result.action = CliAction::kHelp;
+    return result;
+  }
+  if (const std::vector<std::string> extra = app.remaining(); !extra.empty()) {
+    const std::string& arg = extra.front();
+    if (arg.rfind("-", 0) == 0) return fail("unknown option '" + arg.substr(0, arg.find('=')) + "' (see --help)");
+    return fail("unexpected argument '" + arg + "' (a command goes after '--')");
+  }
+
+  auto given = [&](const char* name) -> const std::string* {
+    const auto it = values.find(name);
+    return it == values.end() ? nullptr : &it->second;
+  };
+  if (const std::string* v = given("--workload")) {
+    o.workloads = split_list(*v);
+    for (const std::string& w : o.workloads) {
+      if (w.empty()) return fail("--workload: empty name in '" + *v + "'");
+      if (!contains(sim_workload_names(), w) && !contains(gpu_workload_names(), w))
+        return fail("--workload: unknown workload '" + w + "' (known: training-loop, mlp, conv, conv-backend)");
+    }
+  }
+  if (const std::string* v = given("--size")) {
+    if (!parse_workload_size(*v)) return fail("--size: '" + *v + "' is not small, medium, large or a size like 3GiB");
+    o.size = *v;
+  }
+  if (const std::string* v = given("--oversubscription")) {
+    o.ratios.clear();
+    for (const std::string& item : split_list(*v)) {
+      char* end = nullptr;
+      const double r = std::strtod(item.c_str(), &end);
+      if (item.empty() || *end != '\0' || !(r >= 1.0) || r > 1000.0)
+        return fail("--oversubscription: '" + item + "' is not a ratio between 1 and 1000");
+      o.ratios.push_back(r);
+    }
+  }
+  if (const std::string* v = given("--policies")) {
+    o.policies = split_list(*v);
+    for (const std::string& p : o.policies)
+      if (p.empty()) return fail("--policies: empty name in '" + *v + "'");
+  }
+  if (const std::string* v = given("--datapath")) {
+    o.datapaths.clear();
+    for (const std::string& d : split_list(*v)) {
+      if (d != "copy" && d != "um") return fail("--datapath: '" + d + "' is not copy or um");
+      if (contains(o.datapaths, d)) return fail("--datapath: '" + d + "' is listed twice");
+      o.datapaths.push_back(d);
+    }
+  }
+  if (const std::string* v = given("--repeats"); v && !parse_positive_int(*v, &o.repeats))
+    return fail("--repeats: '" + *v + "' is not a positive integer");
+  if (const std::string* v = given("--iterations")) {
+    int n = 0;
+    if (!parse_positive_int(*v, &n) || n < 2)
+      return fail("--iterations: '" + *v + "' is not an integer >= 2 (the first iteration is warm-up)");
+    o.iterations = n;
+  }
+  for (auto [name, field] : {std::pair{"--json", &o.json_path}, {"--csv", &o.csv_path}, {"--plot", &o.plot_path},
+                             {"--plugin-dir", &o.plugin_dir}, {"--trace", &o.trace_path},
+                             {"--libpump", &o.libpump_path}})
+    if (const std::string* v = given(name)) *field = *v;
 
   if (!o.trace_path.empty() && !o.workloads.empty()) return fail("--trace replaces --workload: give one of them");
   if (!o.trace_path.empty() && !o.command.empty()) return fail("--trace replays in the sim: it takes no command");

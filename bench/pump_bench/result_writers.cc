@@ -5,7 +5,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "core/trace/json_value.h"
+#include <nlohmann/json.hpp>
 
 namespace pump::bench {
 
@@ -44,45 +44,51 @@ bool write_file(const std::string& path, const BenchReport& report, Writer write
 }  // namespace
 
 void write_json(std::ostream& out, const BenchReport& report) {
+  using Json = nlohmann::ordered_json;  // keys in the order below
   const MachineInfo& m = report.machine;
-  out << "{\n  \"pump_bench\": 1,\n";
-  out << "  \"invocation\": " << json_quote(report.invocation) << ",\n";
-  out << "  \"machine\": {\"hostname\": " << json_quote(m.hostname) << ", \"cpu\": " << json_quote(m.cpu)
-      << ", \"gpu\": " << json_quote(m.gpu) << ", \"driver\": " << json_quote(m.driver)
-      << ", \"mode\": " << json_quote(m.mode) << "},\n";
-  out << "  \"sim_model\": " << json_quote(report.sim_model) << ",\n";
   const LinkRates& l = report.link;
-  out << "  \"link\": {\"in_bytes_per_second\": " << num(l.in) << ", \"out_bytes_per_second\": " << num(l.out)
-      << ", \"both_bytes_per_second\": " << num(l.both) << ", \"source\": " << json_quote(l.source) << "},\n";
-  out << "  \"results\": [";
-  for (size_t i = 0; i < report.results.size(); ++i) {
-    const ConfigResult& r = report.results[i];
-    out << (i ? ",\n" : "\n") << "    {\"workload\": " << json_quote(r.workload) << ", \"ratio\": " << num(r.ratio)
-        << ", \"config\": " << json_quote(r.config) << ", \"datapath\": " << json_quote(r.datapath)
-        << ", \"ran\": " << (r.ran ? "true" : "false")
-        << ", \"note\": " << json_quote(r.note) << ",\n     \"footprint_bytes\": " << r.footprint_bytes
-        << ", \"budget_bytes\": " << r.budget_bytes << ", \"seconds_per_iteration\": " << num(r.median_seconds)
-        << ", \"min_seconds\": " << num(r.min_seconds) << ", \"max_seconds\": " << num(r.max_seconds)
-        << ", \"samples_seconds\": [";
-    for (size_t s = 0; s < r.samples_seconds.size(); ++s) out << (s ? ", " : "") << num(r.samples_seconds[s]);
-    out << "],\n     \"speedup_vs_none\": " << num(r.speedup_vs_none) << ", \"bound_seconds\": "
-        << num(r.bound_seconds) << ", \"ratio_to_bound\": " << num(r.ratio_to_bound)
-        << ",\n     \"bytes_brought_in_per_iteration\": " << r.bytes_brought_in()
-        << ", \"bytes_written_back_per_iteration\": " << r.bytes_written_back()
-        << ", \"bytes_discarded_per_iteration\": " << r.bytes_discarded
-        << ",\n     \"bytes_prefetched_per_iteration\": " << r.bytes_prefetched
-        << ", \"bytes_restored_per_iteration\": " << r.bytes_restored
-        << ", \"bytes_faulted_per_iteration\": " << r.bytes_faulted
-        << ", \"bytes_evicted_per_iteration\": " << r.bytes_evicted
-        << ", \"bytes_saved_per_iteration\": " << r.bytes_saved
-        << ", \"bytes_populated_per_iteration\": " << r.bytes_populated
-        << ", \"peak_resident_bytes\": " << r.peak_resident_bytes << ",\n     \"violations\": " << r.violations
-        << ", \"violation_texts\": [";
-    for (size_t v = 0; v < r.violation_texts.size(); ++v) out << (v ? ", " : "") << json_quote(r.violation_texts[v]);
-    out << "], \"command_line\": " << json_quote(r.command_line) << ", \"checksum\": " << json_quote(r.checksum)
-        << "}";
+  Json doc = {{"pump_bench", 1},
+              {"invocation", report.invocation},
+              {"machine", {{"hostname", m.hostname}, {"cpu", m.cpu}, {"gpu", m.gpu}, {"driver", m.driver},
+                           {"mode", m.mode}}},
+              {"sim_model", report.sim_model},
+              {"link", {{"in_bytes_per_second", l.in}, {"out_bytes_per_second", l.out},
+                        {"both_bytes_per_second", l.both}, {"source", l.source}}}};
+  Json& results = doc["results"] = Json::array();
+  for (const ConfigResult& r : report.results) {
+    results.push_back({{"workload", r.workload},
+                       {"ratio", r.ratio},
+                       {"config", r.config},
+                       {"datapath", r.datapath},
+                       {"ran", r.ran},
+                       {"note", r.note},
+                       {"footprint_bytes", r.footprint_bytes},
+                       {"budget_bytes", r.budget_bytes},
+                       {"seconds_per_iteration", r.median_seconds},
+                       {"min_seconds", r.min_seconds},
+                       {"max_seconds", r.max_seconds},
+                       {"samples_seconds", r.samples_seconds},
+                       {"speedup_vs_none", r.speedup_vs_none},
+                       {"bound_seconds", r.bound_seconds},
+                       {"ratio_to_bound", r.ratio_to_bound},
+                       {"bytes_brought_in_per_iteration", r.bytes_brought_in()},
+                       {"bytes_written_back_per_iteration", r.bytes_written_back()},
+                       {"bytes_discarded_per_iteration", r.bytes_discarded},
+                       {"bytes_prefetched_per_iteration", r.bytes_prefetched},
+                       {"bytes_restored_per_iteration", r.bytes_restored},
+                       {"bytes_faulted_per_iteration", r.bytes_faulted},
+                       {"bytes_evicted_per_iteration", r.bytes_evicted},
+                       {"bytes_saved_per_iteration", r.bytes_saved},
+                       {"bytes_populated_per_iteration", r.bytes_populated},
+                       {"peak_resident_bytes", r.peak_resident_bytes},
+                       {"violations", r.violations},
+                       {"violation_texts", r.violation_texts},
+                       {"command_line", r.command_line},
+                       {"checksum", r.checksum}});
   }
-  out << "\n  ]\n}\n";
+  // Bytes that are not UTF-8 (a program's output in a note or checksum) become U+FFFD;
+  // a number that is not finite is written as null.
+  out << doc.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
 }
 
 void write_csv(std::ostream& out, const BenchReport& report) {

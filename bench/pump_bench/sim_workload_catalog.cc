@@ -2,7 +2,7 @@
 
 #include "bench/workloads/conv_sim.h"
 #include "bench/workloads/mlp_sim.h"
-#include "core/trace/trace_replay.h"
+#include "bench/workloads/trace_replay.h"
 
 namespace pump::bench {
 

@@ -4,23 +4,32 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/trace/json_value.h"
+#include <nlohmann/json.hpp>
+
+#include "core/common/json_error.h"
 
 namespace pump::bench {
 
 namespace {
 
-uint64_t counter(const JsonValue& object, const char* key) {
-  const JsonValue* v = object.find(key);
-  if (v == nullptr || !v->is_number()) return 0;
-  return v->as_uint().value_or(static_cast<uint64_t>(std::max(0.0, v->as_double())));
+using Json = nlohmann::json;
+
+uint64_t counter(const Json& object, const char* key) {
+  const auto it = object.find(key);
+  if (it == object.end() || !it->is_number()) return 0;
+  if (it->is_number_unsigned()) return it->get<uint64_t>();
+  return static_cast<uint64_t>(std::max(0.0, it->get<double>()));
 }
 
-void visit(const JsonValue& v, PumpStats* stats) {
+// Deeper than any report libpump writes; a bound keeps a hostile file off the stack.
+constexpr int kMaxDepth = 64;
+
+void visit(const Json& v, PumpStats* stats, int depth = 0) {
+  if (depth > kMaxDepth) return;
   if (v.is_object()) {
     static const char* const kKeys[] = {"bytes_prefetched", "bytes_evicted", "bytes_demand", "peak_resident_bytes",
                                         "peak_tracked_bytes"};
-    const bool is_device = std::any_of(std::begin(kKeys), std::end(kKeys), [&](const char* k) { return v.find(k); });
+    const bool is_device = std::any_of(std::begin(kKeys), std::end(kKeys), [&](const char* k) { return v.contains(k); });
     if (is_device) {
       ++stats->devices;
       stats->bytes_prefetched += counter(v, "bytes_prefetched");
@@ -37,23 +46,24 @@ void visit(const JsonValue& v, PumpStats* stats) {
       stats->peak_tracked_bytes = std::max(stats->peak_tracked_bytes, counter(v, "peak_tracked_bytes"));
       return;
     }
-    for (const auto& [key, member] : v.members()) visit(member, stats);
+    for (const Json& member : v) visit(member, stats, depth + 1);
   } else if (v.is_array()) {
-    for (const JsonValue& item : v.items()) visit(item, stats);
+    for (const Json& item : v) visit(item, stats, depth + 1);
   }
 }
 
 }  // namespace
 
 std::optional<PumpStats> parse_pump_stats(const std::string& json_text, std::string* error) {
-  std::string parse_error;
-  std::optional<JsonValue> v = parse_json(json_text, &parse_error);
-  if (!v) {
-    *error = "not valid JSON: " + parse_error;
+  Json v;
+  try {
+    v = Json::parse(json_text);
+  } catch (const Json::parse_error& e) {
+    *error = "not valid JSON: " + json_parse_reason(e);
     return std::nullopt;
   }
   PumpStats stats;
-  visit(*v, &stats);
+  visit(v, &stats);
   return stats;
 }
 

@@ -11,24 +11,10 @@
 #include <utility>
 #include <vector>
 
-#include "core/engine/fence.h"
+#include "core/common/fence.h"
+#include "core/common/range.h"
 
 namespace pump {
-
-struct Range {
-  uint64_t address = 0;
-  uint64_t bytes = 0;
-  uint64_t end() const { return address + bytes; }
-};
-
-// A range of managed memory and the host shadow that holds (or will hold) its bytes:
-// pinned host memory from DeviceBackend::allocate_host, `shadow` its first byte.
-struct ShadowRange {
-  uint64_t address = 0;
-  uint64_t bytes = 0;
-  uint64_t shadow = 0;
-  uint64_t end() const { return address + bytes; }
-};
 
 // Work for the backend's own transfer streams. Two directions, each in order, and the
 // two run concurrently:

@@ -6,163 +6,130 @@
 #include <cstdio>
 #include <cstring>
 
+#include <nlohmann/json.hpp>
+
 #include "core/common/log.h"
 
 namespace pump::interpose {
 namespace {
 
-void append_escaped(std::string* out, const std::string& s) {
-  out->push_back('"');
-  for (char c : s) {
-    switch (c) {
-      case '"': *out += "\\\""; break;
-      case '\\': *out += "\\\\"; break;
-      case '\n': *out += "\\n"; break;
-      case '\t': *out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          *out += buf;
-        } else {
-          out->push_back(c);
-        }
+using Json = nlohmann::ordered_json;  // keeps the report's key order
+
+// Objects one member a line, arrays on one line, `"key": value`: the layout the
+// report always had (readers parse it; people read it too). Scalars and their
+// escaping are nlohmann's; bytes that are not UTF-8 become U+FFFD, so the report
+// stays valid JSON whatever a library path or a policy name holds.
+void render(std::string* out, const Json& v, int indent) {
+  if (v.is_object()) {
+    *out += "{";
+    bool first = true;
+    for (const auto& [key, member] : v.items()) {
+      *out += first ? "\n" : ",\n";
+      first = false;
+      out->append(static_cast<size_t>(indent) + 2, ' ');
+      *out += Json(key).dump(-1, ' ', false, Json::error_handler_t::replace);
+      *out += ": ";
+      render(out, member, indent + 2);
     }
+    *out += "\n";
+    out->append(static_cast<size_t>(indent), ' ');
+    *out += "}";
+  } else if (v.is_array()) {
+    *out += "[";
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i) *out += ", ";
+      render(out, v[i], indent);
+    }
+    *out += "]";
+  } else {
+    *out += v.dump(-1, ' ', false, Json::error_handler_t::replace);
   }
-  out->push_back('"');
 }
 
-class JsonObject {
- public:
-  explicit JsonObject(std::string* out, int indent) : out_(out), indent_(indent) { *out_ += "{"; }
-  void key(const char* k) {
-    *out_ += first_ ? "\n" : ",\n";
-    first_ = false;
-    out_->append(indent_ + 2, ' ');
-    append_escaped(out_, k);
-    *out_ += ": ";
-  }
-  void field(const char* k, uint64_t v) { key(k); *out_ += std::to_string(v); }
-  void field(const char* k, bool v) { key(k); *out_ += v ? "true" : "false"; }
-  void field(const char* k, const std::string& v) { key(k); append_escaped(out_, v); }
-  void field(const char* k, const std::vector<std::string>& v) {
-    key(k);
-    *out_ += "[";
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (i) *out_ += ", ";
-      append_escaped(out_, v[i]);
-    }
-    *out_ += "]";
-  }
-  void close() {
-    *out_ += "\n";
-    out_->append(indent_, ' ');
-    *out_ += "}";
-  }
-
- private:
-  std::string* out_;
-  int indent_;
-  bool first_ = true;
-};
-
-void render_engine(JsonObject& o, const EngineStats& s) {
-  o.field("kernels", s.kernels);
-  o.field("kernels_with_known_blocks", s.kernels_with_blocks);
-  o.field("kernels_without_known_blocks", s.kernels - s.kernels_with_blocks - s.kernels_captured);
-  o.field("kernels_captured", s.kernels_captured);
-  o.field("kernels_oversized", s.kernels_oversized);
-  o.field("bytes_touched", s.bytes_touched);
-  o.field("bytes_unknown", s.bytes_unknown);
-  o.field("bytes_prefetched", s.bytes_prefetched);
-  o.field("bytes_skipped_resident", s.bytes_skipped_resident);
-  o.field("bytes_demand", s.bytes_demand);
-  o.field("bytes_evicted", s.bytes_evicted);
-  o.field("bytes_discarded", s.bytes_discarded);
-  o.field("bytes_fallback_evicted", s.bytes_fallback_evicted);
+Json engine_json(const DeviceReport& d) {
+  const EngineStats& s = d.engine;
+  Json o = Json::object();
+  o["device"] = static_cast<uint64_t>(d.device);
+  o["policy"] = d.policy;
+  o["budget_bytes"] = d.budget_bytes;
+  o["device_bytes"] = d.device_bytes;
+  o["datapath"] = d.datapath;
+  o["host_limit_bytes"] = d.host_limit_bytes;
+  o["kernels"] = s.kernels;
+  o["kernels_with_known_blocks"] = s.kernels_with_blocks;
+  o["kernels_without_known_blocks"] = s.kernels - s.kernels_with_blocks - s.kernels_captured;
+  o["kernels_captured"] = s.kernels_captured;
+  o["kernels_oversized"] = s.kernels_oversized;
+  o["bytes_touched"] = s.bytes_touched;
+  o["bytes_unknown"] = s.bytes_unknown;
+  o["bytes_prefetched"] = s.bytes_prefetched;
+  o["bytes_skipped_resident"] = s.bytes_skipped_resident;
+  o["bytes_demand"] = s.bytes_demand;
+  o["bytes_evicted"] = s.bytes_evicted;
+  o["bytes_discarded"] = s.bytes_discarded;
+  o["bytes_fallback_evicted"] = s.bytes_fallback_evicted;
   // The copy data path (PUMP_DATAPATH=copy).
-  o.field("bytes_saved", s.bytes_saved);
-  o.field("bytes_discarded_dead", s.bytes_discarded_dead);
-  o.field("bytes_discarded_clean", s.bytes_discarded_clean);
-  o.field("bytes_restored", s.bytes_restored);
-  o.field("bytes_populated", s.bytes_populated);
-  o.field("shadow_fallbacks", s.shadow_fallbacks);
-  o.field("shadow_used_peak_bytes", s.shadow_used_peak_bytes);
-  o.field("shadow_pinned_bytes", s.shadow_pinned_bytes);
-  o.field("unattributed_accesses", s.unattributed_accesses);
-  o.field("bytes_unattributed_restored", s.bytes_unattributed_restored);
-  o.field("prefetch_ranges", s.prefetch_ranges);
-  o.field("eviction_ranges", s.eviction_ranges);
-  o.field("batches", s.batches);
-  o.field("policy_refusals", s.policy_refusals);
-  o.field("allocations", s.allocations);
-  o.field("frees", s.frees);
-  o.field("peak_resident_bytes", s.peak_resident_bytes);
-  o.field("peak_tracked_bytes", s.peak_tracked_bytes);
+  o["bytes_saved"] = s.bytes_saved;
+  o["bytes_discarded_dead"] = s.bytes_discarded_dead;
+  o["bytes_discarded_clean"] = s.bytes_discarded_clean;
+  o["bytes_restored"] = s.bytes_restored;
+  o["bytes_populated"] = s.bytes_populated;
+  o["shadow_fallbacks"] = s.shadow_fallbacks;
+  o["shadow_used_peak_bytes"] = s.shadow_used_peak_bytes;
+  o["shadow_pinned_bytes"] = s.shadow_pinned_bytes;
+  o["unattributed_accesses"] = s.unattributed_accesses;
+  o["bytes_unattributed_restored"] = s.bytes_unattributed_restored;
+  o["prefetch_ranges"] = s.prefetch_ranges;
+  o["eviction_ranges"] = s.eviction_ranges;
+  o["batches"] = s.batches;
+  o["policy_refusals"] = s.policy_refusals;
+  o["allocations"] = s.allocations;
+  o["frees"] = s.frees;
+  o["peak_resident_bytes"] = s.peak_resident_bytes;
+  o["peak_tracked_bytes"] = s.peak_tracked_bytes;
+  for (const auto& [name, value] : d.backend) o["backend_" + name] = value;
+  return o;
 }
 
 }  // namespace
 
 std::string render_stats_json(const StatsReport& r) {
-  std::string out;
-  JsonObject root(&out, 0);
+  Json root = Json::object();
+  Json& config = root["config"] = Json::object();
+  config["plugins_requested"] = r.plugins_requested;
+  config["extractors_loaded"] = r.extractors_loaded;
+  config["policy_requested"] = r.policy_requested;
+  config["gpu_budget"] = r.budget;
+  config["managed_limit_bytes"] = r.managed_limit_bytes;
+  config["prefetch_on_alloc"] = r.prefetch_on_alloc;
+  config["split_granularity"] = r.split_granularity;
+  config["datapath"] = r.datapath;
+  config["host_limit_bytes"] = r.host_limit_bytes;
+  config["verify"] = r.verify;
 
-  root.key("config");
-  JsonObject config(&out, 2);
-  config.field("plugins_requested", r.plugins_requested);
-  config.field("extractors_loaded", r.extractors_loaded);
-  config.field("policy_requested", r.policy_requested);
-  config.field("gpu_budget", r.budget);
-  config.field("managed_limit_bytes", r.managed_limit_bytes);
-  config.field("prefetch_on_alloc", r.prefetch_on_alloc);
-  config.field("split_granularity", r.split_granularity);
-  config.field("datapath", r.datapath);
-  config.field("host_limit_bytes", r.host_limit_bytes);
-  config.field("verify", r.verify);
-  config.close();
+  Json& alloc = root["allocations"] = Json::object();
+  alloc["managed_allocations"] = r.managed_allocations;
+  alloc["managed_bytes_peak"] = r.managed_bytes_peak;
+  alloc["managed_limit_refusals"] = r.managed_limit_refusals;
+  alloc["untracked_async_allocations"] = r.untracked_async_allocations;
+  alloc["untracked_vmm_calls"] = r.untracked_vmm_calls;
 
-  root.key("allocations");
-  JsonObject alloc(&out, 2);
-  alloc.field("managed_allocations", r.managed_allocations);
-  alloc.field("managed_bytes_peak", r.managed_bytes_peak);
-  alloc.field("managed_limit_refusals", r.managed_limit_refusals);
-  alloc.field("untracked_async_allocations", r.untracked_async_allocations);
-  alloc.field("untracked_vmm_calls", r.untracked_vmm_calls);
-  alloc.close();
-
-  root.key("hooks");
-  JsonObject hooks(&out, 2);
+  Json& hooks = root["hooks"] = Json::object();
   for (const HookReport& h : r.hooks) {
-    hooks.key(h.name.c_str());
-    JsonObject o(&out, 4);
-    o.field("library", h.library);
-    o.field("calls", h.calls);
-    o.field("calls_with_extents", h.calls_with_extents);
-    o.field("extents", h.extents);
-    o.field("bytes_known", h.bytes_known);
-    o.field("bytes_unknown", h.bytes_unknown);
-    o.close();
+    Json& o = hooks[h.name] = Json::object();
+    o["library"] = h.library;
+    o["calls"] = h.calls;
+    o["calls_with_extents"] = h.calls_with_extents;
+    o["extents"] = h.extents;
+    o["bytes_known"] = h.bytes_known;
+    o["bytes_unknown"] = h.bytes_unknown;
   }
-  hooks.close();
 
-  root.key("devices");
-  out += "[";
-  for (size_t i = 0; i < r.devices.size(); ++i) {
-    const DeviceReport& d = r.devices[i];
-    out += i ? ", " : "";
-    JsonObject o(&out, 2);
-    o.field("device", static_cast<uint64_t>(d.device));
-    o.field("policy", d.policy);
-    o.field("budget_bytes", d.budget_bytes);
-    o.field("device_bytes", d.device_bytes);
-    o.field("datapath", d.datapath);
-    o.field("host_limit_bytes", d.host_limit_bytes);
-    render_engine(o, d.engine);
-    for (const auto& [name, value] : d.backend) o.field(("backend_" + name).c_str(), value);
-    o.close();
-  }
-  out += "]";
-  root.close();
+  Json& devices = root["devices"] = Json::array();
+  for (const DeviceReport& d : r.devices) devices.push_back(engine_json(d));
+
+  std::string out;
+  render(&out, root, 0);
   out += "\n";
   return out;
 }

@@ -1,9 +1,10 @@
 #include "core/trace/trace_format.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 
-#include "core/trace/json_value.h"
+#include <nlohmann/json.hpp>
 
 namespace pump {
 
@@ -16,6 +17,24 @@ void append_address(std::string* out, uint64_t address) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "\"0x%" PRIx64 "\"", address);
   *out += buf;
+}
+
+// A kernel name as a JSON string: nlohmann's escaping; bytes that are not UTF-8
+// (a mangled name cut short) become U+FFFD, so every line stays valid JSON.
+// Printable ASCII without '"' or '\\' needs no escaping and is copied as is:
+// record_kernel runs per launch under PUMP_TRACE, and nlohmann's dump of a string
+// costs ~200 ns more per record (docs/architecture.md, "Libraries").
+void append_string(std::string* out, const std::string& s) {
+  const bool plain = std::all_of(s.begin(), s.end(), [](char c) {
+    return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+  });
+  if (plain) {
+    out->push_back('"');
+    *out += s;
+    out->push_back('"');
+    return;
+  }
+  *out += nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 void append_seconds(std::string* out, double seconds) {
@@ -61,7 +80,10 @@ std::string format_trace_record(const TraceRecord& r) {
       break;
     case TraceRecord::Op::kKernel:
       out += "{\"op\":\"kernel\",\"stream\":" + std::to_string(r.stream);
-      if (!r.name.empty()) out += ",\"name\":" + json_quote(r.name);
+      if (!r.name.empty()) {
+        out += ",\"name\":";
+        append_string(&out, r.name);
+      }
       if (r.seconds >= 0) {
         out += ",\"seconds\":";
         append_seconds(&out, r.seconds);

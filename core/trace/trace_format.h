@@ -28,7 +28,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/engine/fence.h"
+#include "core/common/fence.h"
 #include "pump/extractor_v1.h"
 
 namespace pump {

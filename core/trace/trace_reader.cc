@@ -5,11 +5,15 @@
 #include <cstring>
 #include <fstream>
 
-#include "core/trace/json_value.h"
+#include <nlohmann/json.hpp>
+
+#include "core/common/json_error.h"
 
 namespace pump {
 
 namespace {
+
+using Json = nlohmann::json;
 
 // Thrown only inside this file, to leave a record with one message.
 struct LineError {
@@ -18,20 +22,27 @@ struct LineError {
 
 std::string field_context(const char* op, const char* field) { return std::string(op) + " record: \"" + field + "\""; }
 
-const JsonValue& required(const JsonValue& object, const char* op, const char* field) {
-  const JsonValue* v = object.find(field);
+// Member `key` of an object, or nullptr.
+const Json* find(const Json& object, const char* key) {
+  const auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+const Json& required(const Json& object, const char* op, const char* field) {
+  const Json* v = find(object, field);
   if (v == nullptr) throw LineError{std::string(op) + " record has no \"" + field + "\""};
   return *v;
 }
 
-uint64_t to_uint(const JsonValue& v, const char* op, const char* field) {
-  if (std::optional<uint64_t> u = v.as_uint(); v.is_number() && u) return *u;
+// Integers written without sign, fraction or exponent, up to 2^64-1, exactly.
+uint64_t to_uint(const Json& v, const char* op, const char* field) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>();
   throw LineError{field_context(op, field) + " must be a non-negative integer"};
 }
 
-uint64_t to_address(const JsonValue& v, const char* op, const char* field) {
+uint64_t to_address(const Json& v, const char* op, const char* field) {
   if (v.is_string()) {
-    const std::string& s = v.as_string();
+    const std::string& s = v.get_ref<const std::string&>();
     if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') && s.size() <= 18) {
       char* end = nullptr;
       errno = 0;
@@ -43,19 +54,20 @@ uint64_t to_address(const JsonValue& v, const char* op, const char* field) {
   return to_uint(v, op, field);
 }
 
-pump_extent_v1_t to_extent(const JsonValue& v, size_t index) {
+pump_extent_v1_t to_extent(const Json& v, size_t index) {
   const std::string where = "extent " + std::to_string(index);
   if (!v.is_object()) throw LineError{"kernel record: " + where + " is not an object"};
   pump_extent_v1_t e{};
   try {
     e.address = to_address(required(v, "kernel", "address"), "kernel", "address");
     e.bytes = to_uint(required(v, "kernel", "bytes"), "kernel", "bytes");
-    const JsonValue& access = required(v, "kernel", "access");
-    std::optional<uint32_t> a = access.is_string() ? parse_trace_access(access.as_string()) : std::nullopt;
+    const Json& access = required(v, "kernel", "access");
+    std::optional<uint32_t> a =
+        access.is_string() ? parse_trace_access(access.get_ref<const std::string&>()) : std::nullopt;
     if (!a) throw LineError{"kernel record: \"access\" must be \"r\", \"w\", \"rw\" or \"-\""};
     e.access = *a;
-    const JsonValue& role = required(v, "kernel", "role");
-    std::optional<uint32_t> r = role.is_string() ? parse_trace_role(role.as_string()) : std::nullopt;
+    const Json& role = required(v, "kernel", "role");
+    std::optional<uint32_t> r = role.is_string() ? parse_trace_role(role.get_ref<const std::string&>()) : std::nullopt;
     if (!r) throw LineError{"kernel record: \"role\" must be unknown, weight, activation or workspace"};
     e.role = *r;
   } catch (LineError& error) {
@@ -65,12 +77,12 @@ pump_extent_v1_t to_extent(const JsonValue& v, size_t index) {
   return e;
 }
 
-TraceRecord to_record(const JsonValue& v) {
+TraceRecord to_record(const Json& v) {
   if (!v.is_object()) throw LineError{"a record must be a JSON object"};
-  const JsonValue* op = v.find("op");
+  const Json* op = find(v, "op");
   if (op == nullptr || !op->is_string()) throw LineError{"record has no \"op\" string"};
   TraceRecord r;
-  const std::string& name = op->as_string();
+  const std::string& name = op->get_ref<const std::string&>();
   if (name == "alloc") {
     r.op = TraceRecord::Op::kAlloc;
     r.address = to_address(required(v, "alloc", "address"), "alloc", "address");
@@ -81,33 +93,43 @@ TraceRecord to_record(const JsonValue& v) {
   } else if (name == "kernel") {
     r.op = TraceRecord::Op::kKernel;
     r.stream = to_uint(required(v, "kernel", "stream"), "kernel", "stream");
-    if (const JsonValue* n = v.find("name")) {
+    if (const Json* n = find(v, "name")) {
       if (!n->is_string()) throw LineError{"kernel record: \"name\" must be a string"};
-      r.name = n->as_string();
+      r.name = n->get<std::string>();
     }
-    if (const JsonValue* s = v.find("seconds")) {
-      if (!s->is_number() || s->as_double() < 0)
+    if (const Json* s = find(v, "seconds")) {
+      if (!s->is_number() || s->get<double>() < 0)
         throw LineError{"kernel record: \"seconds\" must be a non-negative number"};
-      r.seconds = s->as_double();
+      r.seconds = s->get<double>();
     }
-    const JsonValue& extents = required(v, "kernel", "extents");
+    const Json& extents = required(v, "kernel", "extents");
     if (!extents.is_array()) throw LineError{"kernel record: \"extents\" must be an array"};
-    for (size_t i = 0; i < extents.items().size(); ++i) r.extents.push_back(to_extent(extents.items()[i], i));
+    for (size_t i = 0; i < extents.size(); ++i) r.extents.push_back(to_extent(extents[i], i));
   } else {
     throw LineError{"unknown op \"" + name + "\" (this reader knows alloc, free, kernel)"};
   }
   return r;
 }
 
-int to_header(const JsonValue& v) {
-  const JsonValue* version = v.is_object() ? v.find("pump_trace") : nullptr;
+int to_header(const Json& v) {
+  const Json* version = v.is_object() ? find(v, "pump_trace") : nullptr;
   if (version == nullptr) throw LineError{"not a pump trace: the first line must be a header {\"pump_trace\":N}"};
-  std::optional<uint64_t> n = version->as_uint();
-  if (!n || *n == 0) throw LineError{"\"pump_trace\" must be a positive integer version"};
-  if (*n > static_cast<uint64_t>(kTraceFormatVersion))
-    throw LineError{"trace version " + std::to_string(*n) + " is newer than this reader (version " +
+  if (!version->is_number_unsigned() || version->get<uint64_t>() == 0)
+    throw LineError{"\"pump_trace\" must be a positive integer version"};
+  const uint64_t n = version->get<uint64_t>();
+  if (n > static_cast<uint64_t>(kTraceFormatVersion))
+    throw LineError{"trace version " + std::to_string(n) + " is newer than this reader (version " +
                     std::to_string(kTraceFormatVersion) + ")"};
-  return static_cast<int>(*n);
+  return static_cast<int>(n);
+}
+
+// One line as JSON; a LineError "not valid JSON: <nlohmann's reason>" otherwise.
+Json parse_line(const std::string& line) {
+  try {
+    return Json::parse(line);
+  } catch (const Json::parse_error& e) {
+    throw LineError{"not valid JSON: " + json_parse_reason(e)};
+  }
 }
 
 }  // namespace
@@ -121,14 +143,12 @@ std::optional<Trace> read_trace(std::istream& in, const std::string& source, std
     ++number;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     try {
-      std::string json_error;
-      std::optional<JsonValue> v = parse_json(line, &json_error);
-      if (!v) throw LineError{"not valid JSON: " + json_error};
+      const Json v = parse_line(line);
       if (!have_header) {
-        trace.version = to_header(*v);
+        trace.version = to_header(v);
         have_header = true;
       } else {
-        trace.records.push_back(to_record(*v));
+        trace.records.push_back(to_record(v));
       }
     } catch (const LineError& e) {
       if (error) *error = source + ":" + std::to_string(number) + ": " + e.what;

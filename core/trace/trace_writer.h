@@ -11,7 +11,7 @@
 #include <mutex>
 #include <string>
 
-#include "core/engine/fence.h"
+#include "core/common/fence.h"
 #include "pump/extractor_v1.h"
 
 namespace pump {

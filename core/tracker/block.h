@@ -6,7 +6,7 @@
 #include <boost/intrusive/set_hook.hpp>
 #include <cstdint>
 
-#include "core/engine/fence.h"
+#include "core/common/fence.h"
 #include "pump/pump_types_v1.h"
 
 namespace pump {

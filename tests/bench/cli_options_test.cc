@@ -84,5 +84,33 @@ TEST(PumpBenchCli, BadInputGivesOneClearMessage) {
   }
 }
 
+// The edges where CLI11 now splits the line: unknown flags in every spelling, a
+// repeated option (the last wins, as before), a missing value before another option.
+TEST(PumpBenchCli, UnknownFlagsRepeatsAndMissingValuesAtTheEdges) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"-x"}, "unknown option '-x'"},
+      {{"--frob=1"}, "unknown option '--frob'"},
+      {{"--sim", "--workload", "mlp", "--nope", "v"}, "unknown option '--nope'"},
+      {{"--size"}, "--size needs a value"},
+      {{"--repeats=abc"}, "--repeats: 'abc'"},
+      {{"--iterations", "-3"}, "--iterations"},
+      {{"mlp", "--sim"}, "unexpected argument 'mlp'"},
+  };
+  for (const auto& [args, expected] : cases) {
+    CliResult r = parse_cli(args);
+    EXPECT_EQ(r.action, CliAction::kError) << args[0];
+    EXPECT_NE(r.error.find(expected), std::string::npos) << r.error;
+    EXPECT_EQ(r.error.find('\n'), std::string::npos) << r.error;
+  }
+  CliResult r = parse_cli({"--policies", "lru", "--policies=eager", "--repeats", "2", "--repeats", "4"});
+  ASSERT_EQ(r.action, CliAction::kRun) << r.error;
+  EXPECT_EQ(r.options.policies, (std::vector<std::string>{"eager"}));
+  EXPECT_EQ(r.options.repeats, 4);
+  r = parse_cli({"--json", "out.json", "--", "prog", "--", "-x"});
+  ASSERT_EQ(r.action, CliAction::kRun) << r.error;
+  EXPECT_EQ(r.options.command, (std::vector<std::string>{"prog", "--", "-x"}));
+  EXPECT_EQ(parse_cli({"--frobnicate", "--help"}).action, CliAction::kHelp);
+}
+
 }  // namespace
 }  // namespace pump::bench

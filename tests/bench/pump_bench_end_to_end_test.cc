@@ -7,13 +7,30 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "bench/pump_bench/process_runner.h"
-#include "core/trace/json_value.h"
 
 namespace pump::bench {
 namespace {
+
+using Json = nlohmann::json;
+
+// A counter as written: an unsigned integer, or nothing.
+std::optional<uint64_t> as_uint(const Json& v) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>();
+  return std::nullopt;
+}
+
+// The file as JSON, or a discarded value (ASSERT on is_discarded()).
+Json read_json(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return Json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+}
 
 TEST(PumpBenchEndToEnd, SimTrainingLoopHasEveryConfigurationAndLruBeatsNoneAtTwoX) {
   const std::string json = (std::filesystem::temp_directory_path() /
@@ -25,34 +42,30 @@ TEST(PumpBenchEndToEnd, SimTrainingLoopHasEveryConfigurationAndLruBeatsNoneAtTwo
   ASSERT_EQ(p.exit_code, 0) << p.output;
   EXPECT_NE(p.output.find("[1/6] training-loop x1.0 native"), std::string::npos) << p.output;
 
-  std::ifstream in(json);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string error;
-  std::optional<JsonValue> v = parse_json(text.str(), &error);
-  ASSERT_TRUE(v) << error;
-  std::map<std::pair<double, std::string>, const JsonValue*> rows;
-  for (const JsonValue& r : v->find("results")->items())
-    rows[{r.find("ratio")->as_double(), r.find("config")->as_string()}] = &r;
+  const Json v = read_json(json);
+  ASSERT_FALSE(v.is_discarded()) << json;
+  std::map<std::pair<double, std::string>, const Json*> rows;
+  for (const Json& r : v.at("results"))
+    rows[{r.at("ratio").get<double>(), r.at("config").get<std::string>()}] = &r;
   for (double ratio : {1.0, 2.0})
     for (const char* config : {"native", "managed", "none", "lru", "bound"}) {
       auto it = rows.find({ratio, config});
       ASSERT_NE(it, rows.end()) << config << " x" << ratio;
-      EXPECT_TRUE(it->second->find("ran")->as_bool()) << config << " x" << ratio;
-      EXPECT_EQ(it->second->find("violations")->as_uint(), 0u) << config << " x" << ratio;
+      EXPECT_TRUE(it->second->at("ran").get<bool>()) << config << " x" << ratio;
+      EXPECT_EQ(as_uint(it->second->at("violations")), 0u) << config << " x" << ratio;
     }
   EXPECT_EQ(rows.size(), 10u);
-  const JsonValue& none_row = *rows[std::make_pair(2.0, std::string("none"))];
-  const JsonValue& lru_row = *rows[std::make_pair(2.0, std::string("lru"))];
-  const JsonValue& bound_row = *rows[std::make_pair(2.0, std::string("bound"))];
-  const double none = none_row.find("seconds_per_iteration")->as_double();
-  const double lru = lru_row.find("seconds_per_iteration")->as_double();
-  const double bound = bound_row.find("seconds_per_iteration")->as_double();
+  const Json& none_row = *rows[std::make_pair(2.0, std::string("none"))];
+  const Json& lru_row = *rows[std::make_pair(2.0, std::string("lru"))];
+  const Json& bound_row = *rows[std::make_pair(2.0, std::string("bound"))];
+  const double none = none_row.at("seconds_per_iteration").get<double>();
+  const double lru = lru_row.at("seconds_per_iteration").get<double>();
+  const double bound = bound_row.at("seconds_per_iteration").get<double>();
   EXPECT_LT(lru, none);
   EXPECT_GE(lru, bound);
-  EXPECT_GT(lru_row.find("bytes_brought_in_per_iteration")->as_uint().value_or(0), 0u);
-  EXPECT_EQ(lru_row.find("datapath")->as_string(), "copy");
-  EXPECT_EQ(none_row.find("datapath")->as_string(), "um");
+  EXPECT_GT(as_uint(lru_row.at("bytes_brought_in_per_iteration")).value_or(0), 0u);
+  EXPECT_EQ(lru_row.at("datapath").get<std::string>(), "copy");
+  EXPECT_EQ(none_row.at("datapath").get<std::string>(), "um");
   std::filesystem::remove(json);
 }
 
@@ -71,40 +84,36 @@ TEST(PumpBenchEndToEnd, SimRunsEachPolicyOnEachDataPathWithItsOwnBound) {
   EXPECT_NE(p.output.find("wb MiB/it"), std::string::npos) << p.output;
   EXPECT_NE(p.output.find("drop MiB/it"), std::string::npos) << p.output;
 
-  std::ifstream in(json);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string error;
-  std::optional<JsonValue> v = parse_json(text.str(), &error);
-  ASSERT_TRUE(v) << error;
-  const JsonValue* link = v->find("link");
-  ASSERT_TRUE(link);
-  EXPECT_DOUBLE_EQ(link->find("in_bytes_per_second")->as_double(), 50.7e9);
-  EXPECT_DOUBLE_EQ(link->find("both_bytes_per_second")->as_double(), 0.5 * (50.7e9 + 52e9));
-  std::map<std::pair<std::string, std::string>, const JsonValue*> rows;
-  for (const JsonValue& r : v->find("results")->items())
-    rows[{r.find("config")->as_string(), r.find("datapath")->as_string()}] = &r;
+  const Json v = read_json(json);
+  ASSERT_FALSE(v.is_discarded()) << json;
+  ASSERT_TRUE(v.contains("link"));
+  const Json* link = &v.at("link");
+  EXPECT_DOUBLE_EQ(link->at("in_bytes_per_second").get<double>(), 50.7e9);
+  EXPECT_DOUBLE_EQ(link->at("both_bytes_per_second").get<double>(), 0.5 * (50.7e9 + 52e9));
+  std::map<std::pair<std::string, std::string>, const Json*> rows;
+  for (const Json& r : v.at("results"))
+    rows[{r.at("config").get<std::string>(), r.at("datapath").get<std::string>()}] = &r;
   EXPECT_EQ(rows.size(), 6u);  // native, managed (um), none (um), lru copy, lru um, bound
   for (const auto& key : std::vector<std::pair<std::string, std::string>>{
            {"native", ""}, {"managed", "um"}, {"none", "um"}, {"lru", "copy"}, {"lru", "um"}, {"bound", ""}})
     ASSERT_TRUE(rows.count(key)) << key.first << " " << key.second;
-  const JsonValue& copy = *rows[{"lru", "copy"}];
-  const JsonValue& um = *rows[{"lru", "um"}];
-  for (const JsonValue* r : {&copy, &um, rows[{"none", "um"}]}) {
-    const double seconds = r->find("seconds_per_iteration")->as_double();
-    const double bound = r->find("bound_seconds")->as_double();
+  const Json& copy = *rows[{"lru", "copy"}];
+  const Json& um = *rows[{"lru", "um"}];
+  for (const Json* r : {&copy, &um, rows[{"none", "um"}]}) {
+    const double seconds = r->at("seconds_per_iteration").get<double>();
+    const double bound = r->at("bound_seconds").get<double>();
     EXPECT_GT(bound, 0);
     EXPECT_LE(bound, seconds * (1 + 1e-9));
-    EXPECT_NEAR(r->find("ratio_to_bound")->as_double(), seconds / bound, 1e-6 * seconds / bound);
-    EXPECT_EQ(r->find("bytes_written_back_per_iteration")->as_uint(),
-              *r->find("bytes_evicted_per_iteration")->as_uint() + *r->find("bytes_saved_per_iteration")->as_uint());
+    EXPECT_NEAR(r->at("ratio_to_bound").get<double>(), seconds / bound, 1e-6 * seconds / bound);
+    EXPECT_EQ(as_uint(r->at("bytes_written_back_per_iteration")),
+              *as_uint(r->at("bytes_evicted_per_iteration")) + *as_uint(r->at("bytes_saved_per_iteration")));
   }
   // The copy path saves dirty data and drops the rest; unified memory only evicts.
-  EXPECT_GT(copy.find("bytes_saved_per_iteration")->as_uint().value_or(0), 0u);
-  EXPECT_GT(copy.find("bytes_discarded_per_iteration")->as_uint().value_or(0), 0u);
-  EXPECT_EQ(um.find("bytes_saved_per_iteration")->as_uint().value_or(1), 0u);
-  EXPECT_GT(um.find("bytes_evicted_per_iteration")->as_uint().value_or(0), 0u);
-  EXPECT_LT(copy.find("seconds_per_iteration")->as_double(), um.find("seconds_per_iteration")->as_double());
+  EXPECT_GT(as_uint(copy.at("bytes_saved_per_iteration")).value_or(0), 0u);
+  EXPECT_GT(as_uint(copy.at("bytes_discarded_per_iteration")).value_or(0), 0u);
+  EXPECT_EQ(as_uint(um.at("bytes_saved_per_iteration")).value_or(1), 0u);
+  EXPECT_GT(as_uint(um.at("bytes_evicted_per_iteration")).value_or(0), 0u);
+  EXPECT_LT(copy.at("seconds_per_iteration").get<double>(), um.at("seconds_per_iteration").get<double>());
   std::filesystem::remove(json);
 }
 

@@ -2,13 +2,22 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "bench/pump_bench/table_printer.h"
-#include "core/trace/json_value.h"
 
 namespace pump::bench {
 namespace {
+
+using Json = nlohmann::json;
+
+// A counter as written: an unsigned integer, or nothing.
+std::optional<uint64_t> as_uint(const Json& v) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>();
+  return std::nullopt;
+}
 
 ConfigResult row(const char* config, std::vector<double> samples, uint64_t violations = 0) {
   ConfigResult r;
@@ -77,24 +86,23 @@ TEST(PumpBenchResults, TableHasOneLinePerRowAndShowsViolationsLoudly) {
 TEST(PumpBenchResults, JsonParsesBackWithEveryConfiguration) {
   std::ostringstream out;
   write_json(out, fixed_report());
-  std::string error;
-  std::optional<JsonValue> v = parse_json(out.str(), &error);
-  ASSERT_TRUE(v) << error << "\n" << out.str();
-  EXPECT_EQ(v->find("machine")->find("cpu")->as_string(), "cpu, \"fast\"");
-  const JsonValue* results = v->find("results");
+  const Json v = Json::parse(out.str(), nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(v.is_discarded()) << out.str();
+  EXPECT_EQ(v.at("machine").at("cpu").get<std::string>(), "cpu, \"fast\"");
+  const Json* results = v.contains("results") ? &v.at("results") : nullptr;
   ASSERT_TRUE(results && results->is_array());
-  ASSERT_EQ(results->items().size(), 5u);
-  const JsonValue& lru = results->items()[1];
-  EXPECT_EQ(lru.find("config")->as_string(), "lru");
-  EXPECT_DOUBLE_EQ(lru.find("seconds_per_iteration")->as_double(), 0.005);
-  EXPECT_EQ(lru.find("samples_seconds")->items().size(), 3u);
-  EXPECT_EQ(lru.find("bytes_prefetched_per_iteration")->as_uint(), 3ull << 20);
-  EXPECT_EQ(lru.find("datapath")->as_string(), "copy");
-  EXPECT_EQ(lru.find("bytes_brought_in_per_iteration")->as_uint(), 3ull << 20);
-  EXPECT_EQ(results->items()[3].find("violations")->as_uint(), 2u);
-  EXPECT_DOUBLE_EQ(v->find("link")->find("out_bytes_per_second")->as_double(), 40e9);
-  EXPECT_EQ(v->find("link")->find("source")->as_string(), "test");
-  EXPECT_FALSE(results->items()[4].find("ran")->as_bool());
+  ASSERT_EQ(results->size(), 5u);
+  const Json& lru = (*results)[1];
+  EXPECT_EQ(lru.at("config").get<std::string>(), "lru");
+  EXPECT_DOUBLE_EQ(lru.at("seconds_per_iteration").get<double>(), 0.005);
+  EXPECT_EQ(lru.at("samples_seconds").size(), 3u);
+  EXPECT_EQ(as_uint(lru.at("bytes_prefetched_per_iteration")), 3ull << 20);
+  EXPECT_EQ(lru.at("datapath").get<std::string>(), "copy");
+  EXPECT_EQ(as_uint(lru.at("bytes_brought_in_per_iteration")), 3ull << 20);
+  EXPECT_EQ(as_uint((*results)[3].at("violations")), 2u);
+  EXPECT_DOUBLE_EQ(v.at("link").at("out_bytes_per_second").get<double>(), 40e9);
+  EXPECT_EQ(v.at("link").at("source").get<std::string>(), "test");
+  EXPECT_FALSE((*results)[4].at("ran").get<bool>());
 }
 
 TEST(PumpBenchResults, CsvHasAHeaderAndOneQuotedSafeLinePerRow) {

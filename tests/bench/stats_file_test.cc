@@ -54,5 +54,26 @@ TEST(PumpBenchStatsFile, MissingCountersAreZeroAndBrokenJsonIsAnError) {
   EXPECT_NE(error.find("not written"), std::string::npos);
 }
 
+TEST(PumpBenchStatsFile, HostileNestingAndOddTextAreHandled) {
+  std::string error;
+  // Deep but valid: parsed, and the walk stops at its depth bound instead of the stack's.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  std::optional<PumpStats> s = parse_pump_stats(deep, &error);
+  ASSERT_TRUE(s) << error;
+  EXPECT_EQ(s->devices, 0);
+  EXPECT_FALSE(parse_pump_stats(std::string(100000, '{'), &error));
+  EXPECT_EQ(error.rfind("not valid JSON: ", 0), 0u) << error.substr(0, 200);
+  EXPECT_EQ(error.find('\n'), std::string::npos);
+  EXPECT_FALSE(parse_pump_stats("{\"devices\": [{\"bytes_evicted\": 1}]} trailing", &error));
+  EXPECT_FALSE(parse_pump_stats("", &error));
+  // Negative or fractional counters count as what they round down to, never below 0.
+  s = parse_pump_stats(R"({"devices": [{"bytes_prefetched": -5, "bytes_evicted": 2.9, "bytes_demand": "7"}]})",
+                       &error);
+  ASSERT_TRUE(s) << error;
+  EXPECT_EQ(s->bytes_prefetched, 0u);
+  EXPECT_EQ(s->bytes_evicted, 2u);
+  EXPECT_EQ(s->bytes_demand, 0u);
+}
+
 }  // namespace
 }  // namespace pump::bench

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "tests/interpose/log_capture.h"
@@ -84,6 +85,40 @@ TEST(StatsReport, BracesAndBracketsBalance) {
   }
   EXPECT_EQ(depth, 0);
   EXPECT_FALSE(in_string);
+}
+
+// Names come from the environment and from plugins: whatever their bytes, the
+// report parses, keeps them (invalid UTF-8 as U+FFFD) and keeps its key order.
+TEST(StatsReport, OddStringsStayValidJsonAndKeyOrderIsKept) {
+  StatsReport r = sample();
+  r.policy_requested = std::string("tab\there \"q\" back\\slash nl\n \x01 caf\xc3\xa9", 31);
+  r.plugins_requested = {"/opt/lib\xff/libx.so", ""};
+  r.hooks.push_back({"hook \"odd\"\n", "lib", 1, 0, 0, 0, 0});
+  const std::string text = render_stats_json(r);
+  const nlohmann::json v = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(v.is_discarded()) << text;
+  EXPECT_EQ(v["config"]["policy_requested"], r.policy_requested);
+  EXPECT_EQ(v["config"]["plugins_requested"][0], "/opt/lib\xef\xbf\xbd/libx.so");
+  EXPECT_EQ(v["config"]["plugins_requested"][1], "");
+  EXPECT_EQ(v["hooks"]["hook \"odd\"\n"]["calls"], 1u);
+  EXPECT_EQ(v["devices"][0]["backend_failed_calls"], 2u);
+  for (char c : text) EXPECT_TRUE(c == '\n' || static_cast<unsigned char>(c) >= 0x20) << text;
+  const size_t config = text.find("\"config\""), allocations = text.find("\"allocations\""),
+               hooks = text.find("\"hooks\""), devices = text.find("\"devices\"");
+  EXPECT_LT(config, allocations);
+  EXPECT_LT(allocations, hooks);
+  EXPECT_LT(hooks, devices);
+  EXPECT_LT(text.find("\"device\": 0"), text.find("\"kernels\": 12"));
+  EXPECT_LT(text.find("\"peak_tracked_bytes\""), text.find("\"backend_prefetch_calls\""));
+}
+
+TEST(StatsReport, EmptyReportIsValidJson) {
+  const std::string text = render_stats_json(StatsReport{});
+  const nlohmann::json v = nlohmann::json::parse(text, nullptr, false);
+  ASSERT_FALSE(v.is_discarded()) << text;
+  EXPECT_TRUE(v["hooks"].is_object());
+  EXPECT_TRUE(v["devices"].is_array());
+  EXPECT_TRUE(v["config"]["plugins_requested"].is_array());
 }
 
 TEST(WriteFileAtomically, WritesTheWholeTextAndLeavesNoTemporary) {

@@ -137,6 +137,71 @@ TEST(Trace, UnknownFieldsAreIgnored) {
   EXPECT_EQ(t->records.at(0).address, 16u);
 }
 
+// Names are written by nlohmann's escaper (plain ASCII is copied as is): every odd
+// byte still reads back, and bytes that are not UTF-8 become U+FFFD rather than
+// making the line invalid JSON.
+TEST(Trace, OddKernelNamesRoundTripAndInvalidUtf8BecomesReplacement) {
+  const std::string path = temp_path("odd_names");
+  const pump_extent_v1_t e{0x1000, 16, PUMP_ACCESS_READ, PUMP_ROLE_WEIGHT};
+  const std::vector<std::string> kept = {
+      "plain_kernel<float, 128>",        "quote\" back\\slash / slash", "tab\tnl\ncr\rbs\bff\f",
+      std::string("nul\0x\x01\x1f\x7f", 9), "caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x98\x80"};
+  {
+    std::unique_ptr<TraceWriter> w = TraceWriter::open(path);
+    ASSERT_TRUE(w);
+    for (const std::string& name : kept) w->record_kernel(1, &e, 1, name.c_str());
+    w->record_kernel(1, &e, 1, "cut\xe2\x86");  // a multi-byte character cut short
+    w->record_kernel(1, &e, 1, "\xff\xfe");
+  }
+  std::string error;
+  std::optional<Trace> t = read_trace_file(path, &error);
+  ASSERT_TRUE(t) << error;
+  ASSERT_EQ(t->records.size(), kept.size() + 2);
+  // The NUL ends a C string: record_kernel takes const char*.
+  EXPECT_EQ(t->records[0].name, kept[0]);
+  EXPECT_EQ(t->records[1].name, kept[1]);
+  EXPECT_EQ(t->records[2].name, kept[2]);
+  EXPECT_EQ(t->records[3].name, "nul");
+  EXPECT_EQ(t->records[4].name, kept[4]);
+  EXPECT_EQ(t->records[5].name, "cut\xef\xbf\xbd");
+  EXPECT_EQ(t->records[6].name, "\xef\xbf\xbd\xef\xbf\xbd");
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line))
+    for (char c : line) EXPECT_GE(static_cast<unsigned char>(c), 0x20u) << "raw control byte in: " << line;
+  std::filesystem::remove(path);
+  TraceRecord r;
+  r.name = std::string("a\0b\x01", 4);
+  EXPECT_EQ(format_trace_record(r), "{\"op\":\"kernel\",\"stream\":0,\"name\":\"a\\u0000b\\u0001\",\"extents\":[]}");
+}
+
+TEST(Trace, BadJsonLinesAreOneLineErrorsAndNeverCrash) {
+  const std::string header = "{\"pump_trace\":1}\n";
+  const std::string cases[] = {
+      std::string(100000, '['),                          // hostile nesting
+      "{\"op\":\"free\",\"address\":16,}",               // trailing comma
+      "{\"op\":\"free\",\"address\":16} trailing",       // text after the value
+      "{\"op\":\"free\",\"address\":\"0x10\xff\"}",        // not UTF-8
+      "{\"op\":\"free\",\"address\":\"open",              // unterminated string
+      "{\"op\":\"free\",\"address\":\"a\x01b\"}",          // raw control character
+      "{\"op\":\"free\",\"address\":\"\\ud800\"}",        // lone surrogate
+      "NaN",
+  };
+  for (const std::string& bad : cases) {
+    std::string error;
+    EXPECT_FALSE(parse(header + bad + "\n", &error)) << bad.substr(0, 40);
+    EXPECT_EQ(error.rfind("t.trace:2: not valid JSON: ", 0), 0u) << error.substr(0, 200);
+    EXPECT_EQ(error.find('\n'), std::string::npos) << "one line: " << error.substr(0, 200);
+    EXPECT_EQ(error.find("[json.exception"), std::string::npos) << error.substr(0, 200);
+  }
+  std::string error;
+  EXPECT_FALSE(parse(header + "{\"op\":\"free\",\"address\":18446744073709551616}\n", &error));
+  EXPECT_NE(error.find("non-negative integer"), std::string::npos) << error;  // 2^64: no longer exact
+  std::optional<Trace> t = parse(header + "{\"op\":\"free\",\"address\":18446744073709551615}\n", &error);
+  ASSERT_TRUE(t) << error;
+  EXPECT_EQ(t->records.at(0).address, 18446744073709551615ull);
+}
+
 TEST(Trace, MissingFileIsOneClearError) {
   std::string error;
   EXPECT_FALSE(read_trace_file("/nonexistent/trace.jsonl", &error));

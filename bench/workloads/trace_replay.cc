@@ -1,4 +1,4 @@
-#include "core/trace/trace_replay.h"
+#include "bench/workloads/trace_replay.h"
 
 #include <algorithm>
 #include <iterator>
