@@ -35,13 +35,13 @@ TEST(PumpBenchEndToEnd, SimTrainingLoopHasEveryConfigurationAndLruBeatsNoneAtTwo
   for (const JsonValue& r : v->find("results")->items())
     rows[{r.find("ratio")->as_double(), r.find("config")->as_string()}] = &r;
   for (double ratio : {1.0, 2.0})
-    for (const char* config : {"native", "managed", "none", "lru", "bound"}) {
+    for (const char* config : {"native", "managed", "none", "lru", "bound", "oracle"}) {
       auto it = rows.find({ratio, config});
       ASSERT_NE(it, rows.end()) << config << " x" << ratio;
       EXPECT_TRUE(it->second->find("ran")->as_bool()) << config << " x" << ratio;
       EXPECT_EQ(it->second->find("violations")->as_uint(), 0u) << config << " x" << ratio;
     }
-  EXPECT_EQ(rows.size(), 10u);
+  EXPECT_EQ(rows.size(), 12u);
   const JsonValue& none_row = *rows[std::make_pair(2.0, std::string("none"))];
   const JsonValue& lru_row = *rows[std::make_pair(2.0, std::string("lru"))];
   const JsonValue& bound_row = *rows[std::make_pair(2.0, std::string("bound"))];
@@ -84,9 +84,10 @@ TEST(PumpBenchEndToEnd, SimRunsEachPolicyOnEachDataPathWithItsOwnBound) {
   std::map<std::pair<std::string, std::string>, const JsonValue*> rows;
   for (const JsonValue& r : v->find("results")->items())
     rows[{r.find("config")->as_string(), r.find("datapath")->as_string()}] = &r;
-  EXPECT_EQ(rows.size(), 6u);  // native, managed (um), none (um), lru copy, lru um, bound
+  EXPECT_EQ(rows.size(), 7u);  // native, managed (um), none (um), lru copy, lru um, bound, oracle (copy)
   for (const auto& key : std::vector<std::pair<std::string, std::string>>{
-           {"native", ""}, {"managed", "um"}, {"none", "um"}, {"lru", "copy"}, {"lru", "um"}, {"bound", ""}})
+           {"native", ""}, {"managed", "um"}, {"none", "um"}, {"lru", "copy"}, {"lru", "um"}, {"bound", ""},
+           {"oracle", "copy"}})
     ASSERT_TRUE(rows.count(key)) << key.first << " " << key.second;
   const JsonValue& copy = *rows[{"lru", "copy"}];
   const JsonValue& um = *rows[{"lru", "um"}];
