@@ -4,7 +4,9 @@
  * pressure the policy evicts, least recently used first within each tier:
  *   1. activations and workspaces (dead workspaces are discarded, not written back),
  *   2. blocks of unknown role,
- *   3. weights, only if the tiers above could not free enough.
+ *   3. weights, only if the tiers above could not free enough;
+ * blocks one of the last POLICY_MIN_AGE kernels used go only when the older ones of
+ * every tier do not free enough (their eviction would wait for those kernels).
  * A kernel's missing blocks are prefetched ahead of the stream (PUMP_WHEN_NOW).
  */
 #include "policy_common.h"
@@ -28,12 +30,17 @@ static void activations_on_kernel(void* ctx, const pump_kernel_v1_t* kernel) {
 
 static void activations_on_pressure(void* ctx, const pump_kernel_v1_t* kernel, uint64_t bytes_needed) {
   size_t tier;
+  int pass;
   uint64_t freed = 0;
-  (void)kernel;
+  const uint64_t seq = kernel != NULL ? kernel->seq : 0;
   if (ctx == NULL) return;
-  for (tier = 0; tier < sizeof k_eviction_tiers / sizeof k_eviction_tiers[0] && freed < bytes_needed; ++tier)
-    freed = policy_add_saturating(freed, policy_evict_lru((policy_base_t*)ctx, k_eviction_tiers[tier],
-                                                          POLICY_ANY_BLOCK, 1, bytes_needed - freed));
+  /* First only blocks the last few kernels did not use: evicting one they did makes
+   * the fetch wait for them (see policy_block_is_young); then the tiers again, any age. */
+  for (pass = 0; pass < 2 && freed < bytes_needed; ++pass)
+    for (tier = 0; tier < sizeof k_eviction_tiers / sizeof k_eviction_tiers[0] && freed < bytes_needed; ++tier)
+      freed = policy_add_saturating(
+          freed, policy_evict_lru_aged((policy_base_t*)ctx, k_eviction_tiers[tier], POLICY_ANY_BLOCK, 1,
+                                       bytes_needed - freed, seq, pass == 0 ? POLICY_MIN_AGE : 0));
 }
 
 PUMP_DECLARE_POLICY = {

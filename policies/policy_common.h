@@ -102,11 +102,25 @@ typedef struct policy_block_filter {
 #define POLICY_IDLE_BLOCKS ((policy_block_filter_t){PUMP_BLOCK_IN_USE, 0u})
 #define POLICY_IDLE_DEAD_BLOCKS ((policy_block_filter_t){PUMP_BLOCK_IN_USE | PUMP_BLOCK_DEAD, PUMP_BLOCK_DEAD})
 
-/* Evicts candidates of `role_mask` that pass `filter`, least recently used
- * first, until `bytes_needed` are freed or none is left. Dead blocks are
- * discarded (not written back) when `discard_dead`. Returns the bytes freed. */
-static inline uint64_t policy_evict_lru(policy_base_t* base, uint32_t role_mask, policy_block_filter_t filter,
-                                        int discard_dead, uint64_t bytes_needed) {
+/* Whether evicting `b` now, for the kernel with sequence number `seq`, cannot overlap
+ * with compute: the block leaves only once its last kernel is done, and the fetch
+ * that needs its room waits for that, so a block one of the last `min_age` kernels
+ * used makes "kernel -> write-back -> fetch -> kernel" run in series. */
+static inline int policy_block_is_young(const pump_block_v1_t* b, uint64_t seq, uint64_t min_age) {
+  return b->last_use != 0 && seq >= b->last_use && seq - b->last_use < min_age;
+}
+
+/* How many kernels back a block's last use must be for its eviction to overlap with
+ * the kernels in between (see policy_block_is_young). */
+#define POLICY_MIN_AGE 3u
+
+/* Evicts candidates of `role_mask` that pass `filter` and are not young for kernel
+ * `seq` (policy_block_is_young with `min_age`; 0: any age), least recently used
+ * first, until `bytes_needed` are freed or none is left. Dead blocks are discarded
+ * (not written back) when `discard_dead`. Returns the bytes freed. */
+static inline uint64_t policy_evict_lru_aged(policy_base_t* base, uint32_t role_mask, policy_block_filter_t filter,
+                                             int discard_dead, uint64_t bytes_needed, uint64_t seq,
+                                             uint64_t min_age) {
   const pump_policy_host_v1_t* host = base->host;
   policy_candidates_t* c = &base->candidates;
   uint64_t freed = 0;
@@ -119,6 +133,7 @@ static inline uint64_t policy_evict_lru(policy_base_t* base, uint32_t role_mask,
       const pump_block_v1_t* b = &c->items[i];
       uint32_t flags = discard_dead && (b->flags & PUMP_BLOCK_DEAD) ? PUMP_EVICT_DISCARD : 0u;
       if ((b->flags & filter.mask) != filter.want) continue;
+      if (min_age && policy_block_is_young(b, seq, min_age)) continue;
       if (host->evict(host, b->id, flags) != PUMP_OK) continue;
       freed = policy_add_saturating(freed, b->bytes);
       freed_this_window = policy_add_saturating(freed_this_window, b->bytes);
@@ -129,6 +144,12 @@ static inline uint64_t policy_evict_lru(policy_base_t* base, uint32_t role_mask,
     if (freed_this_window == 0 && !policy_candidates_grow(c)) break;
   }
   return freed;
+}
+
+/* policy_evict_lru_aged of any age. */
+static inline uint64_t policy_evict_lru(policy_base_t* base, uint32_t role_mask, policy_block_filter_t filter,
+                                        int discard_dead, uint64_t bytes_needed) {
+  return policy_evict_lru_aged(base, role_mask, filter, discard_dead, bytes_needed, 0, 0);
 }
 
 /* Requests every block of `kernel` not yet on the device. The host never

@@ -10,7 +10,7 @@
  *     MIN condition: a prefetch never pushes out something needed sooner).
  * Until a period is confirmed, and from the moment a kernel does not match the
  * prediction, it behaves like "lru" (kernel blocks now, dead-first LRU eviction,
- * 5% headroom when the program does not fit).
+ * no headroom by default).
  *
  * Blocks are keyed by address range (address, bytes), never by id: ids change
  * when the engine splits a block; a caching allocator hands out the same
@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <unordered_map>
@@ -45,7 +46,8 @@ constexpr size_t kCandidatesInitial = 256;
 constexpr size_t kCandidatesMax = size_t{1} << 14;   // Belady ranks at most this many LRU-first candidates
 constexpr uint32_t kNever = UINT32_MAX;              // next-use distance of a range absent from the period
 constexpr double kDefaultLookaheadPercent = 25.0;
-constexpr double kLruHeadroomPercent = 5.0;
+constexpr double kLruHeadroomPercent = 0.0;  // as lru's default (see policy_lru.c)
+constexpr uint64_t kDefaultMinAge = 2;
 
 uint64_t mix64(uint64_t x) {  // splitmix64 finalizer
   x ^= x >> 30;
@@ -141,6 +143,7 @@ struct LearnedPolicy {
   std::vector<Victim> victims;
   bool victims_ready = false;
   uint64_t victims_seq = 0;
+  uint64_t min_age = kDefaultMinAge;  // kernels since a block's last use before it is "old"
 };
 
 // ------------------------------------------------------------------ config
@@ -191,6 +194,10 @@ bool parse_lookahead(const char* text, Lookahead* out) {
 
 void configure(LearnedPolicy* s) {
   const pump_policy_host_v1_t* host = s->host;
+  if (const char* age = PUMP_HAS_MEMBER(host, pump_policy_host_v1_t, get_config)
+                            ? host->get_config(host, "LEARNED_MIN_AGE")
+                            : nullptr)
+    s->min_age = std::strtoull(age, nullptr, 10);
   const char* text = PUMP_HAS_MEMBER(host, pump_policy_host_v1_t, get_config)
                          ? host->get_config(host, "LEARNED_LOOKAHEAD")
                          : nullptr;
@@ -375,23 +382,37 @@ uint64_t discard_idle_dead(LearnedPolicy* s, uint64_t bytes_needed, uint32_t pro
   return freed;
 }
 
+// Whether evicting `b` for the kernel being decided can overlap with compute: its
+// write-back (or drop) waits for its last kernel, and the fetch that needs the room
+// waits for that. A block the last few kernels used leaves only when they are done,
+// so kernel -> save -> fetch -> kernel runs in series (nothing hides the copies).
+bool is_young(const LearnedPolicy& s, const pump_block_v1_t& b) {
+  return b.last_use != 0 && s.observed_seq >= b.last_use && s.observed_seq - b.last_use < s.min_age;
+}
+
 // Belady: evicts the candidates used farthest in the future whose next use is
-// later than `protect_distance` kernels from now, until `bytes_needed` are freed.
+// later than `protect_distance` kernels from now, until `bytes_needed` are freed;
+// blocks used by the last min_age kernels only when the older ones do not suffice.
 // With `idle_only`, stops at the first choice still in use rather than take a
 // nearer one (that would cost MIN a miss) or wait for its kernel on the
 // transfer stream (that would hold back every transfer queued behind it).
 uint64_t evict_farthest(LearnedPolicy* s, uint64_t bytes_needed, uint32_t protect_distance, bool idle_only) {
   rank_victims(s);
   uint64_t freed = discard_idle_dead(s, bytes_needed, protect_distance);
-  while (freed < bytes_needed && !s->victims.empty() && s->victims.front().distance > protect_distance) {
-    pump_block_v1_t& b = s->candidates[s->victims.front().candidate];
-    if (idle_only && b.bytes != 0 && (b.flags & PUMP_BLOCK_IN_USE)) break;
-    std::pop_heap(s->victims.begin(), s->victims.end());
-    s->victims.pop_back();
-    if (b.bytes == 0) continue;
-    if (s->host->evict(s->host, b.id, evict_flags(b)) == PUMP_OK) freed += b.bytes;
-    b.bytes = 0;
+  if (freed >= bytes_needed) return freed;
+  std::sort_heap(s->victims.begin(), s->victims.end());  // ascending: the best victim last
+  for (int young_pass = 0; young_pass <= 1 && freed < bytes_needed; ++young_pass) {
+    for (size_t i = s->victims.size(); i-- > 0 && freed < bytes_needed;) {
+      const Victim& v = s->victims[i];
+      if (v.distance <= protect_distance) break;
+      pump_block_v1_t& b = s->candidates[v.candidate];
+      if (b.bytes == 0 || is_young(*s, b) != (young_pass == 1)) continue;
+      if (idle_only && (b.flags & PUMP_BLOCK_IN_USE)) break;
+      if (s->host->evict(s->host, b.id, evict_flags(b)) == PUMP_OK) freed += b.bytes;
+      b.bytes = 0;
+    }
   }
+  std::make_heap(s->victims.begin(), s->victims.end());
   return freed;
 }
 
@@ -471,7 +492,7 @@ void prefetch_ahead(LearnedPolicy* s, uint64_t ordinal) {
 void keep_lru_headroom(LearnedPolicy* s) {
   pump_budget_v1_t budget{};
   s->host->get_budget(s->host, &budget);
-  if (budget.managed_bytes <= budget.budget_bytes) return;
+  if (budget.managed_bytes <= budget.budget_bytes || kLruHeadroomPercent <= 0.0) return;
   const uint64_t room = budget.resident_bytes < budget.budget_bytes ? budget.budget_bytes - budget.resident_bytes : 0;
   const uint64_t wanted = static_cast<uint64_t>(static_cast<double>(budget.budget_bytes) * kLruHeadroomPercent / 100.0);
   if (room < wanted) evict_lru(s, wanted - room, PUMP_BLOCK_IN_USE);

@@ -32,6 +32,8 @@ void finalize_comparisons(std::vector<ConfigResult>* results) {
     if (!r.ran || r.median_seconds <= 0) continue;
     if (const ConfigResult* none = find_row(*results, r, "none"); none && none->median_seconds > 0)
       r.speedup_vs_none = none->median_seconds / r.median_seconds;
+    if (const ConfigResult* oracle = find_row(*results, r, "oracle"); oracle && oracle->traffic_bytes() > 0)
+      r.traffic_vs_oracle = static_cast<double>(r.traffic_bytes()) / static_cast<double>(oracle->traffic_bytes());
     if (r.bound_seconds > 0)
       r.ratio_to_bound = r.median_seconds / r.bound_seconds;
     else if (const ConfigResult* bound = find_row(*results, r, "bound"); bound && bound->median_seconds > 0)

@@ -28,6 +28,9 @@ struct ConfigResult {
   // out); 0: not known (then ratio_to_bound uses the bound row's time).
   double bound_seconds = 0;
   double ratio_to_bound = 0;
+  // (bytes in + out) / the oracle row's (same workload and ratio); 0: no oracle row,
+  // or the oracle moves nothing (then see traffic_bytes()).
+  double traffic_vs_oracle = 0;
 
   // Per iteration (means over the steady iterations where known).
   uint64_t bytes_prefetched = 0;   // host -> device by prefetch (unified memory)
@@ -41,6 +44,7 @@ struct ConfigResult {
 
   uint64_t bytes_brought_in() const { return bytes_prefetched + bytes_restored + bytes_faulted; }
   uint64_t bytes_written_back() const { return bytes_evicted + bytes_saved; }
+  uint64_t traffic_bytes() const { return bytes_brought_in() + bytes_written_back(); }
 
   uint64_t violations = 0;  // sim invariant violations: a bug when nonzero
   std::vector<std::string> violation_texts;

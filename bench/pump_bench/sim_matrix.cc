@@ -8,6 +8,7 @@
 #include "core/engine/shadow_store.h"
 #include "core/plugin_host/plugin_host.h"
 #include "core/sim/sim_runner.h"
+#include "bench/pump_bench/oracle.h"
 
 namespace pump::bench {
 
@@ -133,7 +134,7 @@ std::vector<ConfigResult> run_sim_matrix(const SimMatrix& matrix, const SimProgr
   std::map<std::string, std::optional<LoadedPolicy>> loaded;
   for (const std::string& p : policies) loaded[p] = host.load_policy(p);
 
-  const size_t per_workload = 2 + matrix.ratios.size() * (1 + policies.size() * matrix.datapaths.size());
+  const size_t per_workload = 2 + matrix.ratios.size() * (1 + policies.size() * matrix.datapaths.size());  // + bound, oracle rows (not run)
   const LinkRates link = sim_link_rates(matrix.model);
   const size_t total = matrix.workloads.size() * per_workload;
   size_t index = 0;
@@ -218,6 +219,17 @@ std::vector<ConfigResult> run_sim_matrix(const SimMatrix& matrix, const SimProgr
       bound.bytes_saved = b.bytes_out;
       bound.note = seconds > compute ? "link-bound" : "compute-bound";
       rows.push_back(bound);
+
+      // The offline optimum of this kernel sequence on the copy path (oracle.h).
+      ConfigResult oracle_row = make_row(w, ratio, "oracle", budget);
+      oracle_row.datapath = "copy";
+      const OracleResult o = belady_oracle(w, budget, compute, link);
+      oracle_row.ran = true;
+      oracle_row.samples_seconds = {o.seconds};
+      oracle_row.bytes_restored = o.bytes_in;
+      oracle_row.bytes_saved = o.bytes_out;
+      oracle_row.note = "Belady, just-in-time fetch, link-bound time";
+      rows.push_back(oracle_row);
     }
   }
   finalize_comparisons(&rows);

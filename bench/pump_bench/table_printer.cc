@@ -25,7 +25,7 @@ std::vector<std::string> cells(const ConfigResult& r) {
   if (!r.note.empty()) check += check.empty() ? r.note : " (" + r.note + ")";
   if (!r.ran)
     return {r.workload, fmt("x%.1f", r.ratio), r.config, r.datapath.empty() ? "-" : r.datapath,
-            "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", check};
+            "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", check};
   const bool bound = r.config == "bound";
   return {r.workload,
           fmt("x%.1f", r.ratio),
@@ -41,6 +41,7 @@ std::vector<std::string> cells(const ConfigResult& r) {
           mib(r.bytes_written_back()),
           bound ? "" : mib(r.bytes_discarded),
           bound ? "" : fmt("%.2f", static_cast<double>(r.peak_resident_bytes) / (1ull << 30)),
+          r.traffic_vs_oracle > 0 ? fmt("%.2f", r.traffic_vs_oracle) : "-",
           check};
 }
 
@@ -50,7 +51,7 @@ void print_table(std::ostream& out, const std::vector<ConfigResult>& results) {
   const std::vector<std::string> header{"workload",  "ratio",      "config",       "path",
                                         "ms/iter",   "min-max ms", "vs none",      "bound ms",
                                         "/bound",    "in MiB/it",  "fault MiB/it", "wb MiB/it",
-                                        "drop MiB/it", "peak GiB", "check"};
+                                        "drop MiB/it", "peak GiB", "traffic/oracle", "check"};
   std::vector<std::vector<std::string>> rows;
   for (const ConfigResult& r : results) rows.push_back(cells(r));
   std::vector<size_t> width(header.size());

@@ -29,6 +29,7 @@ TEST(PolicyLru, KeepsDefaultHeadroomOfFivePercentFreeAfterTheKernel) {
   host.add_block(20, PUMP_ROLE_WEIGHT, true);
   const uint64_t missing = host.add_block(900, PUMP_ROLE_ACTIVATION, false);
   host.add_block(1000, PUMP_ROLE_ACTIVATION, false);  // on the host: the program does not fit
+  host.set_config("LRU_HEADROOM", "5%");  // the default is 0 since the copy path
   PolicyInstance policy("lru", host);
   ASSERT_TRUE(policy.ready());
   policy.on_kernel(host.begin_kernel({missing}));  // 960 resident: 40 free, 50 wanted
@@ -41,6 +42,7 @@ TEST(PolicyLru, HeadroomNeverEvictsBlocksInUse) {
   host.add_block(500, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_IN_USE);  // least recently used
   const uint64_t idle = host.add_block(480, PUMP_ROLE_WEIGHT, true);
   host.add_block(1000, PUMP_ROLE_ACTIVATION, false);  // on the host: the program does not fit
+  host.set_config("LRU_HEADROOM", "5%");  // the default is 0 since the copy path
   PolicyInstance policy("lru", host);
   ASSERT_TRUE(policy.ready());
   policy.on_kernel(host.begin_kernel({}));
@@ -50,6 +52,7 @@ TEST(PolicyLru, HeadroomNeverEvictsBlocksInUse) {
   FakePolicyHost busy(1000);
   busy.add_block(990, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_IN_USE);
   busy.add_block(1000, PUMP_ROLE_ACTIVATION, false);
+  busy.set_config("LRU_HEADROOM", "5%");  // the default is 0 since the copy path
   PolicyInstance busy_policy("lru", busy);
   ASSERT_TRUE(busy_policy.ready());
   busy_policy.on_kernel(busy.begin_kernel({}));
@@ -61,6 +64,7 @@ TEST(PolicyLru, HeadroomDiscardsDeadBlocksBeforeLiveOnes) {
   host.add_block(490, PUMP_ROLE_ACTIVATION, true);
   const uint64_t dead = host.add_block(490, PUMP_ROLE_WORKSPACE, true, PUMP_BLOCK_DEAD);
   host.add_block(1000, PUMP_ROLE_ACTIVATION, false);  // on the host: the program does not fit
+  host.set_config("LRU_HEADROOM", "5%");  // the default is 0 since the copy path
   PolicyInstance policy("lru", host);
   ASSERT_TRUE(policy.ready());
   policy.on_kernel(host.begin_kernel({}));
@@ -73,6 +77,7 @@ TEST(PolicyLru, NoEvictionWhenTheHeadroomIsAlreadyFree) {
   FakePolicyHost host(1000);
   host.add_block(900, PUMP_ROLE_WEIGHT, true);
   const uint64_t missing = host.add_block(50, PUMP_ROLE_ACTIVATION, false);
+  host.set_config("LRU_HEADROOM", "5%");  // the default is 0 since the copy path
   PolicyInstance policy("lru", host);
   ASSERT_TRUE(policy.ready());
   policy.on_kernel(host.begin_kernel({missing}));  // 950 resident: exactly 50 free
@@ -83,6 +88,7 @@ TEST(PolicyLru, NoHeadroomEvictionWhenEverythingFits) {
   FakePolicyHost host(1000);
   const uint64_t resident = host.add_block(600, PUMP_ROLE_WEIGHT, true);
   const uint64_t missing = host.add_block(390, PUMP_ROLE_ACTIVATION, false);
+  host.set_config("LRU_HEADROOM", "5%");  // the default is 0 since the copy path
   PolicyInstance policy("lru", host);
   ASSERT_TRUE(policy.ready());
   policy.on_kernel(host.begin_kernel({missing}));  // 990 of 1000 resident, 10 free: below 5%, but all fits
@@ -134,7 +140,7 @@ void PrintTo(const HeadroomCase& c, std::ostream* os) {
 
 class PolicyLruHeadroomConfig : public ::testing::TestWithParam<HeadroomCase> {};
 
-TEST_P(PolicyLruHeadroomConfig, KeepsTheConfiguredHeadroomOrWarnsOnceAndUsesFivePercent) {
+TEST_P(PolicyLruHeadroomConfig, KeepsTheConfiguredHeadroomOrWarnsOnceAndUsesTheDefault) {
   const HeadroomCase& c = GetParam();
   FakePolicyHost host(1000);
   for (int i = 0; i < 100; ++i) host.add_block(10, PUMP_ROLE_ACTIVATION, true);
@@ -159,12 +165,12 @@ TEST_P(PolicyLruHeadroomConfig, KeepsTheConfiguredHeadroomOrWarnsOnceAndUsesFive
 
 INSTANTIATE_TEST_SUITE_P(
     Values, PolicyLruHeadroomConfig,
-    ::testing::Values(HeadroomCase{nullptr, 5, 0}, HeadroomCase{"100", 10, 0}, HeadroomCase{"20%", 20, 0},
+    ::testing::Values(HeadroomCase{nullptr, 0, 0}, HeadroomCase{"100", 10, 0}, HeadroomCase{"20%", 20, 0},
                       HeadroomCase{" 55 B ", 6, 0}, HeadroomCase{"0.1k", 11, 0}, HeadroomCase{"0.1KiB", 11, 0},
                       HeadroomCase{"0", 0, 0}, HeadroomCase{"0%", 0, 0}, HeadroomCase{"12.5%", 13, 0},
-                      HeadroomCase{"lots", 5, 1}, HeadroomCase{"", 5, 1}, HeadroomCase{"-5", 5, 1},
-                      HeadroomCase{"100%", 5, 1}, HeadroomCase{"150%", 5, 1}, HeadroomCase{"12XB", 5, 1},
-                      HeadroomCase{"1e3", 5, 1}, HeadroomCase{"0x10", 5, 1}, HeadroomCase{"5%%", 5, 1},
-                      HeadroomCase{"5 MiB extra", 5, 1}, HeadroomCase{"1000", 5, 1}, HeadroomCase{"1GiB", 5, 1}));
+                      HeadroomCase{"lots", 0, 1}, HeadroomCase{"", 0, 1}, HeadroomCase{"-5", 0, 1},
+                      HeadroomCase{"100%", 0, 1}, HeadroomCase{"150%", 0, 1}, HeadroomCase{"12XB", 0, 1},
+                      HeadroomCase{"1e3", 0, 1}, HeadroomCase{"0x10", 0, 1}, HeadroomCase{"5%%", 0, 1},
+                      HeadroomCase{"5 MiB extra", 0, 1}, HeadroomCase{"1000", 0, 1}, HeadroomCase{"1GiB", 0, 1}));
 
 }  // namespace
