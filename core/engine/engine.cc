@@ -347,6 +347,7 @@ KernelTicket Engine::decide_and_order(StreamId stream, uint64_t seq) {
       else need(b->ready);
     }
     tracker_.touch(*b);
+    if (b->last_use && b->last_stream != stream) remember_other_stream(*b);
     b->last_use = seq;
     ++b->uses;
     b->fence_pending = true;
@@ -422,6 +423,29 @@ bool Engine::fence_at_stream_tail(StreamId stream, uint64_t after_seq, Fence* ou
     else *it = tail;
   }
   *out = it->fence;
+  return true;
+}
+
+void Engine::remember_other_stream(Block& b) {
+  // The kernel before, on another stream, is not covered by this one's fence.
+  if (b.fence_pending || b.unfenced) {
+    b.other_unfenced.push_back({b.last_stream, b.last_use});
+  } else if (!b.last_fence.empty() && !backend_.done(b.last_fence)) {
+    std::erase_if(b.other_fences, [&](const Fence& f) { return backend_.done(f); });
+    b.other_fences.push_back(b.last_fence);
+  }
+}
+
+bool Engine::other_streams_settled(Block& b) {
+  for (const Block::StreamUse& use : b.other_unfenced) {
+    Fence f;
+    if (!fence_at_stream_tail(use.stream, use.seq, &f)) return false;
+    b.other_fences.push_back(f);
+  }
+  b.other_unfenced.clear();
+  for (const Fence& f : b.other_fences)
+    if (!backend_.done(f)) pending_now_.wait_for.push_back(f);
+  b.other_fences.clear();
   return true;
 }
 
@@ -544,6 +568,10 @@ pump_status_v1_t Engine::request_evict(Block& b, uint32_t flags, bool by_policy)
   if (datapath_ == DataPath::kCopy && !settle_allocation_for_eviction(b)) {
     if (by_policy) ++stats_.policy_refusals;
     return PUMP_ERR_REFUSED;  // a kernel with a pointer into its allocation may use it
+  }
+  if (!other_streams_settled(b)) {
+    if (by_policy) ++stats_.policy_refusals;
+    return PUMP_ERR_REFUSED;  // a kernel on another stream is being captured
   }
   if (!b.last_fence.empty() && !backend_.done(b.last_fence)) pending_now_.wait_for.push_back(b.last_fence);
   // A fetch of it still queued (the in stream runs apart) must land before it leaves.

@@ -107,6 +107,8 @@ class Engine {
   bool settle_allocation_for_eviction(Block& b);
   bool fence_at_stream_tail(StreamId stream, uint64_t after_seq, Fence* out);
   bool fence_at_stream_tail(Block& b);
+  void remember_other_stream(Block& b);
+  bool other_streams_settled(Block& b);  // adds their waits to the batch; false if one is captured
   KernelTicket decide_and_order(StreamId stream, uint64_t seq);
   void collect_pieces(const pump_extent_v1_t* extents, size_t count, const uint8_t* inexact);
   void build_kernel_view(uint64_t seq, StreamId stream);

@@ -5,6 +5,7 @@
 #include <boost/intrusive/list_hook.hpp>
 #include <boost/intrusive/set_hook.hpp>
 #include <cstdint>
+#include <vector>
 
 #include "core/common/fence.h"
 #include "pump/pump_types_v1.h"
@@ -35,6 +36,14 @@ struct Block : ByAddressHook, LruHook {
   bool unfenced = false;    // its last kernel got no fence (everything fitted): fence it at
                             // its stream's tail if it must ever be evicted
   StreamId last_stream = 0; // stream of the last kernel that touched it
+  // Kernels on other streams that touched it before the last one and may still run
+  // (empty unless several streams share it): an eviction waits for them too.
+  struct StreamUse {
+    StreamId stream;
+    uint64_t seq;
+  };
+  std::vector<Fence> other_fences;
+  std::vector<StreamUse> other_unfenced;  // their kernels got no fence: fence those streams' tails
   Fence ready;              // completes when the last prefetch of it is done
   uint64_t kernel_mark = 0; // seq of the kernel being decided, if it touches this block
   uint32_t kernel_access = 0;

@@ -39,6 +39,8 @@ void BlockTracker::free_block(Block* block) {
   block->fence_pending = false;
   block->unfenced = false;
   block->last_stream = 0;
+  block->other_fences.clear();
+  block->other_unfenced.clear();
   block->ready = Fence{};
   block->kernel_mark = 0;
   block->kernel_access = 0;
@@ -113,6 +115,8 @@ Block* BlockTracker::split(Block& block, uint64_t at) {
   upper->fence_pending = block.fence_pending;
   upper->unfenced = block.unfenced;
   upper->last_stream = block.last_stream;
+  upper->other_fences = block.other_fences;
+  upper->other_unfenced = block.other_unfenced;
   upper->ready = block.ready;
   upper->kernel_mark = block.kernel_mark;
   upper->kernel_access = block.kernel_access;

@@ -158,11 +158,8 @@ TEST_P(EveryPolicy, BlockLargerThanTheBudgetRunsOnDemandWithOneWarning) {
 }
 
 TEST_P(EveryPolicy, KernelsOnTwoStreamsNeverLoseBlocksInUse) {
-  // KNOWN ENGINE BUG (core/engine owner): a block's last_fence covers only the stream of
-  // its last kernel (after_kernel replaces it), so evicting a block that a kernel on
-  // another stream touched earlier and is still running is not ordered after that
-  // kernel. learned's victim choice (older blocks first, LEARNED_MIN_AGE) hits it here.
-  if (policy() == "learned") GTEST_SKIP() << "engine: last_fence is per stream of the last use";
+  // A block touched on two streams: its eviction waits for the kernels of both (learned's
+  // older-first victims found the engine once waited only for the last one's stream).
   SimWorkload workload = training_loop_oversubscribed(kBudget, 2.0, /*layers=*/8, /*iterations=*/2);
   for (size_t i = 0; i < workload.iteration.size(); ++i) workload.iteration[i].stream = 1 + (i % 2);
   const Outcome o = run_policy(policy(), workload, kBudget, path());
