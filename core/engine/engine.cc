@@ -504,7 +504,11 @@ pump_status_v1_t Engine::request_prefetch(Block& b, pump_when_v1_t when) {
       return true;
     });
   }
-  if (tracker_.resident_bytes() + pending_out_bytes_ + out_in_flight_bytes_ + b.bytes > budget_) fetch_needs_room_ = true;
+  // A fetch whose room is free now goes ahead of the batch's evictions (an early batch);
+  // one that needs their room waits for them.
+  const bool needs_room = tracker_.resident_bytes() + pending_out_bytes_ + out_in_flight_bytes_ + b.bytes > budget_;
+  if (needs_room) fetch_needs_room_ = true;
+  FetchLists& lists = needs_room ? late_fetches_ : early_fetches_;
   // A transfer out of it still queued must finish before it comes back.
   if (!b.out_fence.empty()) {
     if (backend_.done(b.out_fence)) b.out_fence = Fence{};
@@ -515,11 +519,11 @@ pump_status_v1_t Engine::request_prefetch(Block& b, pump_when_v1_t when) {
     // worth having (dead, or the kernel overwrites all of it): then populate only.
     const bool overwrite = of_kernel && b.kernel_overwrite;
     if (b.saved && !overwrite) {
-      restore_blocks_.push_back(&b);
+      lists.restore.push_back(&b);
       stats_.bytes_restored += b.bytes;
       b.saved_seq = seq_;
     } else {
-      populate_blocks_.push_back(&b);
+      lists.populate.push_back(&b);
       stats_.bytes_populated += b.bytes;
       b.saved = false;
     }
@@ -527,7 +531,7 @@ pump_status_v1_t Engine::request_prefetch(Block& b, pump_when_v1_t when) {
   } else {
     // "Just before" only means something relative to a kernel.
     if (when == PUMP_WHEN_JUST_BEFORE && current_seq_) just_before_blocks_.push_back(&b);
-    else now_blocks_.push_back(&b);
+    else lists.prefetch.push_back(&b);
     stats_.bytes_prefetched += b.bytes;
     b.saved = false;  // unified memory brings it: the shadow (if any) is older
   }
@@ -658,14 +662,37 @@ void Engine::append_shadow_ranges(std::vector<Block*>* blocks, std::vector<Shado
   }
 }
 
+void Engine::submit_fetches(FetchLists* lists, TransferBatch* batch) {
+  append_ranges(&lists->prefetch, &batch->prefetch);
+  append_shadow_ranges(&lists->restore, &batch->restore);
+  append_ranges(&lists->populate, &batch->populate);
+}
+
+void Engine::note_ready(FetchLists* lists, const Fence& in) {
+  for (std::vector<Block*>* v : {&lists->prefetch, &lists->restore, &lists->populate}) {
+    for (Block* b : *v) b->ready = in;
+    v->clear();
+  }
+}
+
 void Engine::submit_pending(StreamId stream) {
   TransferBatch& now = pending_now_;
   append_ranges(&evict_blocks_, &now.evict);
   append_ranges(&discard_blocks_, &now.discard);
   append_shadow_ranges(&save_blocks_, &now.save);
-  append_ranges(&now_blocks_, &now.prefetch);
-  append_shadow_ranges(&restore_blocks_, &now.restore);
-  append_ranges(&populate_blocks_, &now.populate);
+  const bool late = !late_fetches_.empty();
+  if (!early_fetches_.empty() && (late || now.has_out())) {
+    // Fetches with room free now go first, in a batch of their own: they need not wait
+    // for this batch's evictions (the in stream runs in order, so later fetches follow).
+    TransferBatch early;
+    early.fetch_wait_for = now.fetch_wait_for;
+    submit_fetches(&early_fetches_, &early);
+    stats_.prefetch_ranges += early.prefetch.size() + early.populate.size() + early.restore.size();
+    ++stats_.batches;
+    note_ready(&early_fetches_, backend_.submit(std::move(early)).in);
+  }
+  submit_fetches(&early_fetches_, &now);
+  submit_fetches(&late_fetches_, &now);
   if (!now.empty()) {
     now.fetch_after_out = fetch_needs_room_ && now.has_out();
     if (fetch_needs_room_ && !now.has_out() && now.has_in() && !out_in_flight_.empty())
@@ -675,9 +702,8 @@ void Engine::submit_pending(StreamId stream) {
     stats_.eviction_ranges += now.evict.size() + now.discard.size() + now.save.size();
     ++stats_.batches;
     const BatchFences f = backend_.submit(std::move(now));
-    for (Block* b : now_blocks_) b->ready = f.in;
-    for (Block* b : restore_blocks_) b->ready = f.in;
-    for (Block* b : populate_blocks_) b->ready = f.in;
+    note_ready(&early_fetches_, f.in);
+    note_ready(&late_fetches_, f.in);
     for (Block* b : evict_blocks_) b->out_fence = f.out;
     for (Block* b : save_blocks_) b->out_fence = f.out;
     for (Block* b : discard_blocks_) b->out_fence = f.out;
@@ -704,13 +730,10 @@ void Engine::submit_pending(StreamId stream) {
   pending_now_ = TransferBatch{};
   pending_out_bytes_ = 0;
   fetch_needs_room_ = false;
-  now_blocks_.clear();
   just_before_blocks_.clear();
   evict_blocks_.clear();
   save_blocks_.clear();
   discard_blocks_.clear();
-  restore_blocks_.clear();
-  populate_blocks_.clear();
 }
 
 // ---------------------------------------------------------------- queries

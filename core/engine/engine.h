@@ -151,13 +151,20 @@ class Engine {
   std::vector<pump_block_v1_t> kernel_view_;
   uint64_t kernel_missing_bytes_ = 0;   // its blocks' bytes not yet resident
   TransferBatch pending_now_;               // requests gathered while deciding
-  std::vector<Block*> now_blocks_;          // prefetches requested for the "now" batch
   std::vector<Block*> just_before_blocks_;  // ... and for the "just before" batch
   std::vector<Block*> evict_blocks_;        // evictions by unified-memory migration
   std::vector<Block*> save_blocks_;         // evictions by copy into the shadow
   std::vector<Block*> discard_blocks_;      // evictions of dead or clean data
-  std::vector<Block*> restore_blocks_;      // fetches by copy from the shadow
-  std::vector<Block*> populate_blocks_;     // fetches of dropped blocks without their bytes
+  // Fetches requested for the "now" batch: unified-memory prefetches, restores by copy
+  // from the shadow, populates of dropped blocks without their bytes; early ones fit in
+  // room free now, late ones take room evictions still free.
+  struct FetchLists {
+    std::vector<Block*> prefetch, restore, populate;
+    bool empty() const { return prefetch.empty() && restore.empty() && populate.empty(); }
+  };
+  FetchLists early_fetches_, late_fetches_;
+  void submit_fetches(FetchLists* lists, TransferBatch* batch);
+  void note_ready(FetchLists* lists, const Fence& in);
   uint64_t pending_out_bytes_ = 0;          // bytes leaving in the batch being gathered
   // Batches whose transfers out may still run: the bytes they free are not free on the
   // device yet, so a fetch into that room waits for them (the in stream runs apart).

@@ -48,6 +48,7 @@ Runtime::Runtime(RuntimeOptions options) : options_(std::move(options)) {
   extractors_ = std::make_unique<ExtractorRegistry>(&config_, &find_block_any);
   if (!options_.trace_path.empty()) trace_ = TraceWriter::open(options_.trace_path);  // logs why if it fails
   load_plugins();
+  require_every_launch_seen();
   apply_safety_limit();
   log(LogLevel::kInfo,
       "runtime ready: extractors [%s], policy %s, budget %s, managed limit %s, data path %s, host limit %s%s",
@@ -56,6 +57,21 @@ Runtime::Runtime(RuntimeOptions options) : options_(std::move(options)) {
       managed_limit_.load() ? format_bytes(managed_limit_.load()).c_str() : "none",
       datapath_name(options_.datapath), format_bytes(options_.host_limit_bytes).c_str(),
       options_.verify_poison ? ", PUMP_VERIFY=poison" : "");
+}
+
+void Runtime::require_every_launch_seen() {
+  // The copy data path drops device pages; a kernel pump cannot see would read them.
+  if (options_.datapath != DataPath::kCopy) return;
+  for (SymbolId id : {k___cudaLaunchKernel, k___cudaLaunchKernel_ptsz, k_cudaLaunchKernel, k_cudaLaunchKernelExC,
+                      k_cuLaunchKernel, k_cuLaunchKernelEx}) {
+    if (extractors_->route(id).api) continue;
+    log(LogLevel::kWarn,
+        "PUMP_DATAPATH=copy needs every kernel launch seen, but no extractor in PUMP_PLUGINS handles %s "
+        "(add 'launch'): using the unified-memory data path (PUMP_DATAPATH=um)",
+        kSymbols[id].name);
+    options_.datapath = DataPath::kUnified;
+    return;
+  }
 }
 
 void Runtime::load_plugins() {

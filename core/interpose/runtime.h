@@ -66,6 +66,7 @@ class Runtime {
  private:
   explicit Runtime(RuntimeOptions options);
   void load_plugins();
+  void require_every_launch_seen();
   void apply_safety_limit();
 
   Config config_;

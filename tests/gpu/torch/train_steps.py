@@ -27,6 +27,58 @@ def resnet50(batch, dtype):
     return model, x, y, nn.CrossEntropyLoss()
 
 
+def torchvision_model(name):
+    def build(batch, dtype):
+        import torchvision
+        model = getattr(torchvision.models, name)(num_classes=1000)
+        x = torch.randn(batch, 3, 224, 224)
+        y = torch.randint(0, 1000, (batch,))
+        return model, x, y, nn.CrossEntropyLoss()
+    return build
+
+
+class LstmLM(nn.Module):
+    """A word-level LSTM language model: embedding, stacked LSTM, tied-size head."""
+
+    def __init__(self, vocab, d, layers):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d)
+        self.lstm = nn.LSTM(d, d, layers, batch_first=True)
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, tokens):
+        h, _ = self.lstm(self.embed(tokens))
+        return self.head(h).flatten(0, 1)
+
+
+def lstm(batch, dtype, seq=256, d=1536, layers=4, vocab=32000):
+    model = LstmLM(vocab, d, layers)
+    x = torch.randint(0, vocab, (batch, seq))
+    y = torch.randint(0, vocab, (batch * seq,))
+    return model, x, y, nn.CrossEntropyLoss()
+
+
+class HfCausalLM(nn.Module):
+    """transformers' GPT-2 built from a config (random weights, nothing downloaded)."""
+
+    def __init__(self, layers, d, heads, vocab, seq):
+        super().__init__()
+        from transformers import GPT2Config, GPT2LMHeadModel
+        cfg = GPT2Config(n_layer=layers, n_embd=d, n_head=heads, vocab_size=vocab, n_positions=seq,
+                         resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+        self.model = GPT2LMHeadModel(cfg)
+
+    def forward(self, tokens):
+        return self.model(input_ids=tokens).logits.flatten(0, 1)
+
+
+def gpt2(batch, dtype, seq=512, d=1280, layers=20, vocab=50257):
+    model = HfCausalLM(layers, d, 20, vocab, seq)
+    x = torch.randint(0, vocab, (batch, seq))
+    y = torch.randint(0, vocab, (batch * seq,))
+    return model, x, y, nn.CrossEntropyLoss()
+
+
 class Decoder(nn.Module):
     """GPT-style: token embedding, causal nn.TransformerEncoder layers, LM head."""
 
@@ -54,7 +106,8 @@ def transformer(batch, dtype, seq=512, d=1024, layers=12, vocab=8192):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--model", choices=["resnet50", "transformer"], required=True)
+    p.add_argument("--model", choices=["resnet50", "transformer", "densenet121", "vgg16", "lstm", "gpt2"],
+                   required=True)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--batch", type=int, default=None)
     p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
@@ -67,10 +120,11 @@ def main():
     torch.backends.cudnn.allow_tf32 = False
     dtype = torch.bfloat16 if a.dtype == "bf16" else torch.float32
 
-    if a.model == "resnet50":
-        model, x, y, loss_fn = resnet50(a.batch or 64, dtype)
-    else:
-        model, x, y, loss_fn = transformer(a.batch or 16, dtype)
+    builders = {"resnet50": (resnet50, 64), "transformer": (transformer, 16),
+                "densenet121": (torchvision_model("densenet121"), 64), "vgg16": (torchvision_model("vgg16"), 64),
+                "lstm": (lstm, 32), "gpt2": (gpt2, 8)}
+    build, default_batch = builders[a.model]
+    model, x, y, loss_fn = build(a.batch or default_batch, dtype)
     dev = torch.device("cuda")
     model = model.to(dev)
     if dtype != torch.float32:
