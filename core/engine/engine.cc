@@ -506,7 +506,10 @@ pump_status_v1_t Engine::request_prefetch(Block& b, pump_when_v1_t when) {
   }
   // A fetch whose room is free now goes ahead of the batch's evictions (an early batch);
   // one that needs their room waits for them.
-  const bool needs_room = tracker_.resident_bytes() + pending_out_bytes_ + out_in_flight_bytes_ + b.bytes > budget_;
+  // A block leaving in this very batch comes back only after it left: its restore must
+  // not copy the shadow before the save wrote it (the two directions run apart).
+  const bool needs_room = b.out_batch == batch_serial_ ||
+                          tracker_.resident_bytes() + pending_out_bytes_ + out_in_flight_bytes_ + b.bytes > budget_;
   if (needs_room) fetch_needs_room_ = true;
   FetchLists& lists = needs_room ? late_fetches_ : early_fetches_;
   // A transfer out of it still queued must finish before it comes back.
@@ -535,6 +538,7 @@ pump_status_v1_t Engine::request_prefetch(Block& b, pump_when_v1_t when) {
     stats_.bytes_prefetched += b.bytes;
     b.saved = false;  // unified memory brings it: the shadow (if any) is older
   }
+  b.fetch_batch = batch_serial_;
   tracker_.set_resident(b);
   return PUMP_OK;
 }
@@ -565,6 +569,10 @@ pump_status_v1_t Engine::request_evict(Block& b, uint32_t flags, bool by_policy)
     return PUMP_ERR_REFUSED;  // the kernel being decided needs it
   }
   if (b.residency != PUMP_RESIDENT_DEVICE) return PUMP_OK;
+  if (b.fetch_batch == batch_serial_) {
+    if (by_policy) ++stats_.policy_refusals;
+    return PUMP_ERR_REFUSED;  // fetched in this very batch: the two directions would race on it
+  }
   if (b.fence_pending || (b.unfenced && !fence_at_stream_tail(b))) {
     if (by_policy) ++stats_.policy_refusals;
     return PUMP_ERR_REFUSED;  // its kernel is being queued on another thread, or captured
@@ -613,6 +621,7 @@ pump_status_v1_t Engine::request_evict(Block& b, uint32_t flags, bool by_policy)
     stats_.bytes_evicted += b.bytes;
   }
   pending_out_bytes_ += b.bytes;
+  b.out_batch = batch_serial_;
   tracker_.set_host(b);
   return PUMP_OK;
 }
@@ -729,6 +738,7 @@ void Engine::submit_pending(StreamId stream) {
   }
   pending_now_ = TransferBatch{};
   pending_out_bytes_ = 0;
+  ++batch_serial_;
   fetch_needs_room_ = false;
   just_before_blocks_.clear();
   evict_blocks_.clear();

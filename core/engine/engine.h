@@ -166,6 +166,7 @@ class Engine {
   void submit_fetches(FetchLists* lists, TransferBatch* batch);
   void note_ready(FetchLists* lists, const Fence& in);
   uint64_t pending_out_bytes_ = 0;          // bytes leaving in the batch being gathered
+  uint64_t batch_serial_ = 1;               // names the batch being gathered (Block::out_batch)
   // Batches whose transfers out may still run: the bytes they free are not free on the
   // device yet, so a fetch into that room waits for them (the in stream runs apart).
   struct OutInFlight {

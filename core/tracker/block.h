@@ -55,6 +55,8 @@ struct Block : ByAddressHook, LruHook {
   uint64_t saved_seq = 0;   // kernel sequence number when saved last became true
   uint64_t shadow = 0;      // host address of its shadow; 0: none (an upper split piece gets an offset)
   Fence out_fence;          // completes when the last transfer out of it (save, discard, evict) is done
+  uint64_t out_batch = 0;   // the engine's batch that took it out last
+  uint64_t fetch_batch = 0; // ... and that brought it in last
 
   uint64_t end() const { return address + bytes; }
   bool contains(uint64_t addr) const { return addr >= address && addr - address < bytes; }

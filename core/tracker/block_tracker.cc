@@ -50,6 +50,8 @@ void BlockTracker::free_block(Block* block) {
   block->saved_seq = 0;
   block->shadow = 0;
   block->out_fence = Fence{};
+  block->out_batch = 0;
+  block->fetch_batch = 0;
   free_.push_back(block);
 }
 
@@ -127,6 +129,8 @@ Block* BlockTracker::split(Block& block, uint64_t at) {
   upper->saved_seq = block.saved_seq;
   upper->shadow = block.shadow ? block.shadow + (at - block.address) : 0;  // one contiguous shadow, cut too
   upper->out_fence = block.out_fence;
+  upper->out_batch = block.out_batch;
+  upper->fetch_batch = block.fetch_batch;
   block.bytes = at - block.address;
   by_address_.insert_before(std::next(by_address_.iterator_to(block)), *upper);  // O(1): position known
   // Same recency as the original piece.

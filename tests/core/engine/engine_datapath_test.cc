@@ -27,6 +27,7 @@ struct Stub {
   const pump_policy_host_v1_t* host = nullptr;
   size_t last_blocks = 0;
   uint64_t last_bytes = 0;
+  std::function<void(const pump_policy_host_v1_t*)> then;  // more requests after the prefetches
 };
 Stub* g_stub = nullptr;
 
@@ -44,6 +45,7 @@ void stub_on_kernel(void* ctx, const pump_kernel_v1_t* k) {
     s->last_bytes += k->blocks[i].bytes;
     s->host->prefetch(s->host, k->blocks[i].id, PUMP_WHEN_NOW);
   }
+  if (s->then) s->then(s->host);
 }
 const pump_policy_v1_t kStubPolicy = {sizeof(pump_policy_v1_t), PUMP_POLICY_ABI_V1, "stub", "1", stub_init,
                                       stub_fini, stub_on_kernel, nullptr, nullptr, nullptr};
@@ -316,6 +318,34 @@ TEST_F(EngineDataPathTest, TheUnifiedPathNeverSavesOrRestores) {
   EXPECT_EQ(s.bytes_populated, 0u);
   EXPECT_GT(s.bytes_evicted, 0u);
   EXPECT_EQ(s.shadow_pinned_bytes, 0u);
+}
+
+}  // namespace
+}  // namespace pump
+
+namespace pump {
+namespace {
+
+TEST_F(EngineDataPathTest, ABlockSavedAndFetchedInOneBatchComesBackOnlyAfterItsSave) {
+  auto e = make(16 * kMiB);  // room enough: only the order of the two directions is at stake
+  e->on_alloc(kA, 4 * kMiB);
+  e->on_alloc(kB, 4 * kMiB);
+  e->on_alloc(kC, 4 * kMiB);
+  run(*e, {writes(kA)});
+  run(*e, {writes(kB)});
+  run(*e, {writes(kC)});
+  // A policy that evicts C (dirty: a save) and asks for it again in the same decision.
+  stub_.then = [](const pump_policy_host_v1_t* host) {
+    pump_block_v1_t c{};
+    ASSERT_EQ(host->find_block(host, kC, &c), PUMP_OK);
+    ASSERT_EQ(host->evict(host, c.id, 0), PUMP_OK);
+    ASSERT_EQ(host->prefetch(host, c.id, PUMP_WHEN_NOW), PUMP_OK);
+  };
+  const TransferBatch b = run(*e, {reads(kB)});
+  stub_.then = nullptr;
+  ASSERT_TRUE(names(b.save, kC));
+  ASSERT_TRUE(names(b.restore, kC));
+  EXPECT_TRUE(b.fetch_after_out) << "the restore would copy a shadow its save has not written yet";
 }
 
 }  // namespace
