@@ -143,11 +143,13 @@ KernelTicket Engine::before_kernel(StreamId stream, const pump_extent_v1_t* exte
       kernel_blocks_.push_back(p);
     }
     p->kernel_access |= guessed ? static_cast<uint32_t>(PUMP_ACCESS_READ_WRITE) : e.access;
-    if (guessed || e.role != PUMP_ROLE_WORKSPACE) p->kernel_only_workspace = false;
+    // Pieces are cut at extents widened to the split granularity, so a piece may hold
+    // bytes of a neighbour the extent does not name: only an extent covering the whole
+    // piece may make it dead (a workspace) or not worth restoring (a full overwrite).
+    const bool covers = !guessed && e.address <= p->address && e.address + e.bytes >= p->end();
+    if (!covers || e.role != PUMP_ROLE_WORKSPACE) p->kernel_only_workspace = false;
     if (!guessed && e.role != PUMP_ROLE_UNKNOWN) p->role = static_cast<pump_role_v1_t>(e.role);
-    // A full overwrite needs no old bytes: an exact write-only extent covering the piece.
-    if (guessed || e.access != PUMP_ACCESS_WRITE || e.address > p->address || e.address + e.bytes < p->end())
-      p->kernel_overwrite = false;
+    if (!covers || e.access != PUMP_ACCESS_WRITE) p->kernel_overwrite = false;
   }
   if (kernel_blocks_.empty()) {
     kernel_allocations_.clear();
@@ -657,13 +659,16 @@ void Engine::append_ranges(std::vector<Block*>* blocks, std::vector<Range>* rang
   }
 }
 
-void Engine::append_shadow_ranges(std::vector<Block*>* blocks, std::vector<ShadowRange>* ranges) {
-  // Merged only where both sides are contiguous, within one allocation.
+void Engine::append_shadow_ranges(std::vector<Block*>* blocks, std::vector<ShadowRange>* ranges) const {
+  // Merged only where both sides are contiguous, within one allocation and one slab (two
+  // slabs may lie side by side, but a copy may not span two pinned allocations: the
+  // driver answers CUDA_ERROR_INVALID_VALUE, seen on the H100).
   std::sort(blocks->begin(), blocks->end(), [](const Block* a, const Block* b) { return a->address < b->address; });
   const Block* last = nullptr;
   for (const Block* b : *blocks) {
     ShadowRange* back = ranges->empty() ? nullptr : &ranges->back();
-    if (last && last->allocation == b->allocation && back->end() == b->address && back->shadow + back->bytes == b->shadow)
+    if (last && last->allocation == b->allocation && back->end() == b->address && back->shadow + back->bytes == b->shadow &&
+        shadows_.same_slab(back->shadow, b->shadow))
       back->bytes += b->bytes;
     else
       ranges->push_back({b->address, b->bytes, b->shadow});

@@ -120,7 +120,7 @@ class Engine {
   void release_shadow(Block& b);
   void submit_pending(StreamId stream);
   static void append_ranges(std::vector<Block*>* blocks, std::vector<Range>* ranges);
-  static void append_shadow_ranges(std::vector<Block*>* blocks, std::vector<ShadowRange>* ranges);
+  void append_shadow_ranges(std::vector<Block*>* blocks, std::vector<ShadowRange>* ranges) const;
 
   // Policy host services (C ABI trampolines).
   static void svc_log(const pump_policy_host_v1_t*, pump_log_level_v1_t, const char*);

@@ -53,6 +53,13 @@ uint64_t ShadowStore::allocate(uint64_t bytes) {
   return address;
 }
 
+bool ShadowStore::same_slab(uint64_t a, uint64_t b) const {
+  auto slab = slabs_.upper_bound(a);
+  if (slab == slabs_.begin()) return false;
+  --slab;
+  return b >= slab->first && b < slab->first + slab->second && a < slab->first + slab->second;
+}
+
 void ShadowStore::free(uint64_t shadow, uint64_t bytes) {
   if (!shadow || !bytes) return;
   // Blocks may be split at any 64 KiB boundary, so pieces are freed at page precision:

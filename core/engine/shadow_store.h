@@ -28,6 +28,9 @@ class ShadowStore {
   // freed on its own (blocks are split after their shadow was given out).
   void free(uint64_t shadow, uint64_t bytes);
 
+  // Whether two shadow addresses lie in the same slab (one pinned allocation).
+  bool same_slab(uint64_t a, uint64_t b) const;
+
   uint64_t limit_bytes() const { return limit_; }
   uint64_t slab_bytes() const { return slab_total_; }  // pinned memory held
   uint64_t used_bytes() const { return used_; }

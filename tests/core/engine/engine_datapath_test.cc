@@ -326,6 +326,19 @@ TEST_F(EngineDataPathTest, TheUnifiedPathNeverSavesOrRestores) {
 namespace pump {
 namespace {
 
+TEST_F(EngineDataPathTest, AWorkspaceExtentSharingItsPieceWithANeighbourDoesNotMakeItDead) {
+  auto e = make(4 * kMiB);
+  e->on_alloc(kA, 4 * kMiB);
+  e->on_alloc(kB, 4 * kMiB);
+  // A tensor in [0, 1 MiB + 4 KiB), then a workspace from there on: the piece cut at the
+  // 64 KiB granule holds the tensor's last 4 KiB and the workspace's first 60.
+  run(*e, {writes(kA, kMiB + 4096)});
+  run(*e, {extent(kA + kMiB + 4096, 3 * kMiB - 4096, PUMP_ACCESS_READ_WRITE, PUMP_ROLE_WORKSPACE)});
+  const TransferBatch b = run(*e, {writes(kB)});  // all of A leaves
+  EXPECT_TRUE(names(b.save, kA + kMiB + 4095)) << "the tensor's tail lives in the shared piece: it is saved";
+  EXPECT_TRUE(names(b.discard, kA + 2 * kMiB)) << "pieces holding only workspace are dead";
+}
+
 TEST_F(EngineDataPathTest, ABlockSavedAndFetchedInOneBatchComesBackOnlyAfterItsSave) {
   auto e = make(16 * kMiB);  // room enough: only the order of the two directions is at stake
   e->on_alloc(kA, 4 * kMiB);

@@ -172,3 +172,24 @@ TEST(ShadowStoreTest, ALimitSmallerThanTheSlabSizeStillGetsItsShadows) {
 
 }  // namespace
 }  // namespace pump
+
+namespace pump {
+namespace {
+
+TEST(ShadowStoreTest, SlabsSideBySideAreStillTwoSlabs) {
+  uint64_t next = 0x200000000ull;
+  ShadowStore store([&next](uint64_t bytes) {
+    const uint64_t at = next;
+    next += bytes;  // the next slab starts where this one ends
+    return at;
+  }, 4 * kMiB, 2 * kMiB);
+  const uint64_t a = store.allocate(2 * kMiB);
+  const uint64_t b = store.allocate(2 * kMiB);
+  ASSERT_EQ(b, a + 2 * kMiB) << "the second slab lies right after the first";
+  EXPECT_TRUE(store.same_slab(a, a + kMiB));
+  EXPECT_FALSE(store.same_slab(a + 2 * kMiB - 4096, b)) << "a copy spanning both would fail";
+  EXPECT_FALSE(store.same_slab(0x1000, a));
+}
+
+}  // namespace
+}  // namespace pump
