@@ -53,8 +53,8 @@ SimRun run_native(const SimWorkload& w, SimBackend& backend) {
     const SimStats before = backend.stats();
     for (const SimKernel& k : w.iteration) {
       ranges.clear();
-      for (const pump_extent_v1_t& e : k.extents) ranges.push_back({e.address, e.bytes});
-      backend.launch(k.stream, k.compute_seconds, ranges, reads_of(k));
+      for (const pump_extent_v1_t& e : k.touched()) ranges.push_back({e.address, e.bytes});
+      backend.launch(k.stream, k.compute_seconds, ranges, reads_of(k), writes_of(k));
     }
     backend.synchronize();
     const SimStats after = backend.stats();

@@ -36,9 +36,10 @@ SimRun run_workload(const SimWorkload& workload, Engine& engine, SimBackend& bac
   for (int it = 0; it < workload.iterations; ++it) {
     const SimStats before = backend.stats();
     for (const SimKernel& k : workload.iteration) {
-      const KernelTicket ticket = engine.before_kernel(k.stream, k.extents.data(), k.extents.size());
+      const KernelTicket ticket = engine.before_kernel(k.stream, k.extents.data(), k.extents.size(),
+                                                       k.inexact.empty() ? nullptr : k.inexact.data());
       ranges.clear();
-      for (const pump_extent_v1_t& e : k.extents) ranges.push_back({e.address, e.bytes});
+      for (const pump_extent_v1_t& e : k.touched()) ranges.push_back({e.address, e.bytes});
       backend.launch(k.stream, k.compute_seconds, ranges, reads_of(k), writes_of(k));
       engine.after_kernel(ticket);
     }

@@ -8,7 +8,7 @@ namespace pump {
 std::vector<uint8_t> reads_of(const SimKernel& k) {
   std::vector<uint8_t> reads;
   reads.reserve(k.extents.size());
-  for (const pump_extent_v1_t& e : k.extents)
+  for (const pump_extent_v1_t& e : k.touched())
     reads.push_back((e.access & PUMP_ACCESS_READ) && e.role != PUMP_ROLE_WORKSPACE ? 1 : 0);
   return reads;
 }
@@ -16,7 +16,7 @@ std::vector<uint8_t> reads_of(const SimKernel& k) {
 std::vector<uint8_t> writes_of(const SimKernel& k) {
   std::vector<uint8_t> writes;
   writes.reserve(k.extents.size());
-  for (const pump_extent_v1_t& e : k.extents) writes.push_back((e.access & PUMP_ACCESS_WRITE) ? 1 : 0);
+  for (const pump_extent_v1_t& e : k.touched()) writes.push_back((e.access & PUMP_ACCESS_WRITE) ? 1 : 0);
   return writes;
 }
 

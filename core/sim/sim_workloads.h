@@ -24,8 +24,15 @@ struct SimAllocation {
 struct SimKernel {
   StreamId stream = 1;
   double compute_seconds = 0;              // on resident memory
-  std::vector<pump_extent_v1_t> extents;   // access and role set
+  std::vector<pump_extent_v1_t> extents;   // access and role set: what extractors report
   std::string name;                        // "fwd3", "bwd3", "opt3"
+  // Per extent, 1 where it was only guessed from a pointer (a kernel launch's parameter
+  // pointing into a block); empty: all exact.
+  std::vector<uint8_t> inexact;
+  // What the kernel really touches where that differs from `extents` (a launch given a
+  // pointer into a tensor spanning several blocks); empty: the extents.
+  std::vector<pump_extent_v1_t> actual;
+  const std::vector<pump_extent_v1_t>& touched() const { return actual.empty() ? extents : actual; }
 };
 
 // Per extent of `k`: whether the kernel reads its old bytes (what SimBackend::launch
