@@ -15,6 +15,7 @@ struct ConfigResult {
   std::string datapath; // "copy" or "um" (PUMP_DATAPATH); empty where no engine evicts (native, bound)
   bool ran = false;     // false: skipped or failed, see note
   std::string note;     // why it did not run, or what to know about its numbers
+  bool checksum_differs = false;  // its result checksum is not native's: pump changed what it computed
 
   uint64_t footprint_bytes = 0;
   uint64_t budget_bytes = 0;  // 0: no budget

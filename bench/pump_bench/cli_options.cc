@@ -96,8 +96,9 @@ BW_in, BW_out and BW_both (both directions at once) are printed above the table:
 measured in the same run by pinned-memory copies, in the sim the model's copy rates.
 JSON and CSV carry every byte counter separately.
 
-Exit status: 0, 1 on bad input or failed runs, 3 when the sim recorded an invariant
-violation (a bug).
+Exit status: 0, 1 on bad input, failed runs or a result checksum that differs from
+native's (check column CHECKSUM DIFFERS FROM NATIVE), 3 when the sim recorded an
+invariant violation (a bug).
 )";
 }
 

@@ -106,7 +106,7 @@ std::vector<ConfigResult> run_gpu_matrix(const GpuMatrix& m, const GpuProgress& 
     if (footprint > 0 && footprint <= m.free_bytes) {
       run_config(w, {{"LD_PRELOAD", ""}}, m.repeats, false, &native, nullptr);
       if (!managed.checksum.empty() && native.checksum != managed.checksum)
-        managed.note = "CHECKSUM DIFFERS FROM NATIVE";
+        managed.checksum_differs = true;
     } else {
       native.note = footprint == 0 ? "footprint unknown (no stats from the managed run)" : "footprint exceeds free memory";
     }
@@ -157,7 +157,7 @@ std::vector<ConfigResult> run_gpu_matrix(const GpuMatrix& m, const GpuProgress& 
                       {"PUMP_MANAGED_LIMIT", limit}},
                      m.repeats, true, &row, nullptr);
           if (row.ran && !native.checksum.empty() && row.checksum != native.checksum)
-            row.note = "CHECKSUM DIFFERS FROM NATIVE";
+            row.checksum_differs = true;
           own_bound(&row);
         }
         progress(index, total, row, true);

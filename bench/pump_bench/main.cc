@@ -169,8 +169,10 @@ int run(int argc, char** argv) {
     if (!plot_csv(script, csv, o.plot_path, &message)) std::cerr << "pump-bench: " << message << '\n';
   }
   if (total_violations(report.results) > 0) return 3;
-  for (const ConfigResult& r : report.results)
+  for (const ConfigResult& r : report.results) {
     if (!r.ran && r.note.find("not loaded") != std::string::npos) status = 1;
+    if (r.checksum_differs) status = 1;  // a wrong result is a failure, whatever its speed
+  }
   return status;
 }
 

@@ -83,6 +83,19 @@ TEST(PumpBenchResults, TableHasOneLinePerRowAndShowsViolationsLoudly) {
   EXPECT_TRUE(quiet.str().empty());
 }
 
+TEST(PumpBenchResults, ARowWhoseChecksumDiffersFromNativeIsNotOk) {
+  ConfigResult wrong = row("learned", {0.1, 0.1});
+  wrong.checksum_differs = true;
+  std::ostringstream table;
+  print_table(table, {row("lru", {0.1, 0.1}), wrong});
+  const std::string text = table.str();
+  const size_t line = text.find("learned");
+  ASSERT_NE(line, std::string::npos);
+  const std::string learned_line = text.substr(line, text.find('\n', line) - line);
+  EXPECT_NE(learned_line.find("CHECKSUM DIFFERS FROM NATIVE"), std::string::npos) << text;
+  EXPECT_EQ(learned_line.find(" ok"), std::string::npos) << "a wrong result must not read as ok";
+}
+
 TEST(PumpBenchResults, JsonParsesBackWithEveryConfiguration) {
   std::ostringstream out;
   write_json(out, fixed_report());
