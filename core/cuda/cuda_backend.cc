@@ -419,26 +419,36 @@ void CudaBackend::issue_saves(const std::vector<ShadowRange>& saves, std::vector
     by_engine = saves;
   }
   for (const ShadowRange& s : by_engine) {
-    const auto t0 = std::chrono::steady_clock::now();
-    CUresult r = api_.cuMemcpyDtoHAsync(reinterpret_cast<void*>(static_cast<uintptr_t>(s.shadow)), s.address, s.bytes,
-                                        out_stream_);
-    stats_->prefetch_call_ns.fetch_add(elapsed_ns(t0), std::memory_order_relaxed);
-    if (r == CUDA_SUCCESS) {
-      stats_->save_calls.fetch_add(1, std::memory_order_relaxed);
-      stats_->save_bytes.fetch_add(s.bytes, std::memory_order_relaxed);
-      saved->push_back({s.address, s.bytes});
-      continue;
+    if (!copy_or_host_fallback(s, /*to_host=*/true)) {
+      if (context_lost_) return;
+      continue;  // the host filled the shadow: the pages are kept, nothing to discard
     }
-    // The engine counts on the shadow: fill it from the host once the stream got there
-    // (the waits before it mean the kernels using the range are done), and keep the pages.
-    const Range range{s.address, s.bytes};
-    note_failure("copy to the host shadow", r, &range);
-    if (context_lost_) return;
-    stats_->copy_failures.fetch_add(1, std::memory_order_relaxed);
-    api_.cuStreamSynchronize(out_stream_);
-    std::memcpy(reinterpret_cast<void*>(static_cast<uintptr_t>(s.shadow)),
-                reinterpret_cast<const void*>(static_cast<uintptr_t>(s.address)), s.bytes);
+    stats_->save_calls.fetch_add(1, std::memory_order_relaxed);
+    stats_->save_bytes.fetch_add(s.bytes, std::memory_order_relaxed);
+    saved->push_back({s.address, s.bytes});
   }
+}
+
+bool CudaBackend::copy_or_host_fallback(const ShadowRange& s, bool to_host) {
+  void* shadow = reinterpret_cast<void*>(static_cast<uintptr_t>(s.shadow));
+  CUstream stream = to_host ? out_stream_ : prefetch_stream_;
+  const auto t0 = std::chrono::steady_clock::now();
+  CUresult r = to_host ? api_.cuMemcpyDtoHAsync(shadow, s.address, s.bytes, stream)
+                       : api_.cuMemcpyHtoDAsync(s.address, shadow, s.bytes, stream);
+  stats_->prefetch_call_ns.fetch_add(elapsed_ns(t0), std::memory_order_relaxed);
+  if (r == CUDA_SUCCESS) return true;
+  // The engine counts on these bytes (in the shadow after a save, in the range after a
+  // restore): the host copies them through the managed mapping once the stream got there
+  // (after its waits, so the kernels using the range are done). Nothing is lost.
+  const Range range{s.address, s.bytes};
+  note_failure(to_host ? "copy to the host shadow" : "copy back from the host shadow", r, &range);
+  if (context_lost_) return false;
+  stats_->copy_failures.fetch_add(1, std::memory_order_relaxed);
+  api_.cuStreamSynchronize(stream);
+  void* managed = reinterpret_cast<void*>(static_cast<uintptr_t>(s.address));
+  if (to_host) std::memcpy(shadow, managed, s.bytes);
+  else std::memcpy(managed, shadow, s.bytes);
+  return false;
 }
 
 void CudaBackend::issue_fetch_in_groups(const TransferBatch& batch, const std::vector<Fence>& waits, bool after_out,
@@ -519,24 +529,12 @@ void CudaBackend::issue_restores(const std::vector<ShadowRange>& restores) {
   if (restores.empty() || context_lost_) return;
   TrafficRange nvtx("in: restore (copy from host)", total_bytes(restores), restores.size());
   for (const ShadowRange& s : restores) {
-    const auto t0 = std::chrono::steady_clock::now();
-    CUresult r = api_.cuMemcpyHtoDAsync(s.address, reinterpret_cast<const void*>(static_cast<uintptr_t>(s.shadow)),
-                                        s.bytes, prefetch_stream_);
-    stats_->prefetch_call_ns.fetch_add(elapsed_ns(t0), std::memory_order_relaxed);
-    if (r == CUDA_SUCCESS) {
+    if (copy_or_host_fallback(s, /*to_host=*/false)) {
       stats_->restore_calls.fetch_add(1, std::memory_order_relaxed);
       stats_->restore_bytes.fetch_add(s.bytes, std::memory_order_relaxed);
-      continue;
+    } else if (context_lost_) {
+      return;
     }
-    // The bytes exist only in the shadow: write them into the managed range from the
-    // host (unified memory moves the pages as needed), after the stream's earlier work.
-    const Range range{s.address, s.bytes};
-    note_failure("copy back from the host shadow", r, &range);
-    if (context_lost_) return;
-    stats_->copy_failures.fetch_add(1, std::memory_order_relaxed);
-    api_.cuStreamSynchronize(prefetch_stream_);
-    std::memcpy(reinterpret_cast<void*>(static_cast<uintptr_t>(s.address)),
-                reinterpret_cast<const void*>(static_cast<uintptr_t>(s.shadow)), s.bytes);
   }
 }
 

@@ -202,6 +202,9 @@ class CudaBackend final : public DeviceBackend {
   bool issue_kernel_saves(const std::vector<ShadowRange>& saves);
   void load_copy_kernels();
   void issue_restores(const std::vector<ShadowRange>& restores);
+  // One copy between a range and its shadow (a save: to_host); false when the driver
+  // refused it and the host did it instead (or the context is gone).
+  bool copy_or_host_fallback(const ShadowRange& s, bool to_host);
   void issue_populate(CUstream stream, std::vector<Range> ranges);
   // Populates on the populate stream, group by group, each group's copies waiting for it.
   void issue_fetch_in_groups(const TransferBatch& batch, const std::vector<Fence>& waits, bool after_out, uint64_t value);
