@@ -5,7 +5,9 @@
 #include <cublas_api.h>
 
 #include <cstdint>
+#include <mutex>
 #include <new>
+#include <vector>
 
 #include "extractors/common/extractor_entry.h"
 #include "extractors/common/extent_reporter.h"
@@ -20,6 +22,7 @@ enum Api : uint32_t {
   kSgemmStrided, kDgemmStrided, kHgemmStrided, kCgemmStrided, kZgemmStrided, kGemmStridedEx,
   kSgemv, kDgemv,
   kLtMatmul,
+  kSetWorkspace,
   kApiCount
 };
 
@@ -32,6 +35,7 @@ const char* const kApis[] = {
     "cublasCgemmStridedBatched", "cublasZgemmStridedBatched", "cublasGemmStridedBatchedEx",
     "cublasSgemv_v2", "cublasDgemv_v2",
     "cublasLtMatmul",
+    "cublasSetWorkspace_v2",
     nullptr};
 static_assert(sizeof(kApis) / sizeof(kApis[0]) == kApiCount + 1, "kApis and Api disagree");
 
@@ -41,16 +45,45 @@ constexpr uint32_t kArgCount[kApiCount] = {
     15, 15, 15, 15, 20,
     18, 18, 18, 18, 18, 23,
     12, 12,
-    16};
+    16,
+    3};
 
 using LayoutGetAttributeFn = decltype(&cublasLtMatrixLayoutGetAttribute);
 using MatmulDescGetAttributeFn = decltype(&cublasLtMatmulDescGetAttribute);
+
+// The scratch workspace set on each handle (cublasSetWorkspace_v2). Every gemm of the
+// handle may write it, though no gemm argument names it.
+struct HandleWorkspace {
+  cublasHandle_t handle;
+  const void* address;
+  size_t bytes;
+};
 
 struct CublasState {
   const pump_extractor_host_v1_t* host;
   RealSymbol<LayoutGetAttributeFn> layout_get{"cublasLtMatrixLayoutGetAttribute"};
   RealSymbol<MatmulDescGetAttributeFn> desc_get{"cublasLtMatmulDescGetAttribute"};
+  std::mutex workspaces_mutex;  // extractors run on any application thread
+  std::vector<HandleWorkspace> workspaces;
 };
+
+pump_status_v1_t set_workspace(CublasState& s, const pump_call_v1_t* call) {
+  const auto handle = arg<cublasHandle_t>(call, 0);
+  const auto* address = arg<const void*>(call, 1);
+  const auto bytes = arg<size_t>(call, 2);
+  std::lock_guard lock(s.workspaces_mutex);
+  std::erase_if(s.workspaces, [&](const HandleWorkspace& w) { return w.handle == handle; });
+  if (address != nullptr && bytes > 0) s.workspaces.push_back({handle, address, bytes});
+  return PUMP_OK;  // nothing is touched by the call itself
+}
+
+// The handle's workspace, as a workspace extent of the gemm being extracted.
+void report_handle_workspace(CublasState& s, const pump_call_v1_t* call, ExtentReporter& out) {
+  const auto handle = arg<cublasHandle_t>(call, 0);
+  std::lock_guard lock(s.workspaces_mutex);
+  for (const HandleWorkspace& w : s.workspaces)
+    if (w.handle == handle) out.exact(w.address, w.bytes, PUMP_ACCESS_READ_WRITE, PUMP_ROLE_WORKSPACE);
+}
 
 bool transposed(int op) { return op == CUBLAS_OP_T || op == CUBLAS_OP_C; }
 
@@ -291,6 +324,8 @@ pump_status_v1_t lt_matmul(CublasState& s, const pump_call_v1_t* call, ExtentRep
 
 pump_status_v1_t dispatch(CublasState& s, const pump_call_v1_t* call, pump_extent_sink_v1_t* sink) {
   ExtentReporter out(s.host, sink);
+  if (call->api == kSetWorkspace) return set_workspace(s, call);
+  if (call->api != kLtMatmul) report_handle_workspace(s, call, out);  // Lt takes a workspace per call
   switch (call->api) {
     case kSgemm: case kDgemm: case kHgemm: case kCgemm: case kZgemm: case kGemmEx:
       return gemm(s, call, out);

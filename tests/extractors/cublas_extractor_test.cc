@@ -42,6 +42,32 @@ TEST_F(CublasExtractorTest, SgemmTransposedAWithPaddedLeadingDimension) {
   expect_extent(extents, kC, ((4 - 1) * 3 + 3) * 4, PUMP_ACCESS_READ_WRITE);
 }
 
+TEST_F(CublasExtractorTest, AHandlesWorkspaceIsAWorkspaceExtentOfEachOfItsGemms) {
+  LoadedExtractor plugin("cublas", host);
+  ASSERT_TRUE(plugin.ok());
+  const auto handle = reinterpret_cast<cublasHandle_t>(uintptr_t{0x1234});
+  const auto other = reinterpret_cast<cublasHandle_t>(uintptr_t{0x5678});
+  std::vector<pump_extent_v1_t> none;
+  ASSERT_EQ(plugin.extract("cublasSetWorkspace_v2", &none, handle, device_address(kWork), size_t{4 << 20}), PUMP_OK);
+  EXPECT_TRUE(none.empty()) << "setting a workspace touches nothing";
+  float alpha = 1, beta = 0;
+  auto sgemm = [&](cublasHandle_t h, std::vector<pump_extent_v1_t>* out) {
+    return plugin.extract("cublasSgemm_v2", out, h, CUBLAS_OP_N, CUBLAS_OP_N, 3, 4, 5, static_cast<const float*>(&alpha),
+                          static_cast<const float*>(device_address(kA)), 3,
+                          static_cast<const float*>(device_address(kB)), 5, static_cast<const float*>(&beta),
+                          static_cast<float*>(device_address(kC)), 3);
+  };
+  ASSERT_EQ(sgemm(handle, &extents), PUMP_OK);
+  expect_extent(extents, kWork, 4 << 20, PUMP_ACCESS_READ_WRITE, PUMP_ROLE_WORKSPACE);
+  std::vector<pump_extent_v1_t> of_other;
+  ASSERT_EQ(sgemm(other, &of_other), PUMP_OK);
+  EXPECT_EQ(extent_at(of_other, kWork), nullptr) << "another handle's gemm does not use it";
+  ASSERT_EQ(plugin.extract("cublasSetWorkspace_v2", &none, handle, static_cast<void*>(nullptr), size_t{0}), PUMP_OK);
+  std::vector<pump_extent_v1_t> after;
+  ASSERT_EQ(sgemm(handle, &after), PUMP_OK);
+  EXPECT_EQ(extent_at(after, kWork), nullptr) << "unset: no workspace";
+}
+
 TEST_F(CublasExtractorTest, DgemmTransposedBUsesStoredShape) {
   LoadedExtractor plugin("cublas", host);
   ASSERT_TRUE(plugin.ok());
