@@ -28,6 +28,7 @@ constexpr DriverEntry kDriverEntries[] = {
     {"cuMemMap", 10020, k_cuMemMap, k_cuMemMap},
     {"cuLaunchKernel", 4000, k_cuLaunchKernel, k_cuLaunchKernel_ptsz},
     {"cuLaunchKernelEx", 11060, k_cuLaunchKernelEx, k_cuLaunchKernelEx_ptsz},
+    {"cuLaunchCooperativeKernel", 9000, k_cuLaunchCooperativeKernel, k_cuLaunchCooperativeKernel_ptsz},
     // Copies and sets: their _ptds/_ptsz variants are not hooked yet (passed through).
     {"cuMemcpy", 4000, k_cuMemcpy, kNoHook},
     {"cuMemcpyAsync", 4000, k_cuMemcpyAsync, kNoHook},

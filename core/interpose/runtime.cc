@@ -65,7 +65,7 @@ void Runtime::require_every_launch_seen() {
   // The copy data path drops device pages; a kernel pump cannot see would read them.
   if (options_.datapath != DataPath::kCopy) return;
   for (SymbolId id : {k___cudaLaunchKernel, k___cudaLaunchKernel_ptsz, k_cudaLaunchKernel, k_cudaLaunchKernelExC,
-                      k_cuLaunchKernel, k_cuLaunchKernelEx}) {
+                      k_cuLaunchKernel, k_cuLaunchKernelEx, k_cudaLaunchCooperativeKernel, k_cuLaunchCooperativeKernel}) {
     if (extractors_->route(id).api) continue;
     log(LogLevel::kWarn,
         "PUMP_DATAPATH=copy needs every kernel launch seen, but no extractor in PUMP_PLUGINS handles %s "

@@ -24,6 +24,8 @@ enum Api : uint32_t {
   kCudaLaunchKernelExC, kCudaLaunchKernelExCPtsz,
   kCuLaunchKernel, kCuLaunchKernelPtsz,
   kCuLaunchKernelEx, kCuLaunchKernelExPtsz,
+  kCudaLaunchCooperativeKernel, kCudaLaunchCooperativeKernelPtsz,
+  kCuLaunchCooperativeKernel, kCuLaunchCooperativeKernelPtsz,
   kApiCount
 };
 
@@ -33,10 +35,12 @@ const char* const kApis[] = {
     "cudaLaunchKernelExC", "cudaLaunchKernelExC_ptsz",
     "cuLaunchKernel", "cuLaunchKernel_ptsz",
     "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz",
+    "cudaLaunchCooperativeKernel", "cudaLaunchCooperativeKernel_ptsz",
+    "cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel_ptsz",
     nullptr};
 static_assert(sizeof(kApis) / sizeof(kApis[0]) == kApiCount + 1, "kApis and Api disagree");
 
-constexpr uint32_t kArgCount[kApiCount] = {6, 6, 6, 6, 3, 3, 11, 11, 4, 4};
+constexpr uint32_t kArgCount[kApiCount] = {6, 6, 6, 6, 3, 3, 11, 11, 4, 4, 6, 6, 10, 10};
 
 // No device allocation lives below 64 KiB or above the 57-bit user address space:
 // such words are sizes, counts, flags or floats, rejected without a lookup.
@@ -133,6 +137,7 @@ pump_status_v1_t dispatch(LaunchState& s, const pump_call_v1_t* call, pump_exten
       params = arg<void**>(call, 3);
       break;
     case kCudaLaunchKernel: case kCudaLaunchKernelPtsz:
+    case kCudaLaunchCooperativeKernel: case kCudaLaunchCooperativeKernelPtsz:
       handle = arg<const void*>(call, 0);
       kind = KernelHandleKind::kRuntimeFunction;
       params = arg<void**>(call, 3);
@@ -147,6 +152,11 @@ pump_status_v1_t dispatch(LaunchState& s, const pump_call_v1_t* call, pump_exten
       kind = KernelHandleKind::kDriverFunction;
       params = arg<void**>(call, 9);
       extra = arg<void**>(call, 10);
+      break;
+    case kCuLaunchCooperativeKernel: case kCuLaunchCooperativeKernelPtsz:
+      handle = arg<const void*>(call, 0);
+      kind = KernelHandleKind::kDriverFunction;
+      params = arg<void**>(call, 9);
       break;
     case kCuLaunchKernelEx: case kCuLaunchKernelExPtsz:
       handle = arg<const void*>(call, 1);

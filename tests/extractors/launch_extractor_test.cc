@@ -89,6 +89,15 @@ TEST_F(LaunchExtractorTest, NvccLaunchReportsWholeBlocksBehindPointerAndStructMe
   expect_both_blocks_once();
 }
 
+TEST_F(LaunchExtractorTest, CooperativeLaunchesReportTheirBlocksToo) {
+  LoadedExtractor plugin("launch", host);
+  ASSERT_TRUE(plugin.ok());
+  ASSERT_EQ(plugin.extract("cuLaunchCooperativeKernel", &extents, reinterpret_cast<CUfunction>(&kernel_object), 1u, 1u,
+                           1u, 32u, 1u, 1u, 0u, CUstream{}, static_cast<void**>(k.pointers)),
+            PUMP_OK);
+  expect_both_blocks_once();
+}
+
 TEST_F(LaunchExtractorTest, TwoPointersIntoOneBlockReportItOnce) {
   LoadedExtractor plugin("launch", host);
   ASSERT_TRUE(plugin.ok());
@@ -170,7 +179,9 @@ TEST_F(LaunchExtractorTest, ApiListNamesEveryHookedLaunchEntryPoint) {
   ASSERT_TRUE(plugin.ok());
   for (const char* name : {"__cudaLaunchKernel", "__cudaLaunchKernel_ptsz", "cudaLaunchKernel",
                            "cudaLaunchKernel_ptsz", "cudaLaunchKernelExC", "cudaLaunchKernelExC_ptsz", "cuLaunchKernel",
-                           "cuLaunchKernel_ptsz", "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz"}) {
+                           "cuLaunchKernel_ptsz", "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz",
+                           "cudaLaunchCooperativeKernel", "cudaLaunchCooperativeKernel_ptsz",
+                           "cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel_ptsz"}) {
     EXPECT_NE(plugin.api_index(name), UINT32_MAX) << name;
   }
 }
