@@ -19,6 +19,7 @@ mkdir -p build/results
   --workload training-loop,mlp,conv \
   --oversubscription 1,1.5,2,3 \
   --policies none,eager,lazy,lru,activations,learned \
+  --datapath copy,um \
   --json build/results/pump-bench.json \
   --csv build/results/pump-bench.csv \
   --plot build/results/pump-bench.png \

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # On a GPU machine, from the repo root, with .device/ carried (scripts/device_bundle.sh):
-#   tests/gpu/device_suite.sh [part...]     parts: check torch-resnet torch-gpt bench datapath decode
-# datapath and decode are not in the default list: run them by name.
+#   tests/gpu/device_suite.sh [part...]     parts: check torch-resnet torch-gpt bench datapath decode verify
+# datapath, decode and verify are not in the default list: run them by name.
+# verify: every step's loss bit for bit against native on the copy path, with and without
+# PUMP_VERIFY=poison, ResNet-50 fp32 and the GPT decoder bf16 (POLICIES, default lru,learned).
 # datapath: pump-datapath-bench, the backend alone (DATAPATH_ARGS adds arguments).
 # decode: Llama-shaped bf16 greedy decoding (tests/gpu/torch/decode_steps.py, DECODE_WEIGHTS_GIB
 # of weights, default 6.5, DECODE_TOKENS tokens, default 24): native; HF accelerate offload with
@@ -82,6 +84,18 @@ for part in "${@:-check torch-resnet torch-gpt bench}"; do
       check) tests/gpu/run_on_device.sh .device > "$OUT/check.log" 2>&1; rc=$?; tail -25 "$OUT/check.log" ;;
       torch-resnet) python3 tests/gpu/torch/check_policies.py --libpump "$LIBPUMP" --model resnet50 --steps 20 --policies "${POLICIES:-none,lazy,eager,lru,activations,learned}" \
                       --out "$OUT/torch" 2>&1 | tee "$OUT/torch-resnet.txt"; rc=${PIPESTATUS[0]} ;;
+      verify) # Bitwise, on the copy path, normally and under PUMP_VERIFY=poison (a read pump did
+              # not foresee turns into NaN): ResNet-50 fp32 and the GPT decoder in bf16.
+              rc=0
+              for v in off poison; do
+                for model in "resnet50 fp32" "transformer bf16"; do
+                  set -- $model
+                  PUMP_DATAPATH=copy PUMP_VERIFY=$v python3 tests/gpu/torch/check_policies.py --libpump "$LIBPUMP" \
+                    --model "$1" --dtype "$2" --steps 12 --policies "${POLICIES:-lru,learned}" --out "$OUT/verify-$v" 2>&1 |
+                    tee -a "$OUT/verify.txt" | tail -4
+                  [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+                done
+              done ;;
       torch-gpt) python3 tests/gpu/torch/check_policies.py --libpump "$LIBPUMP" --model transformer --steps 20 --policies "${POLICIES:-none,lazy,eager,lru,activations,learned}" \
                    --out "$OUT/torch" 2>&1 | tee "$OUT/torch-gpt.txt"; rc=${PIPESTATUS[0]} ;;
       bench) .device/bin/pump-bench --libpump "$LIBPUMP" --plugin-dir .device/lib/pump --workload mlp,conv \
