@@ -36,12 +36,20 @@ def main(argv):
         print("plot_results.py: no rows that ran in " + argv[1], file=sys.stderr)
         return 1
 
+    # One colour per policy (the same in every panel), solid on the copy path, dashed on um.
+    policies = sorted({c.split(" (")[0] for configs in series.values() for c in configs})
+    palette = plt.get_cmap("tab10")
+    colour = {p: palette(i % 10) for i, p in enumerate(q for q in policies if q != "bound")}
     fig, axes = plt.subplots(1, len(series), figsize=(6 * len(series), 4.5), squeeze=False)
     for ax, (workload, configs) in zip(axes[0], sorted(series.items())):
         for config, points in sorted(configs.items()):
             points.sort()
             xs, ys = zip(*points)
-            style = dict(linestyle="--", color="black") if config == "bound" else dict(marker="o")
+            policy = config.split(" (")[0]
+            if policy == "bound":
+                style = dict(linestyle=":", color="black")
+            else:
+                style = dict(marker="o", color=colour[policy], linestyle="--" if config.endswith("(um)") else "-")
             ax.plot(xs, ys, label=config, **style)
         ax.set_title(workload)
         ax.set_xlabel("oversubscription (footprint / budget)")
