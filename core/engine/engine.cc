@@ -499,13 +499,7 @@ pump_status_v1_t Engine::request_prefetch(Block& b, pump_when_v1_t when) {
   }
   // Room this fetch takes from evictions still under way: it waits for them. The out
   // stream runs in order, so this batch's out work (if any) follows all earlier.
-  if (!out_in_flight_.empty()) {
-    std::erase_if(out_in_flight_, [&](const OutInFlight& o) {
-      if (!backend_.done(o.fence)) return false;
-      out_in_flight_bytes_ -= o.bytes;
-      return true;
-    });
-  }
+  prune_out_in_flight();
   // A fetch whose room is free now goes ahead of the batch's evictions (an early batch);
   // one that needs their room waits for them.
   // A block leaving in this very batch comes back only after it left: its restore must
@@ -543,6 +537,14 @@ pump_status_v1_t Engine::request_prefetch(Block& b, pump_when_v1_t when) {
   b.fetch_batch = batch_serial_;
   tracker_.set_resident(b);
   return PUMP_OK;
+}
+
+void Engine::prune_out_in_flight() {
+  std::erase_if(out_in_flight_, [&](const OutInFlight& o) {
+    if (!backend_.done(o.fence)) return false;
+    out_in_flight_bytes_ -= o.bytes;
+    return true;
+  });
 }
 
 bool Engine::ensure_shadow(Block& b) {
@@ -722,6 +724,7 @@ void Engine::submit_pending(StreamId stream) {
     for (Block* b : save_blocks_) b->out_fence = f.out;
     for (Block* b : discard_blocks_) b->out_fence = f.out;
     if (!f.out.empty()) {
+      if (out_in_flight_.size() >= 64) prune_out_in_flight();  // bounded even when nothing is fetched
       out_in_flight_.push_back({f.out, pending_out_bytes_});
       out_in_flight_bytes_ += pending_out_bytes_;
     }

@@ -174,6 +174,7 @@ class Engine {
     uint64_t bytes;
   };
   std::vector<OutInFlight> out_in_flight_;
+  void prune_out_in_flight();
   uint64_t out_in_flight_bytes_ = 0;
   bool fetch_needs_room_ = false;           // a fetch of that batch takes room its evictions free
   // Per-call scratch (one decision at a time under mutex_).
