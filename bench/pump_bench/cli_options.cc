@@ -65,7 +65,8 @@ usage: pump-bench [options] [-- COMMAND ARGS...]
                               (at least 1MiB)
   --oversubscription R,...    footprint / budget ratios, each >= 1 (default 1,1.5,2,3)
   --policies P,...            policies to compare (default none,eager,lazy,lru,activations,learned);
-                              a name loads lib/pump/libpump_policy_<name>.so, a path loads that file
+                              a name loads lib/pump/libpump_policy_<name>.so ('-' read as '_')
+                              or the plugin there declaring that name; a path loads that file
   --datapath D,...             data paths each policy runs on (default copy): copy (dirty data
                               copied to pinned host memory, clean and dead data dropped) or um
                               (unified-memory migration); sets PUMP_DATAPATH on a GPU and the

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -42,6 +43,8 @@ std::vector<std::string> g_pending_log;  // log lines that arrived while it was 
 // line once per pump-bench run (a bad PUMP_* value is read by every engine and
 // policy instance the matrix creates), and never inside the progress line.
 void dedup_log_sink(LogLevel, const char* line) {
+  static std::mutex mutex;
+  std::lock_guard lock(mutex);
   static std::set<std::string> seen;
   if (!seen.insert(line).second) return;
   if (g_progress_open) g_pending_log.emplace_back(line);
