@@ -8,15 +8,20 @@
 set -euo pipefail  # pipefail: pump-bench's status survives the tee
 cd "$(dirname "$0")/.."
 export PATH=/usr/local/cuda/bin:$PATH
-bash scripts/setup.sh
-# The plot (PNG) is drawn with matplotlib; without it the run goes on without --plot.
-SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-$SUDO apt-get install -y -qq --no-install-recommends python3-matplotlib >/dev/null 2>&1 ||
-  echo "pump: python3-matplotlib could not be installed: no plot this time"
-cmake --preset release >/dev/null
-cmake --build --preset release -j"$(nproc)"
-mkdir -p build/results
-out=build/results
+# For tests (tests/bench): PUMP_RUN_NO_SETUP=1 skips setup and build, PUMP_RUN_BENCH
+# names the pump-bench to run, PUMP_RUN_RESULTS the folder instead of build/results.
+bench=${PUMP_RUN_BENCH:-./build/release/bin/pump-bench}
+out=${PUMP_RUN_RESULTS:-build/results}
+if [ "${PUMP_RUN_NO_SETUP:-0}" != 1 ]; then
+  bash scripts/setup.sh
+  # The plot (PNG) is drawn with matplotlib; without it the run goes on without --plot.
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get install -y -qq --no-install-recommends python3-matplotlib >/dev/null 2>&1 ||
+    echo "pump: python3-matplotlib could not be installed: no plot this time"
+  cmake --preset release >/dev/null
+  cmake --build --preset release -j"$(nproc)"
+fi
+mkdir -p "$out"
 # pump-bench refuses --plot up front when no python3 it can use has matplotlib.
 plot=()
 if python3 -c 'import matplotlib' 2>/dev/null || /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
@@ -25,7 +30,7 @@ fi
 # Files from an earlier run must not pass for this one's.
 rm -f "$out/pump-bench.png" "$out/pump-bench.json" "$out/pump-bench.csv"
 status=0
-./build/release/bin/pump-bench \
+"$bench" \
   --workload training-loop,mlp,conv \
   --oversubscription 1,1.5,2,3 \
   --policies none,eager,lazy,lru,activations,learned \
