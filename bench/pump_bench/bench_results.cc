@@ -5,13 +5,14 @@
 
 namespace pump::bench {
 
-namespace {
-
 double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
+
+namespace {
 
 const ConfigResult* find_row(const std::vector<ConfigResult>& rows, const ConfigResult& like, const char* config) {
   for (const ConfigResult& r : rows)

@@ -16,6 +16,8 @@ struct ConfigResult {
   bool ran = false;     // false: skipped or failed, see note
   std::string note;     // why it did not run, or what to know about its numbers
   bool checksum_differs = false;  // its result checksum is not native's: pump changed what it computed
+  // The row's policy could not run (not loaded, or its init failed): pump-bench exits 1.
+  bool policy_failed = false;
 
   uint64_t footprint_bytes = 0;
   uint64_t budget_bytes = 0;  // 0: no budget
@@ -91,6 +93,9 @@ struct BenchReport {
 // row of the same workload and ratio, and ratio_to_bound from the row's own
 // bound_seconds (or, where that is 0, from the bound row).
 void finalize_comparisons(std::vector<ConfigResult>* results);
+
+// The median of `samples` (0 when empty): what the table's ms/iter and the progress line show.
+double median_of(std::vector<double> samples);
 
 uint64_t total_violations(const std::vector<ConfigResult>& results);
 

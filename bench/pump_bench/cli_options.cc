@@ -34,6 +34,9 @@ bool parse_positive_int(const std::string& text, int* out) {
   return *out > 0;
 }
 
+// Below this a workload is a handful of pages: its numbers say nothing about policies.
+constexpr uint64_t kMinWorkloadBytes = uint64_t{1} << 20;
+
 bool contains(const std::vector<std::string>& list, const std::string& name) {
   return std::find(list.begin(), list.end(), name) != list.end();
 }
@@ -59,9 +62,11 @@ usage: pump-bench [options] [-- COMMAND ARGS...]
                               GPU: mlp, conv, conv-backend (default: all three); conv runs
                               cuDNN's legacy API, conv-backend its graph API (PyTorch's path)
   --size S                    small, medium (default), large, or a footprint such as 3GiB
+                              (at least 1MiB)
   --oversubscription R,...    footprint / budget ratios, each >= 1 (default 1,1.5,2,3)
   --policies P,...            policies to compare (default none,eager,lazy,lru,activations,learned);
-                              a name loads lib/pump/libpump_policy_<name>.so, a path loads that file
+                              a name loads lib/pump/libpump_policy_<name>.so ('-' read as '_')
+                              or the plugin there declaring that name; a path loads that file
   --datapath D,...             data paths each policy runs on (default copy): copy (dirty data
                               copied to pinned host memory, clean and dead data dropped) or um
                               (unified-memory migration); sets PUMP_DATAPATH on a GPU and the
@@ -70,7 +75,8 @@ usage: pump-bench [options] [-- COMMAND ARGS...]
   --repeats N                 runs per configuration on a GPU (default 3; the sim is deterministic)
   --iterations N              iterations per run, the first is warm-up (default 4 sim, 10 GPU)
   --json PATH, --csv PATH     write every configuration's numbers and the machine
-  --plot PATH.png             time per iteration against oversubscription (python3 + matplotlib)
+  --plot PATH.png             time per iteration against oversubscription (python3 + matplotlib);
+                              its directory must exist and be writable (checked before any run)
   --plugin-dir DIR            where policy plugins live (default: ../lib/pump next to this binary)
   --libpump PATH              libpump.so for GPU runs (default: ../lib/libpump.so next to this binary)
   --trace PATH                replay a recorded trace (PUMP_TRACE=...) in the sim
@@ -85,13 +91,16 @@ memory: budget enforced by unified-memory eviction, no prefetch; always run with
 PUMP_DATAPATH=um), each policy on each --datapath, and bound (the least traffic: what does
 not fit comes in, as much goes out). A budget is footprint / ratio.
 
-Columns: path (copy or um, the row's data path), ms/iter (median of the steady
-iterations), min-max ms, vs none (speedup over the none row), bound ms (this row's own
+Columns: workload, ratio (footprint / budget), config (the row, above), path (copy or
+um, the row's data path), ms/iter (a median: of the steady iterations in the sim, of
+the repeats' medians on a GPU; the progress lines show the same median), min-max ms, vs none (speedup over the none row), bound ms (this row's own
 bound: max(compute, in/BW_in, out/BW_out, (in+out)/BW_both) with compute = the native
 time and in/out = the bytes this row moved per iteration), /bound (ms/iter over bound ms),
 in MiB/it (brought in: prefetched + restored + faulted), fault MiB/it (of which demand
 faults), wb MiB/it (written back: unified-memory eviction + copy saves), drop MiB/it
-(discarded without write-back: clean and dead data), peak GiB (peak residency).
+(discarded without write-back: clean and dead data), peak GiB (peak residency),
+traffic/oracle (bytes in + out over the oracle row's: the offline optimum, sim only),
+check (ok, or why the row is not: skipped, failed, checksum, violation).
 BW_in, BW_out and BW_both (both directions at once) are printed above the table: on a GPU
 measured in the same run by pinned-memory copies, in the sim the model's copy rates.
 JSON and CSV carry every byte counter separately.
@@ -173,7 +182,10 @@ CliResult parse_cli(const std::vector<std::string>& args) {
     }
   }
   if (const std::string* v = given("--size")) {
-    if (!parse_workload_size(*v)) return fail("--size: '" + *v + "' is not small, medium, large or a size like 3GiB");
+    const std::optional<WorkloadSize> size = parse_workload_size(*v);
+    if (!size) return fail("--size: '" + *v + "' is not small, medium, large or a size like 3GiB");
+    if (size->preset == SizePreset::kBytes && size->bytes < kMinWorkloadBytes)
+      return fail("--size: '" + *v + "' is below the smallest footprint pump-bench runs (1MiB)");
     o.size = *v;
   }
   if (const std::string* v = given("--oversubscription")) {

@@ -38,6 +38,20 @@ PumpStats run_config(const GpuWorkload& w, const std::map<std::string, std::stri
       row->samples_seconds.clear();
       return last;
     }
+    // libpump logs "policy '<name>' failed to initialize" and runs on without the
+    // policy: its numbers would be none's under the policy's name.
+    if (pumped) {
+      const size_t failed = p.output.find("failed to initialize");
+      if (failed != std::string::npos) {
+        const size_t start = p.output.rfind('\n', failed);
+        const size_t end = p.output.find('\n', failed);
+        row->note = p.output.substr(start == std::string::npos ? 0 : start + 1,
+                                    end == std::string::npos ? std::string::npos : end - (start == std::string::npos ? 0 : start + 1));
+        row->policy_failed = true;
+        row->samples_seconds.clear();
+        return last;
+      }
+    }
     const ProgramOutput out = parse_program_output(p.output);
     const std::optional<double> median = steady_median_seconds(out);
     if (!median) {

@@ -5,9 +5,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "core/common/log.h"
 #include "bench/pump_bench/cli_options.h"
 #include "bench/pump_bench/gpu_matrix.h"
 #include "bench/pump_bench/gpu_probe.h"
@@ -21,10 +24,31 @@
 namespace pump::bench {
 namespace {
 
+std::error_code& ec_ignored() {
+  static std::error_code ec;
+  return ec;
+}
+
 std::filesystem::path exe_dir() {
   std::error_code ec;
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
   return ec ? std::filesystem::current_path() : self.parent_path();
+}
+
+// The progress line is open (no newline yet) between a row's start and its result.
+bool g_progress_open = false;
+std::vector<std::string> g_pending_log;  // log lines that arrived while it was open
+
+// Log sink of sim runs (engines and policies live in this process): each distinct
+// line once per pump-bench run (a bad PUMP_* value is read by every engine and
+// policy instance the matrix creates), and never inside the progress line.
+void dedup_log_sink(LogLevel, const char* line) {
+  static std::mutex mutex;
+  std::lock_guard lock(mutex);
+  static std::set<std::string> seen;
+  if (!seen.insert(line).second) return;
+  if (g_progress_open) g_pending_log.emplace_back(line);
+  else std::fputs(line, stderr);
 }
 
 void print_progress(size_t index, size_t total, const ConfigResult& row, bool done) {
@@ -35,16 +59,35 @@ void print_progress(size_t index, size_t total, const ConfigResult& row, bool do
     std::fprintf(stderr, " ...");
     if (row.config == "native" || row.config == "managed") std::fprintf(stderr, " (every ratio)");
     std::fflush(stderr);
+    g_progress_open = true;
     return;
   }
   if (row.ran && !row.samples_seconds.empty()) {
-    double sum = 0;
-    for (double s : row.samples_seconds) sum += s;
-    std::fprintf(stderr, " %.3f ms/iter%s\n", 1e3 * sum / static_cast<double>(row.samples_seconds.size()),
+    // The statistic the table shows: the median of the steady iterations.
+    std::fprintf(stderr, " %.3f ms/iter (median)%s\n", 1e3 * median_of(row.samples_seconds),
                  row.violations ? "  VIOLATIONS!" : "");
+  } else if (row.policy_failed) {
+    std::fprintf(stderr, " FAILED: %s\n", row.note.c_str());
   } else {
     std::fprintf(stderr, " skipped: %s\n", row.note.c_str());
   }
+  g_progress_open = false;
+  for (const std::string& line : g_pending_log) std::fputs(line.c_str(), stderr);
+  g_pending_log.clear();
+}
+
+// Checks --plot's path before anything runs: one line saying what is wrong, or "".
+std::string check_plot_path(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (path.size() <= 4 || path.compare(path.size() - 4, 4, ".png") != 0)
+    return "--plot: '" + path + "' does not end in .png (the plot is a PNG image)";
+  const fs::path parent = fs::path(path).parent_path();
+  const std::string dir = parent.empty() ? "." : parent.string();
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return "--plot: directory '" + dir + "' does not exist";
+  if (::access(dir.c_str(), W_OK) != 0) return "--plot: directory '" + dir + "' is not writable";
+  if (fs::is_directory(path, ec)) return "--plot: '" + path + "' is a directory";
+  return "";
 }
 
 std::string invocation(int argc, char** argv) {
@@ -64,6 +107,16 @@ int run(int argc, char** argv) {
     return 1;
   }
   const BenchOptions& o = cli.options;
+  if (!o.plot_path.empty()) {
+    if (const std::string why = check_plot_path(o.plot_path); !why.empty()) {
+      std::cerr << "pump-bench: " << why << '\n';
+      return 1;
+    }
+    if (std::string why; plot_python(&why).empty()) {
+      std::cerr << "pump-bench: " << why << '\n';
+      return 1;
+    }
+  }
 
   // The sim unless a GPU is asked for (a command) or found.
   GpuProbe gpu;
@@ -114,7 +167,9 @@ int run(int argc, char** argv) {
     report.sim_model = describe_sim_model(matrix.model);
     report.link = sim_link_rates(matrix.model);
     std::cerr << "pump-bench: " << report.sim_model << '\n';
+    set_log_sink(&dedup_log_sink);
     report.results = run_sim_matrix(matrix, print_progress);
+    set_log_sink(nullptr);
   } else {
     GpuMatrix matrix;
     matrix.ratios = o.ratios;
@@ -157,8 +212,13 @@ int run(int argc, char** argv) {
     std::cerr << "pump-bench: " << error << '\n';
     status = 1;
   }
+  // The plot is drawn from a CSV: --csv's, or a temporary one removed afterwards.
   std::string csv = o.csv_path;
-  if (!o.plot_path.empty() && csv.empty()) csv = o.plot_path + ".csv";
+  bool csv_is_temporary = false;
+  if (!o.plot_path.empty() && csv.empty()) {
+    csv = (std::filesystem::temp_directory_path() / ("pump-bench-plot-" + std::to_string(getpid()) + ".csv")).string();
+    csv_is_temporary = true;
+  }
   if (!csv.empty() && !write_csv_file(csv, report, &error)) {
     std::cerr << "pump-bench: " << error << '\n';
     status = 1;
@@ -166,11 +226,15 @@ int run(int argc, char** argv) {
   if (!o.plot_path.empty() && status == 0) {
     std::string message;
     const std::string script = PUMP_BENCH_PLOT_SCRIPT;
-    if (!plot_csv(script, csv, o.plot_path, &message)) std::cerr << "pump-bench: " << message << '\n';
+    if (!plot_csv(script, csv, o.plot_path, &message)) {
+      std::cerr << "pump-bench: " << message << '\n';
+      status = 1;
+    }
   }
+  if (csv_is_temporary) std::filesystem::remove(csv, ec_ignored());
   if (total_violations(report.results) > 0) return 3;
   for (const ConfigResult& r : report.results) {
-    if (!r.ran && r.note.find("not loaded") != std::string::npos) status = 1;
+    if (r.policy_failed || (!r.ran && r.note.find("not loaded") != std::string::npos)) status = 1;
     if (r.checksum_differs) status = 1;  // a wrong result is a failure, whatever its speed
   }
   return status;

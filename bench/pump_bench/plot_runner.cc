@@ -31,23 +31,21 @@ int run(const std::vector<std::string>& argv, bool quiet) {
 
 }  // namespace
 
-bool plot_csv(const std::string& script, const std::string& csv_path, const std::string& png_path,
-              std::string* message) {
+std::string plot_python(std::string* message) {
   // The first interpreter on PATH may be a virtualenv without matplotlib while
   // the distribution's has it (Debian: python3-matplotlib).
-  std::string python;
   for (const char* candidate : {"python3", "/usr/bin/python3"})
-    if (run({candidate, "-c", "import matplotlib"}, true) == 0) {
-      python = candidate;
-      break;
-    }
-  if (python.empty()) {
-    *message = "no plot: python3 with matplotlib is not available (apt-get install python3-matplotlib); "
-               "JSON/CSV are written";
-    return false;
-  }
+    if (run({candidate, "-c", "import matplotlib"}, true) == 0) return candidate;
+  *message = "--plot needs python3 with matplotlib, which is not available (apt-get install python3-matplotlib)";
+  return "";
+}
+
+bool plot_csv(const std::string& script, const std::string& csv_path, const std::string& png_path,
+              std::string* message) {
+  const std::string python = plot_python(message);
+  if (python.empty()) return false;
   if (const int rc = run({python, script, csv_path, png_path}, false); rc != 0) {
-    *message = "no plot: " + script + " failed (exit " + std::to_string(rc) + ")";
+    *message = "no plot: drawing " + png_path + " failed (plot_results.py exit " + std::to_string(rc) + ")";
     return false;
   }
   return true;

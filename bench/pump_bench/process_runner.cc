@@ -72,7 +72,7 @@ std::string describe_command(const std::vector<std::string>& argv, const std::ma
   std::string line;
   for (const auto& [key, value] : env)
     if (!value.empty()) line += key + "=" + quote(value) + " ";
-  for (size_t i = 0; i < argv.size(); ++i) line += (i ? " " : "") + quote(argv[i]);
+  for (size_t i = 0; i < argv.size(); ++i) line.append(i ? " " : "").append(quote(argv[i]));
   return line;
 }
 

@@ -85,7 +85,8 @@ void write_json(std::ostream& out, const BenchReport& report) {
                        {"violation_texts", r.violation_texts},
                        {"command_line", r.command_line},
                        {"checksum", r.checksum},
-                       {"checksum_differs_from_native", r.checksum_differs}});
+                       {"checksum_differs_from_native", r.checksum_differs},
+                       {"policy_failed", r.policy_failed}});
   }
   // Bytes that are not UTF-8 (a program's output in a note or checksum) become U+FFFD;
   // a number that is not finite is written as null.

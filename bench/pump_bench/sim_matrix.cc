@@ -195,6 +195,7 @@ std::vector<ConfigResult> run_sim_matrix(const SimMatrix& matrix, const SimProgr
           const std::optional<LoadedPolicy>& p = loaded[config];
           if (!p) {
             row.note = "policy not loaded (see the message above)";
+            row.policy_failed = true;
             progress(index, total, row, true);
             rows.push_back(row);
             continue;
@@ -204,6 +205,16 @@ std::vector<ConfigResult> run_sim_matrix(const SimMatrix& matrix, const SimProgr
         SimBackend backend(matrix.model);
         Config config_values;  // policies read their knobs from the environment, as under libpump
         Engine engine(backend, api, engine_options(budget, datapath, w), &config_values);
+        // An init that fails leaves the engine without a policy (it logs "failed to
+        // initialize"): policy_name() is then not the plugin's own name pointer.
+        if (api && engine.policy_name() != api->name) {
+          row.note = "policy '" + std::string(api->name ? api->name : config.c_str()) +
+                     "' failed to initialize (see pump's error lines)";
+          row.policy_failed = true;
+          progress(index, total, row, true);
+          rows.push_back(row);
+          continue;
+        }
         fill_from_run(run_workload(w, engine, backend), &row);
         own_bound(&row);
         progress(index, total, row, true);

@@ -1,5 +1,9 @@
 #include "bench/pump_bench/sim_workload_catalog.h"
 
+#include <cstdio>
+#include <iterator>
+#include <map>
+
 #include "bench/workloads/conv_sim.h"
 #include "bench/workloads/mlp_sim.h"
 #include "bench/workloads/trace_replay.h"
@@ -7,6 +11,12 @@
 namespace pump::bench {
 
 namespace {
+
+std::string hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
 
 uint64_t training_loop_footprint(const WorkloadSize& size) {
   switch (size.preset) {
@@ -47,6 +57,32 @@ std::optional<SimWorkload> make_sim_workload(const std::string& name, const std:
 std::optional<SimWorkload> load_trace_workload(const std::string& path, int iterations, std::string* error) {
   std::optional<Trace> trace = read_trace_file(path, error);
   if (!trace) return std::nullopt;
+  // A recorded program never holds two live allocations over the same bytes nor frees
+  // one twice: a trace that does is damaged (or hand-written wrong), so say so.
+  std::map<uint64_t, uint64_t> live;  // address -> bytes
+  for (size_t i = 0; i < trace->records.size(); ++i) {
+    const TraceRecord& r = trace->records[i];
+    const std::string where = path + ": record " + std::to_string(i + 1) + " after the header: ";
+    if (r.op == TraceRecord::Op::kAlloc) {
+      if (r.bytes == 0) continue;
+      auto next = live.lower_bound(r.address);
+      const bool hits_next = next != live.end() && next->first < r.address + r.bytes;
+      const bool hits_prev = next != live.begin() && std::prev(next)->first + std::prev(next)->second > r.address;
+      if (hits_next || hits_prev) {
+        const auto other = hits_prev ? std::prev(next) : next;
+        *error = where + "allocation " + hex(r.address) + " (" + std::to_string(r.bytes) +
+                 " bytes) overlaps the live allocation " + hex(other->first) + " (" + std::to_string(other->second) +
+                 " bytes)";
+        return std::nullopt;
+      }
+      live[r.address] = r.bytes;
+    } else if (r.op == TraceRecord::Op::kFree) {
+      if (live.erase(r.address) == 0) {
+        *error = where + "free of " + hex(r.address) + ", which is not a live allocation (a double free?)";
+        return std::nullopt;
+      }
+    }
+  }
   TraceReplayOptions options;
   options.iterations = iterations;
   const size_t slash = path.find_last_of('/');
@@ -54,6 +90,10 @@ std::optional<SimWorkload> load_trace_workload(const std::string& path, int iter
                                     options);
   if (w.iteration.empty()) {
     *error = path + ": the trace records no kernel";
+    return std::nullopt;
+  }
+  if (w.footprint_bytes() == 0) {
+    *error = path + ": the trace records no allocation (a 0-byte footprint: nothing to budget)";
     return std::nullopt;
   }
   return w;

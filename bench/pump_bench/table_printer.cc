@@ -20,6 +20,7 @@ std::vector<std::string> cells(const ConfigResult& r) {
   std::string check;
   if (r.violations > 0) check = "VIOLATION x" + std::to_string(r.violations);
   else if (r.checksum_differs) check = "CHECKSUM DIFFERS FROM NATIVE";
+  else if (r.policy_failed) check = "FAILED";
   else if (!r.ran) check = "-";
   else if (r.config == "bound") check = "";
   else check = "ok";

@@ -60,9 +60,9 @@ inline int mlp_activation_gradient(const MlpShape& s, int which) { return 3 * s.
 inline std::vector<MlpBuffer> mlp_buffers(const MlpShape& s) {
   const uint64_t w = static_cast<uint64_t>(s.width), b = static_cast<uint64_t>(s.batch);
   std::vector<MlpBuffer> out;
-  for (int i = 0; i < s.layers; ++i) out.push_back({"W" + std::to_string(i), MlpBufferKind::kWeight, w * w});
-  for (int i = 0; i < s.layers; ++i) out.push_back({"dW" + std::to_string(i), MlpBufferKind::kGradient, w * w});
-  for (int i = 0; i <= s.layers; ++i) out.push_back({"Y" + std::to_string(i), MlpBufferKind::kActivation, w * b});
+  for (int i = 0; i < s.layers; ++i) out.push_back({std::string("W").append(std::to_string(i)), MlpBufferKind::kWeight, w * w});
+  for (int i = 0; i < s.layers; ++i) out.push_back({std::string("dW").append(std::to_string(i)), MlpBufferKind::kGradient, w * w});
+  for (int i = 0; i <= s.layers; ++i) out.push_back({std::string("Y").append(std::to_string(i)), MlpBufferKind::kActivation, w * b});
   out.push_back({"dY_even", MlpBufferKind::kActivationGradient, w * b});
   out.push_back({"dY_odd", MlpBufferKind::kActivationGradient, w * b});
   return out;
@@ -91,7 +91,7 @@ inline std::vector<MlpOp> mlp_step(const MlpShape& s) {
   std::vector<MlpOp> ops;
   for (int i = 0; i < s.layers; ++i) {
     MlpOp g;
-    g.name = "fwd_gemm" + std::to_string(i);
+    g.name = std::string("fwd_gemm").append(std::to_string(i));
     g.gemm = {false, false, w, b, w, mlp_weight(s, i), w, mlp_activation(s, i), w, mlp_activation(s, i + 1), w};
     ops.push_back(g);
     if (i + 1 < s.layers) {
@@ -116,14 +116,14 @@ inline std::vector<MlpOp> mlp_step(const MlpShape& s) {
       ops.push_back(r);
     }
     MlpOp dw;
-    dw.name = "bwd_weight_gemm" + std::to_string(i);
+    dw.name = std::string("bwd_weight_gemm").append(std::to_string(i));
     dw.gemm = {false, true, w, w, b, g, w, mlp_activation(s, i), w, mlp_gradient(s, i), w};
     ops.push_back(dw);
     if (i > 0) {
       const int next = mlp_activation_gradient(s, which);
       which ^= 1;
       MlpOp dx;
-      dx.name = "bwd_data_gemm" + std::to_string(i);
+      dx.name = std::string("bwd_data_gemm").append(std::to_string(i));
       dx.gemm = {true, false, w, b, w, mlp_weight(s, i), w, g, w, next, w};
       ops.push_back(dx);
       g = next;
@@ -132,7 +132,7 @@ inline std::vector<MlpOp> mlp_step(const MlpShape& s) {
   for (int i = 0; i < s.layers; ++i) {
     MlpOp u;
     u.kind = MlpOp::Kind::kSgdUpdate;
-    u.name = "sgd" + std::to_string(i);
+    u.name = std::string("sgd").append(std::to_string(i));
     u.x = mlp_gradient(s, i);
     u.y = mlp_weight(s, i);
     u.elements = static_cast<uint64_t>(w) * static_cast<uint64_t>(w);

@@ -12,6 +12,10 @@ namespace pump {
 // Returns nullopt for empty, negative, unknown-suffix, trailing-junk or overflowing input.
 std::optional<uint64_t> parse_byte_size(std::string_view text);
 
+// The smallest budget pump accepts: one page. Less holds nothing (a budget of 0
+// would evict every block before every kernel), so it is a typo, not a setting.
+inline constexpr uint64_t kMinBudgetBytes = 4096;
+
 // A budget: a byte size as above, or a percentage ("50%", "12.5%") of `device_bytes`.
 // Percentages must lie in (0, 100].
 std::optional<uint64_t> parse_budget(std::string_view text, uint64_t device_bytes);

@@ -14,7 +14,7 @@ LogLevel level_from_env() {
   const char* env = std::getenv("PUMP_LOG_LEVEL");
   LogLevel level = LogLevel::kWarn;
   if (env && *env && !parse_log_level(env, &level)) {
-    std::fprintf(stderr, "pump: PUMP_LOG_LEVEL='%s' is not one of error, warn, info, debug; using warn\n", env);
+    std::fprintf(stderr, "pump: warning: PUMP_LOG_LEVEL='%s' is not one of error, warn, info, debug; using warn\n", env);
     level = LogLevel::kWarn;
   }
   return level;
@@ -26,6 +26,7 @@ std::atomic<int>& level_storage() {
 }
 
 std::atomic<LogSink> g_sink{nullptr};
+thread_local int t_quiet = 0;
 
 const char* level_name(LogLevel level) {
   switch (level) {
@@ -55,8 +56,11 @@ bool parse_log_level(std::string_view text, LogLevel* out) {
 
 void set_log_sink(LogSink sink) { g_sink.store(sink); }
 
+QuietLogScope::QuietLogScope() { ++t_quiet; }
+QuietLogScope::~QuietLogScope() { --t_quiet; }
+
 void log(LogLevel level, const char* format, ...) {
-  if (static_cast<int>(level) > static_cast<int>(log_level())) return;
+  if (static_cast<int>(level) > static_cast<int>(log_level()) || t_quiet > 0) return;
   char message[1024];
   va_list args;
   va_start(args, format);

@@ -26,6 +26,16 @@ void log(LogLevel level, const char* format, ...) __attribute__((format(printf, 
     if (!pump_logged_.exchange(true)) ::pump::log(level, __VA_ARGS__); \
   } while (0)
 
+// While one is alive, this thread's log lines are dropped: for probes whose failures
+// are not the user's concern (PluginHost reading the names plugins declare).
+class QuietLogScope {
+ public:
+  QuietLogScope();
+  ~QuietLogScope();
+  QuietLogScope(const QuietLogScope&) = delete;
+  QuietLogScope& operator=(const QuietLogScope&) = delete;
+};
+
 // Test hook: where log lines go (nullptr restores stderr). The sink gets the full line.
 using LogSink = void (*)(LogLevel level, const char* line);
 void set_log_sink(LogSink sink);

@@ -68,7 +68,11 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes)
     o.policy = *v;
   }
   if (auto v = config.get("GPU_BUDGET")) {
-    if (parse_budget(*v, kAnyDeviceBytes)) o.budget = *v;
+    const std::optional<uint64_t> bytes = parse_budget(*v, kAnyDeviceBytes);
+    if (bytes && *bytes < kMinBudgetBytes)
+      log(LogLevel::kError, "PUMP_GPU_BUDGET='%s' is below one page (%llu bytes); using the device's whole memory",
+          v->c_str(), static_cast<unsigned long long>(kMinBudgetBytes));
+    else if (bytes) o.budget = *v;
     else
       log(LogLevel::kError,
           "PUMP_GPU_BUDGET='%s' is not a size (e.g. 8GiB, 512MiB, 1073741824) or a percentage in (0, 100]; "

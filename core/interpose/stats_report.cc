@@ -138,7 +138,8 @@ bool write_file_atomically(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   FILE* f = std::fopen(tmp.c_str(), "w");
   if (!f) {
-    log(LogLevel::kError, "PUMP_STATS: cannot write %s: %s", tmp.c_str(), std::strerror(errno));
+    // Named by the path given: the temporary file next to it is an implementation detail.
+    log(LogLevel::kError, "PUMP_STATS: cannot write %s: %s", path.c_str(), std::strerror(errno));
     return false;
   }
   const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();

@@ -39,28 +39,67 @@ std::map<std::string, std::unique_ptr<Api>>& adapted_cache() {
 
 bool is_path(std::string_view name_or_path) { return name_or_path.find('/') != std::string_view::npos; }
 
-// Built-in names present in `dir`, e.g. {"eager", "lru"} for libpump_policy_*.so.
-std::string builtin_names(const std::string& dir, const PluginKind& kind) {
+// Plugin files in `dir` (<prefix><name>.so), sorted by name.
+std::vector<fs::path> plugin_files(const std::string& dir, const PluginKind& kind) {
+  std::vector<fs::path> files;
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return "none: the directory does not exist";
-  std::vector<std::string> names;
   const std::string_view prefix = kind.file_prefix;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string file = it->path().filename().string();
     if (file.size() > prefix.size() + kPluginSuffix.size() && file.starts_with(prefix) &&
         file.ends_with(kPluginSuffix))
-      names.push_back(file.substr(prefix.size(), file.size() - prefix.size() - kPluginSuffix.size()));
+      files.push_back(it->path());
   }
-  if (names.empty()) return "none";
-  std::sort(names.begin(), names.end());
-  std::string joined;
-  for (const std::string& n : names) joined += (joined.empty() ? "" : ", ") + n;
-  return joined;
+  std::sort(files.begin(), files.end());
+  return files;
 }
 
-// The file `name_or_path` refers to, or nullopt after logging why there is none.
-std::optional<fs::path> locate(std::string_view name_or_path, const std::string& plugin_dir,
-                               const PluginKind& kind) {
+// Built-in names present in `dir`, e.g. {"eager", "lru"} for libpump_policy_*.so.
+std::string builtin_names(const std::string& dir, const PluginKind& kind) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return "none: the directory does not exist";
+  std::string joined;
+  const size_t prefix = std::string_view(kind.file_prefix).size();
+  for (const fs::path& f : plugin_files(dir, kind)) {
+    const std::string file = f.filename().string();
+    joined += (joined.empty() ? "" : ", ") + file.substr(prefix, file.size() - prefix - kPluginSuffix.size());
+  }
+  return joined.empty() ? "none" : joined;
+}
+
+// The adapted struct of `file`, loaded (and checked) once per canonical path; nullptr
+// after logging why it cannot be used. `key`: the cache key (the canonical path).
+template <typename Api, typename Adapt>
+const Api* adapted_api(const fs::path& file, const PluginKind& kind, Adapt adapt) {
+  std::error_code ec;
+  fs::path canonical = fs::canonical(file, ec);
+  const std::string key = ec ? fs::absolute(file, ec).string() : canonical.string();
+  std::lock_guard lock(g_cache_mutex);
+  auto& cache = adapted_cache<Api>();
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    plugin_detail::ResolvedSymbol symbol = plugin_detail::open_plugin_symbol(file, kind);
+    if (!symbol.address) return nullptr;
+    std::unique_ptr<Api> api = adapt(symbol.address, symbol.object_bytes, file.string());
+    if (!api) return nullptr;  // the library stays loaded but unused: harmless, never unloaded
+    it = cache.emplace(key, std::move(api)).first;
+  }
+  return it->second.get();
+}
+
+// '-' and '_' alike: a plugin declaring "my-policy" usually lives in libpump_policy_my_policy.so.
+std::string file_stem_for(std::string_view name) {
+  std::string out(name);
+  std::replace(out.begin(), out.end(), '-', '_');
+  return out;
+}
+
+// The file `name_or_path` refers to, or nullopt after logging why there is none. A
+// name is a file name (<prefix><name>.so, '-' read as '_'), or else the name a plugin
+// in `plugin_dir` declares in its struct (each one there is loaded to read it).
+template <typename Api, typename Adapt>
+std::optional<fs::path> locate(std::string_view name_or_path, const std::string& plugin_dir, const PluginKind& kind,
+                               Adapt adapt) {
   const std::string requested(name_or_path);
   if (requested.empty()) {
     log(LogLevel::kError, "empty %s plugin name: give a built-in name (PUMP_PLUGIN_DIR=%s has: %s) "
@@ -76,9 +115,21 @@ std::optional<fs::path> locate(std::string_view name_or_path, const std::string&
   }
   fs::path file = fs::path(plugin_dir) / (kind.file_prefix + requested + std::string(kPluginSuffix));
   if (fs::is_regular_file(file, ec)) return file;
+  if (fs::path alt = fs::path(plugin_dir) / (kind.file_prefix + file_stem_for(requested) + std::string(kPluginSuffix));
+      alt != file && fs::is_regular_file(alt, ec))
+    return alt;
+  for (const fs::path& candidate : plugin_files(plugin_dir, kind)) {
+    const Api* api = nullptr;
+    {
+      QuietLogScope quiet;  // a broken neighbour is reported when it is asked for, not here
+      api = adapted_api<Api>(candidate, kind, adapt);
+    }
+    if (api && api->name && requested == api->name) return candidate;
+  }
   const bool looks_like_file = requested.ends_with(kPluginSuffix);
-  log(LogLevel::kError, "no built-in %s '%s': %s not found (PUMP_PLUGIN_DIR=%s; built-in %ss there: %s)%s",
-      kind.noun, requested.c_str(), file.c_str(), plugin_dir.c_str(), kind.noun,
+  log(LogLevel::kError, "no built-in %s '%s': %s not found and no plugin there declares that name "
+      "(PUMP_PLUGIN_DIR=%s; built-in %s there: %s)%s",
+      kind.noun, requested.c_str(), file.c_str(), plugin_dir.c_str(), kind.plural,
       builtin_names(plugin_dir, kind).c_str(),
       looks_like_file ? "; to load a file in the current directory write ./NAME" : "");
   return std::nullopt;
@@ -87,23 +138,10 @@ std::optional<fs::path> locate(std::string_view name_or_path, const std::string&
 template <typename Api, typename Loaded, typename Adapt>
 std::optional<Loaded> load(std::string_view name_or_path, const std::string& plugin_dir, const PluginKind& kind,
                            Adapt adapt) {
-  std::optional<fs::path> file = locate(name_or_path, plugin_dir, kind);
+  std::optional<fs::path> file = locate<Api>(name_or_path, plugin_dir, kind, adapt);
   if (!file) return std::nullopt;
-  std::error_code ec;
-  fs::path canonical = fs::canonical(*file, ec);
-  const std::string key = ec ? fs::absolute(*file, ec).string() : canonical.string();
-
-  std::lock_guard lock(g_cache_mutex);
-  auto& cache = adapted_cache<Api>();
-  auto it = cache.find(key);
-  if (it == cache.end()) {
-    plugin_detail::ResolvedSymbol symbol = plugin_detail::open_plugin_symbol(*file, kind);
-    if (!symbol.address) return std::nullopt;
-    std::unique_ptr<Api> api = adapt(symbol.address, symbol.object_bytes, file->string());
-    if (!api) return std::nullopt;  // the library stays loaded but unused: harmless, never unloaded
-    it = cache.emplace(key, std::move(api)).first;
-  }
-  const Api* api = it->second.get();
+  const Api* api = adapted_api<Api>(*file, kind, adapt);
+  if (!api) return std::nullopt;
   Loaded loaded;
   loaded.api = api;
   loaded.name = api->name && *api->name ? api->name : file->stem().string();

@@ -16,9 +16,9 @@
 namespace pump::plugin_detail {
 
 const PluginKind kPolicyKind{"policy", PUMP_POLICY_SYMBOL_V1, "pump_policy_plugin_v", "libpump_policy_",
-                             "PUMP_DECLARE_POLICY", &kExtractorKind};
+                             "PUMP_DECLARE_POLICY", &kExtractorKind, "policies"};
 const PluginKind kExtractorKind{"extractor", PUMP_EXTRACTOR_SYMBOL_V1, "pump_extractor_plugin_v",
-                                "libpump_extractor_", "PUMP_DECLARE_EXTRACTOR", &kPolicyKind};
+                                "libpump_extractor_", "PUMP_DECLARE_EXTRACTOR", &kPolicyKind, "extractors"};
 
 namespace {
 

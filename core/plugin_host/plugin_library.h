@@ -16,6 +16,7 @@ struct PluginKind {
   const char* file_prefix;     // "libpump_policy_": built-in file names
   const char* declare_macro;   // "PUMP_DECLARE_POLICY": how the SDK exports the struct
   const PluginKind* other;     // the other kind, to recognise a plugin loaded as the wrong kind
+  const char* plural;          // "policies": for messages listing several
 };
 
 extern const PluginKind kPolicyKind;

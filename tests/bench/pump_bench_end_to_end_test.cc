@@ -10,6 +10,9 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
+#include <tuple>
+#include <vector>
+#include <algorithm>
 
 #include "bench/pump_bench/process_runner.h"
 
@@ -133,6 +136,136 @@ TEST(PumpBenchEndToEnd, MalformedTraceNamesTheLine) {
   EXPECT_EQ(p.exit_code, 1);
   EXPECT_NE(p.output.find(trace + ":2: alloc record has no \"address\""), std::string::npos) << p.output;
   std::filesystem::remove(trace);
+}
+
+// A fresh empty directory under the temp dir, removed by the caller.
+std::filesystem::path fresh_dir(const std::string& tag) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("pump_bench_e2e_" + tag + "_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+size_t count_lines(const std::string& text) { return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')); }
+
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// --plot to a path that cannot take a PNG: one line, exit 1, before any run, nothing written.
+TEST(PumpBenchEndToEnd, BadPlotPathsAreRefusedBeforeAnyRunAndLeaveNothingBehind) {
+  const std::filesystem::path dir = fresh_dir("plot");
+  const std::string not_png = (dir / "x.txt").string();
+  for (const auto& [path, expected] :
+       std::vector<std::pair<std::string, std::string>>{
+           {not_png, "pump-bench: --plot: '" + not_png + "' does not end in .png (the plot is a PNG image)\n"},
+           {"/nonexistent/x.png", "pump-bench: --plot: directory '/nonexistent' does not exist\n"}}) {
+    const ProcessResult p = run_process({PUMP_BENCH_BINARY, "--sim", "--workload", "training-loop", "--size", "small",
+                                         "--plot", path},
+                                        {{"PUMP_PLUGIN_DIR", PUMP_PLUGIN_DIR}});
+    ASSERT_TRUE(p.started);
+    EXPECT_EQ(p.exit_code, 1) << p.output;
+    EXPECT_EQ(p.output, expected);
+  }
+  if (::geteuid() != 0) {  // root writes anywhere
+    const std::filesystem::path ro = dir / "read-only";
+    std::filesystem::create_directories(ro);
+    std::filesystem::permissions(ro, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
+    const ProcessResult p = run_process({PUMP_BENCH_BINARY, "--sim", "--plot", (ro / "x.png").string()}, {});
+    EXPECT_EQ(p.exit_code, 1) << p.output;
+    EXPECT_EQ(p.output, "pump-bench: --plot: directory '" + ro.string() + "' is not writable\n");
+    std::filesystem::permissions(ro, std::filesystem::perms::owner_all);
+  }
+  size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::recursive_directory_iterator(dir))
+    entries += e.is_regular_file();
+  EXPECT_EQ(entries, 0u) << "files left behind in " << dir;
+  std::filesystem::remove_all(dir);
+}
+
+// A policy whose init fails: its row says FAILED (not none's numbers and ok), the
+// engine's message is shown, and the exit status is 1.
+TEST(PumpBenchEndToEnd, APolicyWhoseInitFailsIsShownAsFailedAndExitsOne) {
+  const std::string fixture = std::string(PUMP_FIXTURE_PLUGIN_DIR) + "/libpump_policy_init_fails.so";
+  const ProcessResult p = run_process({PUMP_BENCH_BINARY, "--sim", "--workload", "training-loop", "--size", "small",
+                                       "--oversubscription", "2", "--policies", "none,lru," + fixture},
+                                      {{"PUMP_PLUGIN_DIR", PUMP_PLUGIN_DIR}});
+  ASSERT_TRUE(p.started);
+  EXPECT_EQ(p.exit_code, 1) << p.output;
+  EXPECT_NE(p.output.find("policy 'fixture-init-fails' failed to initialize"), std::string::npos) << p.output;
+  std::istringstream lines(p.output);
+  bool row_seen = false;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("training-loop", 0) != 0 || line.find(fixture) == std::string::npos) continue;
+    row_seen = true;
+    EXPECT_NE(line.find("FAILED"), std::string::npos) << line;
+    EXPECT_EQ(line.find(" ok"), std::string::npos) << line;
+  }
+  EXPECT_TRUE(row_seen) << p.output;
+}
+
+// The progress line shows the statistic the table shows, named; a bad policy knob read
+// by every engine of the matrix is reported once, on a line of its own.
+TEST(PumpBenchEndToEnd, ProgressShowsTheMedianAndABadKnobWarnsOnceOnItsOwnLine) {
+  const ProcessResult p = run_process({PUMP_BENCH_BINARY, "--sim", "--workload", "training-loop", "--size", "small",
+                                       "--oversubscription", "1,1.5,2", "--policies", "none,lru", "--datapath",
+                                       "copy,um"},
+                                      {{"PUMP_PLUGIN_DIR", PUMP_PLUGIN_DIR}, {"PUMP_LRU_HEADROOM", "abc"}});
+  ASSERT_TRUE(p.started);
+  ASSERT_EQ(p.exit_code, 0) << p.output;
+  EXPECT_NE(p.output.find(" ms/iter (median)\n"), std::string::npos) << p.output;
+  EXPECT_EQ(count_of(p.output, "PUMP_LRU_HEADROOM='abc'"), 1u) << p.output;
+  EXPECT_NE(p.output.find("\npump: warning: policy lru: PUMP_LRU_HEADROOM='abc'"), std::string::npos) << p.output;
+}
+
+TEST(PumpBenchEndToEnd, HelpSaysWhatTheColumnsMeanAndThatMsPerIterIsAMedian) {
+  const ProcessResult p = run_process({PUMP_BENCH_BINARY, "--help"}, {});
+  ASSERT_EQ(p.exit_code, 0);
+  for (const char* column : {"ms/iter (a median", "min-max ms", "vs none", "bound ms", "/bound", "in MiB/it",
+                             "fault MiB/it", "wb MiB/it", "drop MiB/it", "peak GiB", "traffic/oracle", "check ("})
+    EXPECT_NE(p.output.find(column), std::string::npos) << column;
+}
+
+TEST(PumpBenchEndToEnd, ATinySizeIsRefusedWithOneLine) {
+  const ProcessResult p = run_process({PUMP_BENCH_BINARY, "--sim", "--size", "1B"}, {});
+  EXPECT_EQ(p.exit_code, 1);
+  EXPECT_EQ(p.output, "pump-bench: --size: '1B' is below the smallest footprint pump-bench runs (1MiB)\n");
+}
+
+// Traces that cannot describe a program: each refused with one line naming the file.
+TEST(PumpBenchEndToEnd, TracesWithoutAllocationsOrWithOverlapsOrDoubleFreesAreRefused) {
+  const std::filesystem::path dir = fresh_dir("bad_traces");
+  const std::string header = "{\"pump_trace\":1}\n";
+  const std::string kernel =
+      "{\"op\":\"kernel\",\"stream\":0,\"extents\":[{\"address\":\"0x100000\",\"bytes\":4096,\"access\":\"rw\","
+      "\"role\":\"unknown\"}]}\n";
+  const std::string alloc = "{\"op\":\"alloc\",\"address\":\"0x100000\",\"bytes\":1048576}\n";
+  for (const auto& [name, text, expected] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"no_alloc", header + kernel, ": the trace records no allocation (a 0-byte footprint: nothing to budget)"},
+           {"overlap", header + alloc + "{\"op\":\"alloc\",\"address\":\"0x180000\",\"bytes\":1048576}\n" + kernel,
+            ": record 2 after the header: allocation 0x180000 (1048576 bytes) overlaps the live allocation 0x100000 "
+            "(1048576 bytes)"},
+           {"double_free", header + alloc + kernel + "{\"op\":\"free\",\"address\":\"0x100000\"}\n" +
+                               "{\"op\":\"free\",\"address\":\"0x100000\"}\n",
+            ": record 4 after the header: free of 0x100000, which is not a live allocation (a double free?)"}}) {
+    const std::string trace = (dir / (name + ".trace")).string();
+    std::ofstream(trace) << text;
+    const ProcessResult p = run_process({PUMP_BENCH_BINARY, "--trace", trace}, {{"PUMP_PLUGIN_DIR", PUMP_PLUGIN_DIR}});
+    EXPECT_EQ(p.exit_code, 1) << name << ": " << p.output;
+    EXPECT_EQ(p.output, "pump-bench: " + trace + expected + "\n") << name;
+    EXPECT_EQ(count_lines(p.output), 1u) << name;
+  }
+  // A freed address may be allocated again: that trace runs.
+  const std::string reuse = (dir / "reuse.trace").string();
+  std::ofstream(reuse) << header + alloc + kernel + "{\"op\":\"free\",\"address\":\"0x100000\"}\n" + alloc + kernel;
+  const ProcessResult ok = run_process({PUMP_BENCH_BINARY, "--trace", reuse, "--policies", "none", "--oversubscription",
+                                        "1"},
+                                       {{"PUMP_PLUGIN_DIR", PUMP_PLUGIN_DIR}});
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

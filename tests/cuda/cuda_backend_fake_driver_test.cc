@@ -202,7 +202,9 @@ TEST_F(FakeDriverTest, EvictionsWaitForTheirKernelOnTheOutStreamWhilePrefetchesG
     if (c.stream == kAppStream && std::strcmp(c.name, "cuStreamWriteValue64") == 0) kernel_slot = c.address;
     std::string what = c.name;
     if (what == "cuMemPrefetchAsync") what += c.location_type == CU_MEM_LOCATION_TYPE_HOST ? "(host)" : "(device)";
-    if (what == "cuStreamWaitValue64") EXPECT_EQ(c.address, kernel_slot);
+    if (what == "cuStreamWaitValue64") {
+      EXPECT_EQ(c.address, kernel_slot);
+    }
     if (c.stream == f.in.stream) on_in.push_back(what);
     if (c.stream == out_stream) on_out.push_back(what);
   }

@@ -286,7 +286,9 @@ TEST_F(AccessHooks, EveryUnsizedAccessRestoresEveryDroppedBlockFirst) {
     EXPECT_EQ(g_real_calls, calls + 1);
     ASSERT_EQ(last().id, c.id);
     EXPECT_TRUE(last().unattributed);
-    if (kSymbols[c.id].library == Library::kCublas) EXPECT_EQ(last().stream, 0x99u) << "the handle's stream";
+    if (kSymbols[c.id].library == Library::kCublas) {
+      EXPECT_EQ(last().stream, 0x99u) << "the handle's stream";
+    }
     const EngineStats after = engine_->stats();
     EXPECT_EQ(after.unattributed_accesses, before.unattributed_accesses + 1);
     EXPECT_GE(after.bytes_unattributed_restored, before.bytes_unattributed_restored + kMiB)

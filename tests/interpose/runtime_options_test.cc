@@ -123,7 +123,10 @@ INSTANTIATE_TEST_SUITE_P(Interpose, RuntimeOptionsBadValue,
                                            BadValue{"SPLIT_GRANULARITY", "1KiB"}, BadValue{"DATAPATH", "fast"},
                                            BadValue{"DATAPATH", "UM"}, BadValue{"HOST_LIMIT", "lots"},
                                            BadValue{"HOST_LIMIT", "150%"}, BadValue{"HOST_LIMIT", "-1GiB"},
-                                           BadValue{"VERIFY", "on"}),
+                                           BadValue{"VERIFY", "on"},
+                                           // below one page: a budget that holds nothing
+                                           BadValue{"GPU_BUDGET", "0"}, BadValue{"GPU_BUDGET", "0B"},
+                                           BadValue{"GPU_BUDGET", "0.0001"}, BadValue{"GPU_BUDGET", "4095"}),
                          [](const ::testing::TestParamInfo<BadValue>& info) {
                            // e.g. GPU_BUDGET_150_ : the variable and its value, as a test name
                            std::string name = std::string(info.param.key) + "_" + info.param.value;
@@ -131,6 +134,21 @@ INSTANTIATE_TEST_SUITE_P(Interpose, RuntimeOptionsBadValue,
                              if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
                            return name + "_" + std::to_string(info.index);
                          });
+
+TEST(RuntimeOptions, ABudgetOfOnePageIsAccepted) {
+  LogCapture log;
+  RuntimeOptions o = parse_runtime_options(*config_with({{"GPU_BUDGET", "4KiB"}}));
+  ASSERT_TRUE(o.budget);
+  EXPECT_EQ(budget_for_device(o, uint64_t{1} << 30), 4096u);
+  EXPECT_TRUE(log.lines().empty());
+}
+
+TEST(RuntimeOptions, ABudgetBelowOnePageIsRejectedWithTheSameMessageStyle) {
+  LogCapture log;
+  parse_runtime_options(*config_with({{"GPU_BUDGET", "0"}}));
+  ASSERT_EQ(log.lines().size(), 1u);
+  EXPECT_EQ(log.lines()[0].rfind("pump: error: PUMP_GPU_BUDGET='0' is below one page", 0), 0u) << log.lines()[0];
+}
 
 TEST(RuntimeOptions, EmptyPluginListIsReportedOnce) {
   LogCapture log;

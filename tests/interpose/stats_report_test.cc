@@ -141,6 +141,9 @@ TEST(WriteFileAtomically, AnUnwritablePathFailsWithOneMessage) {
   testing_support::LogCapture log;
   EXPECT_FALSE(write_file_atomically("/nonexistent-dir/pump/stats.json", "{}"));
   EXPECT_EQ(log.count_containing("PUMP_STATS"), 1u);
+  // The path given, not the temporary file written first.
+  EXPECT_EQ(log.count_containing("cannot write /nonexistent-dir/pump/stats.json:"), 1u);
+  EXPECT_EQ(log.count_containing(".tmp."), 0u);
 }
 
 }  // namespace

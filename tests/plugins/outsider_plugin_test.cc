@@ -163,5 +163,34 @@ TEST_F(OutsiderPluginTest, ExamplePolicyWarnsOnceAboutABadKnobAndUsesTheDefault)
   EXPECT_FALSE(resident(engine, B));
 }
 
+// --policies my-policy / PUMP_POLICY=my-policy: the name the template declares in its
+// struct finds libpump_policy_my_policy.so in the plugin directory ('-' read as '_'),
+// and so does the example's declared "size-aware" (file libpump_policy_size_aware.so).
+TEST_F(OutsiderPluginTest, ThePolicysDeclaredNameFindsItInThePluginDir) {
+  const std::string template_lib = outsider_library("template", "libpump_policy_my_policy.so");
+  PluginHost host(fs::path(template_lib).parent_path().string());
+  auto policy = host.load_policy("my-policy");
+  ASSERT_TRUE(policy) << (warnings().empty() ? "" : warnings()[0]);
+  EXPECT_EQ(policy->name, "my-policy");
+  EXPECT_EQ(fs::path(policy->path).filename(), "libpump_policy_my_policy.so");
+  EXPECT_TRUE(warnings().empty());
+}
+
+// A declared name unlike its file name: found by reading what each plugin there declares.
+TEST_F(OutsiderPluginTest, ADeclaredNameUnlikeTheFileNameIsFoundByReadingThePlugins) {
+  const std::string source = outsider_library("template", "libpump_policy_my_policy.so");
+  const fs::path dir = fs::path(source).parent_path().parent_path() / "renamed-plugin-dir";
+  fs::create_directories(dir);
+  fs::copy_file(source, dir / "libpump_policy_custom_file_name.so", fs::copy_options::overwrite_existing);
+  PluginHost host(dir.string());
+  auto policy = host.load_policy("my-policy");
+  ASSERT_TRUE(policy) << (warnings().empty() ? "" : warnings()[0]);
+  EXPECT_EQ(fs::path(policy->path).filename(), "libpump_policy_custom_file_name.so");
+  EXPECT_FALSE(host.load_policy("no-such-policy"));
+  ASSERT_EQ(warnings().size(), 1u);
+  EXPECT_NE(warnings()[0].find("built-in policies there: custom_file_name"), std::string::npos) << warnings()[0];
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace pump

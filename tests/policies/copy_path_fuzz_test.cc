@@ -35,7 +35,7 @@ SimWorkload random_program(uint32_t seed, std::vector<Tensor>* tensors_out) {
   uint64_t base = 0x7f0000000000ull;
   for (int a = 0; a < 6; ++a) {
     const uint64_t bytes = uniform(2, 24) * 2 * kMiB;
-    w.allocations.push_back({base, bytes, PUMP_ROLE_UNKNOWN, "seg" + std::to_string(a)});
+    w.allocations.push_back({base, bytes, PUMP_ROLE_UNKNOWN, std::string("seg").append(std::to_string(a))});
     for (uint64_t at = 0; at + 4096 < bytes;) {
       const uint64_t size = std::min(bytes - at, uniform(8, 6000) * 512);
       tensors.push_back({base + at, size, uniform(0, 9) == 0});
@@ -45,7 +45,7 @@ SimWorkload random_program(uint32_t seed, std::vector<Tensor>* tensors_out) {
   }
   for (int k = 0; k < 48; ++k) {
     SimKernel kernel;
-    kernel.name = "k" + std::to_string(k);
+    kernel.name = std::string("k").append(std::to_string(k));
     const int n = static_cast<int>(uniform(1, 4));
     uint64_t bytes = 0;
     // Half the kernels are launches: their extractor saw only pointers, each naming the
@@ -61,7 +61,7 @@ SimWorkload random_program(uint32_t seed, std::vector<Tensor>* tensors_out) {
         bytes += t.bytes;
         continue;
       }
-      const uint32_t access = t.workspace ? PUMP_ACCESS_READ_WRITE
+      const uint32_t access = t.workspace ? static_cast<uint32_t>(PUMP_ACCESS_READ_WRITE)
                                           : std::vector<uint32_t>{PUMP_ACCESS_READ, PUMP_ACCESS_WRITE,
                                                                   PUMP_ACCESS_READ_WRITE}[uniform(0, 2)];
       const pump_extent_v1_t e{t.address, t.bytes, access, t.workspace ? PUMP_ROLE_WORKSPACE : PUMP_ROLE_UNKNOWN};
@@ -89,7 +89,7 @@ TEST_P(CopyPathFuzz, NoPolicyMakesAKernelReadLostBytes) {
   auto loaded = host.load_policy(policy);
   ASSERT_TRUE(loaded.has_value());
   for (double ratio : {2.0, 3.0, 4.0}) {
-    SCOPED_TRACE("x" + std::to_string(ratio));
+    SCOPED_TRACE(std::string("x").append(std::to_string(ratio)));
     SimBackend backend;
     EngineOptions options;
     options.budget_bytes = static_cast<uint64_t>(static_cast<double>(w.footprint_bytes()) / ratio);

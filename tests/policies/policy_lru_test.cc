@@ -135,7 +135,9 @@ struct HeadroomCase {
 };
 
 void PrintTo(const HeadroomCase& c, std::ostream* os) {
-  *os << "LRU_HEADROOM=" << (c.value ? "'" + std::string(c.value) + "'" : std::string("(unset)"));
+  *os << "LRU_HEADROOM=";
+  if (c.value) *os << "'" << c.value << "'";
+  else *os << "(unset)";
 }
 
 class PolicyLruHeadroomConfig : public ::testing::TestWithParam<HeadroomCase> {};
