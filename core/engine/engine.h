@@ -15,9 +15,9 @@
 
 #include "core/common/config.h"
 #include "core/engine/device_backend.h"
+#include "core/engine/engine_block.h"
 #include "core/engine/engine_stats.h"
 #include "core/engine/shadow_store.h"
-#include "core/tracker/block_tracker.h"
 #include "pump/policy_v1.h"
 #include "pump/extractor_v1.h"
 
