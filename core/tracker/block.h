@@ -26,8 +26,8 @@ using ByAddressHook = boost::intrusive::set_base_hook<boost::intrusive::tag<ByAd
 using LruHook = boost::intrusive::list_base_hook<boost::intrusive::tag<LruTag>,
                                                  boost::intrusive::link_mode<boost::intrusive::safe_link>>;
 
-template <typename State>
-struct BasicBlock : ByAddressHook, LruHook, State {
+// What the tracker keeps of every block.
+struct BlockCore {
   uint64_t id = 0;
   uint64_t address = 0;
   uint64_t bytes = 0;
@@ -38,6 +38,11 @@ struct BasicBlock : ByAddressHook, LruHook, State {
   uint64_t end() const { return address + bytes; }
   bool contains(uint64_t addr) const { return addr >= address && addr - address < bytes; }
 };
+
+// Bases in this order: the tree hook and the address a lookup compares share a cache
+// line, whatever the size of State.
+template <typename State>
+struct BasicBlock : ByAddressHook, LruHook, BlockCore, State {};
 
 // For a tracker whose owner keeps nothing per block.
 struct NoBlockState {
