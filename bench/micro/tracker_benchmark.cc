@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "core/tracker/block_tracker.h"
+#include "core/engine/engine_block.h"  // the engine's tracker: its blocks as large as in use
 
 namespace {
 

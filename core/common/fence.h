@@ -1,6 +1,6 @@
 // A point in one stream's work: done once everything queued on `stream` up to
 // `value` has completed. value 0 means "nothing to wait for".
-// In core/common because the tracker (below the engine) keeps fences on blocks.
+// In core/common: the engine, the backends, the sim and the trace all use it.
 #pragma once
 
 #include <cstdint>

@@ -25,10 +25,7 @@ thread_local CaptureAnswer t_capture_answer;
 }  // namespace
 
 using cuda::EventFenceRing;
-using cuda::is_event_fence;
-using cuda::kEventFenceBit;
 using cuda::OpKind;
-using cuda::StreamSlotTable;
 using cuda::TransferOp;
 
 struct CudaBackend::AtomicStats {
@@ -106,7 +103,6 @@ class TrafficRange {
 CudaBackend::CudaBackend(const CudaBackendOptions& options, int ordinal)
     : options_(options),
       ordinal_(ordinal),
-      slot_table_(std::max<size_t>(options.stream_slots, 1)),
       stats_(std::make_unique<AtomicStats>()) {}
 
 std::unique_ptr<CudaBackend> CudaBackend::create(int device) { return create(device, CudaBackendOptions{}); }
@@ -119,9 +115,8 @@ std::unique_ptr<CudaBackend> CudaBackend::create(int device, const CudaBackendOp
     return nullptr;
   }
   log(LogLevel::kInfo,
-      "cuda backend on device %d: %.1f GiB, fences by %s, batch prefetch %s, batch discard %s, driver %d.%d", device,
-      static_cast<double>(backend->total_memory_) / (1ull << 30),
-      backend->memops_ ? "stream memory operations" : "events", backend->has_batch_prefetch() ? "yes" : "no",
+      "cuda backend on device %d: %.1f GiB, fences by events, batch prefetch %s, batch discard %s, driver %d.%d",
+      device, static_cast<double>(backend->total_memory_) / (1ull << 30), backend->has_batch_prefetch() ? "yes" : "no",
       backend->has_batch_discard() ? "yes" : "no", backend->api_.driver_version / 1000,
       backend->api_.driver_version % 1000 / 10);
   return backend;
@@ -154,9 +149,6 @@ bool CudaBackend::start(std::string* error) {
   size_t total = 0;
   if ((r = api_.cuDeviceTotalMem(&total, device_)) != CUDA_SUCCESS) return fail("cuDeviceTotalMem", r);
   total_memory_ = total;
-  memops_ = options_.stream_memops && api_.cuStreamWriteValue64 && api_.cuStreamWaitValue64 &&
-            attribute(CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS) &&
-            attribute(CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY);
 
   std::promise<std::string> ready;
   std::future<std::string> setup = ready.get_future();
@@ -192,9 +184,6 @@ CudaBackend::~CudaBackend() {
   compute_events_.reset();
   prefetch_events_.reset();
   out_events_.reset();
-  // The counter slots stay allocated on purpose: application streams may still hold
-  // waits on them (queued before we were destroyed), and freeing pinned memory under a
-  // pending GPU read is undefined. One page per backend; released with the context.
   if (context_) api_.cuDevicePrimaryCtxRelease(device_);
 }
 
@@ -246,26 +235,8 @@ std::string CudaBackend::setup_on_worker() {
     return fail("cuEventCreate", r);
   }
 
-  const size_t slots = slot_table_.capacity() + 1;
-  prefetch_slot_ = static_cast<int>(slot_table_.capacity());
-  issued_ = std::make_unique<uint64_t[]>(slots);
-  if (memops_) {
-    // Through the driver table, not cuMemAlloc: pump's own hooks must not see it.
-    void* host = nullptr;
-    r = api_.cuMemHostAlloc(&host, slots * sizeof(uint64_t), CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
-    if (r == CUDA_SUCCESS) {
-      std::memset(host, 0, slots * sizeof(uint64_t));
-      slots_host_ = static_cast<uint64_t*>(host);
-      r = api_.cuMemHostGetDevicePointer(&slots_device_, host, 0);
-    }
-    if (r != CUDA_SUCCESS) {
-      log(LogLevel::kWarn, "cuda backend: mapped counter memory unavailable (%s): using event fences",
-          api_.describe(r).c_str());
-      memops_ = false;
-    }
-  }
   compute_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring);
-  if (!memops_) prefetch_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring);
+  prefetch_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring);
   out_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring);
   load_copy_kernels();
 
@@ -305,7 +276,7 @@ void CudaBackend::run_job(Job& job) {
     const std::vector<Fence> waits = cuda::newest_fence_per_stream(batch.fetch_wait_for, prefetch_key_);
     const bool after_out = batch.fetch_after_out && batch.has_out();
     for (const Fence& f : waits) issue_wait(prefetch_stream_, f);
-    if (after_out) issue_wait(prefetch_stream_, Fence{out_key_, job.value | kEventFenceBit});
+    if (after_out) issue_wait(prefetch_stream_, Fence{out_key_, job.value});
     TransferBatch part;
     part.prefetch = std::move(batch.prefetch);
     issue_plan(prefetch_stream_, part);
@@ -457,7 +428,7 @@ void CudaBackend::issue_fetch_in_groups(const TransferBatch& batch, const std::v
   // The populate stream owes the same waits as the in stream: nothing may be populated
   // while a transfer out of it still runs.
   for (const Fence& f : waits) issue_wait(populate_stream_, f);
-  if (after_out) issue_wait(populate_stream_, Fence{out_key_, value | kEventFenceBit});
+  if (after_out) issue_wait(populate_stream_, Fence{out_key_, value});
   auto hand_over = [&] {  // the in stream's next copies wait for what was populated so far
     CUresult r = api_.cuEventRecord(populated_, populate_stream_);
     if (r == CUDA_SUCCESS) r = api_.cuStreamWaitEvent(prefetch_stream_, populated_, 0);
@@ -550,19 +521,9 @@ void CudaBackend::poison(CUstream stream, const Range& range) {
 
 void CudaBackend::issue_wait(CUstream stream, const Fence& fence) {
   stats_->fence_waits.fetch_add(1, std::memory_order_relaxed);
-  CUresult r;
-  if (is_event_fence(fence)) {
-    EventFenceRing& ring = fence.stream == out_key_ ? *out_events_
-                           : fence.stream == prefetch_key_ && prefetch_events_ ? *prefetch_events_
-                                                                                : *compute_events_;
-    // One worker issues both directions in batch order, so a transfer fence named here
-    // (an earlier batch's, or this batch's out event) is always recorded already.
-    r = ring.enqueue_wait(stream, fence.value & ~kEventFenceBit);
-  } else {
-    const int slot = fence.stream == prefetch_key_ ? prefetch_slot_ : slot_table_.find(fence.stream);
-    if (slot == StreamSlotTable::kNoSlot) return;  // not a fence of ours: nothing to wait for
-    r = api_.cuStreamWaitValue64(stream, slot_device_address(slot), fence.value, CU_STREAM_WAIT_VALUE_GEQ);
-  }
+  // One worker issues both directions in batch order, so a transfer fence named here
+  // (an earlier batch's, or this batch's out event) is always recorded already.
+  const CUresult r = ring_of(fence.stream).enqueue_wait(stream, fence.value);
   if (r == CUDA_SUCCESS) return;
   note_failure("enqueueing a fence wait on a transfer stream", r, nullptr);
   wait_for_fence_on_host(fence);  // ordering is not a hint: keep it, slowly
@@ -648,29 +609,14 @@ void CudaBackend::issue_discard(CUstream stream, const TransferOp& op) {
 }
 
 void CudaBackend::publish_batch_done(uint64_t value) {
-  if (memops_) {
-    CUresult r = context_lost_ ? CUDA_ERROR_DEINITIALIZED
-                               : api_.cuStreamWriteValue64(prefetch_stream_, slot_device_address(prefetch_slot_),
-                                                           value, CU_STREAM_WRITE_VALUE_DEFAULT);
-    if (r != CUDA_SUCCESS) {
-      if (!context_lost_) {
-        note_failure("signalling a batch's fence", r, nullptr);
-        api_.cuStreamSynchronize(prefetch_stream_);
-      }
-      // Earlier writes are done (synchronized) or will never come (no context): the
-      // CPU can publish the value itself without going backwards.
-      __atomic_store_n(&slots_host_[prefetch_slot_], value, __ATOMIC_RELEASE);
+  bool waited = false;
+  CUresult r = context_lost_ ? CUDA_ERROR_DEINITIALIZED : prefetch_events_->record(prefetch_stream_, value, &waited);
+  if (r != CUDA_SUCCESS) {
+    if (!context_lost_) {
+      note_failure("recording a batch's event", r, nullptr);
+      api_.cuStreamSynchronize(prefetch_stream_);
     }
-  } else {
-    bool waited = false;
-    CUresult r = context_lost_ ? CUDA_ERROR_DEINITIALIZED : prefetch_events_->record(prefetch_stream_, value, &waited);
-    if (r != CUDA_SUCCESS) {
-      if (!context_lost_) {
-        note_failure("recording a batch's event", r, nullptr);
-        api_.cuStreamSynchronize(prefetch_stream_);
-      }
-      prefetch_events_->complete_up_to(value);
-    }
+    prefetch_events_->complete_up_to(value);
   }
   {
     std::lock_guard lock(queue_mutex_);
@@ -701,7 +647,7 @@ bool CudaBackend::wait_for_fence_on_host(const Fence& fence) {
     if (std::chrono::steady_clock::now() > deadline) {
       log(LogLevel::kError, "cuda backend: a fence (stream 0x%llx, value %llu) did not complete within %lld s; "
           "going on without it", static_cast<unsigned long long>(fence.stream),
-          static_cast<unsigned long long>(fence.value & ~kEventFenceBit),
+          static_cast<unsigned long long>(fence.value),
           static_cast<long long>(kHostWaitLimit.count()));
       return false;
     }
@@ -739,8 +685,8 @@ BatchFences CudaBackend::submit(TransferBatch&& batch) {
   work_cv_.notify_one();
   stats_->batches.fetch_add(1, std::memory_order_relaxed);
   BatchFences fences;
-  fences.in = Fence{prefetch_key_, memops_ ? value : (value | kEventFenceBit)};
-  if (has_out) fences.out = Fence{out_key_, value | kEventFenceBit};
+  fences.in = Fence{prefetch_key_, value};
+  if (has_out) fences.out = Fence{out_key_, value};
   return fences;
 }
 
@@ -749,25 +695,7 @@ Fence CudaBackend::mark(StreamId stream) {
   t_capture_answer = {};  // the launch is over: the next one asks the driver again
   if (captured) return {};
   stats_->marks.fetch_add(1, std::memory_order_relaxed);
-  const StreamId key = cuda::stream_key(stream);
-  if (memops_) {
-    const int slot = slot_table_.acquire(key);
-    if (slot != StreamSlotTable::kNoSlot) {
-      std::lock_guard lock(mark_mutex_);
-      const uint64_t value = issued_[slot] + 1;
-      CUresult r = api_.cuStreamWriteValue64(as_stream(stream), slot_device_address(slot), value,
-                                             CU_STREAM_WRITE_VALUE_DEFAULT);
-      if (r == CUDA_SUCCESS) {
-        issued_[slot] = value;
-        return Fence{key, value};
-      }
-      note_failure("cuStreamWriteValue64 after a kernel", r, nullptr);
-    } else {
-      PUMP_LOG_ONCE(LogLevel::kWarn, "cuda backend: more than %zu streams used: fences of the later ones use events",
-                    slot_table_.capacity());
-    }
-  }
-  return mark_with_event(as_stream(stream), key);
+  return mark_with_event(as_stream(stream), cuda::stream_key(stream));
 }
 
 Fence CudaBackend::mark_with_event(CUstream stream, StreamId key) {
@@ -783,46 +711,33 @@ Fence CudaBackend::mark_with_event(CUstream stream, StreamId key) {
     return {};  // nothing could be marked: nothing to wait for
   }
   stats_->event_marks.fetch_add(1, std::memory_order_relaxed);
-  return Fence{key, seq | kEventFenceBit};
+  return Fence{key, seq};
+}
+
+EventFenceRing& CudaBackend::ring_of(StreamId key) const {
+  return key == out_key_ ? *out_events_ : key == prefetch_key_ ? *prefetch_events_ : *compute_events_;
 }
 
 bool CudaBackend::done(const Fence& fence) {
   if (fence.empty() || context_lost_) return true;
-  if (is_event_fence(fence)) {
-    EventFenceRing* ring = fence.stream == out_key_        ? out_events_.get()
-                           : fence.stream == prefetch_key_ ? prefetch_events_.get()
-                                                           : compute_events_.get();
-    return !ring || ring->done(fence.value & ~kEventFenceBit);
-  }
-  const int slot = fence.stream == prefetch_key_ ? prefetch_slot_ : slot_table_.find(fence.stream);
-  if (slot == StreamSlotTable::kNoSlot) return true;  // not one of ours
-  return slot_value(slot) >= fence.value;
+  return ring_of(fence.stream).done(fence.value);
 }
 
 void CudaBackend::stream_wait(StreamId stream, const Fence& fence) {
   if (done(fence) || capturing_for_launch(stream)) return;
   stats_->stream_waits.fetch_add(1, std::memory_order_relaxed);
-  CUresult r;
-  if (is_event_fence(fence)) {
-    const bool of_batch = fence.stream == prefetch_key_ || fence.stream == out_key_;
-    EventFenceRing& ring = fence.stream == out_key_ ? *out_events_ : of_batch ? *prefetch_events_ : *compute_events_;
-    const uint64_t seq = fence.value & ~kEventFenceBit;
-    r = ring.enqueue_wait(as_stream(stream), seq);
-    if (r == CUDA_ERROR_NOT_READY && of_batch) {
-      // An event can only be waited for once recorded, i.e. once the worker issued the batch.
-      PUMP_LOG_ONCE(LogLevel::kInfo,
-                    "cuda backend: without stream memory operations, a kernel that waits for a prefetch "
-                    "blocks its launching thread until the prefetch is issued");
-      {
-        std::unique_lock lock(queue_mutex_);
-        progress_cv_.wait(lock, [&] { return issued_value_ >= seq || stopping_; });
-      }
-      r = ring.enqueue_wait(as_stream(stream), seq);
+  EventFenceRing& ring = ring_of(fence.stream);
+  CUresult r = ring.enqueue_wait(as_stream(stream), fence.value);
+  if (r == CUDA_ERROR_NOT_READY && (fence.stream == prefetch_key_ || fence.stream == out_key_)) {
+    // An event can only be waited for once recorded, i.e. once the worker issued the batch.
+    PUMP_LOG_ONCE(LogLevel::kInfo,
+                  "cuda backend: a kernel that waits for a prefetch blocks its launching thread until the "
+                  "prefetch is issued");
+    {
+      std::unique_lock lock(queue_mutex_);
+      progress_cv_.wait(lock, [&] { return issued_value_ >= fence.value || stopping_; });
     }
-  } else {
-    const int slot = fence.stream == prefetch_key_ ? prefetch_slot_ : slot_table_.find(fence.stream);
-    if (slot == StreamSlotTable::kNoSlot) return;
-    r = api_.cuStreamWaitValue64(as_stream(stream), slot_device_address(slot), fence.value, CU_STREAM_WAIT_VALUE_GEQ);
+    r = ring.enqueue_wait(as_stream(stream), fence.value);
   }
   if (r == CUDA_SUCCESS) return;
   note_failure("enqueueing a fence wait before a kernel", r, nullptr);

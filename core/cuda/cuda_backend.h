@@ -4,55 +4,52 @@
 // migration, and the engine calls the backend from the application's launch
 // threads. So submit() only assigns the batch its fence and puts it in a bounded
 // queue; one worker thread per backend, with the device's primary context current
-// and a dedicated non-blocking "prefetch stream", turns each batch into driver
-// calls (transfer_plan.h) in submission order. mark/stream_wait/done/capturing
-// only enqueue stream memory operations or read host memory: they never wait.
+// and non-blocking streams of its own (out: saves, discards, evictions; in:
+// prefetches and restores; populate), turns each batch into driver calls
+// (transfer_plan.h) in submission order. mark/done/capturing never wait.
 //
-// Fences. A fence is (stream key, value). With options.stream_memops, each stream key owns a 64-bit counter
-// slot in host-pinned, device-mapped memory (fence_slots.h; the prefetch stream has
-// its own slot):
-//   mark(s):           value = ++issued[s]; cuStreamWriteValue64(s, slot[s], value)
-//   done(f):           slot[f.stream] >= f.value (a plain read of host memory)
-//   stream_wait(s, f): cuStreamWaitValue64(s, slot[f.stream], f.value, GEQ)
-//   submit(batch):     value = ++prefetch_issued, on the caller's thread; later the
-//                      worker enqueues, on the prefetch stream: a wait for each fence
-//                      in batch.wait_for, evictions, discards, prefetches, then
-//                      cuStreamWriteValue64(prefetch, slot[prefetch], value).
-// Because a batch's value is known before the worker issued anything, a compute
-// stream can wait for it at once: the GPU, not the application, does the waiting.
-// Event fences (the default, see "Measured" below; also used without 64-bit memops and
-// for streams beyond the slot table's capacity) come from a bounded ring
-// (event_fence_ring.h); then stream_wait on a batch the worker has not issued yet
-// blocks the caller until it has.
+// Fences. A fence is (stream key, value): a CUDA event from a bounded ring
+// (event_fence_ring.h), one ring for compute streams and one per direction.
+//   mark(s):           value = ++seq; record event `value` on s (stream_key.h: the
+//                      legacy and per-thread default streams get their own keys)
+//   done(f):           the ring's event `f.value` completed
+//   stream_wait(s, f): s waits for that event
+//   submit(batch):     value = ++batch value, on the caller's thread; later the worker
+//                      enqueues, per direction: a wait for each fence in the batch's
+//                      wait lists, the transfers, then records event `value`.
+// An event can only be waited for once recorded, so stream_wait on a batch the worker
+// has not issued yet blocks the caller until it is issued (the driver defers a
+// prefetch queued behind a pending wait: that took 0.15-0.45 ms in the GPU test; on an
+// idle in stream the call, hence the wait, can last the whole migration).
 //
 // Why this cannot deadlock. Order every fence by the host time it was created
-// (mark() or submit() returned). A compute stream's write for mark fence M only
+// (mark() or submit() returned). A compute stream's event for mark fence M only
 // follows work enqueued before M: kernels, and waits on fences that already existed.
-// A batch B waits only on the fences in B.wait_for, which existed when B was
-// submitted, and on the batches before it (the prefetch stream is in order). So
+// A batch B waits only on the fences in its wait lists, which existed when B was
+// submitted, and on the batches before it (each direction's stream is in order). So
 // every fence depends only on strictly older fences: the wait graph is acyclic. The
 // worker issues batches in order and never waits for the GPU itself except inside
-// the driver's own prefetch calls, which wait only for the prefetch stream's earlier
-// work, i.e. older fences. submit() blocks only while the queue is full, and what it
-// waits for (the worker draining) again depends only on older fences.
+// the driver's own prefetch calls, which wait only for their stream's earlier
+// work, i.e. older fences. submit() blocks only while the queue is full, and
+// stream_wait only until the worker issued a batch, and what they wait for (the
+// worker draining) again depends only on older fences.
 //
-// Measured (H100, driver 580.159, CUDA 13.0; tests/gpu/backend_cuda_gpu_test.cu): with
-// memops, "gate kernel on s1 -> mark -> batch waits and prefetches -> s2 waits for the
-// batch -> kernel on s2" hung for good, although prefetch/evict fences alone worked. The
+// Why events, not counters. Counter fences through stream memory operations
+// (cuStreamWriteValue64/cuStreamWaitValue64) would let a compute stream wait for a
+// batch before the worker issued it, but on the H100 (driver 580.159, CUDA 13.0;
+// tests/gpu/backend_cuda_gpu_test.cu) "gate kernel on s1 -> mark -> batch waits and
+// prefetches -> s2 waits for the batch -> kernel on s2" hung for good with them. The
 // driver warns that memop ordering is invisible to CUDA and may be serialized wrongly;
 // the likely cycle is the migration waiting for the already-queued kernel on s2 that
-// (invisibly) waits for it. With events every check passed, so events are the default:
-// CUDA sees every cross-stream dependency, at the price that stream_wait on a batch the
-// worker has not issued yet blocks the caller until it is issued (the driver defers a
-// prefetch queued behind a pending wait: that took 0.15-0.45 ms in the test; on an idle
-// prefetch stream the call, hence the wait, can last the whole migration).
+// (invisibly) waits for it. With events every check passed, and the memops path was
+// removed (it was off by default).
 //
 // Capture: nothing is ever enqueued on a stream being captured into a graph
 // (capturing() says so and mark/stream_wait check it).
 // Errors of prefetch and eviction calls are not fatal (prefetch is a hint): they
 // are counted, the first is logged with the driver's message. A fence is never
-// left unreachable: if the final write of a batch fails, the worker synchronizes
-// the prefetch stream and publishes the value from the CPU.
+// left unreachable: if recording a batch's event fails, the worker synchronizes the
+// stream and marks the fence complete from the CPU.
 #pragma once
 
 #include <atomic>
@@ -69,7 +66,7 @@
 
 #include "core/cuda/driver_api.h"
 #include "core/cuda/event_fence_ring.h"
-#include "core/cuda/fence_slots.h"
+#include "core/cuda/stream_key.h"
 #include "core/cuda/transfer_plan.h"
 #include "core/engine/device_backend.h"
 
@@ -78,15 +75,9 @@ namespace pump {
 struct CudaBackendOptions {
   const char* driver_library = "libcuda.so.1";
   size_t queue_capacity = 256;   // batches waiting for the worker; submit() blocks beyond
-  size_t stream_slots = 256;     // streams with counter fences; later ones use events
   size_t event_ring = 1024;      // event fences in flight before the oldest is waited for
   bool merge_adjacent = true;    // off only to measure what merging gains
   size_t batch_min_ranges = 4;   // ranges from which one batch call replaces single calls; 0 = never
-  // Counter fences through stream memory operations (the design above). OFF by default:
-  // on the H100 test machine (driver 580, CUDA 13.0) a kernel whose stream waited with
-  // cuStreamWaitValue64 for a batch's prefetch never ran and the program hung, while the
-  // same checks passed with events (see "Measured" above). Turn on only to investigate.
-  bool stream_memops = false;
   // PUMP_VERIFY=poison: a discard fills the range with a NaN pattern (0xFF bytes) and
   // keeps its pages, so a read pump did not foresee changes the program's results.
   bool poison = false;
@@ -125,9 +116,9 @@ struct CudaBackendStats {
   uint64_t discard_bytes = 0;
   uint64_t batch_calls = 0;        // how many of the calls above were cuMem*BatchAsync
   uint64_t fence_waits = 0;        // waits the worker enqueued for batch.wait_for
-  uint64_t failed_calls = 0;       // prefetch/evict/discard/memop calls that returned an error
+  uint64_t failed_calls = 0;       // prefetch/evict/discard/fence calls that returned an error
   uint64_t marks = 0;
-  uint64_t event_marks = 0;        // ... of which fell back to events
+  uint64_t event_marks = 0;        // ... of which recorded an event (all but failed ones)
   uint64_t stream_waits = 0;
   uint64_t queue_high_water = 0;   // most batches ever waiting for the worker
   uint64_t blocked_submits = 0;    // submit() calls that found the queue full and waited
@@ -170,7 +161,6 @@ class CudaBackend final : public DeviceBackend {
   bool has_copy_path() const { return api_.cuMemcpyDtoHAsync && api_.cuMemcpyHtoDAsync && api_.cuMemDiscardBatchAsync; }
   bool saves_with_kernel() const { return kernel_saves_; }
   std::vector<std::pair<std::string, uint64_t>> counters() const override;
-  bool uses_stream_memops() const { return memops_; }
   bool has_batch_prefetch() const { return api_.cuMemPrefetchBatchAsync != nullptr; }
   bool has_batch_discard() const { return api_.cuMemDiscardBatchAsync != nullptr; }
   int device_ordinal() const { return ordinal_; }
@@ -190,7 +180,7 @@ class CudaBackend final : public DeviceBackend {
 
   CudaBackend(const CudaBackendOptions& options, int ordinal);
   bool start(std::string* error);  // starts the worker, which sets everything up
-  std::string setup_on_worker();   // context, stream, slot memory; "" on success
+  std::string setup_on_worker();   // context, streams, event rings; "" on success
   void worker_main(std::promise<std::string> ready);
   void run_job(Job& job);
   void issue_wait(CUstream stream, const Fence& fence);
@@ -215,8 +205,8 @@ class CudaBackend final : public DeviceBackend {
   void note_failure(const char* what, CUresult result, const Range* range);
   bool wait_for_fence_on_host(const Fence& fence);
   Fence mark_with_event(CUstream stream, StreamId key);
-  CUdeviceptr slot_device_address(int slot) const { return slots_device_ + sizeof(uint64_t) * slot; }
-  uint64_t slot_value(int slot) const { return __atomic_load_n(&slots_host_[slot], __ATOMIC_ACQUIRE); }
+  // The ring that holds the fences of `key` (a compute stream's unless it is one of ours).
+  cuda::EventFenceRing& ring_of(StreamId key) const;
 
   const CudaBackendOptions options_;
   const int ordinal_;
@@ -244,18 +234,11 @@ class CudaBackend final : public DeviceBackend {
   StreamId out_key_ = 0;
   std::unique_ptr<cuda::EventFenceRing> out_events_;
   uint64_t total_memory_ = 0;
-  bool memops_ = false;
 
-  // Counter slots: [0, stream_slots) for compute streams, stream_slots for the prefetch stream.
-  uint64_t* slots_host_ = nullptr;
-  CUdeviceptr slots_device_ = 0;
-  int prefetch_slot_ = 0;
-  cuda::StreamSlotTable slot_table_;
-  std::mutex mark_mutex_;                // one writer per slot counter: values reach the stream in order
-  std::unique_ptr<uint64_t[]> issued_;   // last value handed out per slot
+  std::mutex mark_mutex_;                // fence values reach the ring in order
   uint64_t event_seq_ = 0;               // under mark_mutex_
   std::unique_ptr<cuda::EventFenceRing> compute_events_;
-  std::unique_ptr<cuda::EventFenceRing> prefetch_events_;  // only without memops
+  std::unique_ptr<cuda::EventFenceRing> prefetch_events_;
 
   // The queue. next_value_ and issued_value_ are batch values (prefetch fence values).
   std::mutex queue_mutex_;

@@ -83,8 +83,6 @@ bool DriverApi::load(const char* library_name, std::string* error) {
   ok &= resolve(get, "cuMemFreeHost", &cuMemFreeHost, true, error);
   ok &= resolve(get, "cuMemPrefetchAsync", &cuMemPrefetchAsync, true, error);
   ok &= resolve(get, "cuMemRangeGetAttribute", &cuMemRangeGetAttribute, true, error);
-  resolve(get, "cuStreamWriteValue64", &cuStreamWriteValue64, false, error);
-  resolve(get, "cuStreamWaitValue64", &cuStreamWaitValue64, false, error);
   resolve(get, "cuMemPrefetchBatchAsync", &cuMemPrefetchBatchAsync, false, error);
   resolve(get, "cuMemDiscardBatchAsync", &cuMemDiscardBatchAsync, false, error);
   resolve(get, "cuMemDiscardAndPrefetchBatchAsync", &cuMemDiscardAndPrefetchBatchAsync, false, error);

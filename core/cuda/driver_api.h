@@ -6,7 +6,7 @@
 // the application's runtime: RTLD_NOLOAD first) and ask the real
 // cuGetProcAddress_v2 of that handle for each entry point at an explicit CUDA
 // version, so every pointer has the CUDA 13 signature declared in <cuda.h>
-// (cuMemPrefetchAsync -> the CUmemLocation form, cuStreamWriteValue64 -> _v2...).
+// (cuMemPrefetchAsync -> the CUmemLocation form...).
 // Streams: pointers are looked up with CU_GET_PROC_ADDRESS_LEGACY_STREAM, so
 // stream 0 means the legacy default stream and CU_STREAM_PER_THREAD the calling
 // thread's per-thread default stream.
@@ -67,8 +67,6 @@ struct DriverApi {
   CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*) = nullptr;
   CUresult (*cuLaunchKernel)(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
                              unsigned int, unsigned int, CUstream, void**, void**) = nullptr;
-  CUresult (*cuStreamWriteValue64)(CUstream, CUdeviceptr, cuuint64_t, unsigned int) = nullptr;
-  CUresult (*cuStreamWaitValue64)(CUstream, CUdeviceptr, cuuint64_t, unsigned int) = nullptr;
   CUresult (*cuMemPrefetchBatchAsync)(CUdeviceptr*, size_t*, size_t, CUmemLocation*, size_t*, size_t,
                                       unsigned long long, CUstream) = nullptr;
   CUresult (*cuMemDiscardBatchAsync)(CUdeviceptr*, size_t*, size_t, unsigned long long, CUstream) = nullptr;

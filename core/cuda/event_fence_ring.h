@@ -1,5 +1,5 @@
-// Fences made of CUDA events, for when stream memory operations cannot be used
-// (the device lacks 64-bit stream memops, or a stream found the slot table full).
+// The cuda backend's fences: CUDA events, one ring per kind of stream (compute
+// streams, the in direction, the out direction).
 //
 // A fixed ring of events: fence `seq` lives in entry seq % capacity until a later
 // fence takes that entry over. An entry is only taken over once its event has

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "core/cuda/fence_slots.h"
-
 namespace pump::cuda {
 
 uint64_t TransferOp::bytes() const {
@@ -32,9 +30,7 @@ std::vector<Fence> newest_fence_per_stream(const std::vector<Fence>& fences, Str
   std::vector<Fence> out;
   for (const Fence& f : fences) {
     if (f.empty() || f.stream == skip_key) continue;
-    auto same = std::find_if(out.begin(), out.end(), [&](const Fence& o) {
-      return o.stream == f.stream && is_event_fence(o) == is_event_fence(f);
-    });
+    auto same = std::find_if(out.begin(), out.end(), [&](const Fence& o) { return o.stream == f.stream; });
     if (same == out.end()) out.push_back(f);
     else if (f.value > same->value) same->value = f.value;
   }

@@ -44,8 +44,8 @@ std::vector<TransferOp> plan_transfers(const TransferBatch& batch, const PlanOpt
 // knows where allocations end.
 void coalesce_overlapping_ranges(std::vector<Range>* ranges);
 
-// The newest fence of each stream key (event and counter fences kept apart), minus
-// empty fences and those on `skip_key`. Order of first appearance.
+// The newest fence of each stream key, minus empty fences and those on `skip_key`.
+// Order of first appearance.
 std::vector<Fence> newest_fence_per_stream(const std::vector<Fence>& fences, StreamId skip_key);
 
 }  // namespace pump::cuda

@@ -15,13 +15,6 @@ struct Engine::PolicyHost {
 
 namespace {
 
-// The kernel ranges of the last before_kernel on this thread, for after_kernel.
-thread_local std::vector<Range> t_kernel_ranges;
-thread_local std::vector<Block*> t_kernel_block_list;
-thread_local uint64_t t_kernel_generation = 0;
-thread_local uint64_t t_kernel_seq = 0;
-thread_local std::vector<uint64_t> t_kernel_allocations;
-
 const Config& default_config() {
   static const Config config;
   return config;
@@ -118,13 +111,16 @@ void Engine::on_free(uint64_t address) {
 
 // ---------------------------------------------------------------- kernels
 
-KernelTicket Engine::before_kernel(StreamId stream, const pump_extent_v1_t* extents, size_t count,
-                                   const uint8_t* inexact) {
+void Engine::before_kernel(KernelTicket* ticket, StreamId stream, const pump_extent_v1_t* extents, size_t count,
+                           const uint8_t* inexact) {
+  ticket->seq = 0;
+  ticket->stream = 0;
+  ticket->open_ = false;
   std::lock_guard lock(mutex_);
   ++stats_.kernels;
   if (backend_.capturing(stream)) {
     ++stats_.kernels_captured;
-    return {};
+    return;
   }
   const uint64_t seq = ++seq_;
   collect_pieces(extents, count, inexact);
@@ -153,21 +149,24 @@ KernelTicket Engine::before_kernel(StreamId stream, const pump_extent_v1_t* exte
   }
   if (kernel_blocks_.empty()) {
     kernel_allocations_.clear();
-    return {};
+    return;
   }
   ++stats_.kernels_with_blocks;
   add_dropped_pieces_of_inexact_allocations(seq);
-  return decide_and_order(stream, seq);
+  decide_and_order(stream, seq, ticket);
 }
 
-KernelTicket Engine::before_unattributed_access(StreamId stream) {
+void Engine::before_unattributed_access(KernelTicket* ticket, StreamId stream) {
+  ticket->seq = 0;
+  ticket->stream = 0;
+  ticket->open_ = false;
   std::lock_guard lock(mutex_);
   ++stats_.kernels;
   // On the unified path nothing is ever dropped: unified memory serves any access.
-  if (datapath_ != DataPath::kCopy) return {};
+  if (datapath_ != DataPath::kCopy) return;
   if (backend_.capturing(stream)) {
     ++stats_.kernels_captured;
-    return {};
+    return;
   }
   const uint64_t seq = ++seq_;
   ++stats_.unattributed_accesses;
@@ -190,7 +189,7 @@ KernelTicket Engine::before_unattributed_access(StreamId stream) {
     }
     a.maybe_dropped = false;
   }
-  return decide_and_order(stream, seq);
+  decide_and_order(stream, seq, ticket);
 }
 
 void Engine::collect_pieces(const pump_extent_v1_t* extents, size_t count, const uint8_t* inexact) {
@@ -281,7 +280,7 @@ bool Engine::settle_allocation_for_eviction(Block& b) {
   return true;
 }
 
-KernelTicket Engine::decide_and_order(StreamId stream, uint64_t seq) {
+void Engine::decide_and_order(StreamId stream, uint64_t seq, KernelTicket* ticket) {
   current_seq_ = seq;
   uint64_t touched = 0;
   kernel_missing_bytes_ = 0;
@@ -341,7 +340,8 @@ KernelTicket Engine::decide_and_order(StreamId stream, uint64_t seq) {
     }
   };
   if (!kernel_wait_.empty()) need(kernel_wait_);
-  t_kernel_ranges.clear();
+  std::vector<Range>& kernel_ranges = ticket->ranges_;
+  kernel_ranges.clear();
   for (Block* b : kernel_blocks_) {
     if (!b->ready.empty()) {
       // Once its prefetch is seen done, forget it: no fence query on later launches.
@@ -356,10 +356,10 @@ KernelTicket Engine::decide_and_order(StreamId stream, uint64_t seq) {
     b->last_stream = stream;
     b->dead = b->kernel_only_workspace;
     if (writes(b->kernel_access)) b->saved = false;  // the shadow no longer holds its bytes
-    if (!t_kernel_ranges.empty() && t_kernel_ranges.back().end() == b->address)
-      t_kernel_ranges.back().bytes += b->bytes;
+    if (!kernel_ranges.empty() && kernel_ranges.back().end() == b->address)
+      kernel_ranges.back().bytes += b->bytes;
     else
-      t_kernel_ranges.push_back({b->address, b->bytes});
+      kernel_ranges.push_back({b->address, b->bytes});
   }
   for (const Fence& w : waits)
     if (!w.empty() && !backend_.done(w)) backend_.stream_wait(stream, w);
@@ -369,30 +369,31 @@ KernelTicket Engine::decide_and_order(StreamId stream, uint64_t seq) {
     a.fence_pending = true;
     a.stream = stream;
   }
-  t_kernel_allocations.assign(kernel_allocations_.begin(), kernel_allocations_.end());
+  ticket->allocations_.assign(kernel_allocations_.begin(), kernel_allocations_.end());
   kernel_allocations_.clear();
-  t_kernel_seq = seq;
-  t_kernel_block_list.assign(kernel_blocks_.begin(), kernel_blocks_.end());
-  t_kernel_generation = tracker_.layout_generation();
+  ticket->blocks_.assign(kernel_blocks_.begin(), kernel_blocks_.end());
+  ticket->layout_generation_ = tracker_.layout_generation();
+  ticket->seq = seq;
+  ticket->stream = stream;
+  ticket->open_ = true;
 
   stats_.peak_resident_bytes = std::max(stats_.peak_resident_bytes, tracker_.resident_bytes());
   current_seq_ = 0;
   kernel_missing_bytes_ = 0;  // faulted-in blocks are resident now; nothing is missing outside a kernel
   kernel_wait_ = Fence{};
-  return {seq, stream};
 }
 
-void Engine::after_kernel(const KernelTicket& ticket, bool launched) {
-  if (ticket.seq == 0) return;
+void Engine::after_kernel(KernelTicket* ticket_ptr, bool launched) {
+  KernelTicket& ticket = *ticket_ptr;
+  if (ticket.seq == 0 || !ticket.open_) return;  // nothing to do, or already done
+  ticket.open_ = false;
   std::lock_guard lock(mutex_);
   // Completion fences only matter for eviction, and nothing is evicted while everything
   // tracked fits the budget: then skip the per-launch driver call and leave the blocks
   // unfenced (fenced at their stream's tail if one must ever be evicted).
   const bool fence_now = launched && tracker_.tracked_bytes() > budget_;
   const Fence fence = fence_now ? backend_.mark(ticket.stream) : Fence{};
-  if (t_kernel_seq != ticket.seq) return;  // misuse: tickets are per thread, used once
-  t_kernel_seq = 0;
-  for (uint64_t base : t_kernel_allocations) {
+  for (uint64_t base : ticket.allocations_) {
     auto it = allocations_.find(base);
     if (it == allocations_.end() || it->second.inexact_seq != ticket.seq) continue;
     it->second.fence = fence;
@@ -405,12 +406,12 @@ void Engine::after_kernel(const KernelTicket& ticket, bool launched) {
     b->fence_pending = false;
     b->unfenced = launched && !fence_now;
   };
-  if (tracker_.layout_generation() == t_kernel_generation) {
+  if (tracker_.layout_generation() == ticket.layout_generation_) {
     // No block came or went since before_kernel (the steady state): the pointers hold.
-    for (Block* b : t_kernel_block_list) settle(b);
+    for (Block* b : ticket.blocks_) settle(b);
     return;
   }
-  for (const Range& r : t_kernel_ranges)
+  for (const Range& r : ticket.ranges_)
     for (Block* b = tracker_.find(r.address); b && b->address < r.end(); b = tracker_.find(b->end())) settle(b);
 }
 

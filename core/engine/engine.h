@@ -15,9 +15,9 @@
 
 #include "core/common/config.h"
 #include "core/engine/device_backend.h"
+#include "core/engine/engine_block.h"
 #include "core/engine/engine_stats.h"
 #include "core/engine/shadow_store.h"
-#include "core/tracker/block_tracker.h"
 #include "pump/policy_v1.h"
 #include "pump/extractor_v1.h"
 
@@ -40,10 +40,22 @@ struct EngineOptions {
 
 const char* datapath_name(DataPath path);
 
-// Returned by before_kernel, handed back to after_kernel on the same thread.
-struct KernelTicket {
+// Filled by before_kernel, handed to after_kernel once the launch was queued: it
+// carries what after_kernel needs to settle the kernel's blocks. A caller that keeps
+// one ticket per thread (the hooks do) and reuses it allocates nothing per launch once
+// the ticket's lists have grown.
+class KernelTicket {
+ public:
   uint64_t seq = 0;        // 0: nothing to do after the launch
   StreamId stream = 0;
+
+ private:
+  friend class Engine;
+  bool open_ = false;              // filled by before_kernel, after_kernel not called yet
+  uint64_t layout_generation_ = 0; // the tracker's layout when it was filled
+  std::vector<Block*> blocks_;     // the kernel's blocks (valid while the layout holds)
+  std::vector<Range> ranges_;      // ... and their ranges, adjacent ones joined
+  std::vector<uint64_t> allocations_;  // allocations it touched through pointers
 };
 
 class Engine {
@@ -63,14 +75,16 @@ class Engine {
   // null: all exact) flags extents that name a whole block only because a pointer
   // pointed into it (kernel-launch parameters): such a kernel may touch anything of
   // that allocation, so on the copy data path every piece of it counts as touched.
-  KernelTicket before_kernel(StreamId stream, const pump_extent_v1_t* extents, size_t count,
-                             const uint8_t* inexact = nullptr);
+  // `ticket` is overwritten.
+  void before_kernel(KernelTicket* ticket, StreamId stream, const pump_extent_v1_t* extents, size_t count,
+                     const uint8_t* inexact = nullptr);
   // An access pump cannot attribute (a graph launch, a copy it cannot size, pointers read
   // from device memory) is about to be queued on `stream`: every dropped block is brought
   // back first and nothing is taken as clean or dead afterwards. Use the ticket as for a kernel.
-  KernelTicket before_unattributed_access(StreamId stream);
-  // The kernel was queued (or failed to queue: pass launched=false).
-  void after_kernel(const KernelTicket& ticket, bool launched = true);
+  void before_unattributed_access(KernelTicket* ticket, StreamId stream);
+  // The kernel was queued (or failed to queue: pass launched=false). Once per filled
+  // ticket; later calls with it do nothing. Keeps seq and stream for the caller.
+  void after_kernel(KernelTicket* ticket, bool launched = true);
 
   // The block containing `address`. Its flags never carry PUMP_BLOCK_IN_USE: this is the
   // extractors' lookup for every pointer word of every launch, kept free of fence queries.
@@ -109,7 +123,7 @@ class Engine {
   bool fence_at_stream_tail(Block& b);
   void remember_other_stream(Block& b);
   bool other_streams_settled(Block& b);  // adds their waits to the batch; false if one is captured
-  KernelTicket decide_and_order(StreamId stream, uint64_t seq);
+  void decide_and_order(StreamId stream, uint64_t seq, KernelTicket* ticket);
   void collect_pieces(const pump_extent_v1_t* extents, size_t count, const uint8_t* inexact);
   void build_kernel_view(uint64_t seq, StreamId stream);
   void fallback_make_room(uint64_t bytes_needed);

@@ -11,6 +11,7 @@ namespace pump::interpose {
 namespace {
 thread_local std::vector<pump_extent_v1_t> t_extents;
 thread_local std::vector<uint8_t> t_inexact;
+thread_local KernelTicket t_ticket;
 }  // namespace
 
 uint64_t cudnn_stream_key(cudnnHandle_t handle) {
@@ -87,9 +88,9 @@ bool begin_extracted_call(SymbolId id, const void* const* args, uint32_t num_arg
     t_last_dispatch.inexact = inexact;
   }
   scope->engine = engine;
-  scope->ticket = kind == HookKind::kUnsized ? engine->before_unattributed_access(stream)
-                                             : engine->before_kernel(stream, extents.data(), extents.size(),
-                                                                     inexact.data());
+  scope->ticket = &t_ticket;
+  if (kind == HookKind::kUnsized) engine->before_unattributed_access(&t_ticket, stream);
+  else engine->before_kernel(&t_ticket, stream, extents.data(), extents.size(), inexact.data());
   return true;
 }
 

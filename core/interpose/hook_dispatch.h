@@ -23,7 +23,9 @@ namespace pump::interpose {
 
 struct CallScope {
   Engine* engine = nullptr;
-  KernelTicket ticket;
+  // The calling thread's ticket (hooks never nest on a thread: one per thread serves,
+  // and its lists keep their capacity from launch to launch).
+  KernelTicket* ticket = nullptr;
 };
 
 using StreamThunk = uint64_t (*)(void* context);

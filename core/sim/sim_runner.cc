@@ -33,15 +33,16 @@ SimRun run_workload(const SimWorkload& workload, Engine& engine, SimBackend& bac
   for (const SimAllocation& a : workload.allocations) engine.on_alloc(a.address, a.bytes);
 
   std::vector<Range> ranges;
+  KernelTicket ticket;
   for (int it = 0; it < workload.iterations; ++it) {
     const SimStats before = backend.stats();
     for (const SimKernel& k : workload.iteration) {
-      const KernelTicket ticket = engine.before_kernel(k.stream, k.extents.data(), k.extents.size(),
-                                                       k.inexact.empty() ? nullptr : k.inexact.data());
+      engine.before_kernel(&ticket, k.stream, k.extents.data(), k.extents.size(),
+                           k.inexact.empty() ? nullptr : k.inexact.data());
       ranges.clear();
       for (const pump_extent_v1_t& e : k.touched()) ranges.push_back({e.address, e.bytes});
       backend.launch(k.stream, k.compute_seconds, ranges, reads_of(k), writes_of(k));
-      engine.after_kernel(ticket);
+      engine.after_kernel(&ticket);
     }
     backend.synchronize();
     run.iterations.push_back(difference(backend.stats(), before));

@@ -1,13 +1,17 @@
-// BlockTracker: every known block, by address (which block contains this
+// BasicBlockTracker: every known block, by address (which block contains this
 // address? O(log n)) and, for device-resident ones, in least-recently-used
 // order (touch O(1)). Not thread-safe: its owner (the Engine) serializes access.
+// `State` is what the owner keeps per block (block.h); the engine's is
+// EngineBlockState, and core/engine names that tracker BlockTracker.
 #pragma once
 
+#include <algorithm>
 #include <boost/intrusive/list.hpp>
 #include <boost/intrusive/set.hpp>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <iterator>
 #include <unordered_map>
 #include <vector>
 
@@ -17,11 +21,14 @@ namespace pump {
 
 struct BlockAddressKey {
   using type = uint64_t;
-  uint64_t operator()(const Block& b) const { return b.address; }
+  template <typename B>
+  uint64_t operator()(const B& b) const { return b.address; }
 };
 
-class BlockTracker {
+template <typename State>
+class BasicBlockTracker {
  public:
+  using Block = BasicBlock<State>;
   using AddressSet = boost::intrusive::set<Block, boost::intrusive::base_hook<ByAddressHook>,
                                            boost::intrusive::key_of_value<BlockAddressKey>,
                                            boost::intrusive::constant_time_size<true>>;
@@ -30,10 +37,14 @@ class BlockTracker {
 
   // `split_granularity`: extents are widened to this alignment (clipped to their
   // allocation) before blocks are split, so pieces never get absurdly small.
-  explicit BlockTracker(uint64_t split_granularity = 64 * 1024);
-  ~BlockTracker();
-  BlockTracker(const BlockTracker&) = delete;
-  BlockTracker& operator=(const BlockTracker&) = delete;
+  explicit BasicBlockTracker(uint64_t split_granularity = 64 * 1024)
+      : granularity_(split_granularity ? split_granularity : 1) {}
+  ~BasicBlockTracker() {
+    lru_.clear();
+    by_address_.clear();
+  }
+  BasicBlockTracker(const BasicBlockTracker&) = delete;
+  BasicBlockTracker& operator=(const BasicBlockTracker&) = delete;
 
   // A new allocation [address, address + bytes). False if it overlaps a known block
   // or is empty.
@@ -65,8 +76,8 @@ class BlockTracker {
   // Changes whenever a block is added, removed or split: a Block* taken at one
   // generation still describes the same range at the same generation.
   uint64_t layout_generation() const { return generation_; }
-  uint64_t lowest_address() const;
-  uint64_t highest_end() const;
+  uint64_t lowest_address() const { return by_address_.empty() ? 0 : by_address_.begin()->address; }
+  uint64_t highest_end() const { return by_address_.empty() ? 0 : std::prev(by_address_.end())->end(); }
 
  private:
   Block* new_block();
@@ -85,5 +96,152 @@ class BlockTracker {
   std::vector<Block*> free_;
   std::unordered_map<uint64_t, Block*> by_id_;
 };
+
+// ------------------------------------------------------------------ implementation
+
+template <typename State>
+BasicBlock<State>* BasicBlockTracker<State>::new_block() {
+  Block* b;
+  if (!free_.empty()) {
+    b = free_.back();
+    free_.pop_back();
+  } else {
+    b = &storage_.emplace_back();
+  }
+  b->id = next_id_++;
+  ++generation_;
+  by_id_.emplace(b->id, b);
+  return b;
+}
+
+template <typename State>
+void BasicBlockTracker<State>::free_block(Block* block) {
+  by_id_.erase(block->id);
+  ++generation_;
+  // Reset all fields but keep the (unlinked) hooks.
+  block->id = 0;
+  block->address = block->bytes = block->allocation = block->allocation_end = 0;
+  block->residency = PUMP_RESIDENT_HOST;
+  block->State::reset();
+  free_.push_back(block);
+}
+
+template <typename State>
+bool BasicBlockTracker<State>::add_allocation(uint64_t address, uint64_t bytes) {
+  if (bytes == 0 || address + bytes < address) return false;
+  // Overlap check: the first block ending after `address` must start at or past the new end.
+  auto it = by_address_.upper_bound(address);
+  if (it != by_address_.begin()) {
+    auto prev = std::prev(it);
+    if (prev->end() > address) return false;
+  }
+  if (it != by_address_.end() && it->address < address + bytes) return false;
+  Block* b = new_block();
+  b->address = address;
+  b->bytes = bytes;
+  b->allocation = address;
+  b->allocation_end = address + bytes;
+  by_address_.insert(*b);
+  tracked_bytes_ += bytes;
+  return true;
+}
+
+template <typename State>
+uint64_t BasicBlockTracker<State>::remove_allocation(uint64_t address, const std::function<void(Block&)>& on_remove) {
+  auto it = by_address_.find(address);
+  if (it == by_address_.end() || it->allocation != address) return 0;
+  uint64_t total = 0;
+  while (it != by_address_.end() && it->allocation == address) {
+    Block& b = *it;
+    if (on_remove) on_remove(b);
+    if (b.residency == PUMP_RESIDENT_DEVICE) set_host(b);
+    total += b.bytes;
+    it = by_address_.erase(it);
+    free_block(&b);
+  }
+  tracked_bytes_ -= total;
+  return total;
+}
+
+template <typename State>
+BasicBlock<State>* BasicBlockTracker<State>::find(uint64_t address) {
+  auto it = by_address_.upper_bound(address);
+  if (it == by_address_.begin()) return nullptr;
+  --it;
+  return it->contains(address) ? &*it : nullptr;
+}
+
+template <typename State>
+BasicBlock<State>* BasicBlockTracker<State>::find_by_id(uint64_t id) {
+  auto it = by_id_.find(id);
+  return it == by_id_.end() ? nullptr : it->second;
+}
+
+template <typename State>
+BasicBlock<State>* BasicBlockTracker<State>::split(Block& block, uint64_t at) {
+  Block* upper = new_block();
+  upper->address = at;
+  upper->bytes = block.end() - at;
+  upper->allocation = block.allocation;
+  upper->allocation_end = block.allocation_end;
+  upper->residency = block.residency;
+  upper->State::split_from(block, at - block.address);
+  block.bytes = at - block.address;
+  by_address_.insert_before(std::next(by_address_.iterator_to(block)), *upper);  // O(1): position known
+  // Same recency as the original piece.
+  if (block.residency == PUMP_RESIDENT_DEVICE) lru_.insert(std::next(lru_.iterator_to(block)), *upper);
+  return upper;
+}
+
+template <typename State>
+bool BasicBlockTracker<State>::cover(uint64_t address, uint64_t bytes, std::vector<Block*>* out) {
+  Block* first = find(address);
+  if (!first) return false;
+  // Widen to the granularity, then clip to the allocation holding `address`.
+  const uint64_t alloc_begin = first->allocation;
+  const uint64_t alloc_end = first->allocation_end;
+  const uint64_t want = bytes ? bytes : 1;
+  uint64_t end = want > alloc_end - address ? alloc_end : address + want;
+  if (end % granularity_) end += granularity_ - end % granularity_;
+  const uint64_t begin = std::max(address - address % granularity_, alloc_begin);
+  end = std::min(end, alloc_end);
+
+  Block* b = find(begin);
+  if (b->address < begin) b = split(*b, begin);
+  auto it = by_address_.iterator_to(*b);
+  while (it != by_address_.end() && it->address < end) {
+    Block& piece = *it;
+    if (piece.end() > end) split(piece, end);
+    out->push_back(&piece);
+    ++it;
+  }
+  return true;
+}
+
+template <typename State>
+void BasicBlockTracker<State>::set_resident(Block& block) {
+  if (block.residency == PUMP_RESIDENT_DEVICE) {
+    touch(block);
+    return;
+  }
+  block.residency = PUMP_RESIDENT_DEVICE;
+  resident_bytes_ += block.bytes;
+  lru_.push_back(block);
+}
+
+template <typename State>
+void BasicBlockTracker<State>::set_host(Block& block) {
+  if (block.residency != PUMP_RESIDENT_DEVICE) return;
+  block.residency = PUMP_RESIDENT_HOST;
+  resident_bytes_ -= block.bytes;
+  lru_.erase(lru_.iterator_to(block));
+}
+
+template <typename State>
+void BasicBlockTracker<State>::touch(Block& block) {
+  if (block.residency != PUMP_RESIDENT_DEVICE) return;
+  lru_.erase(lru_.iterator_to(block));
+  lru_.push_back(block);
+}
 
 }  // namespace pump

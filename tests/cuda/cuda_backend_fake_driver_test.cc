@@ -94,19 +94,12 @@ class FakeDriverTest : public testing::Test {
     if (handle_) dlclose(handle_);
   }
 
-  // Counter fences (stream memops) unless the test asks otherwise: most tests check them.
-  CudaBackend& start(FakeDriverConfig config = {}, CudaBackendOptions options = memops()) {
+  CudaBackend& start(FakeDriverConfig config = {}, CudaBackendOptions options = {}) {
     reset_(&config);
     options.driver_library = PUMP_FAKE_CUDA_DRIVER;
     backend_ = CudaBackend::create(0, options);
     EXPECT_NE(backend_, nullptr);
     return *backend_;
-  }
-
-  static CudaBackendOptions memops() {
-    CudaBackendOptions o;
-    o.stream_memops = true;
-    return o;
   }
 
   std::vector<FakeCall> calls() {
@@ -133,10 +126,9 @@ class FakeDriverTest : public testing::Test {
   std::unique_ptr<CudaBackend> backend_;
 };
 
-TEST_F(FakeDriverTest, ReportsTheDeviceMemoryAndUsesStreamMemops) {
+TEST_F(FakeDriverTest, ReportsTheDeviceMemory) {
   CudaBackend& b = start();
   EXPECT_EQ(b.device_memory_bytes(), 80ull << 30);
-  EXPECT_TRUE(b.uses_stream_memops());
   EXPECT_EQ(b.name(), "cuda");
 }
 
@@ -178,9 +170,9 @@ TEST_F(FakeDriverTest, SubmitReturnsAtOnceWhileTheWorkerIsStuckInAPrefetch) {
   ASSERT_EQ(prefetches.size(), 1u);
   EXPECT_EQ(prefetches[0].location_type, CU_MEM_LOCATION_TYPE_DEVICE);
   EXPECT_EQ(prefetches[0].stream, f.stream);  // on the backend's own stream
-  auto writes = calls_named("cuStreamWriteValue64");
-  ASSERT_EQ(writes.size(), 1u);
-  EXPECT_EQ(writes[0].value, f.value);
+  auto records = calls_named("cuEventRecord");
+  ASSERT_EQ(records.size(), 1u);  // the batch's fence, after its prefetch
+  EXPECT_EQ(records[0].stream, f.stream);
 }
 
 TEST_F(FakeDriverTest, EvictionsWaitForTheirKernelOnTheOutStreamWhilePrefetchesGoOnTheInStream) {
@@ -195,53 +187,35 @@ TEST_F(FakeDriverTest, EvictionsWaitForTheirKernelOnTheOutStreamWhilePrefetchesG
   ASSERT_TRUE(wait_done(f.in));
   ASSERT_TRUE(wait_done(f.out));
   std::vector<std::string> on_in, on_out;
-  uint64_t kernel_slot = 0, out_stream = 0;
+  uint64_t out_stream = 0;
   for (const FakeCall& c : calls())
     if (std::strcmp(c.name, "cuMemPrefetchAsync") == 0 && c.location_type == CU_MEM_LOCATION_TYPE_HOST) out_stream = c.stream;
   for (const FakeCall& c : calls()) {
-    if (c.stream == kAppStream && std::strcmp(c.name, "cuStreamWriteValue64") == 0) kernel_slot = c.address;
     std::string what = c.name;
     if (what == "cuMemPrefetchAsync") what += c.location_type == CU_MEM_LOCATION_TYPE_HOST ? "(host)" : "(device)";
-    if (what == "cuStreamWaitValue64") {
-      EXPECT_EQ(c.address, kernel_slot);
-    }
     if (c.stream == f.in.stream) on_in.push_back(what);
     if (c.stream == out_stream) on_out.push_back(what);
   }
-  EXPECT_EQ(on_out, (std::vector<std::string>{"cuStreamWaitValue64", "cuMemPrefetchAsync(host)", "cuEventRecord"}));
-  EXPECT_EQ(on_in, (std::vector<std::string>{"cuMemPrefetchAsync(device)", "cuStreamWriteValue64"}));
+  EXPECT_EQ(on_out, (std::vector<std::string>{"cuStreamWaitEvent", "cuMemPrefetchAsync(host)", "cuEventRecord"}));
+  EXPECT_EQ(on_in, (std::vector<std::string>{"cuMemPrefetchAsync(device)", "cuEventRecord"}));
 }
 
-TEST_F(FakeDriverTest, AKernelStreamCanWaitForABatchBeforeTheWorkerIssuedIt) {
-  CudaBackend& b = start();
-  gate_(1);
-  TransferBatch batch;
-  batch.prefetch = {{kBase, 2 * kMiB}};
-  Fence f = b.submit(std::move(batch)).in;
-  b.stream_wait(kAppStream, f);  // must not block although nothing was issued yet
-  auto waits = calls_named("cuStreamWaitValue64");
-  ASSERT_EQ(waits.size(), 1u);
-  EXPECT_EQ(waits[0].stream, kAppStream);
-  EXPECT_EQ(waits[0].value, f.value);
-  EXPECT_EQ(waits[0].unmet, 1);  // the GPU would wait here
-  gate_(0);
-  EXPECT_TRUE(wait_done(f));
-}
-
-TEST_F(FakeDriverTest, MarksCountUpPerStreamAndDoneReadsTheCounter) {
+TEST_F(FakeDriverTest, MarksRecordAnEventOnTheirStreamAndCountUp) {
   CudaBackend& b = start();
   Fence a1 = b.mark(kAppStream);
   Fence a2 = b.mark(kAppStream);
   Fence other = b.mark(kAppStream + 0x100);
   EXPECT_EQ(a1.stream, kAppStream);
   EXPECT_EQ(a2.value, a1.value + 1);
-  EXPECT_EQ(other.value, 1u);
-  EXPECT_TRUE(b.done(a2));  // the fake executes the write at once
-  auto writes = calls_named("cuStreamWriteValue64");
-  ASSERT_EQ(writes.size(), 3u);
-  EXPECT_EQ(writes[0].address, writes[1].address);
-  EXPECT_NE(writes[0].address, writes[2].address);
+  EXPECT_EQ(other.stream, kAppStream + 0x100);
+  EXPECT_TRUE(b.done(a2));  // the fake's events complete when recorded
+  auto records = calls_named("cuEventRecord");
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_EQ(records[0].stream, kAppStream);
+  EXPECT_EQ(records[1].stream, kAppStream);
+  EXPECT_EQ(records[2].stream, kAppStream + 0x100);
   EXPECT_EQ(b.stats().marks, 3u);
+  EXPECT_EQ(b.stats().event_marks, 3u);
 }
 
 TEST_F(FakeDriverTest, NeverEnqueuesAnythingOnACapturingStream) {
@@ -254,9 +228,11 @@ TEST_F(FakeDriverTest, NeverEnqueuesAnythingOnACapturingStream) {
   TransferBatch batch;
   batch.prefetch = {{kBase, 2 * kMiB}};
   Fence f = b.submit(std::move(batch)).in;
-  b.stream_wait(kAppStream, f);
-  for (const FakeCall& c : calls()) EXPECT_TRUE(c.stream != kAppStream || c.value == before.value) << c.name;
-  EXPECT_TRUE(calls_named("cuStreamWaitValue64").empty());
+  b.stream_wait(kAppStream, f);  // returns at once: nothing may be queued on the stream
+  size_t on_app_stream = 0;
+  for (const FakeCall& c : calls()) on_app_stream += c.stream == kAppStream;
+  EXPECT_EQ(on_app_stream, 1u) << "only the event of `before`";
+  EXPECT_FALSE(before.empty());
   capture_(kAppStream, 0);
   EXPECT_FALSE(b.capturing(kAppStream));
   gate_(0);
@@ -285,10 +261,10 @@ TEST_F(FakeDriverTest, LegacyAndPerThreadDefaultStreamsGetTheirOwnFences) {
   EXPECT_EQ(legacy.stream, legacy_alias.stream);
   EXPECT_EQ(legacy_alias.value, legacy.value + 1);
   EXPECT_NE(per_thread.stream, legacy.stream);
-  auto writes = calls_named("cuStreamWriteValue64");
-  ASSERT_EQ(writes.size(), 3u);
-  EXPECT_EQ(writes[0].stream, 0u);
-  EXPECT_EQ(writes[2].stream, cuda::kPerThreadStreamHandle);  // the handle itself goes to the driver
+  auto records = calls_named("cuEventRecord");
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_EQ(records[0].stream, 0u);
+  EXPECT_EQ(records[2].stream, cuda::kPerThreadStreamHandle);  // the handle itself goes to the driver
   EXPECT_TRUE(b.done(per_thread));
 }
 
@@ -349,7 +325,7 @@ TEST_F(FakeDriverTest, PrefetchErrorsAreCountedLoggedOnceAndNotFatal) {
 }
 
 TEST_F(FakeDriverTest, AFullQueueBlocksTheSubmitterUntilTheWorkerCatchesUp) {
-  CudaBackendOptions options = memops();
+  CudaBackendOptions options;
   options.queue_capacity = 1;
   CudaBackend& b = start({}, options);
   gate_(1);
@@ -370,20 +346,10 @@ TEST_F(FakeDriverTest, AFullQueueBlocksTheSubmitterUntilTheWorkerCatchesUp) {
   EXPECT_EQ(b.stats().queue_high_water, 1u);
 }
 
-TEST_F(FakeDriverTest, UsesEventFencesByDefault) {
-  CudaBackend& b = start({}, CudaBackendOptions{});
-  EXPECT_FALSE(b.uses_stream_memops());
-  EXPECT_TRUE(b.mark(kAppStream).value & cuda::kEventFenceBit);
-  EXPECT_TRUE(calls_named("cuStreamWriteValue64").empty());
-}
-
-TEST_F(FakeDriverTest, FallsBackToEventFencesWithoutStreamMemops) {
-  FakeDriverConfig config;
-  config.memops = 0;
-  CudaBackend& b = start(config);
-  EXPECT_FALSE(b.uses_stream_memops());
+TEST_F(FakeDriverTest, AKernelWaitsForABatchOnlyOnceTheWorkerIssuedIt) {
+  CudaBackend& b = start();
   Fence kernel = b.mark(kAppStream);
-  EXPECT_TRUE(kernel.value & cuda::kEventFenceBit);
+  EXPECT_FALSE(kernel.empty());
   EXPECT_TRUE(b.done(kernel));
   TransferBatch batch;
   batch.fetch_wait_for = {kernel};
@@ -391,31 +357,15 @@ TEST_F(FakeDriverTest, FallsBackToEventFencesWithoutStreamMemops) {
   gate_(1);
   Fence f = b.submit(std::move(batch)).in;
   EXPECT_FALSE(b.done(f));
-  // Without memops a kernel can only wait for a batch's event once it is recorded.
+  // A kernel can only wait for a batch's event once it is recorded.
   auto waiter = std::async(std::launch::async, [&] { b.stream_wait(kAppStream, f); });
   EXPECT_EQ(waiter.wait_for(50ms), std::future_status::timeout);
   gate_(0);
   ASSERT_EQ(waiter.wait_for(2s), std::future_status::ready);
   EXPECT_TRUE(wait_done(f));
-  EXPECT_TRUE(calls_named("cuStreamWaitValue64").empty());
-  EXPECT_TRUE(calls_named("cuStreamWriteValue64").empty());
   auto event_waits = calls_named("cuStreamWaitEvent");
   ASSERT_GE(event_waits.size(), 1u);
   EXPECT_EQ(event_waits[0].stream, f.stream);  // the batch waited for the kernel's event
-}
-
-TEST_F(FakeDriverTest, StreamsBeyondTheSlotTableUseEventFences) {
-  LogCapture capture;
-  CudaBackendOptions options = memops();
-  options.stream_slots = 2;
-  CudaBackend& b = start({}, options);
-  EXPECT_FALSE(b.mark(kAppStream).value & cuda::kEventFenceBit);
-  EXPECT_FALSE(b.mark(kAppStream + 0x10).value & cuda::kEventFenceBit);
-  Fence third = b.mark(kAppStream + 0x20);
-  EXPECT_TRUE(third.value & cuda::kEventFenceBit);
-  EXPECT_TRUE(b.done(third));
-  EXPECT_EQ(b.stats().event_marks, 1u);
-  EXPECT_NE(all_log().find("more than 2 streams"), std::string::npos) << all_log();
 }
 
 TEST_F(FakeDriverTest, DestructionIssuesEveryQueuedBatchFirst) {
@@ -458,7 +408,7 @@ std::vector<std::string> names_on(const std::vector<FakeCall>& calls, uint64_t s
 }
 
 TEST_F(FakeDriverTest, SavesCopyToTheShadowThenDiscardOnTheOutStreamAndRestoresPopulateThenCopyOnTheInStream) {
-  CudaBackend& b = start({}, CudaBackendOptions{});
+  CudaBackend& b = start();
   ASSERT_TRUE(b.has_copy_path());
   constexpr uint64_t kPiece = 64 * 1024;  // the fake driver's pinned arena is small
   const uint64_t shadow = b.allocate_host(2 * kPiece);
@@ -511,7 +461,7 @@ TEST_F(FakeDriverTest, SavesCopyToTheShadowThenDiscardOnTheOutStreamAndRestoresP
 }
 
 TEST_F(FakeDriverTest, FetchesWaitForTheOutWorkOfTheirBatchOnlyWhenAskedTo) {
-  CudaBackend& b = start({}, CudaBackendOptions{});
+  CudaBackend& b = start();
   auto waits_on_in_stream = [&](const BatchFences& f) {
     EXPECT_TRUE(wait_done(f.in));
     uint64_t in_stream = 0;

@@ -21,8 +21,7 @@ FakeDriverConfig g_config;
 std::vector<FakeCall> g_calls;
 std::set<uint64_t> g_capturing;
 
-void record(const char* name, CUstream stream, uint64_t address, uint64_t bytes, uint64_t value, int location,
-            int unmet = 0) {
+void record(const char* name, CUstream stream, uint64_t address, uint64_t bytes, uint64_t value, int location) {
   FakeCall c{};
   std::strncpy(c.name, name, sizeof c.name - 1);
   c.stream = reinterpret_cast<uint64_t>(stream);
@@ -30,7 +29,6 @@ void record(const char* name, CUstream stream, uint64_t address, uint64_t bytes,
   c.bytes = bytes;
   c.value = value;
   c.location_type = location;
-  c.unmet = unmet;
   std::lock_guard lock(g_mutex);
   g_calls.push_back(c);
 }
@@ -56,7 +54,6 @@ CUresult DeviceGet(CUdevice* d, int ordinal) { *d = ordinal; return CUDA_SUCCESS
 CUresult DeviceGetCount(int* n) { *n = 1; return CUDA_SUCCESS; }
 CUresult DeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice) {
   switch (a) {
-    case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS: *v = g_config.memops; break;
     case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: *v = g_config.concurrent_managed; break;
     default: *v = 1;
   }
@@ -89,7 +86,7 @@ CUresult EventQuery(CUevent) { return CUDA_SUCCESS; }
 CUresult EventSynchronize(CUevent) { return CUDA_SUCCESS; }
 CUresult EventDestroy(CUevent e) { delete[] reinterpret_cast<char*>(e); return CUDA_SUCCESS; }
 // Pinned host memory from a static arena, like the real driver's own pinned pool: the
-// backend deliberately never frees its fence counters, which must not read as a leak.
+// backend's copy-kernel chunk lists live until the driver goes, which must not read as a leak.
 alignas(64) unsigned char g_host_arena[1 << 20];
 size_t g_host_arena_used = 0;
 CUresult MemHostAlloc(void** p, size_t n, unsigned int) {
@@ -112,16 +109,6 @@ CUresult MemPrefetchAsync(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned i
   return prefetch_result();
 }
 CUresult MemRangeGetAttribute(void*, size_t, CUmem_range_attribute, CUdeviceptr, size_t) { return CUDA_ERROR_NOT_SUPPORTED; }
-CUresult StreamWriteValue64(CUstream s, CUdeviceptr addr, cuuint64_t v, unsigned int) {
-  __atomic_store_n(reinterpret_cast<uint64_t*>(addr), v, __ATOMIC_RELEASE);
-  record("cuStreamWriteValue64", s, addr, 0, v, 0);
-  return CUDA_SUCCESS;
-}
-CUresult StreamWaitValue64(CUstream s, CUdeviceptr addr, cuuint64_t v, unsigned int) {
-  const int unmet = __atomic_load_n(reinterpret_cast<uint64_t*>(addr), __ATOMIC_ACQUIRE) < v;
-  record("cuStreamWaitValue64", s, addr, 0, v, 0, unmet);
-  return CUDA_SUCCESS;
-}
 uint64_t sum(const size_t* sizes, size_t n) {
   uint64_t t = 0;
   for (size_t i = 0; i < n; ++i) t += sizes[i];
@@ -188,8 +175,7 @@ const Entry kEntries[] = {
     FAKE("cuEventSynchronize", EventSynchronize), FAKE("cuEventDestroy", EventDestroy),
     FAKE("cuMemHostAlloc", MemHostAlloc), FAKE("cuMemHostGetDevicePointer", MemHostGetDevicePointer),
     FAKE("cuMemFreeHost", MemFreeHost), FAKE("cuMemPrefetchAsync", MemPrefetchAsync),
-    FAKE("cuMemRangeGetAttribute", MemRangeGetAttribute), FAKE("cuStreamWriteValue64", StreamWriteValue64),
-    FAKE("cuStreamWaitValue64", StreamWaitValue64),
+    FAKE("cuMemRangeGetAttribute", MemRangeGetAttribute),
     {"cuMemPrefetchBatchAsync", reinterpret_cast<void*>(&MemPrefetchBatchAsync), true},
     {"cuMemDiscardBatchAsync", reinterpret_cast<void*>(&MemDiscardBatchAsync), true},
     FAKE("cuCtxGetCurrent", CtxGetCurrent),

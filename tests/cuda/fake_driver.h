@@ -1,8 +1,8 @@
 // Control interface of fake_driver.cc, a stand-in libcuda for CPU tests of the cuda
-// backend. Every operation is synchronous: a stream write lands in memory at once,
-// events complete when recorded, prefetches are only recorded (they can be held
-// at a gate to play a slow migration). Tests reach these functions with dlsym on
-// the same library the backend loaded.
+// backend. Every operation is synchronous: events complete when recorded,
+// prefetches are only recorded (they can be held at a gate to play a slow
+// migration). Tests reach these functions with dlsym on the same library the
+// backend loaded.
 #pragma once
 
 #include <cstddef>
@@ -11,15 +11,13 @@
 struct FakeCall {
   char name[48];
   uint64_t stream;
-  uint64_t address;  // prefetch/discard: first range; memops: the slot address
+  uint64_t address;  // prefetch/discard/copy: first range
   uint64_t bytes;    // summed over the ranges of a batch call
-  uint64_t value;    // memops; number of ranges for batch calls
+  uint64_t value;    // number of ranges for batch calls; copies: the host address; memsets: the value
   int location_type; // prefetches: CU_MEM_LOCATION_TYPE_*
-  int unmet;         // a stream wait whose value was not reached when it was enqueued
 };
 
 struct FakeDriverConfig {
-  int memops = 1;                  // CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS
   int batch_calls = 1;             // export cuMemPrefetchBatchAsync and the discard calls
   int concurrent_managed = 1;      // CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS
   int driver_version = 13000;

@@ -2,8 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include "core/cuda/fence_slots.h"
-
 namespace pump::cuda {
 namespace {
 
@@ -47,12 +45,6 @@ TEST(NewestFencePerStream, KeepsOnlyTheLatestFenceOfEachStream) {
   EXPECT_EQ(out[0].value, 5u);
   EXPECT_EQ(out[1].stream, 9u);
   EXPECT_EQ(out[1].value, 1u);
-}
-
-TEST(NewestFencePerStream, KeepsEventAndCounterFencesOfOneStreamApart) {
-  std::vector<Fence> f{{7, 3}, {7, 2 | kEventFenceBit}};
-  auto out = newest_fence_per_stream(f, kPrefetchKey);
-  EXPECT_EQ(out.size(), 2u);
 }
 
 TEST(PlanTransfers, OrdersWaitsThenEvictionsThenDiscardsThenPrefetches) {
@@ -126,7 +118,7 @@ TEST(PlanTransfers, LeavesRangesAloneWhenMergingIsOff) {
 
 TEST(PlanTransfers, DropsWaitsOnThePrefetchStreamItself) {
   TransferBatch b;
-  b.wait_for = {{kPrefetchKey, 4}, {kPrefetchKey, 4 | kEventFenceBit}, {}};
+  b.wait_for = {{kPrefetchKey, 4}, {kPrefetchKey, 5}, {}};
   b.prefetch = {at(0, 2)};
   auto ops = plan_transfers(b, options_with(true, true));
   ASSERT_EQ(ops.size(), 1u);

@@ -113,7 +113,9 @@ class AccessHooks : public ::testing::Test {
     const uint64_t other = address == kA ? kB : kA;
     for (uint64_t a : {address, other}) {
       pump_extent_v1_t e{a, kMiB, PUMP_ACCESS_WRITE, PUMP_ROLE_UNKNOWN};
-      engine_->after_kernel(engine_->before_kernel(1, &e, 1));
+      KernelTicket t;
+      engine_->before_kernel(&t, 1, &e, 1);
+      engine_->after_kernel(&t);
     }
     ASSERT_GT(engine_->stats().bytes_saved, 0u) << "the test needs a dropped block";
   }

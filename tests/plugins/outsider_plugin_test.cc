@@ -60,7 +60,9 @@ class OutsiderPluginTest : public ::testing::Test {
   static void run_kernel(Engine& engine, std::initializer_list<Use> uses) {
     std::vector<pump_extent_v1_t> extents;
     for (const Use& u : uses) extents.push_back({u.address, u.bytes, PUMP_ACCESS_READ_WRITE, u.role});
-    engine.after_kernel(engine.before_kernel(1, extents.data(), extents.size()));
+    KernelTicket ticket;
+    engine.before_kernel(&ticket, 1, extents.data(), extents.size());
+    engine.after_kernel(&ticket);
   }
   static bool resident(Engine& engine, uint64_t address) {
     pump_block_v1_t block{};

@@ -93,8 +93,9 @@ class EngineDataPathTest : public ::testing::Test {
   // One kernel; returns the batch it submitted (an empty one if none).
   TransferBatch run(Engine& e, std::vector<pump_extent_v1_t> extents, std::vector<uint8_t> inexact = {}) {
     const size_t before = backend_.batches.size();
-    KernelTicket t = e.before_kernel(kStream, extents.data(), extents.size(), inexact.empty() ? nullptr : inexact.data());
-    e.after_kernel(t);
+    KernelTicket t;
+    e.before_kernel(&t, kStream, extents.data(), extents.size(), inexact.empty() ? nullptr : inexact.data());
+    e.after_kernel(&t);
     EXPECT_LE(backend_.batches.size(), before + 1);
     return backend_.batches.size() > before ? backend_.batches.back() : TransferBatch{};
   }
@@ -244,9 +245,10 @@ TEST_F(EngineDataPathTest, AnUnattributedAccessBringsBackEveryDroppedBlock) {
   e->on_free(kC);
   e->on_free(kD);
   const size_t before = backend_.batches.size();
-  KernelTicket t = e->before_unattributed_access(kStream);
+  KernelTicket t;
+  e->before_unattributed_access(&t, kStream);
   EXPECT_NE(t.seq, 0u);
-  e->after_kernel(t);
+  e->after_kernel(&t);
   ASSERT_EQ(backend_.batches.size(), before + 1);
   const TransferBatch& b = backend_.batches.back();
   EXPECT_TRUE(names(b.restore, kA)) << "saved data comes back by copy";
@@ -305,7 +307,8 @@ TEST_F(EngineDataPathTest, TheUnifiedPathNeverSavesOrRestores) {
     run(*e, {reads(kA)});
     run(*e, {extent(kB, 4 * kMiB, PUMP_ACCESS_READ_WRITE, PUMP_ROLE_WORKSPACE)});
   }
-  KernelTicket t = e->before_unattributed_access(kStream);
+  KernelTicket t;
+  e->before_unattributed_access(&t, kStream);
   EXPECT_EQ(t.seq, 0u) << "unified memory serves any access: nothing to bring back";
   for (const TransferBatch& b : backend_.batches) {
     EXPECT_TRUE(b.save.empty());

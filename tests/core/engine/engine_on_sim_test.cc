@@ -15,10 +15,11 @@ constexpr uint64_t kB = kA + 256 * kMiB;
 
 void launch(Engine& e, SimBackend& sim, StreamId stream, uint64_t address, uint64_t bytes, double seconds) {
   const pump_extent_v1_t extent{address, bytes, PUMP_ACCESS_READ_WRITE, PUMP_ROLE_ACTIVATION};
-  const KernelTicket t = e.before_kernel(stream, &extent, 1);
+  KernelTicket t;
+  e.before_kernel(&t, stream, &extent, 1);
   const Range range{address, bytes};
   sim.launch(stream, seconds, {&range, 1});
-  e.after_kernel(t);
+  e.after_kernel(&t);
 }
 
 TEST(EngineOnSim, ABlockUsedWhileEverythingFittedIsNotEvictedUnderItsRunningKernel) {

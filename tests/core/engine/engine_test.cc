@@ -76,8 +76,9 @@ class EngineTest : public ::testing::Test {
   }
   // One kernel through the engine, launched successfully.
   KernelTicket run(Engine& e, std::vector<pump_extent_v1_t> extents, StreamId stream = kStream) {
-    KernelTicket t = e.before_kernel(stream, extents.data(), extents.size());
-    e.after_kernel(t);
+    KernelTicket t;
+    e.before_kernel(&t, stream, extents.data(), extents.size());
+    e.after_kernel(&t);
     return t;
   }
 

@@ -270,8 +270,9 @@ TEST_F(PluginHostTest, EngineRunsOnWithoutAPolicyWhoseInitFails) {
 
   engine.on_alloc(0x100000, 1 << 20);
   pump_extent_v1_t extent{0x100000, 1 << 20, PUMP_ACCESS_READ, PUMP_ROLE_WEIGHT};
-  KernelTicket ticket = engine.before_kernel(1, &extent, 1);
-  engine.after_kernel(ticket);
+  KernelTicket ticket;
+  engine.before_kernel(&ticket, 1, &extent, 1);
+  engine.after_kernel(&ticket);
   EXPECT_EQ(engine.stats().kernels, 1u);
   EXPECT_EQ(backend.prefetched_bytes, 0u);
 }
@@ -285,7 +286,9 @@ TEST_F(PluginHostTest, EngineDrivesALoadedPolicy) {
 
   engine.on_alloc(0x100000, 1 << 20);
   pump_extent_v1_t extent{0x100000, 1 << 20, PUMP_ACCESS_READ, PUMP_ROLE_WEIGHT};
-  engine.after_kernel(engine.before_kernel(1, &extent, 1));
+  KernelTicket ticket;
+  engine.before_kernel(&ticket, 1, &extent, 1);
+  engine.after_kernel(&ticket);
   EXPECT_EQ(engine.stats().bytes_prefetched, 1u << 20);
   EXPECT_EQ(backend.prefetched_bytes, 1u << 20);
   EXPECT_TRUE(captured().empty());

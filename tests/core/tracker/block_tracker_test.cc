@@ -11,6 +11,20 @@ constexpr uint64_t kBase = 0x7f0000000000ull;
 constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kGran = 64 * 1024;
 
+// What an owner keeps per block (the engine's is EngineBlockState): opaque to the
+// tracker but for its two hooks.
+struct TestState {
+  pump_role_v1_t role = PUMP_ROLE_UNKNOWN;
+  uint64_t split_at = 0;  // where this piece was cut from the one below it
+  void reset() { *this = TestState{}; }
+  void split_from(const TestState& lower, uint64_t at) {
+    *this = lower;
+    split_at = at;
+  }
+};
+using Block = BasicBlock<TestState>;
+using BlockTracker = BasicBlockTracker<TestState>;
+
 TEST(BlockTracker, FindsTheBlockContainingAnyInteriorAddress) {
   BlockTracker t(kGran);
   ASSERT_TRUE(t.add_allocation(kBase, 4 * kMiB));
@@ -103,6 +117,7 @@ TEST(BlockTracker, SplitPiecesInheritResidencyAndRecency) {
   EXPECT_EQ(t.resident_bytes(), 5 * kMiB);
   EXPECT_EQ(out[0]->residency, PUMP_RESIDENT_DEVICE);
   EXPECT_EQ(out[0]->role, PUMP_ROLE_WEIGHT);
+  EXPECT_EQ(out[0]->split_at, kMiB);  // the owner's hook learnt where the piece was cut
   // The pieces of `a` are all older than `b`.
   auto& lru = t.lru();
   ASSERT_EQ(lru.size(), 4u);
@@ -155,10 +170,12 @@ TEST(BlockTracker, IdsAreUniqueAndFindableAndNeverReused) {
   ASSERT_TRUE(t.add_allocation(kBase, kMiB));
   const uint64_t id = t.find(kBase)->id;
   EXPECT_EQ(t.find_by_id(id), t.find(kBase));
+  t.find(kBase)->role = PUMP_ROLE_WEIGHT;
   t.remove_allocation(kBase);
   EXPECT_EQ(t.find_by_id(id), nullptr);
   ASSERT_TRUE(t.add_allocation(kBase, kMiB));  // recycled storage, new id
   EXPECT_NE(t.find(kBase)->id, id);
+  EXPECT_EQ(t.find(kBase)->role, PUMP_ROLE_UNKNOWN);  // and the owner's state reset
 }
 
 TEST(BlockTracker, HandlesOneHundredThousandBlocks) {

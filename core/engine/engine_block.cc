@@ -1,0 +1,7 @@
+#include "core/engine/engine_block.h"
+
+namespace pump {
+
+template class BasicBlockTracker<EngineBlockState>;
+
+}  // namespace pump
