@@ -50,6 +50,18 @@ uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) {
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since).count());
 }
 
+// The parallel arrays the driver's batch calls take.
+struct BatchArguments {
+  explicit BatchArguments(const std::vector<Range>& ranges) {
+    for (const Range& r : ranges) {
+      addresses.push_back(r.address);
+      sizes.push_back(r.bytes);
+    }
+  }
+  std::vector<CUdeviceptr> addresses;
+  std::vector<size_t> sizes;
+};
+
 // One work unit of the copy kernel (copy_kernels.cu declares the same layout).
 struct PumpCopyChunk {
   unsigned long long src;
@@ -470,15 +482,10 @@ void CudaBackend::issue_populate(CUstream stream, std::vector<Range> ranges) {
   if (options_.populate == CudaBackendOptions::Populate::kDiscardAndPrefetch && api_.cuMemDiscardAndPrefetchBatchAsync) {
     // The pages hold nothing worth keeping (dropped): discard-and-prefetch populates them
     // on the device without a copy, in one call.
-    std::vector<CUdeviceptr> addresses;
-    std::vector<size_t> sizes;
-    for (const Range& r : ranges) {
-      addresses.push_back(r.address);
-      sizes.push_back(r.bytes);
-    }
+    BatchArguments batch(ranges);
     size_t first_index = 0;
     const auto t0 = std::chrono::steady_clock::now();
-    CUresult r = api_.cuMemDiscardAndPrefetchBatchAsync(addresses.data(), sizes.data(), addresses.size(), &device,
+    CUresult r = api_.cuMemDiscardAndPrefetchBatchAsync(batch.addresses.data(), batch.sizes.data(), batch.addresses.size(), &device,
                                                         &first_index, 1, 0, stream);
     stats_->prefetch_call_ns.fetch_add(elapsed_ns(t0), std::memory_order_relaxed);
     if (r == CUDA_SUCCESS) {
@@ -536,15 +543,10 @@ void CudaBackend::issue_ranges(CUstream stream, const TransferOp& op, CUmemLocat
     (evict ? stats_->evict_bytes : stats_->prefetch_bytes).fetch_add(bytes, std::memory_order_relaxed);
   };
   if (op.batched && plan_options_.have_prefetch_batch) {
-    std::vector<CUdeviceptr> addresses;
-    std::vector<size_t> sizes;
-    for (const Range& r : op.ranges) {
-      addresses.push_back(r.address);
-      sizes.push_back(r.bytes);
-    }
+    BatchArguments batch(op.ranges);
     size_t first_index = 0;
     const auto t0 = std::chrono::steady_clock::now();
-    CUresult r = api_.cuMemPrefetchBatchAsync(addresses.data(), sizes.data(), addresses.size(), &location,
+    CUresult r = api_.cuMemPrefetchBatchAsync(batch.addresses.data(), batch.sizes.data(), batch.addresses.size(), &location,
                                               &first_index, 1, 0, stream);
     stats_->prefetch_call_ns.fetch_add(elapsed_ns(t0), std::memory_order_relaxed);
     if (r == CUDA_SUCCESS) {
@@ -578,14 +580,9 @@ void CudaBackend::issue_discard(CUstream stream, const TransferOp& op) {
   }
   if (!options_.discard) return;
   if (plan_options_.have_discard_batch) {
-    std::vector<CUdeviceptr> addresses;
-    std::vector<size_t> sizes;
-    for (const Range& r : chunked(op.ranges, options_.discard_chunk_bytes)) {
-      addresses.push_back(r.address);
-      sizes.push_back(r.bytes);
-    }
+    BatchArguments batch(chunked(op.ranges, options_.discard_chunk_bytes));
     const auto t0 = std::chrono::steady_clock::now();
-    CUresult r = api_.cuMemDiscardBatchAsync(addresses.data(), sizes.data(), addresses.size(), 0, stream);
+    CUresult r = api_.cuMemDiscardBatchAsync(batch.addresses.data(), batch.sizes.data(), batch.addresses.size(), 0, stream);
     stats_->prefetch_call_ns.fetch_add(elapsed_ns(t0), std::memory_order_relaxed);
     if (r == CUDA_SUCCESS) {
       stats_->discard_calls.fetch_add(1, std::memory_order_relaxed);
