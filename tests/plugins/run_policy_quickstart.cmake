@@ -40,7 +40,10 @@ file(WRITE "${WORK_DIR}/quickstart.sh" "set -euo pipefail\nset -x\n${script}")
 
 # The doc says `cmake`: the one running this test.
 get_filename_component(cmake_dir "${CMAKE_COMMAND}" DIRECTORY)
+# Under the sanitizer presets libpump.so is sanitized, and the doc's LD_PRELOAD cannot put
+# the sanitizer's runtime first: tell it not to insist (step 4 only runs `sh`).
 execute_process(COMMAND ${CMAKE_COMMAND} -E env "PATH=${cmake_dir}:$ENV{PATH}"
+                  "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0"
                   bash "${WORK_DIR}/quickstart.sh"
                 WORKING_DIRECTORY "${WORK_DIR}/checkout"
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
