@@ -215,38 +215,6 @@ TEST_P(CopyPath, PoliciesMatchTheEnginesOwnRestores) {
   }
 }
 
-// Diagnosis table (PUMP_DIAG=1): per policy, the copy path's bytes by kind per steady
-// iteration and the streams' busy time.
-TEST(CopyPathDiagnosis, Table) {
-  if (!std::getenv("PUMP_DIAG")) GTEST_SKIP();
-  if (const char* one = std::getenv("PUMP_DIAG_ONE")) {
-    const SimWorkload workload = training_loop_oversubscribed(kBudget, std::atof(std::getenv("PUMP_DIAG_RATIO")), 8, 3);
-    run_policy(one, workload, kBudget, DataPath::kCopy);
-    return;
-  }
-  for (double ratio : {1.02, 1.05, 1.1, 1.5, 2.0, 3.0}) {
-    const SimWorkload workload = training_loop_oversubscribed(kBudget, ratio, 8, 4);
-    for (const std::string& p : kPolicies) {
-      const Outcome o = run_policy(p, workload, kBudget, std::getenv("PUMP_DIAG_UM") ? DataPath::kUnified : DataPath::kCopy);
-      const SimIterationStats& it = o.run.iterations.back();
-      double in_busy = 0, out_busy = 0, k_busy = 0;
-      for (const auto& s : o.run.sim.streams) {
-        if (s.stream == SimBackend::kInStream) in_busy = s.busy_seconds;
-        else if (s.stream == SimBackend::kOutStream) out_busy = s.busy_seconds;
-        else k_busy += s.busy_seconds;
-      }
-      const auto& e = o.run.engine;
-      std::printf("x%.2f %-12s %.4f s/it | last it MiB: rest %5.0f save %5.0f disc %5.0f pop %5.0f | eng: dead %5.0f clean %5.0f fallback %5.0f batches %llu refus %llu | busy in %.3f out %.3f kern %.3f viol %llu\n",
-                  ratio, p.c_str(), o.run.steady_seconds_per_iteration(), it.bytes_restored / 1048576.0,
-                  it.bytes_saved / 1048576.0, it.bytes_discarded / 1048576.0, it.bytes_populated / 1048576.0,
-                  e.bytes_discarded_dead / 1048576.0, e.bytes_discarded_clean / 1048576.0,
-                  e.bytes_fallback_evicted / 1048576.0, (unsigned long long)e.batches,
-                  (unsigned long long)e.policy_refusals, in_busy, out_busy, k_busy,
-                  (unsigned long long)o.run.sim.violation_count());
-    }
-  }
-}
-
 const char* path_name(DataPath path) { return path == DataPath::kCopy ? "copy" : "um"; }
 std::string name_of(const ::testing::TestParamInfo<PolicyAndPath>& info) {
   return std::get<0>(info.param) + "_" + path_name(std::get<1>(info.param));
