@@ -58,7 +58,8 @@ const char* cli_help() {
 
 usage: pump-bench [options] [-- COMMAND ARGS...]
 
-  --workload NAME[,NAME...]   sim: training-loop, mlp, conv (default: all three), conv-backend
+  --workload NAME[,NAME...]   sim: training-loop, mlp, conv (default: all three), conv-backend, decode
+                              (greedy decoding: read-only weights in a cycle, a KV cache per layer)
                               GPU: mlp, conv, conv-backend (default: all three); conv runs
                               cuDNN's legacy API, conv-backend its graph API (PyTorch's path)
   --size S                    small, medium (default), large, or a footprint such as 3GiB
@@ -177,8 +178,8 @@ CliResult parse_cli(const std::vector<std::string>& args) {
     o.workloads = split_list(*v);
     for (const std::string& w : o.workloads) {
       if (w.empty()) return fail("--workload: empty name in '" + *v + "'");
-      if (!contains(sim_workload_names(), w) && !contains(gpu_workload_names(), w))
-        return fail("--workload: unknown workload '" + w + "' (known: training-loop, mlp, conv, conv-backend)");
+      if (!contains(sim_workload_names(), w) && !contains(gpu_workload_names(), w) && w != "decode")
+        return fail("--workload: unknown workload '" + w + "' (known: training-loop, decode, mlp, conv, conv-backend)");
     }
   }
   if (const std::string* v = given("--size")) {

@@ -42,6 +42,11 @@ std::optional<SimWorkload> make_sim_workload(const std::string& name, const std:
     w.name = name;
     return w;
   }
+  if (name == "decode") {
+    SimWorkload w = decode_loop(training_loop_footprint(*size), 16, std::max(iterations, 3));
+    w.name = name;
+    return w;
+  }
   if (name == "mlp") return mlp_sim_workload(mlp_shape(*size), iterations);
   if (name == "conv") return conv_sim_workload(conv_shape(*size), iterations);
   if (name == "conv-backend") {
@@ -50,7 +55,7 @@ std::optional<SimWorkload> make_sim_workload(const std::string& name, const std:
     w.name = name;
     return w;
   }
-  *error = "the sim has no workload '" + name + "' (it has training-loop, mlp, conv, conv-backend)";
+  *error = "the sim has no workload '" + name + "' (it has training-loop, decode, mlp, conv, conv-backend)";
   return std::nullopt;
 }
 

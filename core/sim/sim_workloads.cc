@@ -125,6 +125,31 @@ SimWorkload training_loop(const TrainingLoopSpec& spec) {
   return w;
 }
 
+SimWorkload decode_loop(uint64_t footprint_bytes, int layers, int tokens, double weight_fraction) {
+  SimWorkload w;
+  w.name = "decode";
+  w.iterations = std::max(1, tokens);
+  layers = std::max(1, layers);
+  WorkloadBuilder b(&w);
+  auto per_layer = [&](double fraction) {
+    const double bytes = static_cast<double>(footprint_bytes) * fraction / layers;
+    return std::max<uint64_t>(kAlignment, static_cast<uint64_t>(bytes) / kAlignment * kAlignment);
+  };
+  const uint64_t weight = per_layer(weight_fraction), cache = per_layer(1.0 - weight_fraction);
+  std::vector<int> weights, caches;
+  for (int i = 0; i < layers; ++i) {
+    weights.push_back(b.allocate(weight, PUMP_ROLE_WEIGHT, std::string("W").append(std::to_string(i))));
+    caches.push_back(b.allocate(cache, PUMP_ROLE_ACTIVATION, std::string("KV").append(std::to_string(i))));
+  }
+  const int hidden = b.allocate(kAlignment, PUMP_ROLE_ACTIVATION, "hidden");
+  // A token's layer is memory-bound: it streams its weights once at HBM speed.
+  constexpr double kHbmBytesPerSecond = 2.0e12;
+  for (int i = 0; i < layers; ++i)
+    b.kernel(1, std::string("layer").append(std::to_string(i)), kHbmBytesPerSecond,
+             {{weights[i], PUMP_ACCESS_READ}, {caches[i], PUMP_ACCESS_READ_WRITE}, {hidden, PUMP_ACCESS_READ_WRITE}});
+  return w;
+}
+
 TrainingLoopSpec training_loop_spec_for_footprint(uint64_t footprint_bytes, int layers, int iterations) {
   TrainingLoopSpec spec;
   spec.layers = std::max(1, layers);

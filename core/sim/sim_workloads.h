@@ -90,6 +90,13 @@ SimWorkload training_loop_oversubscribed(uint64_t budget_bytes, double oversubsc
 // (its gradient stays normal-sized: exactly one block above the budget).
 SimWorkload training_loop_with_oversized_block(uint64_t budget_bytes, int layers = 4, int iterations = 2);
 
+// Greedy decoding, one token per iteration: `layers` read-only weight blocks read in a
+// cycle (role weight, READ only: clean once saved), each layer's KV cache read and
+// appended to (read-write), a small hidden state passed layer to layer. Weights are
+// `weight_fraction` of the footprint. The cache is preallocated at its final size (the
+// sim's workloads repeat one iteration), so growth is not modelled.
+SimWorkload decode_loop(uint64_t footprint_bytes, int layers, int tokens, double weight_fraction = 0.9);
+
 // A lower bound on one steady-state iteration's time on `model` under `budget_bytes`.
 // "Must cross the bus": with footprint F above the budget B, at least F - B bytes
 // are not resident at some point of every iteration yet are touched in it, so they

@@ -119,3 +119,31 @@ INSTANTIATE_TEST_SUITE_P(Policies, CopyPathFuzz,
 
 }  // namespace
 }  // namespace pump
+
+namespace pump {
+namespace {
+
+// Decoding reads its weights and never writes them: on the copy path a weight block is
+// copied out once, and from then on leaves by a discard of clean data.
+TEST(CopyPathDecode, ReadOnlyWeightsLeaveCleanAfterTheirFirstSave) {
+  const SimWorkload w = decode_loop(512ull << 20, 8, 8);
+  static PluginHost host(PUMP_PLUGIN_DIR);
+  auto lru = host.load_policy("lru");
+  ASSERT_TRUE(lru.has_value());
+  SimBackend backend;
+  EngineOptions options;
+  options.budget_bytes = w.footprint_bytes() / 2;
+  options.datapath = DataPath::kCopy;
+  options.host_limit_bytes = 2 * w.footprint_bytes();
+  Config config;
+  Engine engine(backend, lru->api, options, &config);
+  const SimRun run = run_workload(w, engine, backend);
+  EXPECT_EQ(run.sim.violation_count(), 0u);
+  for (size_t i = 0; i < run.violations.size() && i < 3; ++i) ADD_FAILURE() << run.violations[i];
+  const uint64_t weights = static_cast<uint64_t>(0.9 * static_cast<double>(w.footprint_bytes()));
+  EXPECT_GT(run.engine.bytes_discarded_clean, 2 * weights) << "weights keep leaving without a copy";
+  EXPECT_LT(run.engine.bytes_saved, run.engine.bytes_discarded_clean);
+}
+
+}  // namespace
+}  // namespace pump
