@@ -119,32 +119,14 @@ std::vector<Range> SimResidencyMap::ranges_in(const Range& raw, PageState from) 
 }
 
 uint64_t SimResidencyMap::convert(const Range& raw, PageState from, PageState to) {
-  const Range r = page_align(raw);
-  if (r.bytes == 0 || from == to) return 0;
-  std::vector<Range> matching;
-  uint64_t cursor = r.address;
-  auto it = segments_.upper_bound(r.address);
-  if (it != segments_.begin()) --it;
-  for (; it != segments_.end() && it->first < r.end(); ++it) {
-    const uint64_t lo = std::max(it->first, r.address);
-    const uint64_t hi = std::min(it->second.end, r.end());
-    if (hi <= lo) continue;
-    if (from == PageState::kUntouched && lo > cursor) matching.push_back({cursor, lo - cursor});
-    if (it->second.state == from) matching.push_back({lo, hi - lo});
-    cursor = hi;
-  }
-  if (from == PageState::kUntouched && cursor < r.end()) matching.push_back({cursor, r.end() - cursor});
+  if (from == to) return 0;
   uint64_t moved = 0;
-  for (const Range& m : matching) {
+  for (const Range& m : ranges_in(raw, from)) {
     set(m, to);
     moved += m.bytes;
   }
   return moved;
 }
-
-}  // namespace pump
-
-namespace pump {
 
 template <typename F>
 void SimShadowMap::for_each(const Range& r, F&& f) const {
