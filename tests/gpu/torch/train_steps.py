@@ -27,11 +27,11 @@ def resnet50(batch, dtype):
     return model, x, y, nn.CrossEntropyLoss()
 
 
-def torchvision_model(name):
+def torchvision_model(name, image=224):
     def build(batch, dtype):
         import torchvision
         model = getattr(torchvision.models, name)(num_classes=1000)
-        x = torch.randn(batch, 3, 224, 224)
+        x = torch.randn(batch, 3, image, image)
         y = torch.randint(0, 1000, (batch,))
         return model, x, y, nn.CrossEntropyLoss()
     return build
@@ -106,8 +106,8 @@ def transformer(batch, dtype, seq=512, d=1024, layers=12, vocab=8192):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--model", choices=["resnet50", "transformer", "densenet121", "vgg16", "lstm", "gpt2"],
-                   required=True)
+    p.add_argument("--model", choices=["resnet50", "transformer", "densenet121", "vgg16", "lstm", "gpt2",
+                                       "densenet121-small", "transformer-small"], required=True)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--batch", type=int, default=None)
     p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
@@ -122,7 +122,10 @@ def main():
 
     builders = {"resnet50": (resnet50, 64), "transformer": (transformer, 16),
                 "densenet121": (torchvision_model("densenet121"), 64), "vgg16": (torchvision_model("vgg16"), 64),
-                "lstm": (lstm, 32), "gpt2": (gpt2, 8)}
+                "lstm": (lstm, 32), "gpt2": (gpt2, 8),
+                # Launch-bound (1,000+ short kernels per step): the per-launch cost benchmark's models.
+                "densenet121-small": (torchvision_model("densenet121", image=64), 8),
+                "transformer-small": (lambda b, t: transformer(b, t, seq=128, d=256, layers=16), 8)}
     build, default_batch = builders[a.model]
     model, x, y, loss_fn = build(a.batch or default_batch, dtype)
     dev = torch.device("cuda")

@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Per-launch cost of pump on a launch-bound PyTorch program, while everything fits.
+
+Runs train_steps.py (a model with 1,000+ short kernels per step) under each configuration,
+interleaved over --rounds rounds so drift on the machine hits every configuration alike:
+  native       no pump
+  disabled     libpump preloaded, PUMP_DISABLE=1
+  hooks        libpump, no extractor plugin, policy none (allocation and copy hooks only)
+  extractors   cudnn, cublas and launch extractors, policy none (no prefetch, no eviction)
+  <policy>     the extractors and that policy, no budget set (everything fits)
+Prints per configuration the median ms/step, the 10th-90th percentile spread, the step time
+added against native, kernels per step (from PUMP_STATS) and the median cost added per launch:
+(median - native median) / kernels per step. Exits 1 if any run fails or a run's loss
+checksum differs from native's.
+
+usage: launch_cost.py --libpump PATH --model densenet121-small [--rounds 3] [--steps 14]
+                      [--warmup 4] [--policies lru,learned,...] [--out DIR]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def configs(libpump, policies):
+    pump = {"LD_PRELOAD": libpump}
+    extract = dict(pump, PUMP_PLUGINS="cudnn,cublas,launch")
+    rows = [("native", {}),
+            ("disabled", dict(pump, PUMP_DISABLE="1")),
+            ("hooks", dict(pump, PUMP_PLUGINS="", PUMP_POLICY="none")),
+            ("extractors", dict(extract, PUMP_POLICY="none"))]
+    rows += [(p, dict(extract, PUMP_POLICY=p)) for p in policies]
+    return rows
+
+
+def run_once(model, steps, batch, env_extra, stats_path):
+    env = dict(os.environ)
+    env.update(env_extra)
+    if "LD_PRELOAD" in env_extra:
+        env["PUMP_STATS"] = stats_path
+    cmd = [sys.executable, os.path.join(HERE, "train_steps.py"), "--model", model, "--steps", str(steps)]
+    if batch:
+        cmd += ["--batch", str(batch)]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        raise RuntimeError(f"rc={r.returncode}: {r.stderr.strip()[-600:]}")
+    ms, checksum = [], None
+    for line in r.stdout.splitlines():
+        if line.startswith("pump-bench: iteration_ms="):
+            ms.append(float(line.split("=", 1)[1]))
+        elif line.startswith("pump-bench: checksum="):
+            checksum = line.split("=", 1)[1].strip()
+    kernels = None
+    if "LD_PRELOAD" in env_extra and env_extra.get("PUMP_DISABLE") != "1" and os.path.exists(stats_path):
+        report = json.load(open(stats_path))
+        kernels = sum(d["kernels"] for d in report["devices"]) / steps
+    return ms, checksum, kernels, r.stderr
+
+
+def percentile(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * (len(xs) - 1) + 0.5))]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--libpump", required=True)
+    p.add_argument("--model", default="densenet121-small")
+    p.add_argument("--batch", type=int, default=None)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--steps", type=int, default=14)
+    p.add_argument("--warmup", type=int, default=4)
+    p.add_argument("--policies", default="lru,learned,eager,lazy,activations")
+    p.add_argument("--only", default="", help="comma list of configuration names to run (default all)")
+    p.add_argument("--out", default="/tmp/pump-launch-cost")
+    a = p.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    rows = configs(os.path.abspath(a.libpump), [x for x in a.policies.split(",") if x])
+    if a.only:
+        keep = set(a.only.split(","))
+        rows = [r for r in rows if r[0] in keep]
+    times = {name: [] for name, _ in rows}
+    kernels = {}
+    checksums = {}
+    failed = []
+    for rnd in range(a.rounds):
+        for name, env in rows:
+            stats = os.path.join(a.out, f"stats-{a.model}-{name}-{rnd}.json")
+            try:
+                ms, checksum, k, err = run_once(a.model, a.steps, a.batch, env, stats)
+            except (RuntimeError, subprocess.TimeoutExpired) as e:
+                print(f"{name} round {rnd}: FAILED {e}", flush=True)
+                failed.append(name)
+                continue
+            times[name] += ms[a.warmup:]
+            checksums.setdefault(name, set()).add(checksum)
+            if k is not None:
+                kernels[name] = k
+            print(f"round {rnd} {name}: median {statistics.median(ms[a.warmup:]):.2f} ms", flush=True)
+            if err.strip():
+                with open(os.path.join(a.out, f"stderr-{a.model}-{name}.txt"), "a") as f:
+                    f.write(err)
+    native = statistics.median(times["native"]) if times.get("native") else None
+    kps = kernels.get("extractors") or (max(kernels.values()) if kernels else None)
+    print(f"\n{a.model}: {a.rounds} rounds x {a.steps - a.warmup} steps per configuration, "
+          f"kernels/step {kps:.0f}" if kps else f"\n{a.model}")
+    print(f"{'config':<12} {'median ms':>10} {'p10-p90 ms':>16} {'vs native':>10} {'us/launch':>10}")
+    result = {"model": a.model, "kernels_per_step": kps, "rows": {}}
+    for name, _ in rows:
+        xs = times[name]
+        if not xs:
+            print(f"{name:<12} {'failed':>10}")
+            continue
+        med = statistics.median(xs)
+        extra = f"{(med / native - 1) * 100:+.1f}%" if native else "-"
+        per = f"{(med - native) * 1e3 / kps:.2f}" if native and kps and name != "native" else "-"
+        print(f"{name:<12} {med:>10.2f} {percentile(xs, 0.1):>7.2f}-{percentile(xs, 0.9):<8.2f} {extra:>10} {per:>10}")
+        result["rows"][name] = {"median_ms": med, "p10_ms": percentile(xs, 0.1), "p90_ms": percentile(xs, 0.9),
+                                "steps": len(xs), "checksums": sorted(c or "" for c in checksums.get(name, []))}
+    with open(os.path.join(a.out, f"launch-cost-{a.model}.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    reference = checksums.get("native", set())
+    bad = [n for n, c in checksums.items() if c != reference]
+    for n in bad:
+        print(f"CHECKSUM DIFFERS FROM NATIVE: {n}")
+    return 1 if failed or bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
