@@ -33,7 +33,7 @@ struct CudaBackend::AtomicStats {
       discard_calls{0}, discard_bytes{0}, batch_calls{0}, fence_waits{0}, failed_calls{0}, marks{0},
       event_marks{0}, stream_waits{0}, queue_high_water{0}, blocked_submits{0}, prefetch_call_ns{0}, save_calls{0},
       save_bytes{0}, restore_calls{0}, restore_bytes{0}, copy_failures{0}, pinned_bytes{0}, poisoned_bytes{0}, populate_calls{0},
-      populate_bytes{0}, kernel_save_launches{0}, kernel_save_bytes{0};
+      populate_bytes{0}, kernel_save_launches{0}, kernel_save_bytes{0}, checked_clean_bytes{0}, clean_mismatches{0};
   std::atomic<bool> failure_logged{false};
 };
 
@@ -193,6 +193,7 @@ CudaBackend::~CudaBackend() {
     }
     if (slot.host) api_.cuMemFreeHost(slot.host);
   }
+  if (check_buffer_ && !context_lost_) api_.cuMemFreeHost(check_buffer_);
   compute_events_.reset();
   prefetch_events_.reset();
   out_events_.reset();
@@ -267,6 +268,11 @@ void CudaBackend::run_job(Job& job) {
     // then drop the pages (a discard is queued after its copy on this stream, and only
     // for ranges whose copy was accepted), evict what has no shadow.
     for (const Fence& f : cuda::newest_fence_per_stream(batch.wait_for, out_key_)) issue_wait(out_stream_, f);
+    if (options_.check_clean && !batch.check_clean.empty()) {
+      const auto [checked, mismatches] = check_clean_ranges(batch.check_clean);
+      stats_->checked_clean_bytes.fetch_add(checked, std::memory_order_relaxed);
+      stats_->clean_mismatches.fetch_add(mismatches, std::memory_order_relaxed);
+    }
     TransferBatch part;
     issue_saves(batch.save, &part.discard);
     part.discard.insert(part.discard.end(), batch.discard.begin(), batch.discard.end());
@@ -816,7 +822,8 @@ std::vector<std::pair<std::string, uint64_t>> CudaBackend::counters() const {
           {"copy_failures", s.copy_failures},   {"pinned_bytes", s.pinned_bytes},
           {"poisoned_bytes", s.poisoned_bytes}, {"populate_calls", s.populate_calls},
           {"populate_bytes", s.populate_bytes}, {"kernel_save_launches", s.kernel_save_launches},
-          {"kernel_save_bytes", s.kernel_save_bytes}};
+          {"kernel_save_bytes", s.kernel_save_bytes},
+          {"checked_clean_bytes", s.checked_clean_bytes}, {"clean_mismatches", s.clean_mismatches}};
 }
 
 CudaBackendStats CudaBackend::stats() const {
@@ -850,6 +857,8 @@ CudaBackendStats CudaBackend::stats() const {
   out.populate_bytes = get(s.populate_bytes);
   out.kernel_save_launches = get(s.kernel_save_launches);
   out.kernel_save_bytes = get(s.kernel_save_bytes);
+  out.checked_clean_bytes = get(s.checked_clean_bytes);
+  out.clean_mismatches = get(s.clean_mismatches);
   return out;
 }
 

@@ -81,6 +81,11 @@ struct CudaBackendOptions {
   // PUMP_VERIFY=poison: a discard fills the range with a NaN pattern (0xFF bytes) and
   // keeps its pages, so a read pump did not foresee changes the program's results.
   bool poison = false;
+  // PUMP_VERIFY=checksum: before a clean range is discarded, its device bytes are read
+  // back (synchronously, on the worker) and compared with its shadow; a difference is a
+  // write pump did not see, logged with the range. Slow: for finding bugs only.
+  bool check_clean = false;
+  uint64_t check_chunk_bytes = 8ull << 20;  // read back in pieces of this size (pinned)
   // How dropped pages are populated before a restore's copy (or for a populate): a copy
   // into unpopulated managed pages faults page by page (0.5 GB/s, facts).
   enum class Populate { kDiscardAndPrefetch, kPrefetchBatch, kPrefetchEach };
@@ -130,6 +135,8 @@ struct CudaBackendStats {
   uint64_t copy_failures = 0;      // copies that failed and were done by the host instead
   uint64_t pinned_bytes = 0;       // host memory allocated for shadows
   uint64_t poisoned_bytes = 0;     // PUMP_VERIFY=poison: bytes filled instead of discarded
+  uint64_t checked_clean_bytes = 0;  // PUMP_VERIFY=checksum: clean bytes compared with their shadow
+  uint64_t clean_mismatches = 0;     // ... ranges that differed (each one a bug)
   uint64_t kernel_save_launches = 0;  // copy-kernel launches for saves
   uint64_t kernel_save_bytes = 0;
   uint64_t populate_calls = 0;     // driver calls that populated dropped pages
@@ -199,6 +206,9 @@ class CudaBackend final : public DeviceBackend {
   // Populates on the populate stream, group by group, each group's copies waiting for it.
   void issue_fetch_in_groups(const TransferBatch& batch, const std::vector<Fence>& waits, bool after_out, uint64_t value);
   void poison(CUstream stream, const Range& range);
+  // PUMP_VERIFY=checksum (core/cuda/clean_check.cc): compares each range with its shadow;
+  // returns {bytes checked, ranges that differed}.
+  std::pair<uint64_t, uint64_t> check_clean_ranges(const std::vector<ShadowRange>& ranges);
   // On the issuing thread: the context current (the application's threads may have none).
   void make_context_current();
   void publish_batch_done(uint64_t value);
@@ -229,6 +239,7 @@ class CudaBackend final : public DeviceBackend {
     bool used = false;
   };
   std::vector<ChunkSlot> chunk_slots_;
+  void* check_buffer_ = nullptr;  // PUMP_VERIFY=checksum: pinned, for reading ranges back
   size_t next_chunk_slot_ = 0;
   std::atomic<bool> kernel_saves_{false};  // read by allocate_host on application threads
   StreamId out_key_ = 0;

@@ -31,6 +31,9 @@ struct TransferBatch {
   std::vector<ShadowRange> save;  // copy device -> shadow, then drop the device pages
   std::vector<Range> discard;     // drop the device pages: clean (the shadow holds them) or dead
   std::vector<Range> evict;       // unified-memory migration to the host (write-back)
+  // PUMP_VERIFY=checksum: the clean ranges of `discard` with their shadows; the backend
+  // compares each with its shadow before dropping it (a difference: a write pump missed).
+  std::vector<ShadowRange> check_clean;
 
   std::vector<Fence> fetch_wait_for;
   bool fetch_after_out = false;

@@ -41,6 +41,7 @@ Engine::Engine(DeviceBackend& backend, const pump_policy_v1_t* policy, const Eng
       tracker_(options.split_granularity),
       prefetch_on_alloc_(options.prefetch_on_alloc),
       datapath_(options.datapath),
+      verify_clean_(options.verify_clean),
       shadows_([&backend](uint64_t bytes) { return backend.allocate_host(bytes); }, options.host_limit_bytes),
       host_(std::make_unique<PolicyHost>()) {
   pump_policy_host_v1_t& t = host_->table;
@@ -600,6 +601,7 @@ pump_status_v1_t Engine::request_evict(Block& b, uint32_t flags, bool by_policy)
     // The cheapest safe way out: dead or clean bytes are dropped, dirty ones copied.
     if (b.dead || b.saved) {
       discard_blocks_.push_back(&b);
+      if (verify_clean_ && !b.dead) check_blocks_.push_back(&b);
       (b.dead ? stats_.bytes_discarded_dead : stats_.bytes_discarded_clean) += b.bytes;
       stats_.bytes_discarded += b.bytes;
       if (b.dead) b.saved = false;
@@ -697,6 +699,7 @@ void Engine::submit_pending(StreamId stream) {
   append_ranges(&evict_blocks_, &now.evict);
   append_ranges(&discard_blocks_, &now.discard);
   append_shadow_ranges(&save_blocks_, &now.save);
+  append_shadow_ranges(&check_blocks_, &now.check_clean);
   const bool late = !late_fetches_.empty();
   if (!early_fetches_.empty() && (late || now.has_out())) {
     // Fetches with room free now go first, in a batch of their own: they need not wait
@@ -753,6 +756,7 @@ void Engine::submit_pending(StreamId stream) {
   evict_blocks_.clear();
   save_blocks_.clear();
   discard_blocks_.clear();
+  check_blocks_.clear();
 }
 
 // ---------------------------------------------------------------- queries

@@ -36,6 +36,7 @@ struct EngineOptions {
   bool prefetch_on_alloc = false;          // queue a prefetch of each new allocation (if it fits)
   DataPath datapath = DataPath::kCopy;
   uint64_t host_limit_bytes = 0;           // pinned shadow store cap; 0: none (dirty data takes unified memory)
+  bool verify_clean = false;               // PUMP_VERIFY=checksum: list clean discards in TransferBatch::check_clean
 };
 
 const char* datapath_name(DataPath path);
@@ -154,6 +155,7 @@ class Engine {
   BlockTracker tracker_;
   bool prefetch_on_alloc_;
   DataPath datapath_;
+  bool verify_clean_;
   ShadowStore shadows_;
   std::unique_ptr<PolicyHost> host_;
 
@@ -169,6 +171,7 @@ class Engine {
   std::vector<Block*> evict_blocks_;        // evictions by unified-memory migration
   std::vector<Block*> save_blocks_;         // evictions by copy into the shadow
   std::vector<Block*> discard_blocks_;      // evictions of dead or clean data
+  std::vector<Block*> check_blocks_;        // ... the clean ones, with PUMP_VERIFY=checksum
   // Fetches requested for the "now" batch: unified-memory prefetches, restores by copy
   // from the shadow, populates of dropped blocks without their bytes; early ones fit in
   // room free now, late ones take room evictions still free.

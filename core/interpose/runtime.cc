@@ -58,7 +58,7 @@ Runtime::Runtime(RuntimeOptions options) : options_(std::move(options)) {
       options_.budget ? options_.budget->c_str() : "device memory",
       managed_limit_.load() ? format_bytes(managed_limit_.load()).c_str() : "none",
       datapath_name(options_.datapath), format_bytes(options_.host_limit_bytes).c_str(),
-      options_.verify_poison ? ", PUMP_VERIFY=poison" : "");
+      options_.verify_poison ? ", PUMP_VERIFY=poison" : options_.verify_checksum ? ", PUMP_VERIFY=checksum" : "");
 }
 
 void Runtime::require_every_launch_seen() {
@@ -136,6 +136,7 @@ Engine* Runtime::engine(int device) {
   if (engine_failed_[device].load()) return nullptr;
   CudaBackendOptions backend_options;
   backend_options.poison = options_.verify_poison;
+  backend_options.check_clean = options_.verify_checksum;
   std::unique_ptr<CudaBackend> backend = CudaBackend::create(device, backend_options);
   if (!backend) {
     log(LogLevel::kError,
@@ -149,6 +150,7 @@ Engine* Runtime::engine(int device) {
   eo.prefetch_on_alloc = options_.prefetch_on_alloc;
   eo.datapath = options_.datapath;
   eo.host_limit_bytes = options_.host_limit_bytes;
+  eo.verify_clean = options_.verify_checksum;
   auto engine = std::make_unique<Engine>(*backend, policy_, eo, &config_);
   log(LogLevel::kInfo, "device %d: engine ready, budget %s of %s, policy %s", device,
       format_bytes(eo.budget_bytes).c_str(), format_bytes(backend->device_memory_bytes()).c_str(),
@@ -231,7 +233,7 @@ StatsReport Runtime::report() {
   r.split_granularity = options_.split_granularity;
   r.datapath = datapath_name(options_.datapath);
   r.host_limit_bytes = options_.host_limit_bytes;
-  r.verify = options_.verify_poison ? "poison" : "off";
+  r.verify = options_.verify_poison ? "poison" : options_.verify_checksum ? "checksum" : "off";
   r.managed_allocations = managed_allocations_.load();
   r.managed_bytes_peak = managed_peak_.load();
   r.managed_limit_refusals = limit_refusals_.load();

@@ -118,9 +118,10 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes)
     }
   }
   if (auto v = config.get("VERIFY")) {
-    if (*v == "off") o.verify_poison = false;
+    if (*v == "off") o.verify_poison = o.verify_checksum = false;
     else if (*v == "poison") o.verify_poison = true;
-    else log(LogLevel::kError, "PUMP_VERIFY='%s' is not off or poison; using off", v->c_str());
+    else if (*v == "checksum") o.verify_checksum = true;
+    else log(LogLevel::kError, "PUMP_VERIFY='%s' is not off, poison or checksum; using off", v->c_str());
   }
   return o;
 }

@@ -27,7 +27,8 @@ struct RuntimeOptions {
   bool datapath_given = false;                              // ... set (validly) by the user
   std::string host_limit = "50%";                           // PUMP_HOST_LIMIT, as given (checked)
   uint64_t host_limit_bytes = 0;                            // ... resolved against host memory
-  bool verify_poison = false;                               // PUMP_VERIFY: off | poison
+  bool verify_poison = false;                               // PUMP_VERIFY: off | poison | checksum
+  bool verify_checksum = false;
 };
 
 // The host's physical memory: sysconf(_SC_PHYS_PAGES) * page size (0 if unknown).

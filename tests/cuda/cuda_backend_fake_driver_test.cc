@@ -536,5 +536,27 @@ TEST_F(FakeDriverTest, PoisonFillsDiscardedRangesWithNanAndKeepsThePages) {
   EXPECT_EQ(b.stats().poisoned_bytes, kMiB + 2);
 }
 
+TEST_F(FakeDriverTest, ChecksumModeReportsACleanRangeThatNoLongerMatchesItsShadow) {
+  FakeDriverConfig config;
+  config.copies_move_bytes = 1;
+  CudaBackendOptions options;
+  options.check_clean = true;
+  options.check_chunk_bytes = 16 * 1024;
+  CudaBackend& b = start(config, options);
+  // Host memory stands in for the two managed ranges; their shadows hold what was saved.
+  std::vector<uint8_t> same(40 * 1024), changed(40 * 1024);
+  for (size_t i = 0; i < same.size(); ++i) same[i] = changed[i] = static_cast<uint8_t>(i * 31);
+  std::vector<uint8_t> same_shadow = same, changed_shadow = changed;
+  changed[33 * 1024 + 5] ^= 1;  // a write pump did not see, in the third piece read back
+  auto at = [](std::vector<uint8_t>& v) { return reinterpret_cast<uint64_t>(v.data()); };
+  TransferBatch batch;
+  batch.discard = {{at(same), same.size()}, {at(changed), changed.size()}};
+  batch.check_clean = {{at(same), same.size(), at(same_shadow)}, {at(changed), changed.size(), at(changed_shadow)}};
+  ASSERT_TRUE(wait_done(b.submit(std::move(batch)).out));
+  EXPECT_EQ(b.stats().checked_clean_bytes, same.size() + changed.size());
+  EXPECT_EQ(b.stats().clean_mismatches, 1u);
+  EXPECT_EQ(calls_named("cuMemDiscardBatchAsync").size(), 1u);  // the discards still happen
+}
+
 }  // namespace
 }  // namespace pump

@@ -134,12 +134,22 @@ CUresult copy_result() {
   std::lock_guard lock(g_mutex);
   return static_cast<CUresult>(g_config.copy_result);
 }
+void move_bytes(void* dst, const void* src, size_t n) {
+  bool move = false;
+  {
+    std::lock_guard lock(g_mutex);
+    move = g_config.copies_move_bytes && g_config.copy_result == 0;
+  }
+  if (move) std::memcpy(dst, src, n);
+}
 CUresult MemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t n, CUstream s) {
   record("cuMemcpyDtoHAsync", s, src, n, reinterpret_cast<uint64_t>(dst), 0);
+  move_bytes(dst, reinterpret_cast<const void*>(src), n);
   return copy_result();
 }
 CUresult MemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t n, CUstream s) {
   record("cuMemcpyHtoDAsync", s, dst, n, reinterpret_cast<uint64_t>(src), 0);
+  move_bytes(reinterpret_cast<void*>(dst), src, n);
   return copy_result();
 }
 CUresult MemsetD8Async(CUdeviceptr p, unsigned char v, size_t n, CUstream s) {

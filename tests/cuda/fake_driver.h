@@ -26,6 +26,7 @@ struct FakeDriverConfig {
   int contextless_threads = 0;     // 1: stream calls fail with INVALID_CONTEXT until the thread sets one
   int copy_calls = 1;              // export cuMemcpyDtoHAsync/HtoDAsync and the memsets (the copy data path)
   int copy_result = 0;             // CUresult of every copy call
+  int copies_move_bytes = 0;       // 1: successful copies move the bytes (host memory stands in for device memory)
 };
 
 extern "C" {

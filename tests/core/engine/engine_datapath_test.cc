@@ -83,8 +83,10 @@ class EngineDataPathTest : public ::testing::Test {
     backend_.all_done = true;  // ordering is engine_test's subject; here: which path
   }
   void TearDown() override { g_stub = nullptr; }
-  std::unique_ptr<Engine> make(uint64_t budget, DataPath path = DataPath::kCopy, uint64_t host_limit = 1024 * kMiB) {
+  std::unique_ptr<Engine> make(uint64_t budget, DataPath path = DataPath::kCopy, uint64_t host_limit = 1024 * kMiB,
+                               bool verify_clean = false) {
     EngineOptions options;
+    options.verify_clean = verify_clean;
     options.budget_bytes = budget;
     options.datapath = path;
     options.host_limit_bytes = host_limit;
@@ -104,6 +106,34 @@ class EngineDataPathTest : public ::testing::Test {
   Config config_;
   Stub stub_;
 };
+
+TEST_F(EngineDataPathTest, ChecksumModeListsEachCleanDiscardWithItsShadowAndNoDeadOne) {
+  auto e = make(4 * kMiB, DataPath::kCopy, 1024 * kMiB, /*verify_clean=*/true);
+  e->on_alloc(kA, 4 * kMiB);
+  e->on_alloc(kB, 4 * kMiB);
+  run(*e, {writes(kA)});
+  TransferBatch b = run(*e, {reads(kB)});  // A saved
+  ASSERT_EQ(b.save.size(), 1u);
+  const uint64_t shadow_a = b.save[0].shadow;
+  EXPECT_TRUE(b.check_clean.empty()) << "a save is no clean discard";
+  run(*e, {reads(kA)});                    // A restored, B saved
+  b = run(*e, {reads(kB)});                // A, only read since, dropped clean
+  ASSERT_EQ(b.discard.size(), 1u);
+  ASSERT_EQ(b.check_clean.size(), 1u);
+  EXPECT_EQ(b.check_clean[0].address, kA);
+  EXPECT_EQ(b.check_clean[0].bytes, 4 * kMiB);
+  EXPECT_EQ(b.check_clean[0].shadow, shadow_a);
+
+  auto plain = make(4 * kMiB);  // without the mode nothing is listed
+  plain->on_alloc(kC, 4 * kMiB);
+  plain->on_alloc(kB, 4 * kMiB);
+  run(*plain, {writes(kC)});
+  run(*plain, {reads(kB)});
+  run(*plain, {reads(kC)});
+  b = run(*plain, {reads(kB)});
+  ASSERT_EQ(b.discard.size(), 1u);
+  EXPECT_TRUE(b.check_clean.empty());
+}
 
 TEST_F(EngineDataPathTest, DirtyIsSavedRestoredThenDroppedCleanUntilWrittenAgain) {
   auto e = make(4 * kMiB);
