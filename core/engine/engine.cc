@@ -178,17 +178,7 @@ void Engine::before_unattributed_access(KernelTicket* ticket, StreamId stream) {
   for (auto& [base, a] : allocations_) {
     kernel_allocations_.push_back(base);
     a.kernel_mark = seq;
-    if (!a.maybe_dropped) continue;
-    for (Block* p = tracker_.find(base); p && p->address < a.end; p = tracker_.find(p->end())) {
-      if (!p->dropped) continue;
-      p->kernel_mark = seq;
-      p->kernel_access = PUMP_ACCESS_READ_WRITE;
-      p->kernel_only_workspace = false;
-      p->kernel_overwrite = false;
-      stats_.bytes_unattributed_restored += p->bytes;
-      kernel_blocks_.push_back(p);
-    }
-    a.maybe_dropped = false;
+    stats_.bytes_unattributed_restored += add_pieces_a_pointer_may_reach(a, base, seq);
   }
   decide_and_order(stream, seq, ticket);
 }
@@ -247,19 +237,38 @@ void Engine::add_dropped_pieces_of_inexact_allocations(uint64_t seq) {
   for (uint64_t base : kernel_allocations_) {
     auto it = allocations_.find(base);
     if (it == allocations_.end()) continue;
-    AllocationState& a = it->second;
-    a.kernel_mark = seq;
-    if (!a.maybe_dropped) continue;
-    for (Block* p = tracker_.find(base); p && p->address < a.end; p = tracker_.find(p->end())) {
-      if (!p->dropped || p->kernel_mark == seq) continue;
-      p->kernel_mark = seq;
-      p->kernel_access = PUMP_ACCESS_READ_WRITE;
-      p->kernel_only_workspace = false;
-      p->kernel_overwrite = false;
-      kernel_blocks_.push_back(p);
-    }
-    a.maybe_dropped = false;  // every dropped piece is the kernel's now: it comes back
+    it->second.kernel_mark = seq;
+    add_pieces_a_pointer_may_reach(it->second, base, seq);
   }
+}
+
+uint64_t Engine::add_pieces_a_pointer_may_reach(AllocationState& a, uint64_t base, uint64_t seq) {
+  if (!a.maybe_dropped && !a.maybe_fetching) return 0;  // the steady state: O(1)
+  uint64_t dropped = 0;
+  bool fetching = false;
+  for (Block* p = tracker_.find(base); p && p->address < a.end; p = tracker_.find(p->end())) {
+    if (p->kernel_mark == seq) continue;
+    if (!p->dropped) {
+      // A fetch still landing (a policy's, ahead of the kernel that needs it): the kernel
+      // waits for it like for its own blocks' fetches.
+      if (p->ready.empty()) continue;
+      if (backend_.done(p->ready)) {
+        p->ready = Fence{};
+        continue;
+      }
+      fetching = true;
+    } else {
+      dropped += p->bytes;
+    }
+    p->kernel_mark = seq;
+    p->kernel_access = PUMP_ACCESS_READ_WRITE;
+    p->kernel_only_workspace = false;
+    p->kernel_overwrite = false;
+    kernel_blocks_.push_back(p);
+  }
+  a.maybe_dropped = false;  // every dropped piece is the kernel's now: it comes back
+  a.maybe_fetching = fetching;
+  return dropped;
 }
 
 bool Engine::settle_allocation_for_eviction(Block& b) {

@@ -114,9 +114,16 @@ class Engine {
     bool unfenced = false;
     StreamId stream = 0;
     bool maybe_dropped = false; // some piece may be dropped (cleared by a scan that finds none)
+    // A scan found a piece whose fetch was still in flight: scan again next time. (A
+    // piece is fetched back by copy only after it was dropped, which set maybe_dropped.)
+    bool maybe_fetching = false;
   };
   AllocationState* allocation_of(const Block& b);
   void add_dropped_pieces_of_inexact_allocations(uint64_t seq);
+  // Makes every piece of `a` that an access through a pointer may reach and that is not
+  // ready on the device (dropped, or a fetch of it still landing) a block of kernel `seq`.
+  // Returns the bytes of dropped pieces among them.
+  uint64_t add_pieces_a_pointer_may_reach(AllocationState& a, uint64_t base, uint64_t seq);
   // Whether an in-flight or being-queued kernel may still touch `b` through a pointer
   // into its allocation: REFUSED if it cannot be evicted now; otherwise adds the wait.
   bool settle_allocation_for_eviction(Block& b);

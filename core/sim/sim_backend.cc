@@ -297,6 +297,7 @@ void SimBackend::start_op(Stream& s, double now) {
 void SimBackend::end_op(Stream& s, double now) {
   const Op& op = s.ops.front();
   if (op.kind == OpKind::kEvict) pages_.convert(op.ranges.front(), PageState::kDevice, PageState::kHost);
+  if (op.kind == OpKind::kRestore) restores_in_flight_.erase(op.seq);
   if (op.kind == OpKind::kSave) {
     pages_.convert(op.ranges.front(), PageState::kDevice, PageState::kDropped);
     pages_.convert(op.ranges.front(), PageState::kHost, PageState::kDropped);
@@ -319,6 +320,13 @@ void SimBackend::end_op(Stream& s, double now) {
 
 double SimBackend::run_kernel(const Op& op) {
   ++stats_.kernels;
+  // A copy still landing in what the kernel touches: it reads half-restored bytes, or
+  // its writes are overwritten by the old bytes when the copy ends.
+  for (const Range& r : op.ranges)
+    for (const auto& [seq, restoring] : restores_in_flight_)
+      if (r.address < restoring.end() && restoring.address < r.end())
+        restore_race("kernel #" + std::to_string(op.seq) + " touches " + describe(r) + " while the restore of " +
+                     describe(restoring) + " is still in flight");
   for (const Range& r : op.read_ranges) {
     const uint64_t dropped = pages_.count(r).dropped;
     const uint64_t lost = shadow_.count(r, ShadowState::kLost);
@@ -384,6 +392,12 @@ double SimBackend::run_save(const Op& op, double now) {
 double SimBackend::run_restore(const Op& op) {
   ++stats_.copy_calls;
   const Range& r = op.ranges.front();
+  // Device pages that hold bytes newer than the shadow (written since, or never saved)
+  // would be overwritten by old ones.
+  for (const Range& d : pages_.ranges_in(r, PageState::kDevice))
+    if (shadow_.count(d, ShadowState::kValid) != d.bytes)
+      restore_race("restore of " + describe(r) + " lands on device bytes newer than its shadow in " + describe(d));
+  restores_in_flight_[op.seq] = r;
   // Copied pages match their shadow (lost bytes stay lost: the shadow never had them).
   for (PageState copied : {PageState::kDropped, PageState::kHost, PageState::kUntouched})
     for (const Range& c : pages_.ranges_in(r, copied)) shadow_.convert(c, ShadowState::kNone, ShadowState::kValid);
@@ -442,6 +456,11 @@ void SimBackend::note_residency(double now) {
   } else if (resident <= model_.device_bytes) {
     over_capacity_reported_ = false;
   }
+}
+
+void SimBackend::restore_race(std::string text) {
+  ++stats_.violations_restore_race;
+  if (violation_texts_.size() < kMaxViolationTexts) violation_texts_.push_back(std::move(text));
 }
 
 void SimBackend::violation(bool in_use, std::string text) {

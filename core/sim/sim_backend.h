@@ -95,8 +95,12 @@ struct SimStats {
   uint64_t violations_evicted_in_use = 0;
   uint64_t violations_read_discarded = 0;  // a kernel read dropped pages before they were restored, or
                                            // pages whose bytes a discard or a populate lost
+  uint64_t violations_restore_race = 0;  // a kernel touched a range while its restore was in flight, or a
+                                        // restore landed on device bytes newer than its shadow
   uint64_t violations_other = 0;     // bad fences, waits on capturing streams, over capacity
-  uint64_t violation_count() const { return violations_evicted_in_use + violations_read_discarded + violations_other; }
+  uint64_t violation_count() const {
+    return violations_evicted_in_use + violations_read_discarded + violations_restore_race + violations_other;
+  }
 };
 
 class SimBackend final : public DeviceBackend {
@@ -217,6 +221,7 @@ class SimBackend final : public DeviceBackend {
   double run_discard(const Op& op, double now);
   double run_save(const Op& op, double now);
   double run_restore(const Op& op);
+  void restore_race(std::string text);
   double copy_rate(double alone, StreamId self) const;
   void check_in_use(const Op& op, double now);
   void note_residency(double now);
@@ -228,6 +233,7 @@ class SimBackend final : public DeviceBackend {
   std::map<StreamId, Stream> streams_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   std::map<uint64_t, LiveKernel> live_kernels_;  // seq -> kernel queued and not completed
+  std::map<uint64_t, Range> restores_in_flight_;  // seq -> range of a restore copy running now
   double host_now_ = 0;
   double device_end_ = 0;
   uint64_t next_seq_ = 1;

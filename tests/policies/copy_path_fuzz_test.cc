@@ -104,6 +104,7 @@ TEST_P(CopyPathFuzz, NoPolicyMakesAKernelReadLostBytes) {
     EXPECT_GT(run.engine.bytes_discarded, 0u);
     EXPECT_EQ(run.sim.violations_read_discarded, 0u);
     EXPECT_EQ(run.sim.violations_evicted_in_use, 0u);
+    EXPECT_EQ(run.sim.violations_restore_race, 0u);
     for (size_t i = 0; i < run.violations.size() && i < 3; ++i) ADD_FAILURE() << run.violations[i];
   }
 }

@@ -259,6 +259,50 @@ TEST_F(EngineDataPathTest, AnInexactExtentNamesItsWholeAllocation) {
   EXPECT_TRUE(b.discard.empty());
 }
 
+// A policy may fetch a piece ahead, for a later kernel. A kernel in between with a
+// pointer into the same allocation may touch that piece too: it must wait for the copy
+// landing there (or read half-restored bytes, or see its writes overwritten).
+TEST_F(EngineDataPathTest, AnInexactExtentWaitsForAFetchStillLandingInItsAllocation) {
+  auto e = make(8 * kMiB);
+  e->on_alloc(kA, 4 * kMiB);
+  e->on_alloc(kB, 4 * kMiB);
+  run(*e, {writes(kA, 2 * kMiB), writes(kA + 2 * kMiB, 2 * kMiB)});  // two pieces
+  auto block_at = [](const pump_policy_host_v1_t* h, uint64_t address) {
+    pump_block_v1_t b{};
+    EXPECT_EQ(h->find_block(h, address, &b), PUMP_OK);
+    return b.id;
+  };
+  // One kernel reading B; true if any batch it submitted has `address` in `list`.
+  KernelTicket t;
+  auto read_b_then_find = [&](auto list, uint64_t address) {
+    const size_t before = backend_.batches.size();
+    const pump_extent_v1_t b_read = reads(kB);
+    e->before_kernel(&t, kStream, &b_read, 1);
+    e->after_kernel(&t);
+    bool found = false;
+    for (size_t i = before; i < backend_.batches.size(); ++i) found |= names(backend_.batches[i].*list, address);
+    return found;
+  };
+  stub_.then = [&](const pump_policy_host_v1_t* h) { h->evict(h, block_at(h, kA + 2 * kMiB), 0); };
+  ASSERT_TRUE(read_b_then_find(&TransferBatch::save, kA + 2 * kMiB)) << "A's second piece is saved and dropped";
+
+  backend_.all_done = false;  // from here, transfers stay in flight
+  // The policy fetches A's second piece ahead, for a later kernel.
+  stub_.then = [&](const pump_policy_host_v1_t* h) { h->prefetch(h, block_at(h, kA + 2 * kMiB), PUMP_WHEN_NOW); };
+  ASSERT_TRUE(read_b_then_find(&TransferBatch::restore, kA + 2 * kMiB));
+  const size_t waits_before = backend_.waits.size();
+  stub_.then = nullptr;
+
+  const pump_extent_v1_t pointer = reads(kA, 64 * 1024);  // into A's first piece: it may reach the second
+  const uint8_t inexact = 1;
+  e->before_kernel(&t, kStream, &pointer, 1, &inexact);
+  e->after_kernel(&t);
+  bool waited = false;
+  for (size_t i = waits_before; i < backend_.waits.size(); ++i)
+    waited |= backend_.waits[i].stream == kStream && backend_.waits[i].fence.stream == RecordingBackend::kPrefetchStream;
+  EXPECT_TRUE(waited) << "the kernel may run while the restore of a piece it can reach is still copying";
+}
+
 TEST_F(EngineDataPathTest, AnUnattributedAccessBringsBackEveryDroppedBlock) {
   auto e = make(12 * kMiB);
   e->on_alloc(kA, 4 * kMiB);

@@ -5,7 +5,6 @@ Runs train_steps.py (a model with 1,000+ short kernels per step) under each conf
 interleaved over --rounds rounds so drift on the machine hits every configuration alike:
   native       no pump
   disabled     libpump preloaded, PUMP_DISABLE=1
-  hooks        libpump, no extractor plugin, policy none (allocation and copy hooks only)
   extractors   cudnn, cublas and launch extractors, policy none (no prefetch, no eviction)
   <policy>     the extractors and that policy, no budget set (everything fits)
 Prints per configuration the median ms/step, the 10th-90th percentile spread, the step time
@@ -31,7 +30,6 @@ def configs(libpump, policies):
     extract = dict(pump, PUMP_PLUGINS="cudnn,cublas,launch")
     rows = [("native", {}),
             ("disabled", dict(pump, PUMP_DISABLE="1")),
-            ("hooks", dict(pump, PUMP_PLUGINS="", PUMP_POLICY="none")),
             ("extractors", dict(extract, PUMP_POLICY="none"))]
     rows += [(p, dict(extract, PUMP_POLICY=p)) for p in policies]
     return rows
