@@ -50,7 +50,6 @@ Runtime::Runtime(RuntimeOptions options) : options_(std::move(options)) {
   if (!options_.trace_path.empty()) trace_ = TraceWriter::open(options_.trace_path);  // logs why if it fails
   load_plugins();
   require_every_launch_seen();
-  keep_unverified_policies_off_the_copy_path();
   apply_safety_limit();
   log(LogLevel::kInfo,
       "runtime ready: extractors [%s], policy %s, budget %s, managed limit %s, data path %s, host limit %s%s",
@@ -74,21 +73,6 @@ void Runtime::require_every_launch_seen() {
     options_.datapath = DataPath::kUnified;
     return;
   }
-}
-
-void Runtime::keep_unverified_policies_off_the_copy_path() {
-  // KNOWN BUG, open: on the H100, `learned` on the copy data path trained a bf16 GPT
-  // decoder to losses that left native's after a few steps (also under
-  // PUMP_VERIFY=poison), while lru matched bit for bit; the sim's checks do not show it.
-  // Until it is found, learned takes the unified-memory path unless the user asks for
-  // copy by name (pump-bench does, and checks every run against native).
-  if (options_.datapath != DataPath::kCopy || options_.datapath_given || !policy_ || !policy_->name ||
-      std::string_view(policy_->name) != "learned")
-    return;
-  log(LogLevel::kWarn,
-      "PUMP_POLICY=learned is not yet verified on the copy data path (a bf16 GPT's losses diverged from "
-      "native in the H100 checks): using the unified-memory data path; PUMP_DATAPATH=copy overrides");
-  options_.datapath = DataPath::kUnified;
 }
 
 void Runtime::load_plugins() {

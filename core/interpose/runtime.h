@@ -67,7 +67,6 @@ class Runtime {
   explicit Runtime(RuntimeOptions options);
   void load_plugins();
   void require_every_launch_seen();
-  void keep_unverified_policies_off_the_copy_path();
   void apply_safety_limit();
 
   Config config_;

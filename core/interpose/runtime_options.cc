@@ -101,8 +101,8 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes)
   if (auto v = config.get("STATS")) o.stats_path = *v;
   if (auto v = config.get("TRACE")) o.trace_path = *v;
   if (auto v = config.get("DATAPATH")) {
-    if (*v == "copy") o.datapath = DataPath::kCopy, o.datapath_given = true;
-    else if (*v == "um") o.datapath = DataPath::kUnified, o.datapath_given = true;
+    if (*v == "copy") o.datapath = DataPath::kCopy;
+    else if (*v == "um") o.datapath = DataPath::kUnified;
     else log(LogLevel::kError, "PUMP_DATAPATH='%s' is not copy or um; using copy", v->c_str());
   }
   o.host_limit_bytes = parse_budget(o.host_limit, physical_bytes).value_or(0);

@@ -24,7 +24,6 @@ struct RuntimeOptions {
   std::string stats_path;                                   // PUMP_STATS
   std::string trace_path;                                   // PUMP_TRACE
   DataPath datapath = DataPath::kCopy;                      // PUMP_DATAPATH: copy | um
-  bool datapath_given = false;                              // ... set (validly) by the user
   std::string host_limit = "50%";                           // PUMP_HOST_LIMIT, as given (checked)
   uint64_t host_limit_bytes = 0;                            // ... resolved against host memory
   bool verify_poison = false;                               // PUMP_VERIFY: off | poison | checksum

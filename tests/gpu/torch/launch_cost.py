@@ -35,7 +35,7 @@ def configs(libpump, policies):
     return rows
 
 
-def run_once(model, steps, batch, env_extra, stats_path):
+def run_once(model, steps, batch, env_extra, stats_path, cpus):
     env = dict(os.environ)
     env.update(env_extra)
     if "LD_PRELOAD" in env_extra:
@@ -43,7 +43,10 @@ def run_once(model, steps, batch, env_extra, stats_path):
     cmd = [sys.executable, os.path.join(HERE, "train_steps.py"), "--model", model, "--steps", str(steps)]
     if batch:
         cmd += ["--batch", str(batch)]
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    # The same CPUs for every configuration: a launch-bound step is CPU-bound, and where
+    # the scheduler puts a process otherwise moves its step time by more than pump does.
+    pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, preexec_fn=pin)
     if r.returncode != 0:
         raise RuntimeError(f"rc={r.returncode}: {r.stderr.strip()[-600:]}")
     ms, checksum = [], None
@@ -75,9 +78,14 @@ def main():
     p.add_argument("--policies", default="lru,learned,eager,lazy,activations")
     p.add_argument("--only", default="", help="comma list of configuration names to run (default all)")
     p.add_argument("--out", default="/tmp/pump-launch-cost")
+    p.add_argument("--cpus", default="2-5", help="CPUs every run is pinned to (empty: no pinning)")
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
     rows = configs(os.path.abspath(a.libpump), [x for x in a.policies.split(",") if x])
+    cpus = set()
+    for part in filter(None, a.cpus.split(",")):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
     if a.only:
         keep = set(a.only.split(","))
         rows = [r for r in rows if r[0] in keep]
@@ -89,7 +97,7 @@ def main():
         for name, env in rows:
             stats = os.path.join(a.out, f"stats-{a.model}-{name}-{rnd}.json")
             try:
-                ms, checksum, k, err = run_once(a.model, a.steps, a.batch, env, stats)
+                ms, checksum, k, err = run_once(a.model, a.steps, a.batch, env, stats, cpus)
             except (RuntimeError, subprocess.TimeoutExpired) as e:
                 print(f"{name} round {rnd}: FAILED {e}", flush=True)
                 failed.append(name)
