@@ -136,6 +136,7 @@ struct LearnedPolicy {
   bool predicting = false;            // the current kernel matched the period's prediction
   uint32_t current_slot = 0;
   uint32_t current_farthest = 0;      // farthest next use among the current kernel's ranges
+  bool current_farthest_known = false;  // computed on first use: most kernels never need it
   uint64_t lookahead_next = 0;        // first predicted ordinal whose blocks are not requested yet
 
   // Candidates of the current decision, ranked once per callback.
@@ -302,7 +303,7 @@ void observe(LearnedPolicy* s, const pump_kernel_v1_t* kernel) {
     if (s->period.slot_signature[slot] == signature) {
       s->predicting = true;
       s->current_slot = slot;
-      s->current_farthest = farthest_next_use(*s, record);
+      s->current_farthest_known = false;
     } else {  // the program changed: back to lru until a period is confirmed again
       s->period = Period{};
       s->predicting = false;
@@ -324,7 +325,7 @@ void observe(LearnedPolicy* s, const pump_kernel_v1_t* kernel) {
       build_period(s, s->candidate);
       s->predicting = true;
       s->current_slot = s->period.slot_of(ordinal);
-      s->current_farthest = farthest_next_use(*s, record);
+      s->current_farthest_known = false;
     }
   }
   // Old signatures are useless once they left the history: keep the map bounded.
@@ -480,12 +481,22 @@ void prefetch_ahead(LearnedPolicy* s, uint64_t ordinal) {
     if (distance > 1 && p.bytes_after(s->current_slot, distance) > window) return;
     // MIN would rather evict the current kernel's farthest block, which the host
     // cannot offer yet: a victim used sooner than it waits for a later kernel.
+    if (!s->current_farthest_known) {
+      s->current_farthest = farthest_next_use(*s, record_at(*s, ordinal));
+      s->current_farthest_known = true;
+    }
     const uint32_t protect = std::max(distance, s->current_farthest ? s->current_farthest - 1 : 0);
     const uint32_t slot = p.slot_of(k);
     for (uint32_t i = p.slot_offsets[slot]; i < p.slot_offsets[slot + 1]; ++i)
       if (!prefetch_range_ahead(s, s->range_keys[p.slot_ranges[i]], protect)) return;
     s->lookahead_next = k + 1;
   }
+}
+
+bool everything_resident(const LearnedPolicy& s) {
+  pump_budget_v1_t budget{};
+  s.host->get_budget(s.host, &budget);
+  return budget.resident_bytes >= budget.managed_bytes;
 }
 
 // lru's headroom, kept only when the program does not fit (something to make room for).
@@ -570,6 +581,10 @@ void learned_on_kernel(void* ctx, const pump_kernel_v1_t* kernel) {
         if (kernel->blocks[i].residency != PUMP_RESIDENT_DEVICE) s->lookahead_next = 0;
     }
     prefetch_kernel(*s, kernel);
+    // While every block is resident (the model fits, after its first step) there is
+    // nothing to fetch or make room for: looking ahead would only find resident blocks
+    // (a find per range: most of this policy's per-launch cost on a launch-bound program).
+    if (everything_resident(*s)) return;
     if (s->predicting) prefetch_ahead(s, s->next_ordinal - 1);
     else keep_lru_headroom(s);
   } catch (...) {
