@@ -17,6 +17,7 @@
 //   where cudaMalloc succeeds.
 #include "core/common/byte_size.h"
 #include "core/common/log.h"
+#include "core/interpose/current_device.h"
 #include "core/interpose/custom_hooks.h"
 #include "core/interpose/real_symbols.h"
 #include "core/interpose/reentry_guard.h"
@@ -30,20 +31,6 @@ namespace {
 constexpr size_t kPitchAlignment = 512;
 
 size_t pitch_for(size_t width) { return (width + kPitchAlignment - 1) / kPitchAlignment * kPitchAlignment; }
-
-int current_runtime_device() {
-  int device = -1;
-  auto get_device = real<k_cudaGetDevice>();
-  if (!get_device || get_device(&device) != cudaSuccess) return -1;
-  return device;
-}
-
-int current_driver_device() {
-  CUdevice device = 0;
-  auto ctx_device = real<k_cuCtxGetDevice>();
-  if (!ctx_device || ctx_device(&device) != CUDA_SUCCESS) return -1;
-  return static_cast<int>(device);
-}
 
 enum class Managed { kDone, kRefused, kPassThrough };
 
@@ -110,7 +97,7 @@ cudaError_t on_cudaMalloc(void** devPtr, size_t size) {
   cudaError_t status = cudaErrorMemoryAllocation;
   bool failed_real = false;
   switch (allocate_managed(
-      rt, current_runtime_device(), size,
+      rt, current_device(Library::kCudart), size,
       [&](uint64_t* out) {
         void* p = nullptr;
         status = managed(&p, size, cudaMemAttachGlobal);
@@ -139,7 +126,7 @@ cudaError_t on_cudaMallocPitch(void** devPtr, size_t* pitch, size_t width, size_
   cudaError_t status = cudaErrorMemoryAllocation;
   bool failed_real = false;
   switch (allocate_managed(
-      rt, current_runtime_device(), row * height,
+      rt, current_device(Library::kCudart), row * height,
       [&](uint64_t* out) {
         void* p = nullptr;
         status = managed(&p, row * height, cudaMemAttachGlobal);
@@ -220,7 +207,7 @@ CUresult on_cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
   CUresult status = CUDA_ERROR_OUT_OF_MEMORY;
   bool failed_real = false;
   switch (allocate_managed(
-      rt, current_driver_device(), bytesize,
+      rt, current_device(Library::kDriver), bytesize,
       [&](uint64_t* out) {
         CUdeviceptr p = 0;
         status = managed(&p, bytesize, CU_MEM_ATTACH_GLOBAL);
@@ -252,7 +239,7 @@ CUresult on_cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthIn
   CUresult status = CUDA_ERROR_OUT_OF_MEMORY;
   bool failed_real = false;
   switch (allocate_managed(
-      rt, current_driver_device(), row * Height,
+      rt, current_device(Library::kDriver), row * Height,
       [&](uint64_t* out) {
         CUdeviceptr p = 0;
         status = managed(&p, row * Height, CU_MEM_ATTACH_GLOBAL);

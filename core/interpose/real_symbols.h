@@ -17,11 +17,22 @@ extern std::atomic<void*> g_real_symbols[kSymbolCount];
 // Slow path: resolves `id`, caches it, returns it; nullptr (after one error line
 // naming the function and library) when no loaded library defines it.
 void* resolve_real(SymbolId id);
+// The same without the error line, for functions pump can do without (a shared CUDA
+// runtime, which a program with a static one never loads).
+void* resolve_real_if_loaded(SymbolId id);
 
 template <SymbolId id>
 inline typename Sym<id>::Fn real() {
   void* p = g_real_symbols[id].load(std::memory_order_acquire);
   if (!p) p = resolve_real(id);
+  return reinterpret_cast<typename Sym<id>::Fn>(p);
+}
+
+// The real function of `id` if a loaded library defines it, silently nullptr if none does.
+template <SymbolId id>
+inline typename Sym<id>::Fn real_if_loaded() {
+  void* p = g_real_symbols[id].load(std::memory_order_acquire);
+  if (!p) p = resolve_real_if_loaded(id);
   return reinterpret_cast<typename Sym<id>::Fn>(p);
 }
 

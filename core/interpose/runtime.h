@@ -43,8 +43,9 @@ class Runtime {
   // The engine of `device`, created on first use; nullptr when the device cannot
   // be managed (no driver, no managed memory): callers then pass through.
   Engine* engine(int device);
-  // The engine of the calling thread's current device (*device_out set when found).
-  Engine* current_engine(int* device_out = nullptr);
+  // The engine of the device a call of `library` runs on (current_device.h; *device_out
+  // set when found).
+  Engine* current_engine(Library library, int* device_out = nullptr);
   // The block containing `address` on any device.
   bool find_block(uint64_t address, pump_block_v1_t* out);
 
