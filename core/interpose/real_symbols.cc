@@ -84,6 +84,13 @@ void set_real(SymbolId id, void* fn, bool replace) {
   g_real_symbols[id].compare_exchange_strong(expected, fn, std::memory_order_acq_rel);
 }
 
+bool adopt_real(SymbolId id, void* fn) {
+  if (id >= kSymbolCount || !fn || same_object(fn, self_address())) return false;
+  void* known = nullptr;
+  if (g_real_symbols[id].compare_exchange_strong(known, fn, std::memory_order_acq_rel)) return true;
+  return known == fn || same_object(known, fn);
+}
+
 void* real_symbol_by_name(const char* name) {
   if (!name) return nullptr;
   if (auto id = find_hook(name)) {

@@ -40,6 +40,12 @@ inline typename Sym<id>::Fn real_if_loaded() {
 // handed back through cuGetProcAddress, or a fake in tests). `replace` overwrites.
 void set_real(SymbolId id, void* fn, bool replace = false);
 
+// For a lookup that found `fn` as the library's `id`: true when hook `id` calls fn's
+// library (fn recorded if no real function was known yet, or the known one lies in the
+// same loaded object). False when the hook already calls another copy of the library
+// (a second CUDA runtime, say): handing out the hook would send fn's callers there.
+bool adopt_real(SymbolId id, void* fn);
+
 // `name` from RTLD_NEXT, then from each of `sonames` if already loaded; never an
 // address inside the object containing `self` (libpump). nullptr if not found.
 void* find_symbol(const char* name, const char* const* sonames, size_t count, const void* self);
