@@ -15,10 +15,17 @@
 //   it cannot be managed either. Passed through with one warning.
 // - Zero-byte requests go to the real allocator: cudaMallocManaged rejects size 0
 //   where cudaMalloc succeeds.
+// - Memory a CUDA library (cuBLAS, cuDNN, NCCL, ...) allocates for itself passes through
+//   (wanted_by_cuda_library below), told by the hook's caller.
+// - Every hook holds its ReentryGuard over the real call: a shared runtime's allocation
+//   reaches the driver hooks underneath (its driver entry points are pump's hooks too)
+//   and must not be managed or counted twice.
 #include "core/common/byte_size.h"
 #include "core/common/log.h"
+#include "core/interpose/cuda_library_files.h"
 #include "core/interpose/current_device.h"
 #include "core/interpose/custom_hooks.h"
+#include "core/interpose/hook_caller.h"
 #include "core/interpose/real_symbols.h"
 #include "core/interpose/reentry_guard.h"
 #include "core/interpose/runtime.h"
@@ -31,6 +38,22 @@ namespace {
 constexpr size_t kPitchAlignment = 512;
 
 size_t pitch_for(size_t width) { return (width + kPitchAlignment - 1) / kPitchAlignment * kPitchAlignment; }
+
+// Memory a CUDA library allocates for itself (cuBLAS, cuDNN, NCCL...: its static
+// runtime reaches the driver hooks since lookups through libcuda's handle are
+// redirected) stays device memory: its kernels reach it through pointers pump never sees
+// (handles, device-side structures, calls pump hooks as a whole), and on the copy data
+// path an evicted block nobody saw being used would be read back as garbage.
+bool wanted_by_cuda_library(Runtime* rt) {
+  const char* file = file_of_address(t_hook_caller);
+  if (!is_cuda_library_file(file)) return false;
+  rt->count_untracked_library();
+  PUMP_LOG_ONCE(LogLevel::kInfo,
+                "device memory CUDA libraries allocate for themselves (first from %s) stays device memory: not "
+                "tracked, prefetched or evicted",
+                file);
+  return true;
+}
 
 enum class Managed { kDone, kRefused, kPassThrough };
 
@@ -92,7 +115,7 @@ cudaError_t on_cudaMalloc(void** devPtr, size_t size) {
   Runtime* rt = Runtime::get();
   if (rt) rt->counter(k_cudaMalloc).calls.fetch_add(1, std::memory_order_relaxed);
   auto managed = real<k_cudaMallocManaged>();
-  if (!rt || !managed) return real_malloc(devPtr, size);
+  if (!rt || !managed || wanted_by_cuda_library(rt)) return real_malloc(devPtr, size);
   uint64_t address = 0;
   cudaError_t status = cudaErrorMemoryAllocation;
   bool failed_real = false;
@@ -120,7 +143,7 @@ cudaError_t on_cudaMallocPitch(void** devPtr, size_t* pitch, size_t width, size_
   Runtime* rt = Runtime::get();
   if (rt) rt->counter(k_cudaMallocPitch).calls.fetch_add(1, std::memory_order_relaxed);
   auto managed = real<k_cudaMallocManaged>();
-  if (!rt || !managed) return real_pitch(devPtr, pitch, width, height);
+  if (!rt || !managed || wanted_by_cuda_library(rt)) return real_pitch(devPtr, pitch, width, height);
   const size_t row = pitch_for(width);
   uint64_t address = 0;
   cudaError_t status = cudaErrorMemoryAllocation;
@@ -159,20 +182,18 @@ cudaError_t on_cudaFree(void* devPtr) {
 cudaError_t on_cudaMallocAsync(void** devPtr, size_t size, cudaStream_t hStream) {
   auto fn = real<k_cudaMallocAsync>();
   if (!fn) return missing_symbol_status<cudaError_t>();
-  if (!inside_hook()) {
-    ReentryGuard guard;
-    if (Runtime* rt = Runtime::get()) warn_async_untracked(rt);
-  }
+  if (inside_hook()) return fn(devPtr, size, hStream);
+  ReentryGuard guard;  // held over the real call: a runtime's cuMemAllocAsync underneath is not counted again
+  if (Runtime* rt = Runtime::get()) warn_async_untracked(rt);
   return fn(devPtr, size, hStream);
 }
 
 cudaError_t on_cudaMallocAsync_ptsz(void** devPtr, size_t size, cudaStream_t hStream) {
   auto fn = real<k_cudaMallocAsync_ptsz>();
   if (!fn) return missing_symbol_status<cudaError_t>();
-  if (!inside_hook()) {
-    ReentryGuard guard;
-    if (Runtime* rt = Runtime::get()) warn_async_untracked(rt);
-  }
+  if (inside_hook()) return fn(devPtr, size, hStream);
+  ReentryGuard guard;  // held over the real call: a runtime's cuMemAllocAsync underneath is not counted again
+  if (Runtime* rt = Runtime::get()) warn_async_untracked(rt);
   return fn(devPtr, size, hStream);
 }
 
@@ -202,7 +223,7 @@ CUresult on_cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
   Runtime* rt = Runtime::get();
   if (rt) rt->counter(k_cuMemAlloc_v2).calls.fetch_add(1, std::memory_order_relaxed);
   auto managed = real<k_cuMemAllocManaged>();
-  if (!rt || !managed) return real_alloc(dptr, bytesize);
+  if (!rt || !managed || wanted_by_cuda_library(rt)) return real_alloc(dptr, bytesize);
   uint64_t address = 0;
   CUresult status = CUDA_ERROR_OUT_OF_MEMORY;
   bool failed_real = false;
@@ -233,7 +254,7 @@ CUresult on_cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthIn
   Runtime* rt = Runtime::get();
   if (rt) rt->counter(k_cuMemAllocPitch_v2).calls.fetch_add(1, std::memory_order_relaxed);
   auto managed = real<k_cuMemAllocManaged>();
-  if (!rt || !managed) return pass();
+  if (!rt || !managed || wanted_by_cuda_library(rt)) return pass();
   const size_t row = pitch_for(WidthInBytes);
   uint64_t address = 0;
   CUresult status = CUDA_ERROR_OUT_OF_MEMORY;
@@ -272,20 +293,18 @@ CUresult on_cuMemFree_v2(CUdeviceptr dptr) {
 CUresult on_cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
   auto fn = real<k_cuMemAllocAsync>();
   if (!fn) return missing_symbol_status<CUresult>();
-  if (!inside_hook()) {
-    ReentryGuard guard;
-    if (Runtime* rt = Runtime::get()) warn_async_untracked(rt);
-  }
+  if (inside_hook()) return fn(dptr, bytesize, hStream);
+  ReentryGuard guard;
+  if (Runtime* rt = Runtime::get()) warn_async_untracked(rt);
   return fn(dptr, bytesize, hStream);
 }
 
 CUresult on_cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
   auto fn = real<k_cuMemAllocAsync_ptsz>();
   if (!fn) return missing_symbol_status<CUresult>();
-  if (!inside_hook()) {
-    ReentryGuard guard;
-    if (Runtime* rt = Runtime::get()) warn_async_untracked(rt);
-  }
+  if (inside_hook()) return fn(dptr, bytesize, hStream);
+  ReentryGuard guard;
+  if (Runtime* rt = Runtime::get()) warn_async_untracked(rt);
   return fn(dptr, bytesize, hStream);
 }
 
@@ -308,10 +327,9 @@ CUresult on_cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const
                         unsigned long long flags) {
   auto fn = real<k_cuMemCreate>();
   if (!fn) return missing_symbol_status<CUresult>();
-  if (!inside_hook()) {
-    ReentryGuard guard;
-    if (Runtime* rt = Runtime::get()) warn_vmm_untracked(rt);
-  }
+  if (inside_hook()) return fn(handle, size, prop, flags);
+  ReentryGuard guard;
+  if (Runtime* rt = Runtime::get()) warn_vmm_untracked(rt);
   return fn(handle, size, prop, flags);
 }
 
@@ -319,10 +337,9 @@ CUresult on_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAl
                      unsigned long long flags) {
   auto fn = real<k_cuMemMap>();
   if (!fn) return missing_symbol_status<CUresult>();
-  if (!inside_hook()) {
-    ReentryGuard guard;
-    if (Runtime* rt = Runtime::get()) warn_vmm_untracked(rt);
-  }
+  if (inside_hook()) return fn(ptr, size, offset, handle, flags);
+  ReentryGuard guard;
+  if (Runtime* rt = Runtime::get()) warn_vmm_untracked(rt);
   return fn(ptr, size, offset, handle, flags);
 }
 

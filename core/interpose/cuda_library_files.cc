@@ -62,6 +62,20 @@ std::optional<Library> hooked_library_of_file(const char* path) {
   return std::nullopt;
 }
 
+bool is_cuda_library_file(const char* path) {
+  if (path == nullptr) return false;
+  const std::string_view stem = stem_of(path);
+  // Families whose parts are separate files (libcudnn_ops, libnvshmem_host, libnppc...).
+  for (std::string_view family : {"libcudnn", "libnvshmem", "libcutensor", "libnvinfer"})
+    if (of_family(stem, family)) return true;
+  if (stem.starts_with("libnpp")) return true;
+  for (std::string_view name : {"libcublas", "libcublasLt", "libcufft", "libcufftw", "libcurand", "libcusparse",
+                                "libcusparseLt", "libcusolver", "libcusolverMg", "libcutensorMg", "libcudss",
+                                "libcufile", "libcupti", "libnvblas", "libnccl", "libnvjpeg"})
+    if (stem == name) return true;
+  return false;
+}
+
 bool same_library_copy(const char* a, const char* b) {
   if (a == nullptr || b == nullptr) return false;
   return directory_of(a) == directory_of(b) && version_of(a) == version_of(b);

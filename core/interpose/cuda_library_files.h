@@ -13,6 +13,13 @@ namespace pump::interpose {
 // file (the program itself, a framework, a library pump does not hook).
 std::optional<Library> hooked_library_of_file(const char* path);
 
+// True for NVIDIA's CUDA libraries other than the runtime and the driver (cuBLAS,
+// cuDNN, NCCL, cuFFT, cuSPARSE, TensorRT, ...), by name. Most carry a static CUDA
+// runtime, and the memory one allocates for itself is reached by its own kernels
+// through pointers pump never sees (handles, device-side structures, calls pump hooks
+// as a whole).
+bool is_cuda_library_file(const char* path);
+
 // True when files `a` and `b` are parts of one installed copy of a library: the same
 // directory and the same version after ".so" (libcudnn.so.9 and libcudnn_graph.so.9),
 // unlike libcudart.so.12 from a Python wheel beside libcudart.so.13 from the toolkit.

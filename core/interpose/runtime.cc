@@ -240,6 +240,7 @@ StatsReport Runtime::report() {
   r.managed_limit_refusals = limit_refusals_.load();
   r.untracked_async_allocations = untracked_async_.load();
   r.untracked_vmm_calls = untracked_vmm_.load();
+  r.untracked_library_allocations = untracked_library_.load();
   for (uint32_t i = 0; i < kHookCount; ++i) {
     const HookCounter& c = counters_[i];
     if (!c.calls.load(std::memory_order_relaxed)) continue;

@@ -58,6 +58,7 @@ class Runtime {
 
   void count_untracked_async() { untracked_async_.fetch_add(1, std::memory_order_relaxed); }
   void count_untracked_vmm() { untracked_vmm_.fetch_add(1, std::memory_order_relaxed); }
+  void count_untracked_library() { untracked_library_.fetch_add(1, std::memory_order_relaxed); }
 
   StatsReport report();
   void write_stats();
@@ -93,6 +94,7 @@ class Runtime {
   std::atomic<uint64_t> limit_refusals_{0};
   std::atomic<uint64_t> untracked_async_{0};
   std::atomic<uint64_t> untracked_vmm_{0};
+  std::atomic<uint64_t> untracked_library_{0};
   std::mutex allocations_mutex_;
   std::unordered_map<uint64_t, std::pair<uint64_t, int>> allocations_;
 };

@@ -27,6 +27,18 @@ TEST(CudaLibraryFiles, OtherFilesServeNoHook) {
   EXPECT_FALSE(hooked_library_of_file(nullptr));
 }
 
+TEST(CudaLibraryFiles, NvidiasLibrariesAreCudaLibrariesButNotTheRuntimeOrDriver) {
+  for (const char* file : {"libcublas.so.13", "/x/libcublasLt.so.13", "libcudnn_ops.so.9", "libnccl.so.2",
+                           "libcufft.so.12", "libcusparse.so.12", "libcusolver.so.12", "libcurand.so.10",
+                           "libnvshmem_host.so.3", "libnppc.so.13", "libcutensor.so.2", "libnvinfer.so.10",
+                           "libnvinfer_plugin.so.10"})
+    EXPECT_TRUE(is_cuda_library_file(file)) << file;
+  for (const char* file : {"libcuda.so.1", "libcudart.so.13", "/usr/lib/libcudf.so", "libtorch_cuda.so",
+                           "/jax/xla_cuda_plugin.so", "/opt/app/bin/train", ""})
+    EXPECT_FALSE(is_cuda_library_file(file)) << file;
+  EXPECT_FALSE(is_cuda_library_file(nullptr));
+}
+
 TEST(CudaLibraryFiles, OneCopyIsOneDirectoryAndOneVersion) {
   EXPECT_TRUE(same_library_copy("/usr/lib/libcudnn.so.9", "/usr/lib/libcudnn_graph.so.9"));
   EXPECT_FALSE(same_library_copy("/wheel/lib/libcudart.so.12", "/usr/local/cuda/lib64/libcudart.so.13"));

@@ -6,7 +6,7 @@
 //
 // Then allocates, copies and launches through what it got: pump's statistics (checked
 // by the script) must show a managed allocation, the copy's exact extent and the
-// launch's block.
+// launch's block; and a CUDA library's allocation (a stand-in libnccl) left alone.
 #include <cuda.h>
 #include <dlfcn.h>
 
@@ -136,6 +136,14 @@ int main(int argc, char** argv) {
 
   expect(mem_free(block) == CUDA_SUCCESS, "cuMemFree_v2 succeeds");
   expect(fake_calls(calls, "cuMemFree", &last) == 1 && last.address == block, "the driver freed it");
+
+  // A CUDA library's own memory stays device memory.
+  void* nccl = dlopen("libnccl.so.99", RTLD_NOW | RTLD_LOCAL);
+  auto library_allocation = nccl ? as<uint64_t (*)(size_t)>(dlsym(nccl, "pump_probe_library_allocation")) : nullptr;
+  const uint64_t own = library_allocation ? library_allocation(1 << 16) : 0;
+  expect(own != 0 && fake_calls(calls, "cuMemAlloc", &last) == 1 && last.address == own,
+         "cuMemAlloc_v2 called by NCCL got device memory");
+  expect(fake_calls(calls, "cuMemAllocManaged", &last) == 1, "... and not managed memory");
   std::printf("%d failed\n", failures);
   return failures == 0 ? 0 : 1;
 }
