@@ -37,7 +37,11 @@ bool called_from_libpump(const void* caller) {
 void* answer(const char* name, void* found, const void* caller) {
   if (found == nullptr || t_in_lookup) return found;
   t_in_lookup = true;  // logging or the hook table's first use must not come back here
-  void* given = called_from_libpump(caller) ? found : pump::interpose::redirect_dl_lookup(name, found);
+  void* given = found;
+  try {  // no exception may cross into a C caller: what glibc found is a correct answer
+    if (!called_from_libpump(caller)) given = pump::interpose::redirect_dl_lookup(name, found);
+  } catch (...) {
+  }
   t_in_lookup = false;
   return given;
 }
