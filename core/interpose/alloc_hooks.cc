@@ -15,9 +15,17 @@
 //   it cannot be managed either. Passed through with one warning.
 // - Zero-byte requests go to the real allocator: cudaMallocManaged rejects size 0
 //   where cudaMalloc succeeds.
+// - Memory a CUDA library (cuBLAS, cuDNN, NCCL, ...) allocates for itself passes through
+//   (wanted_by_cuda_library below), told by the hook's caller.
+// - Every hook holds its ReentryGuard over the real call: a shared runtime's allocation
+//   reaches the driver hooks underneath (its driver entry points are pump's hooks too)
+//   and must not be managed or counted twice.
 #include "core/common/byte_size.h"
 #include "core/common/log.h"
+#include "core/interpose/cuda_library_files.h"
+#include "core/interpose/current_device.h"
 #include "core/interpose/custom_hooks.h"
+#include "core/interpose/hook_caller.h"
 #include "core/interpose/real_symbols.h"
 #include "core/interpose/reentry_guard.h"
 #include "core/interpose/runtime.h"
@@ -31,18 +39,20 @@ constexpr size_t kPitchAlignment = 512;
 
 size_t pitch_for(size_t width) { return (width + kPitchAlignment - 1) / kPitchAlignment * kPitchAlignment; }
 
-int current_runtime_device() {
-  int device = -1;
-  auto get_device = real<k_cudaGetDevice>();
-  if (!get_device || get_device(&device) != cudaSuccess) return -1;
-  return device;
-}
-
-int current_driver_device() {
-  CUdevice device = 0;
-  auto ctx_device = real<k_cuCtxGetDevice>();
-  if (!ctx_device || ctx_device(&device) != CUDA_SUCCESS) return -1;
-  return static_cast<int>(device);
+// Memory a CUDA library allocates for itself (cuBLAS, cuDNN, NCCL...: its static
+// runtime reaches the driver hooks since lookups through libcuda's handle are
+// redirected) stays device memory: its kernels reach it through pointers pump never sees
+// (handles, device-side structures, calls pump hooks as a whole), and on the copy data
+// path an evicted block nobody saw being used would be read back as garbage.
+bool wanted_by_cuda_library(Runtime* rt) {
+  const char* file = file_of_address(t_hook_caller);
+  if (!is_cuda_library_file(file)) return false;
+  rt->count_untracked_library();
+  PUMP_LOG_ONCE(LogLevel::kInfo,
+                "device memory CUDA libraries allocate for themselves (first from %s) stays device memory: not "
+                "tracked, prefetched or evicted",
+                file);
+  return true;
 }
 
 enum class Managed { kDone, kRefused, kPassThrough };
@@ -105,12 +115,12 @@ cudaError_t on_cudaMalloc(void** devPtr, size_t size) {
   Runtime* rt = Runtime::get();
   if (rt) rt->counter(k_cudaMalloc).calls.fetch_add(1, std::memory_order_relaxed);
   auto managed = real<k_cudaMallocManaged>();
-  if (!rt || !managed) return real_malloc(devPtr, size);
+  if (!rt || !managed || wanted_by_cuda_library(rt)) return real_malloc(devPtr, size);
   uint64_t address = 0;
   cudaError_t status = cudaErrorMemoryAllocation;
   bool failed_real = false;
   switch (allocate_managed(
-      rt, current_runtime_device(), size,
+      rt, current_device(Library::kCudart), size,
       [&](uint64_t* out) {
         void* p = nullptr;
         status = managed(&p, size, cudaMemAttachGlobal);
@@ -133,13 +143,13 @@ cudaError_t on_cudaMallocPitch(void** devPtr, size_t* pitch, size_t width, size_
   Runtime* rt = Runtime::get();
   if (rt) rt->counter(k_cudaMallocPitch).calls.fetch_add(1, std::memory_order_relaxed);
   auto managed = real<k_cudaMallocManaged>();
-  if (!rt || !managed) return real_pitch(devPtr, pitch, width, height);
+  if (!rt || !managed || wanted_by_cuda_library(rt)) return real_pitch(devPtr, pitch, width, height);
   const size_t row = pitch_for(width);
   uint64_t address = 0;
   cudaError_t status = cudaErrorMemoryAllocation;
   bool failed_real = false;
   switch (allocate_managed(
-      rt, current_runtime_device(), row * height,
+      rt, current_device(Library::kCudart), row * height,
       [&](uint64_t* out) {
         void* p = nullptr;
         status = managed(&p, row * height, cudaMemAttachGlobal);
@@ -172,20 +182,18 @@ cudaError_t on_cudaFree(void* devPtr) {
 cudaError_t on_cudaMallocAsync(void** devPtr, size_t size, cudaStream_t hStream) {
   auto fn = real<k_cudaMallocAsync>();
   if (!fn) return missing_symbol_status<cudaError_t>();
-  if (!inside_hook()) {
-    ReentryGuard guard;
-    if (Runtime* rt = Runtime::get()) warn_async_untracked(rt);
-  }
+  if (inside_hook()) return fn(devPtr, size, hStream);
+  ReentryGuard guard;  // held over the real call: a runtime's cuMemAllocAsync underneath is not counted again
+  if (Runtime* rt = Runtime::get()) warn_async_untracked(rt);
   return fn(devPtr, size, hStream);
 }
 
 cudaError_t on_cudaMallocAsync_ptsz(void** devPtr, size_t size, cudaStream_t hStream) {
   auto fn = real<k_cudaMallocAsync_ptsz>();
   if (!fn) return missing_symbol_status<cudaError_t>();
-  if (!inside_hook()) {
-    ReentryGuard guard;
-    if (Runtime* rt = Runtime::get()) warn_async_untracked(rt);
-  }
+  if (inside_hook()) return fn(devPtr, size, hStream);
+  ReentryGuard guard;  // held over the real call: a runtime's cuMemAllocAsync underneath is not counted again
+  if (Runtime* rt = Runtime::get()) warn_async_untracked(rt);
   return fn(devPtr, size, hStream);
 }
 
@@ -215,12 +223,12 @@ CUresult on_cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
   Runtime* rt = Runtime::get();
   if (rt) rt->counter(k_cuMemAlloc_v2).calls.fetch_add(1, std::memory_order_relaxed);
   auto managed = real<k_cuMemAllocManaged>();
-  if (!rt || !managed) return real_alloc(dptr, bytesize);
+  if (!rt || !managed || wanted_by_cuda_library(rt)) return real_alloc(dptr, bytesize);
   uint64_t address = 0;
   CUresult status = CUDA_ERROR_OUT_OF_MEMORY;
   bool failed_real = false;
   switch (allocate_managed(
-      rt, current_driver_device(), bytesize,
+      rt, current_device(Library::kDriver), bytesize,
       [&](uint64_t* out) {
         CUdeviceptr p = 0;
         status = managed(&p, bytesize, CU_MEM_ATTACH_GLOBAL);
@@ -246,13 +254,13 @@ CUresult on_cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthIn
   Runtime* rt = Runtime::get();
   if (rt) rt->counter(k_cuMemAllocPitch_v2).calls.fetch_add(1, std::memory_order_relaxed);
   auto managed = real<k_cuMemAllocManaged>();
-  if (!rt || !managed) return pass();
+  if (!rt || !managed || wanted_by_cuda_library(rt)) return pass();
   const size_t row = pitch_for(WidthInBytes);
   uint64_t address = 0;
   CUresult status = CUDA_ERROR_OUT_OF_MEMORY;
   bool failed_real = false;
   switch (allocate_managed(
-      rt, current_driver_device(), row * Height,
+      rt, current_device(Library::kDriver), row * Height,
       [&](uint64_t* out) {
         CUdeviceptr p = 0;
         status = managed(&p, row * Height, CU_MEM_ATTACH_GLOBAL);
@@ -285,20 +293,18 @@ CUresult on_cuMemFree_v2(CUdeviceptr dptr) {
 CUresult on_cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
   auto fn = real<k_cuMemAllocAsync>();
   if (!fn) return missing_symbol_status<CUresult>();
-  if (!inside_hook()) {
-    ReentryGuard guard;
-    if (Runtime* rt = Runtime::get()) warn_async_untracked(rt);
-  }
+  if (inside_hook()) return fn(dptr, bytesize, hStream);
+  ReentryGuard guard;
+  if (Runtime* rt = Runtime::get()) warn_async_untracked(rt);
   return fn(dptr, bytesize, hStream);
 }
 
 CUresult on_cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
   auto fn = real<k_cuMemAllocAsync_ptsz>();
   if (!fn) return missing_symbol_status<CUresult>();
-  if (!inside_hook()) {
-    ReentryGuard guard;
-    if (Runtime* rt = Runtime::get()) warn_async_untracked(rt);
-  }
+  if (inside_hook()) return fn(dptr, bytesize, hStream);
+  ReentryGuard guard;
+  if (Runtime* rt = Runtime::get()) warn_async_untracked(rt);
   return fn(dptr, bytesize, hStream);
 }
 
@@ -321,10 +327,9 @@ CUresult on_cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const
                         unsigned long long flags) {
   auto fn = real<k_cuMemCreate>();
   if (!fn) return missing_symbol_status<CUresult>();
-  if (!inside_hook()) {
-    ReentryGuard guard;
-    if (Runtime* rt = Runtime::get()) warn_vmm_untracked(rt);
-  }
+  if (inside_hook()) return fn(handle, size, prop, flags);
+  ReentryGuard guard;
+  if (Runtime* rt = Runtime::get()) warn_vmm_untracked(rt);
   return fn(handle, size, prop, flags);
 }
 
@@ -332,10 +337,9 @@ CUresult on_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAl
                      unsigned long long flags) {
   auto fn = real<k_cuMemMap>();
   if (!fn) return missing_symbol_status<CUresult>();
-  if (!inside_hook()) {
-    ReentryGuard guard;
-    if (Runtime* rt = Runtime::get()) warn_vmm_untracked(rt);
-  }
+  if (inside_hook()) return fn(ptr, size, offset, handle, flags);
+  ReentryGuard guard;
+  if (Runtime* rt = Runtime::get()) warn_vmm_untracked(rt);
   return fn(ptr, size, offset, handle, flags);
 }
 

@@ -67,7 +67,7 @@ bool begin_extracted_call(SymbolId id, const void* const* args, uint32_t num_arg
     counter->extents.fetch_add(extents.size(), std::memory_order_relaxed);
   }
 
-  Engine* engine = test_engine ? test_engine : rt->current_engine();
+  Engine* engine = test_engine ? test_engine : rt->current_engine(kSymbols[id].library);
   if (!engine) return false;
   if (rt && rt->stats_enabled()) {
     uint64_t known = 0, unknown = 0;

@@ -2,13 +2,17 @@
 // the CUDA/cuDNN/cuBLAS declaration of the same extern "C" name, so a signature that
 // differs from the library's header is a compile error.
 #include "core/interpose/custom_hooks.h"
+#include "core/interpose/hook_caller.h"
 #include "core/interpose/hook_dispatch.h"
 #include "core/interpose/pp_map.h"
 
 #define PUMP_EXPORT __attribute__((visibility("default")))
 
-#define PUMP_HOOK_CUSTOM(library, ret, name, params, args, stream) \
-  extern "C" PUMP_EXPORT ret name params { return ::pump::interpose::on_##name args; }
+#define PUMP_HOOK_CUSTOM(library, ret, name, params, args, stream)                  \
+  extern "C" PUMP_EXPORT ret name params {                                          \
+    ::pump::interpose::HookCallerScope pump_caller(__builtin_return_address(0));    \
+    return ::pump::interpose::on_##name args;                                       \
+  }
 
 #define PUMP_HOOK_EXTRACT(library, ret, name, params, args, stream)                              \
   extern "C" PUMP_EXPORT ret name params {                                                       \

@@ -1,5 +1,8 @@
 #include "core/interpose/proc_address.h"
 
+#include <cstdlib>
+#include <cstring>
+
 #include "core/common/log.h"
 #include "core/interpose/real_symbols.h"
 
@@ -53,6 +56,15 @@ constexpr DriverEntry kDriverEntries[] = {
 };
 
 }  // namespace
+
+bool redirection_disabled() {
+  static const bool disabled = [] {
+    const char* v = std::getenv("PUMP_DISABLE");
+    return v && (std::strcmp(v, "1") == 0 || std::strcmp(v, "true") == 0 || std::strcmp(v, "yes") == 0 ||
+                 std::strcmp(v, "on") == 0);
+  }();
+  return disabled;
+}
 
 std::optional<SymbolId> hook_for_driver_symbol(std::string_view symbol, int cuda_version, uint64_t flags) {
   const bool per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;

@@ -12,6 +12,9 @@
 
 namespace pump::interpose {
 
+// PUMP_DISABLE=1: lookups (entry points, dlsym) hand out what the libraries define.
+bool redirection_disabled();
+
 // The hook serving driver function `symbol` (a base name such as "cuMemAlloc", as the
 // driver expects) for API version `cuda_version` (e.g. 12080) and lookup `flags`
 // (CU_GET_PROC_ADDRESS_*). nullopt: not hooked (e.g. the pre-3.2 cuMemAlloc ABI).

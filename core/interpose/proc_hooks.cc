@@ -1,23 +1,11 @@
 // Entry-point lookups: the real lookup runs first; a hooked driver function is then
 // swapped for libpump's hook (proc_address.h). PUMP_DISABLE=1 leaves them untouched.
-#include <cstdlib>
-#include <cstring>
-
 #include "core/interpose/custom_hooks.h"
 #include "core/interpose/proc_address.h"
 #include "core/interpose/real_symbols.h"
 
 namespace pump::interpose {
 namespace {
-
-bool redirection_disabled() {
-  static const bool disabled = [] {
-    const char* v = std::getenv("PUMP_DISABLE");
-    return v && (std::strcmp(v, "1") == 0 || std::strcmp(v, "true") == 0 || std::strcmp(v, "yes") == 0 ||
-                 std::strcmp(v, "on") == 0);
-  }();
-  return disabled;
-}
 
 // cudaGetDriverEntryPoint's flags use the runtime's enum; map to the driver's.
 uint64_t driver_flags(unsigned long long runtime_flags) {

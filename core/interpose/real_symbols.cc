@@ -45,14 +45,16 @@ void* find_symbol(const char* name, const char* const* sonames, size_t count, co
   return nullptr;
 }
 
-void* resolve_real(SymbolId id) {
+namespace {
+
+void* resolve(SymbolId id, bool report_missing) {
   if (id >= kSymbolCount) return nullptr;
   const SymbolInfo& info = kSymbols[id];
   size_t count = 0;
   const char* const* sonames = library_sonames(info.library, &count);
   void* p = find_symbol(info.name, sonames, count, self_address());
   if (!p) {
-    if (!g_reported_missing[id].exchange(true)) {
+    if (report_missing && !g_reported_missing[id].exchange(true)) {
       log(LogLevel::kError,
           "real %s not found (library %s is not loaded, or does not define it): the call returns the library's "
           "not-initialized error",
@@ -66,6 +68,12 @@ void* resolve_real(SymbolId id) {
   return p;
 }
 
+}  // namespace
+
+void* resolve_real(SymbolId id) { return resolve(id, true); }
+
+void* resolve_real_if_loaded(SymbolId id) { return resolve(id, false); }
+
 void set_real(SymbolId id, void* fn, bool replace) {
   if (id >= kSymbolCount || !fn || same_object(fn, self_address())) return;
   if (replace) {
@@ -74,6 +82,13 @@ void set_real(SymbolId id, void* fn, bool replace) {
   }
   void* expected = nullptr;
   g_real_symbols[id].compare_exchange_strong(expected, fn, std::memory_order_acq_rel);
+}
+
+bool adopt_real(SymbolId id, void* fn) {
+  if (id >= kSymbolCount || !fn || same_object(fn, self_address())) return false;
+  void* known = nullptr;
+  if (g_real_symbols[id].compare_exchange_strong(known, fn, std::memory_order_acq_rel)) return true;
+  return known == fn || same_object(known, fn);
 }
 
 void* real_symbol_by_name(const char* name) {

@@ -17,6 +17,9 @@ extern std::atomic<void*> g_real_symbols[kSymbolCount];
 // Slow path: resolves `id`, caches it, returns it; nullptr (after one error line
 // naming the function and library) when no loaded library defines it.
 void* resolve_real(SymbolId id);
+// The same without the error line, for functions pump can do without (a shared CUDA
+// runtime, which a program with a static one never loads).
+void* resolve_real_if_loaded(SymbolId id);
 
 template <SymbolId id>
 inline typename Sym<id>::Fn real() {
@@ -25,9 +28,23 @@ inline typename Sym<id>::Fn real() {
   return reinterpret_cast<typename Sym<id>::Fn>(p);
 }
 
+// The real function of `id` if a loaded library defines it, silently nullptr if none does.
+template <SymbolId id>
+inline typename Sym<id>::Fn real_if_loaded() {
+  void* p = g_real_symbols[id].load(std::memory_order_acquire);
+  if (!p) p = resolve_real_if_loaded(id);
+  return reinterpret_cast<typename Sym<id>::Fn>(p);
+}
+
 // Records the real function of `id` if none is known yet (the pointer the driver
 // handed back through cuGetProcAddress, or a fake in tests). `replace` overwrites.
 void set_real(SymbolId id, void* fn, bool replace = false);
+
+// For a lookup that found `fn` as the library's `id`: true when hook `id` calls fn's
+// library (fn recorded if no real function was known yet, or the known one lies in the
+// same loaded object). False when the hook already calls another copy of the library
+// (a second CUDA runtime, say): handing out the hook would send fn's callers there.
+bool adopt_real(SymbolId id, void* fn);
 
 // `name` from RTLD_NEXT, then from each of `sonames` if already loaded; never an
 // address inside the object containing `self` (libpump). nullptr if not found.

@@ -6,6 +6,7 @@
 #include "core/common/byte_size.h"
 #include "core/common/log.h"
 #include "core/cuda/cuda_backend.h"
+#include "core/interpose/current_device.h"
 #include "core/interpose/real_symbols.h"
 #include "core/plugin_host/plugin_host.h"
 
@@ -20,6 +21,18 @@ void finish_at_exit() {
 bool find_block_any(uint64_t address, pump_block_v1_t* out) {
   Runtime* rt = Runtime::get();
   return rt && rt->find_block(address, out);
+}
+
+// The current device's free memory: from the driver where a context is current (every
+// program has a driver; a static runtime's program has no shared runtime), else from a
+// shared runtime (which then initializes, as the program's first runtime call would).
+std::optional<uint64_t> device_free_bytes() {
+  size_t free_bytes = 0, total_bytes = 0;
+  if (auto driver = real_if_loaded<k_cuMemGetInfo_v2>(); driver && driver(&free_bytes, &total_bytes) == CUDA_SUCCESS)
+    return free_bytes;
+  if (auto runtime = real_if_loaded<k_cudaMemGetInfo>(); runtime && runtime(&free_bytes, &total_bytes) == cudaSuccess)
+    return free_bytes;
+  return std::nullopt;
 }
 
 std::string join(const std::vector<std::string>& items) {
@@ -99,10 +112,8 @@ void Runtime::load_plugins() {
 void Runtime::apply_safety_limit() {
   if (!options_.managed_limit) return;
   uint64_t limit = *options_.managed_limit;
-  auto mem_get_info = real<k_cudaMemGetInfo>();
-  size_t free_bytes = 0, total_bytes = 0;
-  if (mem_get_info && mem_get_info(&free_bytes, &total_bytes) == cudaSuccess) {
-    limit = clamp_managed_limit(limit, free_bytes);
+  if (auto free_bytes = device_free_bytes()) {
+    limit = clamp_managed_limit(limit, *free_bytes);
   } else {
     log(LogLevel::kWarn, "PUMP_MANAGED_LIMIT: the device's free memory could not be read; applying %s as given",
         format_bytes(limit).c_str());
@@ -147,17 +158,9 @@ Engine* Runtime::engine(int device) {
   return raw;
 }
 
-Engine* Runtime::current_engine(int* device_out) {
-  int device = -1;
-  if (auto get_device = real<k_cudaGetDevice>(); get_device && get_device(&device) == cudaSuccess) {
-    // the runtime's current device
-  } else if (auto ctx_device = real<k_cuCtxGetDevice>()) {
-    CUdevice d = 0;
-    if (ctx_device(&d) != CUDA_SUCCESS) return nullptr;
-    device = static_cast<int>(d);
-  } else {
-    return nullptr;
-  }
+Engine* Runtime::current_engine(Library library, int* device_out) {
+  const int device = current_device(library);
+  if (device < 0) return nullptr;
   if (device_out) *device_out = device;
   return engine(device);
 }
@@ -223,6 +226,7 @@ StatsReport Runtime::report() {
   r.managed_limit_refusals = limit_refusals_.load();
   r.untracked_async_allocations = untracked_async_.load();
   r.untracked_vmm_calls = untracked_vmm_.load();
+  r.untracked_library_allocations = untracked_library_.load();
   for (uint32_t i = 0; i < kHookCount; ++i) {
     const HookCounter& c = counters_[i];
     if (!c.calls.load(std::memory_order_relaxed)) continue;

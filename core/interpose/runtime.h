@@ -43,8 +43,9 @@ class Runtime {
   // The engine of `device`, created on first use; nullptr when the device cannot
   // be managed (no driver, no managed memory): callers then pass through.
   Engine* engine(int device);
-  // The engine of the calling thread's current device (*device_out set when found).
-  Engine* current_engine(int* device_out = nullptr);
+  // The engine of the device a call of `library` runs on (current_device.h; *device_out
+  // set when found).
+  Engine* current_engine(Library library, int* device_out = nullptr);
   // The block containing `address` on any device.
   bool find_block(uint64_t address, pump_block_v1_t* out);
 
@@ -57,6 +58,7 @@ class Runtime {
 
   void count_untracked_async() { untracked_async_.fetch_add(1, std::memory_order_relaxed); }
   void count_untracked_vmm() { untracked_vmm_.fetch_add(1, std::memory_order_relaxed); }
+  void count_untracked_library() { untracked_library_.fetch_add(1, std::memory_order_relaxed); }
 
   StatsReport report();
   void write_stats();
@@ -91,6 +93,7 @@ class Runtime {
   std::atomic<uint64_t> limit_refusals_{0};
   std::atomic<uint64_t> untracked_async_{0};
   std::atomic<uint64_t> untracked_vmm_{0};
+  std::atomic<uint64_t> untracked_library_{0};
   std::mutex allocations_mutex_;
   std::unordered_map<uint64_t, std::pair<uint64_t, int>> allocations_;
 };

@@ -113,6 +113,7 @@ std::string render_stats_json(const StatsReport& r) {
   alloc["managed_limit_refusals"] = r.managed_limit_refusals;
   alloc["untracked_async_allocations"] = r.untracked_async_allocations;
   alloc["untracked_vmm_calls"] = r.untracked_vmm_calls;
+  alloc["untracked_library_allocations"] = r.untracked_library_allocations;
 
   Json& hooks = root["hooks"] = Json::object();
   for (const HookReport& h : r.hooks) {

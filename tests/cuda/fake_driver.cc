@@ -1,5 +1,8 @@
 // A stand-in libcuda.so for CPU tests: exports cuGetProcAddress_v2 and hands out
-// fakes of the entry points the cuda backend resolves. See fake_driver.h.
+// fakes of the entry points the cuda backend resolves, each from the CUDA version its
+// ABI appeared in (as the real driver does). The few a program allocates, copies and
+// launches with are also exported by name, for programs that look them up through
+// the library's handle. See fake_driver.h.
 #include "tests/cuda/fake_driver.h"
 
 #include <cuda.h>
@@ -165,48 +168,118 @@ CUresult CtxGetCurrent(CUcontext* c) {
   return CUDA_SUCCESS;
 }
 
+// Device memory is host memory here, aligned like the driver's allocations (launch
+// parameters pointing into it look like device pointers); copies are only recorded.
+constexpr size_t kAllocationAlignment = 1 << 16;
+CUresult allocate(const char* name, CUdeviceptr* p, size_t n) {
+  if (p == nullptr || n == 0) return CUDA_ERROR_INVALID_VALUE;
+  void* memory = std::aligned_alloc(kAllocationAlignment, (n + kAllocationAlignment - 1) / kAllocationAlignment *
+                                                              kAllocationAlignment);
+  if (memory == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+  *p = reinterpret_cast<CUdeviceptr>(memory);
+  record(name, nullptr, *p, n, 0, 0);
+  return CUDA_SUCCESS;
+}
+CUresult MemAlloc(CUdeviceptr* p, size_t n) { return allocate("cuMemAlloc", p, n); }
+CUresult MemAllocManaged(CUdeviceptr* p, size_t n, unsigned int) { return allocate("cuMemAllocManaged", p, n); }
+CUresult MemFree(CUdeviceptr p) {
+  record("cuMemFree", nullptr, p, 0, 0, 0);
+  std::free(reinterpret_cast<void*>(p));
+  return CUDA_SUCCESS;
+}
+CUresult MemcpyHtoD(CUdeviceptr dst, const void* src, size_t n) {
+  record("cuMemcpyHtoD", nullptr, dst, n, reinterpret_cast<uint64_t>(src), 0);
+  return CUDA_SUCCESS;
+}
+CUresult MemcpyDtoH(void* dst, CUdeviceptr src, size_t n) {
+  record("cuMemcpyDtoH", nullptr, src, n, reinterpret_cast<uint64_t>(dst), 0);
+  return CUDA_SUCCESS;
+}
+CUresult CtxGetDevice(CUdevice* d) {
+  if (!t_context_current) return CUDA_ERROR_INVALID_CONTEXT;
+  *d = 0;
+  return CUDA_SUCCESS;
+}
+
+// Kernels: a function is its parameter sizes (fake_cuda_function), laid out as a
+// compiler packs them (each aligned to its size, up to 8 bytes).
+struct FakeFunction {
+  std::vector<size_t> sizes, offsets;
+};
+CUresult FuncGetParamInfo(CUfunction f, size_t index, size_t* offset, size_t* size) {
+  const auto* fn = reinterpret_cast<const FakeFunction*>(f);
+  if (fn == nullptr || index >= fn->sizes.size()) return CUDA_ERROR_INVALID_VALUE;
+  *offset = fn->offsets[index];
+  *size = fn->sizes[index];
+  return CUDA_SUCCESS;
+}
+// Records the launch: address = the first parameter's first 8 bytes (a pointer, in tests).
+CUresult LaunchKernel(CUfunction f, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
+                      unsigned int, CUstream s, void** params, void**) {
+  uint64_t first = 0;
+  if (params != nullptr && params[0] != nullptr) std::memcpy(&first, params[0], sizeof first);
+  record("cuLaunchKernel", s, first, 0, reinterpret_cast<uint64_t>(f), 0);
+  return CUDA_SUCCESS;
+}
+
+CUresult GetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags,
+                        CUdriverProcAddressQueryResult* status);
+
 struct Entry {
   const char* name;
   void* fn;
-  bool batch;
-  bool copy = false;
+  int since;               // the CUDA version (1000*major + 10*minor) of the ABI faked here
+  int until = 1 << 30;     // ... and the version from which the name means a newer ABI
+  bool batch = false;      // dropped by FakeDriverConfig::batch_calls = 0
+  bool copy = false;       // dropped by FakeDriverConfig::copy_calls = 0
 };
-#define FAKE(name, fn) {name, reinterpret_cast<void*>(&fn), false}
+#define FAKE(name, fn, since) {name, reinterpret_cast<void*>(&fn), since}
 const Entry kEntries[] = {
-    FAKE("cuGetErrorString", GetErrorString), FAKE("cuGetErrorName", GetErrorName), FAKE("cuInit", Init),
-    FAKE("cuDriverGetVersion", DriverGetVersion), FAKE("cuDeviceGet", DeviceGet),
-    FAKE("cuDeviceGetCount", DeviceGetCount), FAKE("cuDeviceGetAttribute", DeviceGetAttribute),
-    FAKE("cuDeviceTotalMem", DeviceTotalMem), FAKE("cuDevicePrimaryCtxRetain", PrimaryCtxRetain),
-    FAKE("cuDevicePrimaryCtxRelease", PrimaryCtxRelease), FAKE("cuCtxSetCurrent", CtxSetCurrent),
-    FAKE("cuMemGetInfo", MemGetInfo), FAKE("cuStreamCreate", StreamCreate), FAKE("cuStreamDestroy", StreamDestroy),
-    FAKE("cuStreamSynchronize", StreamSynchronize), FAKE("cuStreamIsCapturing", StreamIsCapturing),
-    FAKE("cuStreamWaitEvent", StreamWaitEvent), FAKE("cuEventCreate", EventCreate),
-    FAKE("cuEventRecord", EventRecord), FAKE("cuEventQuery", EventQuery),
-    FAKE("cuEventSynchronize", EventSynchronize), FAKE("cuEventDestroy", EventDestroy),
-    FAKE("cuMemHostAlloc", MemHostAlloc), FAKE("cuMemHostGetDevicePointer", MemHostGetDevicePointer),
-    FAKE("cuMemFreeHost", MemFreeHost), FAKE("cuMemPrefetchAsync", MemPrefetchAsync),
-    FAKE("cuMemRangeGetAttribute", MemRangeGetAttribute),
-    {"cuMemPrefetchBatchAsync", reinterpret_cast<void*>(&MemPrefetchBatchAsync), true},
-    {"cuMemDiscardBatchAsync", reinterpret_cast<void*>(&MemDiscardBatchAsync), true},
-    FAKE("cuCtxGetCurrent", CtxGetCurrent),
-    {"cuMemDiscardAndPrefetchBatchAsync", reinterpret_cast<void*>(&MemDiscardAndPrefetchBatchAsync), true},
-    {"cuMemcpyDtoHAsync", reinterpret_cast<void*>(&MemcpyDtoHAsync), false, true},
-    {"cuMemcpyHtoDAsync", reinterpret_cast<void*>(&MemcpyHtoDAsync), false, true},
-    {"cuMemsetD8Async", reinterpret_cast<void*>(&MemsetD8Async), false, true},
-    {"cuMemsetD32Async", reinterpret_cast<void*>(&MemsetD32Async), false, true},
+    FAKE("cuGetErrorString", GetErrorString, 6000), FAKE("cuGetErrorName", GetErrorName, 6000),
+    FAKE("cuInit", Init, 2000), FAKE("cuDriverGetVersion", DriverGetVersion, 2020),
+    FAKE("cuDeviceGet", DeviceGet, 2000), FAKE("cuDeviceGetCount", DeviceGetCount, 2000),
+    FAKE("cuDeviceGetAttribute", DeviceGetAttribute, 2000), FAKE("cuDeviceTotalMem", DeviceTotalMem, 3020),
+    FAKE("cuDevicePrimaryCtxRetain", PrimaryCtxRetain, 7000),
+    FAKE("cuDevicePrimaryCtxRelease", PrimaryCtxRelease, 11000), FAKE("cuCtxSetCurrent", CtxSetCurrent, 4000),
+    FAKE("cuMemGetInfo", MemGetInfo, 3020), FAKE("cuStreamCreate", StreamCreate, 2000),
+    FAKE("cuStreamDestroy", StreamDestroy, 4000), FAKE("cuStreamSynchronize", StreamSynchronize, 2000),
+    FAKE("cuStreamIsCapturing", StreamIsCapturing, 10000), FAKE("cuStreamWaitEvent", StreamWaitEvent, 3020),
+    FAKE("cuEventCreate", EventCreate, 2000), FAKE("cuEventRecord", EventRecord, 2000),
+    FAKE("cuEventQuery", EventQuery, 2000), FAKE("cuEventSynchronize", EventSynchronize, 2000),
+    FAKE("cuEventDestroy", EventDestroy, 4000), FAKE("cuMemHostAlloc", MemHostAlloc, 2020),
+    FAKE("cuMemHostGetDevicePointer", MemHostGetDevicePointer, 3020), FAKE("cuMemFreeHost", MemFreeHost, 2000),
+    FAKE("cuMemPrefetchAsync", MemPrefetchAsync, 12020), FAKE("cuMemRangeGetAttribute", MemRangeGetAttribute, 8000),
+    {"cuMemPrefetchBatchAsync", reinterpret_cast<void*>(&MemPrefetchBatchAsync), 13000, 1 << 30, true},
+    {"cuMemDiscardBatchAsync", reinterpret_cast<void*>(&MemDiscardBatchAsync), 13000, 1 << 30, true},
+    FAKE("cuCtxGetCurrent", CtxGetCurrent, 4000),
+    {"cuMemDiscardAndPrefetchBatchAsync", reinterpret_cast<void*>(&MemDiscardAndPrefetchBatchAsync), 13000, 1 << 30,
+     true},
+    {"cuMemcpyDtoHAsync", reinterpret_cast<void*>(&MemcpyDtoHAsync), 3020, 1 << 30, false, true},
+    {"cuMemcpyHtoDAsync", reinterpret_cast<void*>(&MemcpyHtoDAsync), 3020, 1 << 30, false, true},
+    {"cuMemsetD8Async", reinterpret_cast<void*>(&MemsetD8Async), 3020, 1 << 30, false, true},
+    {"cuMemsetD32Async", reinterpret_cast<void*>(&MemsetD32Async), 3020, 1 << 30, false, true},
+    // What a program allocates, copies and launches with (the cuda backend uses none of them).
+    FAKE("cuMemAlloc", MemAlloc, 3020), FAKE("cuMemAllocManaged", MemAllocManaged, 6000),
+    FAKE("cuMemFree", MemFree, 3020), FAKE("cuMemcpyHtoD", MemcpyHtoD, 3020), FAKE("cuMemcpyDtoH", MemcpyDtoH, 3020),
+    FAKE("cuLaunchKernel", LaunchKernel, 4000), FAKE("cuFuncGetParamInfo", FuncGetParamInfo, 12040),
+    // CUDA 13's cuCtxGetDevice takes a context too (cuCtxGetDevice_v2): not faked.
+    {"cuCtxGetDevice", reinterpret_cast<void*>(&CtxGetDevice), 2000, 13000},
+    FAKE("cuGetProcAddress", GetProcAddress, 12000),
 };
 
-}  // namespace
-
-extern "C" {
-
-__attribute__((visibility("default"))) CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version,
-                                                                     cuuint64_t, CUdriverProcAddressQueryResult* status) {
+CUresult GetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t,
+                        CUdriverProcAddressQueryResult* status) {
+  CUdriverProcAddressQueryResult ignored;
+  if (status == nullptr) status = &ignored;  // optional, as for the real driver
   *pfn = nullptr;
   *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-  if (version < 13000) return CUDA_ERROR_NOT_FOUND;
   for (const Entry& e : kEntries) {
     if (std::string_view(symbol) != e.name) continue;
+    if (version < e.since) {
+      *status = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+      return CUDA_ERROR_NOT_FOUND;
+    }
+    if (version >= e.until) continue;
     if (e.batch && !g_config.batch_calls) return CUDA_ERROR_NOT_FOUND;
     if (e.copy && !g_config.copy_calls) return CUDA_ERROR_NOT_FOUND;
     *pfn = e.fn;
@@ -216,7 +289,42 @@ __attribute__((visibility("default"))) CUresult cuGetProcAddress_v2(const char* 
   return CUDA_ERROR_NOT_FOUND;
 }
 
-__attribute__((visibility("default"))) void fake_cuda_reset(const FakeDriverConfig* config) {
+}  // namespace
+
+extern "C" {
+
+#define FAKE_EXPORT __attribute__((visibility("default")))
+
+FAKE_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint64_t flags,
+                                         CUdriverProcAddressQueryResult* status) {
+  return GetProcAddress(symbol, pfn, version, flags, status);
+}
+
+// The names a program finds through dlsym on the driver's handle (JAX's XLA plugin
+// takes every driver function that way).
+FAKE_EXPORT CUresult cuInit(unsigned int flags) { return Init(flags); }
+FAKE_EXPORT CUresult cuDeviceGet(CUdevice* d, int ordinal) { return DeviceGet(d, ordinal); }
+FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice d) { return PrimaryCtxRetain(c, d); }
+FAKE_EXPORT CUresult cuCtxSetCurrent(CUcontext c) { return CtxSetCurrent(c); }
+FAKE_EXPORT CUresult cuCtxGetDevice(CUdevice* d) { return CtxGetDevice(d); }
+FAKE_EXPORT CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total) { return MemGetInfo(free_bytes, total); }
+FAKE_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t n) { return MemAlloc(p, n); }
+FAKE_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* p, size_t n, unsigned int flags) {
+  return MemAllocManaged(p, n, flags);
+}
+FAKE_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) { return MemFree(p); }
+FAKE_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t n) { return MemcpyHtoD(dst, src, n); }
+FAKE_EXPORT CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t n) { return MemcpyDtoH(dst, src, n); }
+FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                                    unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void** params,
+                                    void** extra) {
+  return LaunchKernel(f, gx, gy, gz, bx, by, bz, shared, s, params, extra);
+}
+FAKE_EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t* offset, size_t* size) {
+  return FuncGetParamInfo(f, index, offset, size);
+}
+
+FAKE_EXPORT void fake_cuda_reset(const FakeDriverConfig* config) {
   std::lock_guard lock(g_mutex);
   g_config = *config;
   g_calls.clear();
@@ -225,22 +333,35 @@ __attribute__((visibility("default"))) void fake_cuda_reset(const FakeDriverConf
   g_gate_cv.notify_all();
 }
 
-__attribute__((visibility("default"))) size_t fake_cuda_calls(FakeCall* out, size_t max) {
+FAKE_EXPORT size_t fake_cuda_calls(FakeCall* out, size_t max) {
   std::lock_guard lock(g_mutex);
   for (size_t i = 0; i < g_calls.size() && i < max; ++i) out[i] = g_calls[i];
   return g_calls.size();
 }
 
-__attribute__((visibility("default"))) void fake_cuda_gate(int closed) {
+FAKE_EXPORT void fake_cuda_gate(int closed) {
   std::lock_guard lock(g_mutex);
   g_gate_closed = closed != 0;
   g_gate_cv.notify_all();
 }
 
-__attribute__((visibility("default"))) void fake_cuda_set_capturing(uint64_t stream, int capturing) {
+FAKE_EXPORT void fake_cuda_set_capturing(uint64_t stream, int capturing) {
   std::lock_guard lock(g_mutex);
   if (capturing) g_capturing.insert(stream);
   else g_capturing.erase(stream);
+}
+
+FAKE_EXPORT CUfunction fake_cuda_function(const size_t* param_sizes, size_t count) {
+  auto* fn = new FakeFunction;  // lives as long as the process, like a loaded module's function
+  size_t offset = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const size_t align = param_sizes[i] < 8 ? param_sizes[i] : 8;
+    offset = (offset + align - 1) / align * align;
+    fn->sizes.push_back(param_sizes[i]);
+    fn->offsets.push_back(offset);
+    offset += param_sizes[i];
+  }
+  return reinterpret_cast<CUfunction>(fn);
 }
 
 }  // extern "C"

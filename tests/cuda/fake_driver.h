@@ -5,6 +5,8 @@
 // backend loaded.
 #pragma once
 
+#include <cuda.h>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -34,4 +36,6 @@ using FakeResetFn = void (*)(const FakeDriverConfig*);
 using FakeCallsFn = size_t (*)(FakeCall* out, size_t max);
 using FakeGateFn = void (*)(int closed);  // 1: prefetch calls block until opened again
 using FakeCaptureFn = void (*)(uint64_t stream, int capturing);
+// A kernel taking parameters of these sizes (answers cuFuncGetParamInfo, takes cuLaunchKernel).
+using FakeFunctionFn = CUfunction (*)(const size_t* param_sizes, size_t count);
 }

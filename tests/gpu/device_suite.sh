@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On a GPU machine, from the repo root, with .device/ carried (scripts/device_bundle.sh):
-#   tests/gpu/device_suite.sh [part...]     parts: check torch-resnet torch-gpt bench datapath decode verify
-# datapath, decode and verify are not in the default list: run them by name.
+#   tests/gpu/device_suite.sh [part...]     parts: check static-cudart torch-resnet torch-gpt bench datapath decode verify
+# static-cudart, datapath, decode and verify are not in the default list: run them by name.
+# static-cudart: a program built with nvcc's default static CUDA runtime (static_cudart_check.sh).
 # verify: every step's loss bit for bit against native on the copy path, with and without
 # PUMP_VERIFY=poison, ResNet-50 fp32 and the GPT decoder bf16 (POLICIES, default lru,learned).
 # datapath: pump-datapath-bench, the backend alone (DATAPATH_ARGS adds arguments).
@@ -82,6 +83,8 @@ for part in "${@:-check torch-resnet torch-gpt bench}"; do
     echo "=================== $p"
     case $p in
       check) tests/gpu/run_on_device.sh .device > "$OUT/check.log" 2>&1; rc=$?; tail -25 "$OUT/check.log" ;;
+      static-cudart) tests/gpu/static_cudart_check.sh .device > "$OUT/static-cudart.log" 2>&1; rc=$?
+                     tail -25 "$OUT/static-cudart.log" ;;
       torch-resnet) python3 tests/gpu/torch/check_policies.py --libpump "$LIBPUMP" --model resnet50 --steps 20 --policies "${POLICIES:-none,lazy,eager,lru,activations,learned}" \
                       --out "$OUT/torch" 2>&1 | tee "$OUT/torch-resnet.txt"; rc=${PIPESTATUS[0]} ;;
       verify) # Bitwise, on the copy path, normally and under PUMP_VERIFY=poison (a read pump did

@@ -28,7 +28,8 @@ for l in cudnn.so.9 cublas.so.13 cublasLt.so.13; do
   f=$(echo "$LIBDIRS" | tr ':' '\n' | while read -r d; do [ -e "$d/lib$l" ] && echo "$d/lib$l" && break; done)
   [ -n "$f" ] && ln -sf "$f" "$WORK/link/lib${l%%.so*}.so"
 done
-# -cudart shared: a statically linked runtime cannot be interposed (PyTorch uses the shared one).
+# -cudart shared: the runtime-level hooks, as PyTorch uses them (static_cudart_check.sh checks
+# a program with nvcc's default static runtime).
 nvcc -O2 -std=c++17 -arch=sm_90 -cudart shared $INCDIRS -o "$WORK/pump_gpu_check" tests/gpu/pump_gpu_check.cu \
   -L"$WORK/link" $LINKDIRS -lcublas -lcudnn
 

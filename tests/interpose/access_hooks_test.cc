@@ -171,6 +171,25 @@ TEST_F(AccessHooks, PerThreadStreamCallsUseTheThreadsDefaultStream) {
   EXPECT_EQ(last().stream, 0x55u);
 }
 
+// A shared runtime's driver entry points are pump's hooks (its lookups through libcuda's
+// handle are redirected): its cudaMemcpy reaches pump's cuMemcpyHtoD_v2 underneath pump's
+// cudaMemcpy hook, which must not tell the engine about the copy a second time.
+cudaError_t runtime_copy_through_the_driver_hook(void* dst, const void* src, size_t count, cudaMemcpyKind) {
+  return cuMemcpyHtoD_v2(reinterpret_cast<CUdeviceptr>(dst), src, count) == CUDA_SUCCESS ? cudaSuccess
+                                                                                          : cudaErrorUnknown;
+}
+
+TEST_F(AccessHooks, ARuntimeCopyReachingTheDriverHookUnderneathIsSeenOnce) {
+  g_real_symbols[k_cudaMemcpy].store(reinterpret_cast<void*>(&runtime_copy_through_the_driver_hook));
+  const uint64_t kernels = engine_->stats().kernels;
+  const int real_calls = g_real_calls;
+  std::vector<char> host(4096);
+  EXPECT_EQ(cudaMemcpy(ptr(kA), host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  EXPECT_EQ(g_real_calls, real_calls + 1) << "the driver's copy ran, once";
+  EXPECT_EQ(engine_->stats().kernels, kernels + 1) << "the engine heard of the copy once";
+  EXPECT_EQ(last().id, k_cudaMemcpy);
+}
+
 // Every COPY hook: its id, its destination and bytes, its source when it has one.
 struct CopyCase {
   const char* name;

@@ -2,13 +2,8 @@
 # checks what the user sees on stderr: each bad value is one line tagged like every
 # other message ("pump: warning: ..." / "pump: error: ..."), and the program still
 # runs. -DPROBE=<path> -DLIBPUMP=<path>.
-set(preload "${LIBPUMP}")
-execute_process(COMMAND ldd "${LIBPUMP}" OUTPUT_VARIABLE deps)
-foreach(runtime asan tsan)  # a sanitized libpump.so needs its runtime loaded first
-  if(deps MATCHES "(/[^ \n]*lib${runtime}\\.so[^ \n]*)")
-    set(preload "${CMAKE_MATCH_1}:${preload}")
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/preload_list.cmake)
+pump_preload_list("${LIBPUMP}" preload)
 
 # (a list: a ";" in a regex is written ".")
 # <environment assignment>|<the one line expected on stderr, as a regex>

@@ -1,15 +1,8 @@
 # Runs the cudaMalloc probe natively and under LD_PRELOAD=libpump.so; both must exit 0
 # and print the same results. -DPROBE=<path> -DLIBPUMP=<path>.
 execute_process(COMMAND "${PROBE}" OUTPUT_VARIABLE native RESULT_VARIABLE native_rc ERROR_VARIABLE native_err)
-# A sanitizer build of libpump.so needs the sanitizer runtime loaded first, as any
-# sanitized library preloaded into an unsanitized program does.
-set(preload "${LIBPUMP}")
-execute_process(COMMAND ldd "${LIBPUMP}" OUTPUT_VARIABLE deps)
-foreach(runtime asan tsan)  # these must come first; libubsan is an ordinary dependency
-  if(deps MATCHES "(/[^ \n]*lib${runtime}\\.so[^ \n]*)")
-    set(preload "${CMAKE_MATCH_1}:${preload}")
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/preload_list.cmake)
+pump_preload_list("${LIBPUMP}" preload)
 execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_PRELOAD=${preload} PUMP_MANAGED_LIMIT=1GiB "${PROBE}"
                 OUTPUT_VARIABLE preloaded RESULT_VARIABLE preloaded_rc ERROR_VARIABLE preloaded_err)
 message(STATUS "native:    rc=${native_rc} ${native}")
