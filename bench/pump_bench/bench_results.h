@@ -18,6 +18,7 @@ struct ConfigResult {
   bool checksum_differs = false;  // its result checksum is not native's: pump changed what it computed
   // The row's policy could not run (not loaded, or its init failed): pump-bench exits 1.
   bool policy_failed = false;
+  bool program_failed = false;    // the program exited non-zero or printed no iteration times
 
   uint64_t footprint_bytes = 0;
   uint64_t budget_bytes = 0;  // 0: no budget

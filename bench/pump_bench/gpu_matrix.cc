@@ -35,6 +35,7 @@ PumpStats run_config(const GpuWorkload& w, const std::map<std::string, std::stri
     if (!p.started || p.exit_code != 0) {
       row->note = p.started ? "exit " + std::to_string(p.exit_code) + ": " + last_lines(p.output, 3) : p.error;
       std::replace(row->note.begin(), row->note.end(), '\n', ' ');
+      row->program_failed = true;
       row->samples_seconds.clear();
       return last;
     }
@@ -56,6 +57,7 @@ PumpStats run_config(const GpuWorkload& w, const std::map<std::string, std::stri
     const std::optional<double> median = steady_median_seconds(out);
     if (!median) {
       row->note = "no 'pump-bench: iteration_ms=' lines after the first";
+      row->program_failed = true;
       row->samples_seconds.clear();
       return last;
     }

@@ -66,7 +66,7 @@ void print_progress(size_t index, size_t total, const ConfigResult& row, bool do
     // The statistic the table shows: the median of the steady iterations.
     std::fprintf(stderr, " %.3f ms/iter (median)%s\n", 1e3 * median_of(row.samples_seconds),
                  row.violations ? "  VIOLATIONS!" : "");
-  } else if (row.policy_failed) {
+  } else if (row.policy_failed || row.program_failed) {
     std::fprintf(stderr, " FAILED: %s\n", row.note.c_str());
   } else {
     std::fprintf(stderr, " skipped: %s\n", row.note.c_str());
@@ -234,7 +234,7 @@ int run(int argc, char** argv) {
   if (csv_is_temporary) std::filesystem::remove(csv, ec_ignored());
   if (total_violations(report.results) > 0) return 3;
   for (const ConfigResult& r : report.results) {
-    if (r.policy_failed || (!r.ran && r.note.find("not loaded") != std::string::npos)) status = 1;
+    if (r.policy_failed || r.program_failed || (!r.ran && r.note.find("not loaded") != std::string::npos)) status = 1;
     if (r.checksum_differs) status = 1;  // a wrong result is a failure, whatever its speed
   }
   return status;
