@@ -101,6 +101,7 @@ typedef struct policy_block_filter {
 #define POLICY_ANY_BLOCK ((policy_block_filter_t){0u, 0u})
 #define POLICY_IDLE_BLOCKS ((policy_block_filter_t){PUMP_BLOCK_IN_USE, 0u})
 #define POLICY_IDLE_DEAD_BLOCKS ((policy_block_filter_t){PUMP_BLOCK_IN_USE | PUMP_BLOCK_DEAD, PUMP_BLOCK_DEAD})
+#define POLICY_IDLE_CLEAN_BLOCKS ((policy_block_filter_t){PUMP_BLOCK_IN_USE | PUMP_BLOCK_CLEAN, PUMP_BLOCK_CLEAN})
 
 /* Whether evicting `b` now, for the kernel with sequence number `seq`, cannot overlap
  * with compute: the block leaves only once its last kernel is done, and the fetch

@@ -150,9 +150,13 @@ static void lru_on_kernel(void* ctx, const pump_kernel_v1_t* kernel) {
 }
 
 static void lru_on_pressure(void* ctx, const pump_kernel_v1_t* kernel, uint64_t bytes_needed) {
+  policy_base_t* base = (policy_base_t*)ctx;
+  uint64_t freed;
   (void)kernel;
-  if (ctx == NULL) return;
-  evict_dead_first((policy_base_t*)ctx, POLICY_IDLE_DEAD_BLOCKS, POLICY_ANY_BLOCK, bytes_needed);
+  if (base == NULL) return;
+  freed = policy_evict_lru(base, PUMP_ALL_ROLES, POLICY_IDLE_DEAD_BLOCKS, 1, bytes_needed);
+  if (freed < bytes_needed) freed += policy_evict_lru(base, PUMP_ALL_ROLES, POLICY_IDLE_CLEAN_BLOCKS, 1, bytes_needed - freed);
+  if (freed < bytes_needed) policy_evict_lru(base, PUMP_ALL_ROLES, POLICY_ANY_BLOCK, 1, bytes_needed - freed);
 }
 
 PUMP_DECLARE_POLICY = {

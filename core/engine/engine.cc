@@ -486,10 +486,18 @@ pump_block_v1_t Engine::snapshot(const Block& b, bool used) const {
   v.role = b.role;
   v.residency = b.residency;
   v.access = current_seq_ && b.kernel_mark == current_seq_ ? b.kernel_access : 0;
-  v.flags = (used ? PUMP_BLOCK_IN_USE : 0u) | (b.dead ? PUMP_BLOCK_DEAD : 0u);
+  v.flags = (used ? PUMP_BLOCK_IN_USE : 0u) | (b.dead ? PUMP_BLOCK_DEAD : 0u) | (clean_now(b) ? PUMP_BLOCK_CLEAN : 0u);
   v.last_use = b.last_use;
   v.uses = b.uses;
   return v;
+}
+
+bool Engine::clean_now(const Block& b) const {
+  // What evicting it would do now (request_evict): drop it without a copy, unless a
+  // kernel that reached its allocation through a pointer may have written it since.
+  if (datapath_ != DataPath::kCopy || !b.saved || b.dead) return false;
+  auto it = allocations_.find(b.allocation);
+  return it == allocations_.end() || b.saved_seq > it->second.inexact_seq;
 }
 
 bool Engine::in_use(const Block& b) {

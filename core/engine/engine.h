@@ -119,6 +119,7 @@ class Engine {
     bool maybe_fetching = false;
   };
   AllocationState* allocation_of(const Block& b);
+  bool clean_now(const Block& b) const;  // saved, and no write since that pump may have missed
   void add_dropped_pieces_of_inexact_allocations(uint64_t seq);
   // Makes every piece of `a` that an access through a pointer may reach and that is not
   // ready on the device (dropped, or a fetch of it still landing) a block of kernel `seq`.
