@@ -765,6 +765,11 @@ bool Engine::find_block(uint64_t address, pump_block_v1_t* out) {
   return true;
 }
 
+bool Engine::holds(uint64_t address) {
+  std::lock_guard lock(mutex_);
+  return tracker_.find(address) != nullptr;
+}
+
 EngineStats Engine::stats() const {
   std::lock_guard lock(mutex_);
   EngineStats out = stats_;

@@ -158,7 +158,16 @@ Engine* Runtime::engine(int device) {
   backends_.push_back(std::move(backend));
   engine_storage_.push_back(std::move(engine));
   engines_[device].store(raw, std::memory_order_release);
+  const int index = engine_count_.load(std::memory_order_relaxed);  // written under engines_mutex_ only
+  engine_devices_[index].store(device, std::memory_order_relaxed);
+  engine_count_.store(index + 1, std::memory_order_release);
   return raw;
+}
+
+Engine* Runtime::engine_at(int index, int* device) const {
+  if (index < 0 || index >= engine_count()) return nullptr;
+  *device = engine_devices_[index].load(std::memory_order_relaxed);
+  return existing_engine(*device);
 }
 
 Engine* Runtime::current_engine(int* device_out) {

@@ -45,6 +45,13 @@ class Runtime {
   Engine* engine(int device);
   // The engine of the calling thread's current device (*device_out set when found).
   Engine* current_engine(int* device_out = nullptr);
+  // The engine of `device` if it exists (never creates one).
+  Engine* existing_engine(int device) const {
+    return device >= 0 && device < kMaxDevices ? engines_[device].load(std::memory_order_acquire) : nullptr;
+  }
+  // Engines in the order they were created: index i < engine_count() (*device set).
+  int engine_count() const { return engine_count_.load(std::memory_order_acquire); }
+  Engine* engine_at(int index, int* device) const;
   // The block containing `address` on any device.
   bool find_block(uint64_t address, pump_block_v1_t* out);
 
@@ -84,6 +91,8 @@ class Runtime {
   std::vector<std::unique_ptr<DeviceBackend>> backends_;  // never destroyed before the engines
   std::array<std::atomic<DeviceBackend*>, kMaxDevices> backend_of_{};
   std::vector<std::unique_ptr<Engine>> engine_storage_;
+  std::array<std::atomic<int>, kMaxDevices> engine_devices_{};  // by creation order
+  std::atomic<int> engine_count_{0};
 
   std::atomic<uint64_t> managed_limit_{0};  // 0: none
   std::atomic<uint64_t> managed_bytes_{0};

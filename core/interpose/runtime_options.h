@@ -15,7 +15,7 @@ namespace pump::interpose {
 
 struct RuntimeOptions {
   bool disabled = false;                                    // PUMP_DISABLE=1: pure pass-through
-  std::vector<std::string> plugins{"cudnn", "cublas", "launch"};  // PUMP_PLUGINS
+  std::vector<std::string> plugins{"cudnn", "cublas", "launch", "nccl"};  // PUMP_PLUGINS
   std::string policy = "lru";                               // PUMP_POLICY
   std::optional<std::string> budget;                        // PUMP_GPU_BUDGET, checked; applied per device
   std::optional<uint64_t> managed_limit;                    // PUMP_MANAGED_LIMIT

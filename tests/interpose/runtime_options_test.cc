@@ -28,7 +28,7 @@ TEST(RuntimeOptions, EmptyValuesGiveTheDefaults) {
   LogCapture log;
   RuntimeOptions o = parse_runtime_options(*config_with({}));
   EXPECT_FALSE(o.disabled);
-  EXPECT_EQ(o.plugins, (std::vector<std::string>{"cudnn", "cublas", "launch"}));
+  EXPECT_EQ(o.plugins, (std::vector<std::string>{"cudnn", "cublas", "launch", "nccl"}));
   EXPECT_EQ(o.policy, "lru");
   EXPECT_FALSE(o.managed_limit);
   EXPECT_FALSE(o.prefetch_on_alloc);
