@@ -26,11 +26,18 @@ struct FakeDriverConfig {
   int contextless_threads = 0;     // 1: stream calls fail with INVALID_CONTEXT until the thread sets one
   int copy_calls = 1;              // export cuMemcpyDtoHAsync/HtoDAsync and the memsets (the copy data path)
   int copy_result = 0;             // CUresult of every copy call
+  int fail_event_records = 0;      // this many cuEventRecord calls fail (CUDA_ERROR_INVALID_HANDLE)
+  uint64_t free_memory = 0;        // cuMemGetInfo's free bytes (0: all of total_memory)
 };
+// Contexts: device d's primary context is 0xc0 + d; a thread has none current until it
+// sets or pushes one. cuEventRecord and cuEventCreate log the current context in `value`,
+// cuCtxPushCurrent the context pushed; a stream's context (cuStreamGetCtx) is 0xc0 unless
+// set with fake_cuda_set_stream_context.
 
 extern "C" {
 using FakeResetFn = void (*)(const FakeDriverConfig*);
 using FakeCallsFn = size_t (*)(FakeCall* out, size_t max);
 using FakeGateFn = void (*)(int closed);  // 1: prefetch calls block until opened again
 using FakeCaptureFn = void (*)(uint64_t stream, int capturing);
+using FakeStreamContextFn = void (*)(uint64_t stream, uint64_t context);
 }
