@@ -55,9 +55,10 @@ class Runtime {
   // The block containing `address` on any device.
   bool find_block(uint64_t address, pump_block_v1_t* out);
 
-  // PUMP_MANAGED_LIMIT accounting. reserve fails (one clear message) past the limit.
-  bool reserve_managed(uint64_t bytes);
-  void release_managed(uint64_t bytes);
+  // PUMP_MANAGED_LIMIT accounting, per device. reserve fails (one clear message) past the
+  // device's limit.
+  bool reserve_managed(int device, uint64_t bytes);
+  void release_managed(int device, uint64_t bytes);
   // Managed allocations made by the hooks, by address (what cudaFree must tell the engine).
   void remember_allocation(uint64_t address, uint64_t bytes, int device);
   std::optional<std::pair<uint64_t, int>> forget_allocation(uint64_t address);
@@ -75,7 +76,8 @@ class Runtime {
   void load_plugins();
   void require_every_launch_seen();
   void keep_unverified_policies_off_the_copy_path();
-  void apply_safety_limit();
+  // The device's PUMP_MANAGED_LIMIT, clamped to its free memory when its engine starts.
+  void apply_safety_limit(int device, uint64_t free_bytes);
 
   Config config_;
   RuntimeOptions options_;
@@ -94,11 +96,18 @@ class Runtime {
   std::array<std::atomic<int>, kMaxDevices> engine_devices_{};  // by creation order
   std::atomic<int> engine_count_{0};
 
-  std::atomic<uint64_t> managed_limit_{0};  // 0: none
-  std::atomic<uint64_t> managed_bytes_{0};
-  std::atomic<uint64_t> managed_peak_{0};
-  std::atomic<uint64_t> managed_allocations_{0};
-  std::atomic<uint64_t> limit_refusals_{0};
+  // Managed memory per device (PUMP_MANAGED_LIMIT), and the process's total.
+  struct ManagedAccount {
+    std::atomic<uint64_t> limit{0};  // 0: none
+    std::atomic<uint64_t> bytes{0};
+    std::atomic<uint64_t> peak{0};
+    std::atomic<uint64_t> allocations{0};
+    std::atomic<uint64_t> refusals{0};
+  };
+  std::array<ManagedAccount, kMaxDevices> managed_{};
+  std::atomic<uint64_t> managed_total_{0};
+  std::atomic<uint64_t> managed_total_peak_{0};
+  std::atomic<uint64_t> limit_refusals_{0};  // every device's: the first one explains
   std::atomic<uint64_t> untracked_async_{0};
   std::atomic<uint64_t> untracked_vmm_{0};
   std::mutex allocations_mutex_;

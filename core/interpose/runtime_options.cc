@@ -32,6 +32,19 @@ std::vector<std::string> split_list(const std::string& text) {
   return out;
 }
 
+std::string trimmed(const std::string& text) {
+  const size_t first = text.find_first_not_of(" \t");
+  return first == std::string::npos ? std::string() : text.substr(first, text.find_last_not_of(" \t") + 1 - first);
+}
+
+// The middle of a per-device setting's error line: "is not <kind>" for a single bad value,
+// "has 'X', which is not <kind>" for a bad item, else the split's own phrase.
+std::string what_is_wrong(const std::string& text, const std::string& why, const std::string& bad, const char* kind) {
+  if (bad.empty()) return why;
+  std::string out = bad == trimmed(text) ? "is not " : "has '" + bad + "', which is not ";
+  return out.append(kind);
+}
+
 // A budget's syntax does not depend on the device: check percentages against any size.
 constexpr uint64_t kAnyDeviceBytes = uint64_t{1} << 40;
 
@@ -68,24 +81,50 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes)
     o.policy = *v;
   }
   if (auto v = config.get("GPU_BUDGET")) {
-    const std::optional<uint64_t> bytes = parse_budget(*v, kAnyDeviceBytes);
-    if (bytes && *bytes < kMinBudgetBytes)
-      log(LogLevel::kError, "PUMP_GPU_BUDGET='%s' is below one page (%llu bytes); using the device's whole memory",
-          v->c_str(), static_cast<unsigned long long>(kMinBudgetBytes));
-    else if (bytes) o.budget = *v;
-    else
+    std::string why, bad, below_page;
+    auto budget = parse_per_device<std::string>(
+        *v,
+        [&](std::string_view item) -> std::optional<std::string> {
+          const std::optional<uint64_t> bytes = parse_budget(item, kAnyDeviceBytes);
+          if (bytes && *bytes >= kMinBudgetBytes) return std::string(item);
+          (bytes ? below_page : bad) = std::string(item);
+          return std::nullopt;
+        },
+        &why);
+    if (budget) {
+      o.budget = std::move(*budget);
+      o.budget_text = *v;
+    } else if (!below_page.empty()) {
+      log(LogLevel::kError, "PUMP_GPU_BUDGET='%s' is below one page (%llu bytes)%s; using each device's whole memory",
+          v->c_str(), static_cast<unsigned long long>(kMinBudgetBytes),
+          below_page == trimmed(*v) ? "" : (" in '" + below_page + "'").c_str());
+    } else {
       log(LogLevel::kError,
-          "PUMP_GPU_BUDGET='%s' is not a size (e.g. 8GiB, 512MiB, 1073741824) or a percentage in (0, 100]; "
-          "using the device's whole memory",
-          v->c_str());
+          "PUMP_GPU_BUDGET='%s' %s: give a size (e.g. 8GiB, 512MiB, 1073741824) or a percentage in (0, 100], for "
+          "every device or per device (0:8GiB,1:6GiB); using each device's whole memory",
+          v->c_str(), what_is_wrong(*v, why, bad, "a size or a percentage").c_str());
+    }
   }
   if (auto v = config.get("MANAGED_LIMIT")) {
-    if (auto bytes = parse_byte_size(*v); bytes && *bytes > 0) o.managed_limit = *bytes;
-    else
+    std::string why, bad;
+    auto limit = parse_per_device<uint64_t>(
+        *v,
+        [&](std::string_view item) -> std::optional<uint64_t> {
+          const std::optional<uint64_t> bytes = parse_byte_size(item);
+          if (bytes && *bytes > 0) return bytes;
+          bad = std::string(item);
+          return std::nullopt;
+        },
+        &why);
+    if (limit) {
+      o.managed_limit = std::move(*limit);
+      o.managed_limit_text = *v;
+    } else {
       log(LogLevel::kError,
-          "PUMP_MANAGED_LIMIT='%s' is not a positive size (e.g. 16GiB, 512MiB); no cap on managed memory is applied "
-          "beyond the device's free memory",
-          v->c_str());
+          "PUMP_MANAGED_LIMIT='%s' %s: give a positive size (e.g. 16GiB, 512MiB), for every device or per device "
+          "(0:16GiB,1:12GiB); no cap on managed memory is applied",
+          v->c_str(), what_is_wrong(*v, why, bad, "a positive size").c_str());
+    }
   }
   if (auto v = config.get("PREFETCH_ON_ALLOC")) {
     if (auto flag = parse_flag(*v)) o.prefetch_on_alloc = *flag;
@@ -125,24 +164,25 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes)
   return o;
 }
 
-uint64_t budget_for_device(const RuntimeOptions& options, uint64_t device_bytes) {
-  if (!options.budget) return device_bytes;
-  auto bytes = parse_budget(*options.budget, device_bytes);
+uint64_t budget_for_device(const RuntimeOptions& options, int device, uint64_t device_bytes) {
+  const std::string* text = options.budget.of(device);
+  if (!text) return device_bytes;
+  auto bytes = parse_budget(*text, device_bytes);
   if (!bytes) return device_bytes;  // checked at parse time; unreachable in practice
   if (*bytes > device_bytes) {
-    log(LogLevel::kWarn, "PUMP_GPU_BUDGET=%s is more than the device's %s: using the device's memory",
-        options.budget->c_str(), format_bytes(device_bytes).c_str());
+    log(LogLevel::kWarn, "PUMP_GPU_BUDGET=%s is more than device %d's %s: using the device's memory", text->c_str(),
+        device, format_bytes(device_bytes).c_str());
     return device_bytes;
   }
   return *bytes;
 }
 
-uint64_t clamp_managed_limit(uint64_t limit, uint64_t free_bytes) {
+uint64_t clamp_managed_limit(uint64_t limit, uint64_t free_bytes, int device) {
   if (limit <= free_bytes) return limit;
   log(LogLevel::kWarn,
-      "PUMP_MANAGED_LIMIT=%s is more than the device's free memory (%s): refusing to let managed allocations "
+      "PUMP_MANAGED_LIMIT=%s is more than device %d's free memory (%s): refusing to let managed allocations "
       "oversubscribe the GPU, the limit is clamped to %s",
-      format_bytes(limit).c_str(), format_bytes(free_bytes).c_str(), format_bytes(free_bytes).c_str());
+      format_bytes(limit).c_str(), device, format_bytes(free_bytes).c_str(), format_bytes(free_bytes).c_str());
   return free_bytes;
 }
 
