@@ -41,7 +41,8 @@ Engine::Engine(DeviceBackend& backend, const pump_policy_v1_t* policy, const Eng
       tracker_(options.split_granularity),
       prefetch_on_alloc_(options.prefetch_on_alloc),
       datapath_(options.datapath),
-      shadows_([&backend](uint64_t bytes) { return backend.allocate_host(bytes); }, options.host_limit_bytes),
+      shadows_([&backend](uint64_t bytes) { return backend.allocate_host(bytes); }, options.host_limit_bytes,
+               ShadowStore::kDefaultSlabBytes, options.shared_host_limit),
       host_(std::make_unique<PolicyHost>()) {
   pump_policy_host_v1_t& t = host_->table;
   t.struct_size = sizeof(pump_policy_host_v1_t);

@@ -36,6 +36,7 @@ struct EngineOptions {
   bool prefetch_on_alloc = false;          // queue a prefetch of each new allocation (if it fits)
   DataPath datapath = DataPath::kCopy;
   uint64_t host_limit_bytes = 0;           // pinned shadow store cap; 0: none (dirty data takes unified memory)
+  HostLimit* shared_host_limit = nullptr;  // the process's PUMP_HOST_LIMIT, shared by every device's engine
 };
 
 const char* datapath_name(DataPath path);

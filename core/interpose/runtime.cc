@@ -45,7 +45,8 @@ Runtime* Runtime::get() {
   return instance;
 }
 
-Runtime::Runtime(RuntimeOptions options) : options_(std::move(options)) {
+Runtime::Runtime(RuntimeOptions options)
+    : options_(std::move(options)), host_limit_(std::make_unique<HostLimit>(options_.host_limit_bytes)) {
   extractors_ = std::make_unique<ExtractorRegistry>(&config_, &find_block_any);
   if (!options_.trace_path.empty()) trace_ = TraceWriter::open(options_.trace_path);  // logs why if it fails
   load_plugins();
@@ -148,6 +149,7 @@ Engine* Runtime::engine(int device) {
   eo.prefetch_on_alloc = options_.prefetch_on_alloc;
   eo.datapath = options_.datapath;
   eo.host_limit_bytes = options_.host_limit_bytes;
+  eo.shared_host_limit = host_limit_.get();
   auto engine = std::make_unique<Engine>(*backend, policy_, eo, &config_);
   const uint64_t limit = managed_[device].limit.load(std::memory_order_relaxed);
   log(LogLevel::kInfo, "device %d: engine ready, budget %s of %s, managed limit %s, policy %s", device,

@@ -86,6 +86,7 @@ class Runtime {
   const pump_policy_v1_t* policy_ = nullptr;
   HookCounter counters_[kHookCount];
   std::unique_ptr<TraceWriter> trace_;
+  std::unique_ptr<HostLimit> host_limit_;  // PUMP_HOST_LIMIT: one for every device's shadows
 
   std::mutex engines_mutex_;  // creation only; lookups read the atomics
   std::array<std::atomic<Engine*>, kMaxDevices> engines_{};
