@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string_view>
+#include <utility>
 
 #include "core/common/byte_size.h"
 #include "core/common/log.h"
@@ -56,9 +58,43 @@ uint64_t host_physical_bytes() {
   return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
 }
 
+ProcessIdentity this_process() {
+  ProcessIdentity p;
+  p.pid = static_cast<long>(::getpid());
+  auto first = [](std::initializer_list<const char*> names) -> const char* {
+    for (const char* name : names)
+      if (const char* v = std::getenv(name); v && *v) return v;
+    return nullptr;
+  };
+  if (const char* rank = first({"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"})) p.rank = rank;
+  if (const char* size = first({"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}))
+    p.world_size = std::max(1, std::atoi(size));
+  return p;
+}
+
+std::string expand_process_placeholders(const std::string& path, const ProcessIdentity& process) {
+  std::string out;
+  for (size_t i = 0; i < path.size(); ++i) {
+    if (path[i] != '%' || i + 1 == path.size()) {
+      out += path[i];
+      continue;
+    }
+    const char code = path[++i];
+    if (code == 'r') out += process.rank;
+    else if (code == 'p') out += std::to_string(process.pid);
+    else if (code == '%') out += '%';
+    else out.append(1, '%').append(1, code);
+  }
+  return out;
+}
+
 RuntimeOptions parse_runtime_options(const Config& raw) { return parse_runtime_options(raw, host_physical_bytes()); }
 
 RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes) {
+  return parse_runtime_options(raw, physical_bytes, this_process());
+}
+
+RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes, const ProcessIdentity& process) {
   // An empty variable (PUMP_X=) counts as unset.
   struct NonEmpty {
     const Config& config;
@@ -137,8 +173,17 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes)
       log(LogLevel::kError, "PUMP_SPLIT_GRANULARITY='%s' is not a power of two of at least 4KiB (e.g. 64KiB, 2MiB); using 64KiB",
           v->c_str());
   }
-  if (auto v = config.get("STATS")) o.stats_path = *v;
-  if (auto v = config.get("TRACE")) o.trace_path = *v;
+  // One file per process: several ranks writing one path would leave only the last's.
+  for (auto [key, path] : {std::pair{"STATS", &o.stats_path}, {"TRACE", &o.trace_path}}) {
+    auto v = config.get(key);
+    if (!v) continue;
+    *path = expand_process_placeholders(*v, process);
+    if (process.world_size > 1 && v->find("%r") == std::string::npos && v->find("%p") == std::string::npos)
+      log(LogLevel::kWarn,
+          "PUMP_%s='%s' is written by each of the %d processes of this job: put %%r (the rank) or %%p (the pid) in "
+          "the path to keep every process's",
+          key, v->c_str(), process.world_size);
+  }
   if (auto v = config.get("DATAPATH")) {
     if (*v == "copy") o.datapath = DataPath::kCopy, o.datapath_given = true;
     else if (*v == "um") o.datapath = DataPath::kUnified, o.datapath_given = true;

@@ -24,8 +24,8 @@ struct RuntimeOptions {
   std::string managed_limit_text;       // ... as given ("" when unset or rejected)
   bool prefetch_on_alloc = false;                           // PUMP_PREFETCH_ON_ALLOC
   uint64_t split_granularity = 64 * 1024;                   // PUMP_SPLIT_GRANULARITY
-  std::string stats_path;                                   // PUMP_STATS
-  std::string trace_path;                                   // PUMP_TRACE
+  std::string stats_path;                                   // PUMP_STATS, %r and %p expanded
+  std::string trace_path;                                   // PUMP_TRACE, likewise
   DataPath datapath = DataPath::kCopy;                      // PUMP_DATAPATH: copy | um
   bool datapath_given = false;                              // ... set (validly) by the user
   std::string host_limit = "50%";                           // PUMP_HOST_LIMIT, as given (checked)
@@ -36,10 +36,24 @@ struct RuntimeOptions {
 // The host's physical memory: sysconf(_SC_PHYS_PAGES) * page size (0 if unknown).
 uint64_t host_physical_bytes();
 
+// Which process of a multi-process job this is, as launchers say it (torchrun sets RANK
+// and WORLD_SIZE; mpirun OMPI_COMM_WORLD_*; Slurm SLURM_PROCID/SLURM_NTASKS).
+struct ProcessIdentity {
+  std::string rank = "0";  // "0" when no launcher set one
+  int world_size = 1;
+  long pid = 0;
+};
+ProcessIdentity this_process();
+
+// PUMP_STATS and PUMP_TRACE name one file per process: "%r" becomes its rank, "%p" its
+// pid, "%%" a '%'. Other text is kept as it is.
+std::string expand_process_placeholders(const std::string& path, const ProcessIdentity& process);
+
 // Reads `config` (the environment unless overridden). Messages go through pump::log.
 // PUMP_HOST_LIMIT percentages are of `physical_bytes` (host_physical_bytes() by default).
 RuntimeOptions parse_runtime_options(const Config& config);
 RuntimeOptions parse_runtime_options(const Config& config, uint64_t physical_bytes);
+RuntimeOptions parse_runtime_options(const Config& config, uint64_t physical_bytes, const ProcessIdentity& process);
 
 // PUMP_GPU_BUDGET for `device`, of `device_bytes`: the device's memory when none is given
 // for it, never more than the device has.

@@ -231,6 +231,44 @@ TEST(RuntimeOptions, ABadPerDeviceValueIsNamedInItsLine) {
   EXPECT_NE(log.lines()[2].find("is below one page (4096 bytes) in '0'"), std::string::npos) << log.lines()[2];
 }
 
+TEST(ProcessPlaceholders, RankAndPidNameOneFilePerProcess) {
+  ProcessIdentity p;
+  p.rank = "3";
+  p.pid = 4242;
+  EXPECT_EQ(expand_process_placeholders("/tmp/stats.%r.json", p), "/tmp/stats.3.json");
+  EXPECT_EQ(expand_process_placeholders("/tmp/%p/%r-%r", p), "/tmp/4242/3-3");
+  EXPECT_EQ(expand_process_placeholders("/tmp/100%%-%r", p), "/tmp/100%-3");
+  EXPECT_EQ(expand_process_placeholders("/tmp/%q%", p), "/tmp/%q%") << "anything else is kept";
+  EXPECT_EQ(expand_process_placeholders("/tmp/plain.json", p), "/tmp/plain.json");
+}
+
+TEST(ProcessPlaceholders, StatsAndTracePathsAreExpandedForThisProcess) {
+  LogCapture log;
+  ProcessIdentity p;
+  p.rank = "1";
+  p.world_size = 2;
+  p.pid = 7;
+  RuntimeOptions o = parse_runtime_options(*config_with({{"STATS", "/tmp/s.%r.json"}, {"TRACE", "/tmp/t.%p.jsonl"}}),
+                                           uint64_t{1} << 30, p);
+  EXPECT_EQ(o.stats_path, "/tmp/s.1.json");
+  EXPECT_EQ(o.trace_path, "/tmp/t.7.jsonl");
+  EXPECT_TRUE(log.lines().empty());
+}
+
+TEST(ProcessPlaceholders, OnePathForSeveralProcessesIsReportedOnce) {
+  LogCapture log;
+  ProcessIdentity p;
+  p.world_size = 2;
+  RuntimeOptions o = parse_runtime_options(*config_with({{"STATS", "/tmp/s.json"}}), uint64_t{1} << 30, p);
+  EXPECT_EQ(o.stats_path, "/tmp/s.json") << "still written, as asked";
+  ASSERT_EQ(log.lines().size(), 1u);
+  EXPECT_NE(log.lines()[0].find("PUMP_STATS='/tmp/s.json' is written by each of the 2 processes"), std::string::npos)
+      << log.lines()[0];
+  p.world_size = 1;
+  parse_runtime_options(*config_with({{"STATS", "/tmp/s.json"}}), uint64_t{1} << 30, p);
+  EXPECT_EQ(log.lines().size(), 1u) << "a single process needs no placeholder";
+}
+
 TEST(ManagedLimitSafety, ALimitAboveFreeMemoryIsClampedAndSaysSo) {
   LogCapture log;
   EXPECT_EQ(clamp_managed_limit(uint64_t{100} << 30, uint64_t{70} << 30, 1), uint64_t{70} << 30);
