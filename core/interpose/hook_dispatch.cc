@@ -92,9 +92,18 @@ class Devices {
 
 // The legacy default stream (0 or CU_STREAM_LEGACY) and the per-thread one belong to the
 // calling thread's current device; any other stream to the device it was created on.
+// (The cuda backend resolves a default stream in its own device's context: that is where
+// a call routed to it on a default stream ran.)
 bool is_default_stream(StreamId stream) { return stream <= 2; }
 
-int device_of_stream(StreamId stream, int current) {
+// An NCCL call's default stream is its communicator's device's (NCCL makes that device
+// current to enqueue), whatever device the calling thread has current.
+int device_of_stream(StreamId stream, int current, ncclComm_t comm) {
+  if (is_default_stream(stream) && comm) {
+    auto comm_device = real<k_ncclCommCuDevice>();
+    int device = -1;
+    if (comm_device && comm_device(comm, &device) == ncclSuccess && device >= 0) return device;
+  }
   if (is_default_stream(stream)) return current;
   auto get_device = real<k_cuStreamGetDevice>();
   CUdevice device = 0;
@@ -241,7 +250,7 @@ bool begin_extracted_call(SymbolId id, const void* const* args, uint32_t num_arg
 
   // Several devices: each engine gets its own extents (an UNSIZED call reaches every
   // engine); the stream's device sees the call on it, the others on their bridges.
-  const int stream_device = device_of_stream(scope->stream, current);
+  const int stream_device = device_of_stream(scope->stream, current, comm);
   devices.each([&](int device, Engine* engine) {
     std::vector<pump_extent_v1_t>& mine = t_part_extents;
     std::vector<uint8_t>& mine_inexact = t_part_inexact;

@@ -10,7 +10,8 @@
 //               (nccl_groups.h).
 //
 // Several devices. Each extent goes to the engine of the device whose memory holds it.
-// The engine of the device the call's stream belongs to sees the call on that stream;
+// The engine of the device the call's stream belongs to (a default stream: the current
+// device's, or an NCCL call's communicator's) sees the call on that stream;
 // another device's engine sees it on its backend's bridge stream (DeviceBackend::
 // bridge_stream), and the two streams are ordered both ways around the call: the call's
 // stream waits for the bridge (the transfers that engine queued for it), the bridge for

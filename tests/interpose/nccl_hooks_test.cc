@@ -20,6 +20,7 @@
 extern "C" {
 extern int fake_nccl_result;
 extern int fake_nccl_rank;
+extern int fake_nccl_device;
 extern int fake_nccl_in_progress;
 extern int fake_nccl_async_queries;
 extern void (*fake_nccl_inside)(void);
@@ -254,6 +255,47 @@ TEST_F(NcclHooksWithoutExtractor, ACollectiveNobodySizesRestoresEverythingFirstA
   }
   EXPECT_EQ(engine_->stats().unattributed_accesses, 2u);
   EXPECT_EQ(logs.count_containing("add 'nccl'"), 1u);
+}
+
+// One process, two GPUs, a communicator per GPU (ncclCommInitAll): the calls for device 1's
+// communicator are made while device 0 is current, on the legacy default stream.
+TEST(NcclHooksOnTwoDevices, ACallGoesToItsCommunicatorsDeviceOnItsOwnDefaultStream) {
+  Config config;
+  testing::RecordingBackend backends[2];
+  std::unique_ptr<Engine> engines[2];
+  for (int d = 0; d < 2; ++d) {
+    backends[d].all_done = true;
+    backends[d].bridge = 0xb0 + static_cast<StreamId>(d);
+    engines[d] = std::make_unique<Engine>(backends[d], nullptr, EngineOptions{}, &config);
+  }
+  constexpr uint64_t kOnDevice1 = 0x7f1000000000ull;
+  engines[0]->on_alloc(kA, kMiB);
+  engines[1]->on_alloc(kOnDevice1, kMiB);
+  g_engine = engines[1].get();
+  static PluginHost host(PUMP_PLUGIN_DIR);
+  auto loaded = host.load_extractor("nccl");
+  ASSERT_TRUE(loaded);
+  ExtractorRegistry registry(&config, &find_in_engine);
+  ASSERT_TRUE(registry.add(loaded->api));
+  TestDevices devices;
+  devices.engines = {engines[0].get(), engines[1].get()};
+  devices.current = 0;
+  devices.extractors = &registry;
+  set_devices_for_testing(&devices);
+  fake_nccl_device = 1;
+  fake_nccl_result = ncclSuccess;
+  EXPECT_EQ(ncclAllReduce(at(kOnDevice1), at_mut(kOnDevice1), 64, type(kFloat32), op(kSum), kComm, nullptr),
+            ncclSuccess);
+  const DispatchRecord& last = last_dispatch_for_testing();
+  ASSERT_EQ(last.parts.size(), 1u);
+  EXPECT_EQ(last.parts[0].device, 1);
+  EXPECT_FALSE(last.parts[0].bridged) << "the default stream it runs on is device 1's";
+  EXPECT_EQ(last.parts[0].stream, 0u);
+  EXPECT_EQ(engines[1]->stats().kernels_with_blocks, 1u);
+  EXPECT_EQ(engines[0]->stats().kernels, 0u);
+  set_devices_for_testing(nullptr);
+  fake_nccl_device = 0;
+  g_engine = nullptr;
 }
 
 }  // namespace
