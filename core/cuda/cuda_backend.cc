@@ -816,6 +816,19 @@ void CudaBackend::bridge_after_access(StreamId stream) {
   api_.cuStreamSynchronize(as_stream(stream));  // the call is done: every later fence follows it
 }
 
+bool CudaBackend::access_stream_capturing(StreamId stream) {
+  if (context_lost_) return true;
+  // No context of ours pushed: a default stream is the calling thread's current context's.
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  const CUresult r = api_.cuStreamIsCapturing(as_stream(stream), &status);
+  if (r == CUDA_SUCCESS) return status != CU_STREAM_CAPTURE_STATUS_NONE;
+  if (r == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) return true;
+  // Unknown: ordering the access is what keeps this device's memory right.
+  PUMP_LOG_ONCE(LogLevel::kWarn, "cuda backend: cuStreamIsCapturing on another device's stream failed: %s",
+                api_.describe(r).c_str());
+  return false;
+}
+
 CUevent CudaBackend::bridge_event_in(CUcontext context) {
   for (const auto& [c, event] : call_events_)
     if (c == context) return event;

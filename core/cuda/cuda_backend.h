@@ -173,6 +173,7 @@ class CudaBackend final : public DeviceBackend {
   StreamId bridge_stream() override { return bridge_key_; }
   void bridge_before_access(StreamId stream) override;
   void bridge_after_access(StreamId stream) override;
+  bool access_stream_capturing(StreamId stream) override;
 
   CudaBackendStats stats() const;
   // The device's free memory when the backend started (cuMemGetInfo in its context).

@@ -79,6 +79,10 @@ class DeviceBackend {
   virtual void bridge_before_access(StreamId stream) { (void)stream; }
   // After it: the bridge waits for everything queued on `stream` so far.
   virtual void bridge_after_access(StreamId stream) { (void)stream; }
+  // Whether `stream`, the stream of another device's access (a default stream: the calling
+  // thread's current context's), is being captured into a graph: then nothing is ordered
+  // against it. Unlike capturing(), a default stream here is not this device's.
+  virtual bool access_stream_capturing(StreamId stream) { return capturing(stream); }
 
   // Host memory for shadows (pinned, reachable by the device's copies), or 0 when the
   // backend has none or the allocation fails. Freed only with the backend.

@@ -120,7 +120,7 @@ void add_part(CallScope* scope, Engine* engine, int device, bool other_device, b
   const bool bridged = bridge != 0;
   // Nothing may be ordered against a stream being captured into a graph (an engine seeing
   // the call on its own stream checks this itself).
-  if (bridged && backend.capturing(scope->stream)) return;
+  if (bridged && backend.access_stream_capturing(scope->stream)) return;
   const StreamId seen_on = bridged ? bridge : scope->stream;
   KernelTicket* ticket = t_tickets.take();
   if (unsized) engine->before_unattributed_access(ticket, seen_on);

@@ -617,6 +617,18 @@ TEST_F(FakeDriverTest, ADefaultStreamAfterTheCallIsTheCurrentContexts) {
   set_current_context(handle_, 0);
 }
 
+TEST_F(FakeDriverTest, AnotherDevicesDefaultStreamIsAskedAboutCaptureInItsOwnContext) {
+  CudaBackend& b = start();
+  set_current_context(handle_, kOtherDeviceContext);
+  capture_(0, 1);
+  const size_t pushes = calls_named("cuCtxPushCurrent").size();
+  EXPECT_TRUE(b.access_stream_capturing(0));
+  EXPECT_EQ(calls_named("cuCtxPushCurrent").size(), pushes) << "not this device's legacy stream: nothing pushed";
+  capture_(0, 0);
+  EXPECT_FALSE(b.access_stream_capturing(0));
+  set_current_context(handle_, 0);
+}
+
 TEST_F(FakeDriverTest, AnOrderingTheDriverRefusesBecomesAHostSynchronization) {
   LogCapture capture;
   FakeDriverConfig config;
