@@ -111,12 +111,17 @@ class TrafficRange {
   TrafficRange& operator=(const TrafficRange&) = delete;
 };
 
+// Backends started in the process: with one device's there is no other context to mistake
+// a default stream for (the common case pays no driver call per launch for it).
+std::atomic<int> g_live_backends{0};
+
 }  // namespace
 
 class CudaBackend::OwnContextForDefaultStream {
  public:
   OwnContextForDefaultStream(const cuda::DriverApi& api, CUcontext own, StreamId stream) : api_(api) {
-    if (!is_default_stream(stream) || !own || !api.cuCtxGetCurrent || !api.cuCtxPushCurrent || !api.cuCtxPopCurrent)
+    if (!is_default_stream(stream) || g_live_backends.load(std::memory_order_relaxed) < 2 || !own ||
+        !api.cuCtxGetCurrent || !api.cuCtxPushCurrent || !api.cuCtxPopCurrent)
       return;
     CUcontext current = nullptr;
     if (api.cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == own) return;
@@ -196,6 +201,7 @@ bool CudaBackend::start(std::string* error) {
 }
 
 CudaBackend::~CudaBackend() {
+  if (counted_live_) g_live_backends.fetch_sub(1, std::memory_order_relaxed);
   {
     std::lock_guard lock(queue_mutex_);
     stopping_ = true;
@@ -232,6 +238,10 @@ CudaBackend::~CudaBackend() {
 void CudaBackend::worker_main(std::promise<std::string> ready) {
   std::string error = setup_on_worker();
   const bool ok = error.empty();
+  if (ok) {
+    g_live_backends.fetch_add(1, std::memory_order_relaxed);
+    counted_live_ = true;  // before the future: create() and the destructor see it
+  }
   ready.set_value(std::move(error));
   if (!ok) return;
   for (;;) {

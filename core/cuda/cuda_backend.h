@@ -51,7 +51,8 @@
 // whichever context is current; the engine of this device only ever means this device's
 // (it sees another device's calls on the bridge), so mark, stream_wait and capturing make
 // this device's context current around a default stream's driver call when another one
-// is (a later eviction may run on any thread). The bridge is a stream of the backend's
+// is (a later eviction may run on any thread). With one backend in the process there is
+// no other device's context: nothing is checked. The bridge is a stream of the backend's
 // own: bridge_before_access makes the call's stream wait for an event recorded on it;
 // bridge_after_access records an event in the call's stream's context (one per context,
 // created there on first use) and makes the bridge wait for it. An ordering the driver
@@ -287,6 +288,7 @@ class CudaBackend final : public DeviceBackend {
   cuda::PlanOptions plan_options_;  // worker-only after setup (batch calls get switched off on failure)
 
   std::atomic<bool> context_lost_{false};
+  bool counted_live_ = false;  // among the process's started backends (see OwnContextForDefaultStream)
   struct AtomicStats;
   std::unique_ptr<AtomicStats> stats_;
 };

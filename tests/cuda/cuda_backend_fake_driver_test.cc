@@ -642,7 +642,13 @@ TEST_F(FakeDriverTest, AnOrderingTheDriverRefusesBecomesAHostSynchronization) {
 }
 
 TEST_F(FakeDriverTest, AMarkOfTheDefaultStreamIsThisDevicesWhateverContextIsCurrent) {
-  CudaBackend& b = start();
+  FakeDriverConfig config;
+  config.devices = 2;
+  CudaBackend& b = start(config);
+  CudaBackendOptions options;
+  options.driver_library = PUMP_FAKE_CUDA_DRIVER;
+  auto other = CudaBackend::create(1, options);  // device 1's backend: two contexts in the process
+  ASSERT_NE(other, nullptr);
   set_current_context(handle_, kOtherDeviceContext);  // a later eviction on a thread of device 1
   const size_t first = calls().size();
   const Fence f = b.mark(0);
@@ -659,6 +665,14 @@ TEST_F(FakeDriverTest, AMarkOfTheDefaultStreamIsThisDevicesWhateverContextIsCurr
   const size_t pushes = calls_named("cuCtxPushCurrent").size();
   EXPECT_FALSE(b.mark(0).empty());
   EXPECT_EQ(calls_named("cuCtxPushCurrent").size(), pushes) << "nothing to switch when it is current";
+  set_current_context(handle_, 0);
+}
+
+TEST_F(FakeDriverTest, WithOneDeviceADefaultStreamCostsNoContextCheck) {
+  CudaBackend& b = start();
+  set_current_context(handle_, kOtherDeviceContext);
+  EXPECT_FALSE(b.mark(0).empty());
+  EXPECT_TRUE(calls_named("cuCtxPushCurrent").empty()) << "no other device's backend: no other context to fear";
   set_current_context(handle_, 0);
 }
 

@@ -52,7 +52,7 @@ CUresult GetErrorName(CUresult r, const char** s) {
 CUresult Init(unsigned int) { return CUDA_SUCCESS; }
 CUresult DriverGetVersion(int* v) { *v = g_config.driver_version; return CUDA_SUCCESS; }
 CUresult DeviceGet(CUdevice* d, int ordinal) { *d = ordinal; return CUDA_SUCCESS; }
-CUresult DeviceGetCount(int* n) { *n = 1; return CUDA_SUCCESS; }
+CUresult DeviceGetCount(int* n) { *n = g_config.devices; return CUDA_SUCCESS; }
 CUresult DeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice) {
   switch (a) {
     case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: *v = g_config.concurrent_managed; break;

@@ -28,6 +28,7 @@ struct FakeDriverConfig {
   int copy_result = 0;             // CUresult of every copy call
   int fail_event_records = 0;      // this many cuEventRecord calls fail (CUDA_ERROR_INVALID_HANDLE)
   uint64_t free_memory = 0;        // cuMemGetInfo's free bytes (0: all of total_memory)
+  int devices = 1;                 // cuDeviceGetCount
 };
 // Contexts: device d's primary context is 0xc0 + d; a thread has none current until it
 // sets or pushes one. cuEventRecord and cuEventCreate log the current context in `value`,
