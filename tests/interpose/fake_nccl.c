@@ -53,6 +53,31 @@ EXPORT int ncclBroadcast(const void* s, void* r, size_t n, int t, int root, void
   note("ncclBroadcast", stream);
   return fake_nccl_result;
 }
+EXPORT int ncclBcast(void* b, size_t n, int t, int root, void* comm, void* stream) {
+  (void)b, (void)n, (void)t, (void)root, (void)comm;
+  note("ncclBcast", stream);
+  return fake_nccl_result;
+}
+EXPORT int ncclReduce(const void* s, void* r, size_t n, int t, int op, int root, void* comm, void* stream) {
+  (void)s, (void)r, (void)n, (void)t, (void)op, (void)root, (void)comm;
+  note("ncclReduce", stream);
+  return fake_nccl_result;
+}
+EXPORT int ncclAlltoAll(const void* s, void* r, size_t n, int t, void* comm, void* stream) {
+  (void)s, (void)r, (void)n, (void)t, (void)comm;
+  note("ncclAlltoAll", stream);
+  return fake_nccl_result;
+}
+EXPORT int ncclGather(const void* s, void* r, size_t n, int t, int root, void* comm, void* stream) {
+  (void)s, (void)r, (void)n, (void)t, (void)root, (void)comm;
+  note("ncclGather", stream);
+  return fake_nccl_result;
+}
+EXPORT int ncclScatter(const void* s, void* r, size_t n, int t, int root, void* comm, void* stream) {
+  (void)s, (void)r, (void)n, (void)t, (void)root, (void)comm;
+  note("ncclScatter", stream);
+  return fake_nccl_result;
+}
 EXPORT int ncclSend(const void* s, size_t n, int t, int peer, void* comm, void* stream) {
   (void)s, (void)n, (void)t, (void)peer, (void)comm;
   note("ncclSend", stream);

@@ -124,6 +124,68 @@ TEST_F(NcclHooks, AnAllReduceReachesTheEngineWithItsExtentsAndReturnsTheRealResu
       << "the real result comes back";
 }
 
+// Every COLLECTIVE hook, end to end: hook -> nccl extractor -> engine -> fake libnccl.
+// This rank is 0 of 2 and the root: 16 float32 elements are 64 bytes, a whole-communicator
+// buffer 128.
+struct CollectiveCase {
+  const char* name;
+  SymbolId id;
+  ncclResult_t (*call)();
+  std::vector<std::pair<uint64_t, uint32_t>> extents;  // (bytes, access), in the order reported
+};
+
+const CollectiveCase kCollectives[] = {
+    {"ncclAllReduce", k_ncclAllReduce,
+     [] { return ncclAllReduce(at(kA), at_mut(kB), 16, type(kFloat32), op(kSum), kComm, kStream); },
+     {{64, PUMP_ACCESS_READ}, {64, PUMP_ACCESS_WRITE}}},
+    {"ncclReduceScatter", k_ncclReduceScatter,
+     [] { return ncclReduceScatter(at(kA), at_mut(kB), 16, type(kFloat32), op(kSum), kComm, kStream); },
+     {{128, PUMP_ACCESS_READ}, {64, PUMP_ACCESS_WRITE}}},
+    {"ncclAllGather", k_ncclAllGather,
+     [] { return ncclAllGather(at(kA), at_mut(kB), 16, type(kFloat32), kComm, kStream); },
+     {{64, PUMP_ACCESS_READ}, {128, PUMP_ACCESS_WRITE}}},
+    {"ncclBroadcast", k_ncclBroadcast,
+     [] { return ncclBroadcast(at(kA), at_mut(kB), 16, type(kFloat32), 0, kComm, kStream); },
+     {{64, PUMP_ACCESS_READ}, {64, PUMP_ACCESS_WRITE}}},
+    {"ncclBcast", k_ncclBcast, [] { return ncclBcast(at_mut(kA), 16, type(kFloat32), 0, kComm, kStream); },
+     {{64, PUMP_ACCESS_READ}}},
+    {"ncclReduce", k_ncclReduce,
+     [] { return ncclReduce(at(kA), at_mut(kB), 16, type(kFloat32), op(kSum), 0, kComm, kStream); },
+     {{64, PUMP_ACCESS_READ}, {64, PUMP_ACCESS_WRITE}}},
+    {"ncclAlltoAll", k_ncclAlltoAll, [] { return ncclAlltoAll(at(kA), at_mut(kB), 16, type(kFloat32), kComm, kStream); },
+     {{128, PUMP_ACCESS_READ}, {128, PUMP_ACCESS_WRITE}}},
+    {"ncclGather", k_ncclGather,
+     [] { return ncclGather(at(kA), at_mut(kB), 16, type(kFloat32), 0, kComm, kStream); },
+     {{64, PUMP_ACCESS_READ}, {128, PUMP_ACCESS_WRITE}}},
+    {"ncclScatter", k_ncclScatter,
+     [] { return ncclScatter(at(kA), at_mut(kB), 16, type(kFloat32), 0, kComm, kStream); },
+     {{128, PUMP_ACCESS_READ}, {64, PUMP_ACCESS_WRITE}}},
+    {"ncclSend", k_ncclSend, [] { return ncclSend(at(kA), 16, type(kFloat32), 1, kComm, kStream); },
+     {{64, PUMP_ACCESS_READ}}},
+    {"ncclRecv", k_ncclRecv, [] { return ncclRecv(at_mut(kB), 16, type(kFloat32), 1, kComm, kStream); },
+     {{64, PUMP_ACCESS_WRITE}}},
+};
+
+TEST_F(NcclHooks, EveryCollectiveReachesTheEngineWithItsExtentsAndTheRealCall) {
+  size_t collectives = 0;
+  for (uint32_t i = 0; i < kHookCount; ++i) collectives += kSymbols[i].kind == HookKind::kCollective;
+  EXPECT_EQ(collectives, std::size(kCollectives)) << "a COLLECTIVE hook without a case here";
+  for (const CollectiveCase& c : kCollectives) {
+    SCOPED_TRACE(c.name);
+    g_journal.clear();
+    fake_nccl_result = ncclInvalidUsage;
+    EXPECT_EQ(c.call(), ncclInvalidUsage) << "the real result comes back";
+    EXPECT_EQ(find_line(std::string(c.name) + " stream=0x77"), 0) << "the real function ran, on the call's stream";
+    ASSERT_EQ(last().id, c.id);
+    EXPECT_EQ(kSymbols[c.id].kind, HookKind::kCollective);
+    ASSERT_EQ(last().extents.size(), c.extents.size());
+    for (size_t e = 0; e < c.extents.size(); ++e) {
+      EXPECT_EQ(last().extents[e].bytes, c.extents[e].first) << "extent " << e;
+      EXPECT_EQ(last().extents[e].access, c.extents[e].second) << "extent " << e;
+    }
+  }
+}
+
 TEST_F(NcclHooks, AnInPlaceAllReduceReadsAndWritesOneExtent) {
   EXPECT_EQ(ncclAllReduce(at(kB), at_mut(kB), 256, type(kFloat32), op(kSum), kComm, kStream), ncclSuccess);
   ASSERT_EQ(last().extents.size(), 1u);
