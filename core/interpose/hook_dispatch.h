@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/engine/engine.h"
@@ -47,8 +48,16 @@ class CallScope {
   };
 
   CallScope() = default;
-  CallScope(CallScope&&) = default;
-  CallScope& operator=(CallScope&&) = default;
+  // A moved-from scope is empty: its engines are settled through the one it moved to.
+  CallScope(CallScope&& other) noexcept { *this = std::move(other); }
+  CallScope& operator=(CallScope&& other) noexcept {
+    stream = other.stream;
+    first_ = other.first_;
+    more_ = std::move(other.more_);
+    count_ = std::exchange(other.count_, 0);
+    other.more_.clear();
+    return *this;
+  }
 
   StreamId stream = 0;  // the call's own stream
   bool empty() const { return count_ == 0; }
