@@ -256,6 +256,24 @@ TEST_F(NcclHooks, ADroppedBufferIsRestoredBeforeTheCollectiveReadsIt) {
   EXPECT_EQ(a.residency, static_cast<uint32_t>(PUMP_RESIDENT_DEVICE));
 }
 
+TEST_F(NcclHooks, AReceivedBufferCountsAsWrittenSoItsOldShadowIsNotTrusted) {
+  auto kernel = [&](uint64_t address, uint32_t access) {
+    pump_extent_v1_t e{address, kMiB, access, PUMP_ROLE_UNKNOWN};
+    KernelTicket t;
+    engine_->before_kernel(&t, 1, &e, 1);
+    engine_->after_kernel(&t);
+  };
+  kernel(kA, PUMP_ACCESS_WRITE);
+  kernel(kB, PUMP_ACCESS_WRITE);  // A saved and dropped
+  kernel(kA, PUMP_ACCESS_READ);   // A restored: clean, its shadow holds its bytes; B saved
+  EXPECT_EQ(ncclRecv(at_mut(kA), kMiB / 4, type(kFloat32), 1, kComm, kStream), ncclSuccess);
+  const EngineStats before = engine_->stats();
+  kernel(kB, PUMP_ACCESS_WRITE);  // A must leave: by a save, since the receive changed it
+  const EngineStats after = engine_->stats();
+  EXPECT_EQ(after.bytes_saved - before.bytes_saved, kMiB);
+  EXPECT_EQ(after.bytes_discarded_clean, before.bytes_discarded_clean) << "dropping A as clean would lose what it received";
+}
+
 TEST_F(NcclHooks, ADeviceScalarOfAPreMulSumOperatorIsReadByTheCollectivesUsingIt) {
   ncclRedOp_t premul{};
   ASSERT_EQ(ncclRedOpCreatePreMulSum(&premul, at_mut(kA + 64), type(kFloat32), ncclScalarDevice, kComm), ncclSuccess);
