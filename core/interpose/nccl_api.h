@@ -31,13 +31,19 @@ typedef enum {
   ncclInvalidUsage = 5,
   ncclRemoteError = 6,
   ncclInProgress = 7,
-  ncclNumResults = 8
+  ncclNumResults = 8,
+  pump_ncclResultAnyValue_ = 0x7fffffff
 } ncclResult_t;
 // libpump compares none of these values but ncclResult_t's (pump::interpose::nccl below
-// has those it needs); the enums must only have NCCL's width.
+// has those it needs). Each enum holds any int, as in C: a value newer than this header
+// (a data type NCCL adds) must pass through a hook as it came, not be out of range.
 typedef enum { ncclNumOps = 5, ncclMaxRedOp = 0x7fffffff } ncclRedOp_t;
-typedef enum { ncclNumTypes = 12 } ncclDataType_t;
-typedef enum { ncclScalarDevice = 0, ncclScalarHostImmediate = 1 } ncclScalarResidence_t;
+typedef enum { ncclNumTypes = 12, pump_ncclDataTypeAnyValue_ = 0x7fffffff } ncclDataType_t;
+typedef enum {
+  ncclScalarDevice = 0,
+  ncclScalarHostImmediate = 1,
+  pump_ncclScalarResidenceAnyValue_ = 0x7fffffff
+} ncclScalarResidence_t;
 }  // extern "C"
 #endif
 

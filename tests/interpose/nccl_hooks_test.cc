@@ -47,6 +47,20 @@ void* at_mut(uint64_t a) { return reinterpret_cast<void*>(a); }
 ncclDataType_t type(int t) { return static_cast<ncclDataType_t>(t); }
 ncclRedOp_t op(int o) { return static_cast<ncclRedOp_t>(o); }
 
+// The nccl extractor, initialized once for the whole test program, as libpump does: an
+// extractor is never finalized, so its state lives as long as the registry that holds it.
+const ExtractorRegistry* nccl_registry() {
+  static const ExtractorRegistry* const registry = [] {
+    static Config config;
+    static PluginHost host(PUMP_PLUGIN_DIR);  // plugins are never unloaded
+    auto* r = new ExtractorRegistry(&config, &find_in_engine);
+    auto loaded = host.load_extractor("nccl");
+    if (!loaded || !r->add(loaded->api)) return static_cast<ExtractorRegistry*>(nullptr);
+    return r;
+  }();
+  return registry;
+}
+
 // Index of the first journal line starting with `prefix` at or after `from`; -1 if none.
 int find_line(const std::string& prefix, int from = 0) {
   for (int i = from; i < static_cast<int>(g_journal.size()); ++i)
@@ -75,15 +89,12 @@ class NcclHooks : public ::testing::Test {
     engine_->on_alloc(kA, kMiB);
     engine_->on_alloc(kB, kMiB);
     g_engine = engine_.get();
-    registry_ = std::make_unique<ExtractorRegistry>(&config_, &find_in_engine);
+    registry_ = std::make_unique<ExtractorRegistry>(&config_, &find_in_engine);  // none loaded
     if (with_extractor_) {
-      static PluginHost host(PUMP_PLUGIN_DIR);  // plugins are never unloaded
-      auto loaded = host.load_extractor("nccl");
-      ASSERT_TRUE(loaded) << "libpump_extractor_nccl.so not built in " << PUMP_PLUGIN_DIR;
-      ASSERT_TRUE(registry_->add(loaded->api));
+      ASSERT_NE(nccl_registry(), nullptr) << "libpump_extractor_nccl.so not in " << PUMP_PLUGIN_DIR;
     }
     devices_.engines = {engine_.get()};
-    devices_.extractors = registry_.get();
+    devices_.extractors = with_extractor_ ? nccl_registry() : registry_.get();
     set_devices_for_testing(&devices_);
   }
   void TearDown() override {
@@ -352,15 +363,11 @@ TEST(NcclHooksOnTwoDevices, ACallGoesToItsCommunicatorsDeviceOnItsOwnDefaultStre
   engines[0]->on_alloc(kA, kMiB);
   engines[1]->on_alloc(kOnDevice1, kMiB);
   g_engine = engines[1].get();
-  static PluginHost host(PUMP_PLUGIN_DIR);
-  auto loaded = host.load_extractor("nccl");
-  ASSERT_TRUE(loaded);
-  ExtractorRegistry registry(&config, &find_in_engine);
-  ASSERT_TRUE(registry.add(loaded->api));
+  ASSERT_NE(nccl_registry(), nullptr);
   TestDevices devices;
   devices.engines = {engines[0].get(), engines[1].get()};
   devices.current = 0;
-  devices.extractors = &registry;
+  devices.extractors = nccl_registry();
   set_devices_for_testing(&devices);
   fake_nccl_device = 1;
   fake_nccl_result = ncclSuccess;
