@@ -11,7 +11,7 @@ cmake --preset release >/dev/null
 cmake --build --preset release -j"$(nproc)" --target pump pump-bench pump-workload-mlp pump-workload-conv pump-workload-conv-backend pump-datapath-bench \
   pump_policy_none pump_policy_lazy pump_policy_eager pump_policy_lru pump_policy_activations \
   pump_policy_learned \
-  pump_extractor_cudnn pump_extractor_cublas pump_extractor_launch
+  pump_extractor_cudnn pump_extractor_cublas pump_extractor_launch pump_extractor_nccl
 rm -rf .device && mkdir -p .device/lib/pump .device/bin
 cp build/release/lib/libpump.so .device/lib/
 cp build/release/lib/pump/*.so .device/lib/pump/

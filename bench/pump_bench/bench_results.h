@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,8 +21,14 @@ struct ConfigResult {
   bool policy_failed = false;
   bool program_failed = false;    // the program exited non-zero or printed no iteration times
 
-  uint64_t footprint_bytes = 0;
-  uint64_t budget_bytes = 0;  // 0: no budget
+  uint64_t footprint_bytes = 0;  // every device's together
+  uint64_t budget_bytes = 0;     // every device's together; 0: no budget
+  // Real runs: each device's footprint (by CUDA ordinal) and each rank's (a multi-process
+  // job: one process per rank), the PUMP_GPU_BUDGET the row ran with, how many ranks ran.
+  std::map<int, uint64_t> footprint_by_device;
+  std::map<int, uint64_t> footprint_by_rank;
+  std::string gpu_budget;
+  int ranks = 0;
 
   std::vector<double> samples_seconds;  // steady iterations (real runs: median of each repeat)
   double median_seconds = 0;

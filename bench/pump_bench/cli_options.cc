@@ -86,6 +86,17 @@ usage: pump-bench [options] [-- COMMAND ARGS...]
                               'pump-bench: checksum=<hex>' and 'pump-bench: footprint_bytes=<n>')
   -h, --help                  this text
 
+Several processes or GPUs (-- torchrun --nproc_per_node=2 train.py, or one process
+driving two GPUs): a line may carry its rank, 'pump-bench[<rank>]: key=value'; a line
+without one is rank 0's. Iteration times and the checksum are rank 0's only (print them
+on rank 0, or qualify every rank's lines); footprint_bytes is kept per rank. libpump
+writes one PUMP_STATS report per process (pump-bench passes a path with %r, the rank
+from RANK as torchrun sets it); each device's footprint comes from them (or from its
+rank's own footprint_bytes line, where the rank used one device), and the budget and
+the managed-memory cap are set per device: PUMP_GPU_BUDGET=0:<footprint0/R>,1:<...>,
+PUMP_MANAGED_LIMIT=0:<90% of device 0's free memory>,1:<...>. A configuration runs only
+if every device's footprint fits its cap. Bytes per iteration are every rank's together.
+
 Rows of every table: native (no pump, everything resident; only where the footprint
 fits the device), managed (managed memory, no budget, no prefetch), none (plain unified
 memory: budget enforced by unified-memory eviction, no prefetch; always run with

@@ -13,9 +13,16 @@
 //            with the link's rates measured in this run (GpuMatrix::link)
 // Every row that ran also gets its own bound: link_bound_seconds(native time,
 // the bytes it brought in and wrote back per iteration by its PUMP_STATS).
-// Every pumped run sets PUMP_MANAGED_LIMIT to 90% of the GPU's free memory
+// Every pumped run sets PUMP_MANAGED_LIMIT to 90% of each GPU's free memory
 // (the safety rule: never more managed memory than the card has free) and
-// PUMP_STATS to a temporary file.
+// PUMP_STATS to a temporary file per rank (libpump's %r).
+//
+// Several devices or processes (a command under torchrun, or one driving two GPUs):
+// footprints are per device (each rank's PUMP_STATS report, or its own footprint_bytes
+// line: device_footprints.h), PUMP_GPU_BUDGET and PUMP_MANAGED_LIMIT are given per device
+// ("0:n,1:m"), a configuration runs only if every device's footprint fits its limit, and
+// the row's bytes per iteration are every rank's together. Times and checksums are rank
+// 0's (program_output.h).
 #pragma once
 
 #include <cstdint>
@@ -40,7 +47,8 @@ struct GpuMatrix {
   LinkRates link;                               // unknown: bounds are the native time alone
   int repeats = 3;
   std::string libpump;
-  uint64_t free_bytes = 0;
+  std::vector<uint64_t> free_by_device;  // each device's free memory, by CUDA ordinal
+  std::string stats_directory;           // where runs write PUMP_STATS (empty: the temporary directory)
 };
 
 using GpuProgress = std::function<void(size_t index, size_t total, const ConfigResult& row, bool done)>;

@@ -66,18 +66,25 @@ GpuProbe probe_gpu() {
   int version = 0;
   if (driver_version && driver_version(&version) == 0)
     p.driver = std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
-  CUcontext ctx = nullptr;
-  if (retain && release && push && pop && mem_info && retain(&ctx, dev) == 0) {
+  p.free_by_device.assign(static_cast<size_t>(count), 0);
+  for (int ordinal = 0; ordinal < count; ++ordinal) {
+    CUdevice d = 0;
+    CUcontext ctx = nullptr;
+    if (!retain || !release || !push || !pop || !mem_info || get_device(&d, ordinal) != 0 || retain(&ctx, d) != 0)
+      continue;
     if (push(ctx) == 0) {
       size_t free_bytes = 0, total_bytes = 0;
       if (mem_info(&free_bytes, &total_bytes) == 0) {
-        p.free_bytes = free_bytes;
-        p.total_bytes = total_bytes;
+        p.free_by_device[static_cast<size_t>(ordinal)] = free_bytes;
+        if (ordinal == 0) {
+          p.free_bytes = free_bytes;
+          p.total_bytes = total_bytes;
+        }
       }
       CUcontext popped = nullptr;
       pop(&popped);
     }
-    release(dev);
+    release(d);
   }
   return p;
 }

@@ -1,10 +1,11 @@
 // Is there a GPU? Asked of libcuda.so.1 through dlopen (pump-bench never links
-// CUDA): cuInit, cuDeviceGetCount, then name, driver version and free memory of
-// device 0 (the last through its primary context, released afterwards).
+// CUDA): cuInit, cuDeviceGetCount, then name and driver version of device 0 and the
+// free memory of every device (through its primary context, released afterwards).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "bench/pump_bench/bench_results.h"
 
@@ -15,8 +16,9 @@ struct GpuProbe {
   std::string why_not;  // when !present: what failed
   std::string name;
   std::string driver;   // "13.0" (the CUDA version the driver supports)
-  uint64_t free_bytes = 0;
+  uint64_t free_bytes = 0;                 // device 0's
   uint64_t total_bytes = 0;
+  std::vector<uint64_t> free_by_device;    // every visible device's, by ordinal (0 where unknown)
 };
 
 GpuProbe probe_gpu();

@@ -176,7 +176,7 @@ int run(int argc, char** argv) {
     matrix.policies = o.policies;
     matrix.datapaths = o.datapaths;
     matrix.repeats = o.repeats;
-    matrix.free_bytes = gpu.free_bytes;
+    matrix.free_by_device = gpu.free_by_device;
     matrix.libpump = o.libpump_path.empty() ? (bin.parent_path() / "lib" / "libpump.so").string() : o.libpump_path;
     if (!std::filesystem::exists(matrix.libpump)) {
       std::cerr << "pump-bench: " << matrix.libpump << " not found (build it, or pass --libpump PATH)\n";
@@ -195,7 +195,9 @@ int run(int argc, char** argv) {
         matrix.workloads.push_back({name, {program.string(), "--size", o.size, "--iterations", iterations}});
       }
     }
-    std::cerr << "pump-bench: GPU " << gpu.name << ", " << gpu.free_bytes / (1 << 20) << " MiB free\n";
+    std::cerr << "pump-bench: GPU " << gpu.name << ", " << gpu.free_bytes / (1 << 20) << " MiB free";
+    if (gpu.free_by_device.size() > 1) std::cerr << " (device 0 of " << gpu.free_by_device.size() << ")";
+    std::cerr << '\n';
     // The link's rates in this run, before any workload (the probe frees all it took).
     report.link = matrix.link = probe_link();
     std::cerr << "pump-bench: " << describe_link(report.link) << '\n';

@@ -25,6 +25,13 @@ std::string csv_field(const std::string& s) {
   return out + "\"";
 }
 
+// {"0": n, "1": m}: JSON keys are strings.
+nlohmann::ordered_json by_key(const std::map<int, uint64_t>& values) {
+  nlohmann::ordered_json o = nlohmann::ordered_json::object();
+  for (const auto& [key, value] : values) o[std::to_string(key)] = value;
+  return o;
+}
+
 template <typename Writer>
 bool write_file(const std::string& path, const BenchReport& report, Writer writer, std::string* error) {
   std::ofstream out(path);
@@ -64,6 +71,10 @@ void write_json(std::ostream& out, const BenchReport& report) {
                        {"note", r.note},
                        {"footprint_bytes", r.footprint_bytes},
                        {"budget_bytes", r.budget_bytes},
+                       {"footprint_by_device", by_key(r.footprint_by_device)},
+                       {"footprint_by_rank", by_key(r.footprint_by_rank)},
+                       {"gpu_budget", r.gpu_budget},
+                       {"ranks", r.ranks},
                        {"seconds_per_iteration", r.median_seconds},
                        {"min_seconds", r.min_seconds},
                        {"max_seconds", r.max_seconds},

@@ -73,6 +73,9 @@ constexpr size_t kChunksPerSlot = 8192;
 
 CUstream as_stream(StreamId id) { return reinterpret_cast<CUstream>(static_cast<uintptr_t>(id)); }
 
+// 0, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD name a stream of whichever context is current.
+bool is_default_stream(StreamId id) { return id <= cuda::kPerThreadStreamHandle; }
+
 uint64_t total_bytes(const auto& ranges) {
   uint64_t total = 0;
   for (const auto& r : ranges) total += r.bytes;
@@ -108,7 +111,33 @@ class TrafficRange {
   TrafficRange& operator=(const TrafficRange&) = delete;
 };
 
+// Backends started in the process: with one device's there is no other context to mistake
+// a default stream for (the common case pays no driver call per launch for it).
+std::atomic<int> g_live_backends{0};
+
 }  // namespace
+
+class CudaBackend::OwnContextForDefaultStream {
+ public:
+  OwnContextForDefaultStream(const cuda::DriverApi& api, CUcontext own, StreamId stream) : api_(api) {
+    if (!is_default_stream(stream) || g_live_backends.load(std::memory_order_relaxed) < 2 || !own ||
+        !api.cuCtxGetCurrent || !api.cuCtxPushCurrent || !api.cuCtxPopCurrent)
+      return;
+    CUcontext current = nullptr;
+    if (api.cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == own) return;
+    pushed_ = api.cuCtxPushCurrent(own) == CUDA_SUCCESS;
+  }
+  ~OwnContextForDefaultStream() {
+    CUcontext popped = nullptr;
+    if (pushed_) api_.cuCtxPopCurrent(&popped);
+  }
+  OwnContextForDefaultStream(const OwnContextForDefaultStream&) = delete;
+  OwnContextForDefaultStream& operator=(const OwnContextForDefaultStream&) = delete;
+
+ private:
+  const cuda::DriverApi& api_;
+  bool pushed_ = false;
+};
 
 // ------------------------------------------------------------------ lifetime
 
@@ -172,6 +201,7 @@ bool CudaBackend::start(std::string* error) {
 }
 
 CudaBackend::~CudaBackend() {
+  if (counted_live_) g_live_backends.fetch_sub(1, std::memory_order_relaxed);
   {
     std::lock_guard lock(queue_mutex_);
     stopping_ = true;
@@ -185,6 +215,10 @@ CudaBackend::~CudaBackend() {
   if (out_stream_ && !context_lost_) api_.cuStreamDestroy(out_stream_);
   if (populate_stream_ && !context_lost_) api_.cuStreamDestroy(populate_stream_);
   if (populated_ && !context_lost_) api_.cuEventDestroy(populated_);
+  if (bridge_stream_ && !context_lost_) api_.cuStreamDestroy(bridge_stream_);
+  if (bridge_tail_ && !context_lost_) api_.cuEventDestroy(bridge_tail_);
+  for (const auto& [context, event] : call_events_)
+    if (!context_lost_) api_.cuEventDestroy(event);
   for (ChunkSlot& slot : chunk_slots_) {
     if (context_lost_) break;
     if (slot.done) {
@@ -205,6 +239,10 @@ CudaBackend::~CudaBackend() {
 void CudaBackend::worker_main(std::promise<std::string> ready) {
   std::string error = setup_on_worker();
   const bool ok = error.empty();
+  if (ok) {
+    g_live_backends.fetch_add(1, std::memory_order_relaxed);
+    counted_live_ = true;  // before the future: create() and the destructor see it
+  }
   ready.set_value(std::move(error));
   if (!ok) return;
   for (;;) {
@@ -247,6 +285,17 @@ std::string CudaBackend::setup_on_worker() {
     populated_ = nullptr;
     return fail("cuEventCreate", r);
   }
+  if ((r = api_.cuStreamCreate(&bridge_stream_, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS) {
+    bridge_stream_ = nullptr;
+    return fail("cuStreamCreate", r);
+  }
+  bridge_key_ = static_cast<StreamId>(reinterpret_cast<uintptr_t>(bridge_stream_));
+  if ((r = api_.cuEventCreate(&bridge_tail_, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS) {
+    bridge_tail_ = nullptr;
+    return fail("cuEventCreate", r);
+  }
+  size_t free_bytes = 0, total_bytes = 0;
+  if (api_.cuMemGetInfo(&free_bytes, &total_bytes) == CUDA_SUCCESS) free_at_start_ = free_bytes;
 
   compute_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring);
   prefetch_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring);
@@ -698,6 +747,7 @@ Fence CudaBackend::mark(StreamId stream) {
   t_capture_answer = {};  // the launch is over: the next one asks the driver again
   if (captured) return {};
   stats_->marks.fetch_add(1, std::memory_order_relaxed);
+  OwnContextForDefaultStream own(api_, context_, stream);
   return mark_with_event(as_stream(stream), cuda::stream_key(stream));
 }
 
@@ -711,7 +761,10 @@ Fence CudaBackend::mark_with_event(CUstream stream, StreamId key) {
                   options_.event_ring);
   if (r != CUDA_SUCCESS) {
     note_failure("cuEventRecord after a kernel", r, nullptr);
-    return {};  // nothing could be marked: nothing to wait for
+    // No fence: what the stream holds must be done before anyone takes "nothing to wait
+    // for" at its word.
+    if (!context_lost_) api_.cuStreamSynchronize(stream);
+    return {};
   }
   stats_->event_marks.fetch_add(1, std::memory_order_relaxed);
   return Fence{key, seq};
@@ -729,6 +782,7 @@ bool CudaBackend::done(const Fence& fence) {
 void CudaBackend::stream_wait(StreamId stream, const Fence& fence) {
   if (done(fence) || capturing_for_launch(stream)) return;
   stats_->stream_waits.fetch_add(1, std::memory_order_relaxed);
+  OwnContextForDefaultStream own(api_, context_, stream);
   EventFenceRing& ring = ring_of(fence.stream);
   CUresult r = ring.enqueue_wait(as_stream(stream), fence.value);
   if (r == CUDA_ERROR_NOT_READY && (fence.stream == prefetch_key_ || fence.stream == out_key_)) {
@@ -747,6 +801,65 @@ void CudaBackend::stream_wait(StreamId stream, const Fence& fence) {
   wait_for_fence_on_host(fence);
 }
 
+
+void CudaBackend::bridge_before_access(StreamId stream) {
+  if (!bridge_stream_ || context_lost_) return;
+  std::lock_guard lock(bridge_mutex_);
+  CUresult r = api_.cuEventRecord(bridge_tail_, bridge_stream_);
+  if (r == CUDA_SUCCESS) r = api_.cuStreamWaitEvent(as_stream(stream), bridge_tail_, 0);
+  if (r == CUDA_SUCCESS) return;
+  note_failure("ordering another device's call after the bridge", r, nullptr);
+  api_.cuStreamSynchronize(bridge_stream_);
+}
+
+void CudaBackend::bridge_after_access(StreamId stream) {
+  if (!bridge_stream_ || context_lost_) return;
+  std::lock_guard lock(bridge_mutex_);
+  // The call's stream lives in the current context (a default stream) or its own.
+  CUcontext context = nullptr;
+  CUresult r = CUDA_ERROR_NOT_SUPPORTED;
+  if (is_default_stream(stream)) {
+    if (api_.cuCtxGetCurrent) r = api_.cuCtxGetCurrent(&context);
+  } else if (api_.cuStreamGetCtx) {
+    r = api_.cuStreamGetCtx(as_stream(stream), &context);
+  }
+  CUevent event = r == CUDA_SUCCESS && context ? bridge_event_in(context) : nullptr;
+  if (!event) r = CUDA_ERROR_NOT_SUPPORTED;
+  if (event) r = api_.cuEventRecord(event, as_stream(stream));
+  if (r == CUDA_SUCCESS) r = api_.cuStreamWaitEvent(bridge_stream_, event, 0);
+  if (r == CUDA_SUCCESS) return;
+  note_failure("ordering the bridge after another device's call", r, nullptr);
+  api_.cuStreamSynchronize(as_stream(stream));  // the call is done: every later fence follows it
+}
+
+bool CudaBackend::access_stream_capturing(StreamId stream) {
+  if (context_lost_) return true;
+  // No context of ours pushed: a default stream is the calling thread's current context's.
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  const CUresult r = api_.cuStreamIsCapturing(as_stream(stream), &status);
+  if (r == CUDA_SUCCESS) return status != CU_STREAM_CAPTURE_STATUS_NONE;
+  if (r == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) return true;
+  // Unknown: ordering the access is what keeps this device's memory right.
+  PUMP_LOG_ONCE(LogLevel::kWarn, "cuda backend: cuStreamIsCapturing on another device's stream failed: %s",
+                api_.describe(r).c_str());
+  return false;
+}
+
+CUevent CudaBackend::bridge_event_in(CUcontext context) {
+  for (const auto& [c, event] : call_events_)
+    if (c == context) return event;
+  if (!api_.cuCtxGetCurrent || !api_.cuCtxPushCurrent || !api_.cuCtxPopCurrent) return nullptr;
+  CUcontext current = nullptr;
+  api_.cuCtxGetCurrent(&current);
+  const bool push = current != context;
+  if (push && api_.cuCtxPushCurrent(context) != CUDA_SUCCESS) return nullptr;
+  CUevent event = nullptr;
+  if (api_.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) event = nullptr;
+  CUcontext popped = nullptr;
+  if (push) api_.cuCtxPopCurrent(&popped);
+  if (event) call_events_.emplace_back(context, event);
+  return event;
+}
 
 void CudaBackend::make_context_current() {
   CUcontext current = nullptr;
@@ -784,6 +897,7 @@ bool CudaBackend::capturing(StreamId stream) {
 }
 
 bool CudaBackend::query_capturing(StreamId stream) {
+  OwnContextForDefaultStream own(api_, context_, stream);
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   CUresult r = api_.cuStreamIsCapturing(as_stream(stream), &status);
   if (r == CUDA_ERROR_INVALID_CONTEXT && context_) {

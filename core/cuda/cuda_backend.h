@@ -46,6 +46,18 @@
 //
 // Capture: nothing is ever enqueued on a stream being captured into a graph
 // (capturing() says so and mark/stream_wait check it).
+//
+// Several devices. A default stream (0, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) names
+// whichever context is current; the engine of this device only ever means this device's
+// (it sees another device's calls on the bridge), so mark, stream_wait and capturing make
+// this device's context current around a default stream's driver call when another one
+// is (a later eviction may run on any thread). With one backend in the process there is
+// no other device's context: nothing is checked. The bridge is a stream of the backend's
+// own: bridge_before_access makes the call's stream wait for an event recorded on it;
+// bridge_after_access records an event in the call's stream's context (one per context,
+// created there on first use) and makes the bridge wait for it. An ordering the driver
+// refuses is replaced by a host synchronization of the stream waited for, and so is a
+// mark that cannot be recorded: no fence ever claims less than it covers.
 // Errors of prefetch and eviction calls are not fatal (prefetch is a hint): they
 // are counted, the first is logged with the driver's message. A fence is never
 // left unreachable: if recording a batch's event fails, the worker synchronizes the
@@ -63,6 +75,8 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "core/cuda/driver_api.h"
 #include "core/cuda/event_fence_ring.h"
@@ -164,7 +178,14 @@ class CudaBackend final : public DeviceBackend {
   // copy data path needs, or the allocation fails.
   uint64_t allocate_host(uint64_t bytes) override;
 
+  StreamId bridge_stream() override { return bridge_key_; }
+  void bridge_before_access(StreamId stream) override;
+  void bridge_after_access(StreamId stream) override;
+  bool access_stream_capturing(StreamId stream) override;
+
   CudaBackendStats stats() const;
+  // The device's free memory when the backend started (cuMemGetInfo in its context).
+  uint64_t free_memory_at_start() const { return free_at_start_; }
   bool has_copy_path() const { return api_.cuMemcpyDtoHAsync && api_.cuMemcpyHtoDAsync && api_.cuMemDiscardBatchAsync; }
   bool saves_with_kernel() const { return kernel_saves_; }
   std::vector<std::pair<std::string, uint64_t>> counters() const override;
@@ -217,6 +238,11 @@ class CudaBackend final : public DeviceBackend {
   Fence mark_with_event(CUstream stream, StreamId key);
   // The ring that holds the fences of `key` (a compute stream's unless it is one of ours).
   cuda::EventFenceRing& ring_of(StreamId key) const;
+  // This device's context current while alive, if `stream` is a default stream and
+  // another context is current (see "Several devices" above).
+  class OwnContextForDefaultStream;
+  // An event of `context` (created there on first use) for the bridge; nullptr if none can be had.
+  CUevent bridge_event_in(CUcontext context);
 
   const CudaBackendOptions options_;
   const int ordinal_;
@@ -245,6 +271,14 @@ class CudaBackend final : public DeviceBackend {
   StreamId out_key_ = 0;
   std::unique_ptr<cuda::EventFenceRing> out_events_;
   uint64_t total_memory_ = 0;
+  uint64_t free_at_start_ = 0;
+
+  // The bridge: another device's calls on this device's memory (see above).
+  CUstream bridge_stream_ = nullptr;
+  StreamId bridge_key_ = 0;
+  std::mutex bridge_mutex_;              // an event is recorded and waited for as one step
+  CUevent bridge_tail_ = nullptr;        // recorded on the bridge before a call waits for it
+  std::vector<std::pair<CUcontext, CUevent>> call_events_;  // per context of a call's stream
 
   std::mutex mark_mutex_;                // fence values reach the ring in order
   uint64_t event_seq_ = 0;               // under mark_mutex_
@@ -265,6 +299,7 @@ class CudaBackend final : public DeviceBackend {
   cuda::PlanOptions plan_options_;  // worker-only after setup (batch calls get switched off on failure)
 
   std::atomic<bool> context_lost_{false};
+  bool counted_live_ = false;  // among the process's started backends (see OwnContextForDefaultStream)
   struct AtomicStats;
   std::unique_ptr<AtomicStats> stats_;
 };

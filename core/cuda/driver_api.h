@@ -36,6 +36,11 @@ struct DriverApi {
   CUresult (*cuDevicePrimaryCtxRelease)(CUdevice) = nullptr;
   CUresult (*cuCtxSetCurrent)(CUcontext) = nullptr;
   CUresult (*cuCtxGetCurrent)(CUcontext*) = nullptr;  // optional
+  // Optional: ordering another device's streams (the bridge) and this device's default
+  // streams from a thread with another device current.
+  CUresult (*cuCtxPushCurrent)(CUcontext) = nullptr;
+  CUresult (*cuCtxPopCurrent)(CUcontext*) = nullptr;
+  CUresult (*cuStreamGetCtx)(CUstream, CUcontext*) = nullptr;
   CUresult (*cuMemGetInfo)(size_t*, size_t*) = nullptr;
 
   CUresult (*cuStreamCreate)(CUstream*, unsigned int) = nullptr;

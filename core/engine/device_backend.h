@@ -72,6 +72,21 @@ class DeviceBackend {
   // True while `stream` is being captured into a graph: no transfers may be queued.
   virtual bool capturing(StreamId stream) = 0;
 
+  // Accesses queued on a stream of another device that touch this device's memory (a
+  // copy between devices, a kernel reading a peer's memory) reach the engine as if on the
+  // bridge: a stream of the backend's own, ordered against the access's stream both ways,
+  // so that every fence the engine records is this device's. 0: no bridge (one device);
+  // the engine then sees such an access on the access's own stream.
+  virtual StreamId bridge_stream() { return 0; }
+  // Before the access: `stream` (the access's) waits for everything queued on the bridge.
+  virtual void bridge_before_access(StreamId stream) { (void)stream; }
+  // After it: the bridge waits for everything queued on `stream` so far.
+  virtual void bridge_after_access(StreamId stream) { (void)stream; }
+  // Whether `stream`, the stream of another device's access (a default stream: the calling
+  // thread's current context's), is being captured into a graph: then nothing is ordered
+  // against it. Unlike capturing(), a default stream here is not this device's.
+  virtual bool access_stream_capturing(StreamId stream) { return capturing(stream); }
+
   // Host memory for shadows (pinned, reachable by the device's copies), or 0 when the
   // backend has none or the allocation fails. Freed only with the backend.
   virtual uint64_t allocate_host(uint64_t bytes) { (void)bytes; return 0; }

@@ -42,7 +42,8 @@ Engine::Engine(DeviceBackend& backend, const pump_policy_v1_t* policy, const Eng
       prefetch_on_alloc_(options.prefetch_on_alloc),
       datapath_(options.datapath),
       verify_clean_(options.verify_clean),
-      shadows_([&backend](uint64_t bytes) { return backend.allocate_host(bytes); }, options.host_limit_bytes),
+      shadows_([&backend](uint64_t bytes) { return backend.allocate_host(bytes); }, options.host_limit_bytes,
+               ShadowStore::kDefaultSlabBytes, options.shared_host_limit),
       host_(std::make_unique<PolicyHost>()) {
   pump_policy_host_v1_t& t = host_->table;
   t.struct_size = sizeof(pump_policy_host_v1_t);
@@ -784,6 +785,11 @@ bool Engine::find_block(uint64_t address, pump_block_v1_t* out) {
   if (!b) return false;
   *out = snapshot(*b, false);  // extractors' per-word lookup: no fence query, IN_USE not reported
   return true;
+}
+
+bool Engine::holds(uint64_t address) {
+  std::lock_guard lock(mutex_);
+  return tracker_.find(address) != nullptr;
 }
 
 EngineStats Engine::stats() const {

@@ -37,6 +37,7 @@ struct EngineOptions {
   DataPath datapath = DataPath::kCopy;
   uint64_t host_limit_bytes = 0;           // pinned shadow store cap; 0: none (dirty data takes unified memory)
   bool verify_clean = false;               // PUMP_VERIFY=checksum: list clean discards in TransferBatch::check_clean
+  HostLimit* shared_host_limit = nullptr;  // the process's PUMP_HOST_LIMIT, shared by every device's engine
 };
 
 const char* datapath_name(DataPath path);
@@ -90,9 +91,12 @@ class Engine {
   // The block containing `address`. Its flags never carry PUMP_BLOCK_IN_USE: this is the
   // extractors' lookup for every pointer word of every launch, kept free of fence queries.
   bool find_block(uint64_t address, pump_block_v1_t* out);
+  // Whether a block of this engine contains `address` (which device's memory it is).
+  bool holds(uint64_t address);
   EngineStats stats() const;
   pump_budget_v1_t budget() const;
   DataPath datapath() const { return datapath_; }
+  DeviceBackend& backend() const { return backend_; }
   const char* policy_name() const { return policy_ ? policy_->name : "none (no policy)"; }
 
   // For invariant checks in tests: the sum of bytes resident in stream order.

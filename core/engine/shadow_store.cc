@@ -9,8 +9,11 @@ constexpr uint64_t kAlignment = 4096;  // copies of page-aligned blocks stay pag
 uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 }  // namespace
 
-ShadowStore::ShadowStore(SlabAllocator allocate_slab, uint64_t limit_bytes, uint64_t slab_bytes)
-    : allocate_slab_(std::move(allocate_slab)), limit_(limit_bytes), slab_bytes_(slab_bytes ? slab_bytes : kDefaultSlabBytes) {}
+ShadowStore::ShadowStore(SlabAllocator allocate_slab, uint64_t limit_bytes, uint64_t slab_bytes, HostLimit* shared)
+    : allocate_slab_(std::move(allocate_slab)),
+      limit_(limit_bytes),
+      shared_(shared),
+      slab_bytes_(slab_bytes ? slab_bytes : kDefaultSlabBytes) {}
 
 uint64_t ShadowStore::take(uint64_t bytes) {
   for (auto it = free_.begin(); it != free_.end(); ++it) {
@@ -31,15 +34,17 @@ uint64_t ShadowStore::allocate(uint64_t bytes) {
   if (!address && !slab_failed_) {
     // A run larger than a slab gets a slab of its own size; under a limit smaller than
     // a slab, the slab shrinks to what the limit leaves (else nothing would ever fit).
-    const uint64_t room = limit_ > slab_total_ ? limit_ - slab_total_ : 0;
+    uint64_t room = limit_ > slab_total_ ? limit_ - slab_total_ : 0;
+    if (shared_) room = std::min(room, shared_->room());
     const uint64_t slab = std::max(std::min(slab_bytes_, room), round_up(need, 2ull << 20));
-    if (slab_total_ + slab <= limit_) {
+    if (slab_total_ + slab <= limit_ && (!shared_ || shared_->take(slab))) {
       if (const uint64_t base = allocate_slab_ ? allocate_slab_(slab) : 0) {
         slabs_.emplace(base, slab);
         slab_total_ += slab;
         insert_free(base, slab);
         address = take(need);
       } else {
+        if (shared_) shared_->give_back(slab);
         slab_failed_ = true;
       }
     }

@@ -3,14 +3,18 @@
 // moves it at a third to a fifth of the link's speed. Pinned memory is expensive to
 // allocate (the pages are locked), so it comes in slabs, allocated lazily from the
 // backend and never returned; ranges inside them are handed out first-fit and
-// coalesced when freed. Total slab bytes stay under the limit (PUMP_HOST_LIMIT): a
-// request that does not fit gets 0 and its block takes the unified-memory path.
+// coalesced when freed. Total slab bytes stay under the limit (PUMP_HOST_LIMIT: this
+// store's own, or a HostLimit every device's store shares): a request that does not fit
+// gets 0 and its block takes the unified-memory path.
 // Not thread-safe: the engine owns it under its lock.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
+
+#include "core/engine/host_limit.h"
 
 namespace pump {
 
@@ -20,7 +24,10 @@ class ShadowStore {
   using SlabAllocator = std::function<uint64_t(uint64_t bytes)>;
   static constexpr uint64_t kDefaultSlabBytes = 256ull << 20;
 
-  ShadowStore(SlabAllocator allocate_slab, uint64_t limit_bytes, uint64_t slab_bytes = kDefaultSlabBytes);
+  // `shared` (may be null): the process's limit, drawn from by every store; `limit_bytes`
+  // then only caps this store's share of it.
+  ShadowStore(SlabAllocator allocate_slab, uint64_t limit_bytes, uint64_t slab_bytes = kDefaultSlabBytes,
+              HostLimit* shared = nullptr);
 
   // `bytes` of contiguous shadow, or 0 (limit reached, or the backend refused a slab).
   uint64_t allocate(uint64_t bytes);
@@ -31,7 +38,7 @@ class ShadowStore {
   // Whether two shadow addresses lie in the same slab (one pinned allocation).
   bool same_slab(uint64_t a, uint64_t b) const;
 
-  uint64_t limit_bytes() const { return limit_; }
+  uint64_t limit_bytes() const { return shared_ ? std::min(limit_, shared_->limit_bytes()) : limit_; }
   uint64_t slab_bytes() const { return slab_total_; }  // pinned memory held
   uint64_t used_bytes() const { return used_; }
   uint64_t peak_used_bytes() const { return peak_used_; }
@@ -43,6 +50,7 @@ class ShadowStore {
 
   SlabAllocator allocate_slab_;
   uint64_t limit_;
+  HostLimit* shared_;
   uint64_t slab_bytes_;
   uint64_t slab_total_ = 0;
   uint64_t used_ = 0;

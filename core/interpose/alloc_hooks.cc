@@ -1,6 +1,7 @@
 // Allocation hooks: device allocations become managed memory (cudaMallocManaged /
-// cuMemAllocManaged with global attachment) that the device's engine tracks, within
-// PUMP_MANAGED_LIMIT. Anything pump cannot manage passes through unchanged.
+// cuMemAllocManaged with global attachment) that the current device's engine tracks,
+// within that device's PUMP_MANAGED_LIMIT. Anything pump cannot manage passes through
+// unchanged.
 //
 // Decisions:
 // - cudaMemGetInfo / cuMemGetInfo are truthful: they report the device's real free and
@@ -65,9 +66,9 @@ Managed allocate_managed(Runtime* rt, int device, size_t bytes, Allocate allocat
   if (device < 0) return Managed::kPassThrough;
   Engine* engine = rt->engine(device);
   if (!engine) return Managed::kPassThrough;
-  if (!rt->reserve_managed(bytes)) return Managed::kRefused;
+  if (!rt->reserve_managed(device, bytes)) return Managed::kRefused;
   if (!allocate(address)) {
-    rt->release_managed(bytes);
+    rt->release_managed(device, bytes);
     *failed_real = true;
     return Managed::kRefused;
   }
@@ -83,7 +84,7 @@ bool release_tracked(Runtime* rt, uint64_t address) {
   if (!known) return false;
   if (Engine* engine = rt->engine(known->second)) engine->on_free(address);
   if (TraceWriter* trace = rt->trace()) trace->record_free(address);
-  rt->release_managed(known->first);
+  rt->release_managed(known->second, known->first);
   return true;
 }
 

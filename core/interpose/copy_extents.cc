@@ -1,5 +1,6 @@
 #include "core/interpose/copy_extents.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace pump::interpose {
@@ -34,6 +35,10 @@ bool shape_of(SymbolId id, CopyShape* s) {
     case k_cuMemsetD32_v2: case k_cuMemsetD32Async:
       *s = {0, -1, 2, 4};
       return true;
+    // (dst, dst device or context, src, src device or context, count)
+    case k_cudaMemcpyPeer: case k_cudaMemcpyPeerAsync: case k_cuMemcpyPeer: case k_cuMemcpyPeerAsync:
+      *s = {0, 2, 4, 1};
+      return true;
     default:
       return false;
   }
@@ -43,7 +48,7 @@ bool shape_of(SymbolId id, CopyShape* s) {
 
 bool copy_extents(SymbolId id, const void* const* args, uint32_t num_args, std::vector<pump_extent_v1_t>* out) {
   CopyShape s;
-  if (!shape_of(id, &s) || !args || num_args < 3) return false;
+  if (!shape_of(id, &s) || !args || num_args <= static_cast<uint32_t>(std::max(s.src, s.count))) return false;
   const uint64_t bytes = word(args, s.count) * s.elem;
   if (bytes == 0) return true;
   const uint64_t dst = word(args, s.dst);

@@ -1,5 +1,6 @@
-// The CUDA, cuDNN and cuBLAS headers every hook is compiled against. Headers only:
-// libpump.so links none of these libraries; it finds the real functions at run time.
+// The CUDA, cuDNN and cuBLAS headers every hook is compiled against, and NCCL's API as
+// libpump declares it (nccl_api.h: NCCL's headers are not needed to build). Headers
+// only: libpump.so links none of these libraries; it finds the real functions at run time.
 #pragma once
 
 // Declares every exported name as the libraries define it: the unversioned legacy
@@ -11,6 +12,8 @@
 #include <cudnn.h>
 #include <cublas_api.h>
 #include <cublasLt.h>
+
+#include "core/interpose/nccl_api.h"
 
 // nvcc 13 lowers kernel<<<...>>> to these; CUDA declares them only for nvcc
 // (crt/device_functions.h under __CUDACC__). Same signature as there.

@@ -9,10 +9,14 @@ namespace pump::interpose {
 #define PUMP_HOOK_EXTRACT(library, ret, name, params, args, stream)
 #define PUMP_HOOK_COPY(library, ret, name, params, args, stream)
 #define PUMP_HOOK_UNSIZED(library, ret, name, params, args, stream)
+#define PUMP_HOOK_COLLECTIVE(library, ret, name, params, args, stream)
+#define PUMP_HOOK_GUARDED(library, ret, name, params, args, stream)
 #define PUMP_HOOK(kind, ...) PUMP_HOOK_##kind(__VA_ARGS__)
 #include "core/interpose/hook_list.def"
 #undef PUMP_HOOK_CUSTOM
 #undef PUMP_HOOK_EXTRACT
 #undef PUMP_HOOK_COPY
 #undef PUMP_HOOK_UNSIZED
+#undef PUMP_HOOK_COLLECTIVE
+#undef PUMP_HOOK_GUARDED
 }  // namespace pump::interpose

@@ -79,7 +79,8 @@ bool ExtractorRegistry::add(const pump_extractor_v1_t* api) {
   std::string unhooked;
   for (uint32_t i = 0; api->apis && api->apis[i]; ++i) {
     auto id = find_hook(api->apis[i]);
-    if (!id || (kSymbols[*id].kind != HookKind::kExtract && kSymbols[*id].kind != HookKind::kUnsized)) {
+    if (!id || (kSymbols[*id].kind != HookKind::kExtract && kSymbols[*id].kind != HookKind::kUnsized &&
+                kSymbols[*id].kind != HookKind::kCollective)) {
       unhooked += unhooked.empty() ? "" : ", ";
       unhooked += api->apis[i];
       continue;

@@ -1,17 +1,135 @@
 #include "core/interpose/hook_dispatch.h"
 
 #include <atomic>
+#include <memory>
 #include <vector>
 
+#include "core/common/log.h"
 #include "core/interpose/copy_extents.h"
-
+#include "core/interpose/nccl_scalars.h"
 #include "core/interpose/runtime.h"
 
 namespace pump::interpose {
 namespace {
 thread_local std::vector<pump_extent_v1_t> t_extents;
 thread_local std::vector<uint8_t> t_inexact;
-thread_local KernelTicket t_ticket;
+thread_local std::vector<pump_extent_v1_t> t_part_extents;
+thread_local std::vector<uint8_t> t_part_inexact;
+thread_local std::vector<int> t_owners;
+
+// The calling thread's tickets: a call takes one per engine it reaches and gives it back
+// once settled (a call deferred to the end of an NCCL group keeps its own until then), so
+// their lists keep their capacity from call to call.
+class TicketPool {
+ public:
+  KernelTicket* take() {
+    if (free_.empty()) {
+      owned_.push_back(std::make_unique<KernelTicket>());
+      return owned_.back().get();
+    }
+    KernelTicket* t = free_.back();
+    free_.pop_back();
+    return t;
+  }
+  void give(KernelTicket* t) { free_.push_back(t); }
+
+ private:
+  std::vector<std::unique_ptr<KernelTicket>> owned_;
+  std::vector<KernelTicket*> free_;
+};
+thread_local TicketPool t_tickets;
+
+std::atomic<const TestDevices*> g_test_devices{nullptr};
+thread_local DispatchRecord t_last_dispatch;
+
+// The engines a call may reach: the runtime's, or a test's.
+class Devices {
+ public:
+  Devices(Runtime* rt, const TestDevices* test) : rt_(rt), test_(test) {}
+
+  int engine_count() const {
+    if (!test_) return rt_->engine_count();
+    int n = 0;
+    for (Engine* e : test_->engines) n += e != nullptr;
+    return n;
+  }
+  Engine* current(int* device, Library library) const {
+    if (!test_) return rt_->current_engine(library, device);
+    *device = test_->current;
+    return of(test_->current);
+  }
+  Engine* of(int device) const {
+    if (!test_) return rt_->existing_engine(device);
+    return device >= 0 && device < static_cast<int>(test_->engines.size()) ? test_->engines[device] : nullptr;
+  }
+  // Calls f(device, engine) for every device with an engine.
+  template <typename F>
+  void each(F f) const {
+    if (test_) {
+      for (size_t d = 0; d < test_->engines.size(); ++d)
+        if (test_->engines[d]) f(static_cast<int>(d), test_->engines[d]);
+      return;
+    }
+    for (int i = 0, n = rt_->engine_count(); i < n; ++i) {
+      int device = -1;
+      if (Engine* e = rt_->engine_at(i, &device)) f(device, e);
+    }
+  }
+  // The device whose engine holds `address`, -1 if none. `hint` is asked first.
+  int owner(uint64_t address, int hint) const {
+    if (Engine* e = of(hint); e && e->holds(address)) return hint;
+    int found = -1;
+    each([&](int device, Engine* e) {
+      if (found < 0 && device != hint && e->holds(address)) found = device;
+    });
+    return found;
+  }
+
+ private:
+  Runtime* rt_;
+  const TestDevices* test_;
+};
+
+// The legacy default stream (0 or CU_STREAM_LEGACY) and the per-thread one belong to the
+// calling thread's current device; any other stream to the device it was created on.
+// (The cuda backend resolves a default stream in its own device's context: that is where
+// a call routed to it on a default stream ran.)
+bool is_default_stream(StreamId stream) { return stream <= 2; }
+
+// An NCCL call's default stream is its communicator's device's (NCCL makes that device
+// current to enqueue), whatever device the calling thread has current.
+int device_of_stream(StreamId stream, int current, ncclComm_t comm) {
+  if (is_default_stream(stream) && comm) {
+    auto comm_device = real<k_ncclCommCuDevice>();
+    int device = -1;
+    if (comm_device && comm_device(comm, &device) == ncclSuccess && device >= 0) return device;
+  }
+  if (is_default_stream(stream)) return current;
+  auto get_device = real<k_cuStreamGetDevice>();
+  CUdevice device = 0;
+  if (!get_device || get_device(reinterpret_cast<CUstream>(stream), &device) != CUDA_SUCCESS) return current;
+  return static_cast<int>(device);
+}
+
+// Hands `engine` its share of the call (`extents`; UNSIZED calls have none) and adds it to
+// `scope`. On a bridge when the call's stream is another device's and the backend has one.
+void add_part(CallScope* scope, Engine* engine, int device, bool other_device, bool unsized,
+              const std::vector<pump_extent_v1_t>& extents, const std::vector<uint8_t>& inexact, bool recording) {
+  DeviceBackend& backend = engine->backend();
+  const StreamId bridge = other_device ? backend.bridge_stream() : 0;
+  const bool bridged = bridge != 0;
+  // Nothing may be ordered against a stream being captured into a graph (an engine seeing
+  // the call on its own stream checks this itself).
+  if (bridged && backend.access_stream_capturing(scope->stream)) return;
+  const StreamId seen_on = bridged ? bridge : scope->stream;
+  KernelTicket* ticket = t_tickets.take();
+  if (unsized) engine->before_unattributed_access(ticket, seen_on);
+  else engine->before_kernel(ticket, seen_on, extents.data(), extents.size(), inexact.data());
+  if (bridged && ticket->seq != 0) backend.bridge_before_access(scope->stream);
+  scope->add({engine, ticket, bridged});
+  if (recording) t_last_dispatch.parts.push_back({device, bridged, seen_on, extents});
+}
+
 }  // namespace
 
 uint64_t cudnn_stream_key(cudnnHandle_t handle) {
@@ -28,74 +146,138 @@ uint64_t cublas_stream_key(cublasHandle_t handle) {
   return stream_key(stream);
 }
 
-namespace {
-std::atomic<Engine*> g_test_engine{nullptr};
-thread_local DispatchRecord t_last_dispatch;
-}  // namespace
+void set_devices_for_testing(const TestDevices* devices) { g_test_devices.store(devices, std::memory_order_release); }
 
-void set_engine_for_testing(Engine* engine) { g_test_engine.store(engine, std::memory_order_release); }
+void set_engine_for_testing(Engine* engine) {
+  static TestDevices single;
+  single.engines.assign(1, engine);
+  single.current = 0;
+  single.extractors = nullptr;
+  set_devices_for_testing(engine ? &single : nullptr);
+}
+
 const DispatchRecord& last_dispatch_for_testing() { return t_last_dispatch; }
 
+void count_guarded_call(SymbolId id) {
+  if (g_test_devices.load(std::memory_order_acquire)) return;
+  if (Runtime* rt = Runtime::get()) rt->counter(id).calls.fetch_add(1, std::memory_order_relaxed);
+}
+
 bool begin_extracted_call(SymbolId id, const void* const* args, uint32_t num_args, StreamThunk stream_of,
-                          void* stream_context, CallScope* scope) {
+                          void* stream_context, CallScope* scope, ncclComm_t comm) {
   const HookKind kind = kSymbols[id].kind;
   std::vector<pump_extent_v1_t>& extents = t_extents;
   std::vector<uint8_t>& inexact = t_inexact;
   extents.clear();
   inexact.clear();
 
-  Engine* const test_engine = g_test_engine.load(std::memory_order_acquire);
-  Runtime* rt = test_engine ? nullptr : Runtime::get();
-  if (!rt && !test_engine) return false;
+  const TestDevices* const test = g_test_devices.load(std::memory_order_acquire);
+  Runtime* rt = test ? nullptr : Runtime::get();
+  if (!rt && !test) return false;
   HookCounter* counter = rt ? &rt->counter(id) : nullptr;
   if (counter) counter->calls.fetch_add(1, std::memory_order_relaxed);
 
+  bool unsized = kind == HookKind::kUnsized;
   if (kind == HookKind::kCopy) {
     if (!copy_extents(id, args, num_args, &extents) || extents.empty()) return false;
-  } else if (rt) {
-    const ExtractorRegistry::Route& route = rt->extractors().route(id);
-    const bool extracted = route.api && ExtractorRegistry::extract(route, args, num_args, &extents, &inexact);
-    // An unsized access goes to the engine even when nothing (or nothing usable) was extracted.
-    if (kind != HookKind::kUnsized && (!extracted || extents.empty())) return false;
+  } else {
+    const ExtractorRegistry* registry = rt ? &rt->extractors() : test->extractors;
+    const ExtractorRegistry::Route* route = registry ? &registry->route(id) : nullptr;
+    const bool extracted =
+        route && route->api && ExtractorRegistry::extract(*route, args, num_args, &extents, &inexact);
     if (!extracted) extents.clear();
-  } else if (kind != HookKind::kUnsized) {
-    return false;  // test seam: no extractors
+    if (kind == HookKind::kCollective && !(route && route->api)) {
+      // NCCL's kernels reach their buffers through structures no launch shows: a collective
+      // nobody can size is an access pump cannot attribute.
+      PUMP_LOG_ONCE(LogLevel::kWarn,
+                    "%s: no extractor in PUMP_PLUGINS handles NCCL calls (add 'nccl'): every dropped block is "
+                    "restored before each collective",
+                    kSymbols[id].name);
+      unsized = true;
+    }
+    if (comm) nccl_scalars::append_extents(comm, &extents);
+    // An unsized access goes to the engines even when nothing (or nothing usable) was extracted.
+    if (!unsized && extents.empty()) return false;
   }
-  if (inexact.size() != extents.size()) inexact.assign(extents.size(), 0);
+  if (inexact.size() != extents.size()) inexact.resize(extents.size(), 0);
   if (counter && !extents.empty()) {
     counter->calls_with_extents.fetch_add(1, std::memory_order_relaxed);
     counter->extents.fetch_add(extents.size(), std::memory_order_relaxed);
   }
 
-  Engine* engine = test_engine ? test_engine : rt->current_engine(kSymbols[id].library);
-  if (!engine) return false;
+  const Devices devices(rt, test);
+  int current = -1;
+  Engine* const home = devices.current(&current, kSymbols[id].library);
   if (rt && rt->stats_enabled()) {
     uint64_t known = 0, unknown = 0;
     pump_block_v1_t block;
-    for (const pump_extent_v1_t& e : extents) (engine->find_block(e.address, &block) ? known : unknown) += e.bytes;
+    for (const pump_extent_v1_t& e : extents) (rt->find_block(e.address, &block) ? known : unknown) += e.bytes;
     counter->bytes_known.fetch_add(known, std::memory_order_relaxed);
     counter->bytes_unknown.fetch_add(unknown, std::memory_order_relaxed);
   }
-  const StreamId stream = stream_of(stream_context);
+  scope->stream = stream_of(stream_context);
   if (rt) {
-    if (TraceWriter* trace = rt->trace()) trace->record_kernel(stream, extents.data(), extents.size());
+    if (TraceWriter* trace = rt->trace()) trace->record_kernel(scope->stream, extents.data(), extents.size());
   }
-  if (test_engine) {
+  if (test) {
     t_last_dispatch.id = id;
-    t_last_dispatch.unattributed = kind == HookKind::kUnsized;
-    t_last_dispatch.stream = stream;
+    t_last_dispatch.unattributed = unsized;
+    t_last_dispatch.stream = scope->stream;
     t_last_dispatch.extents = extents;
     t_last_dispatch.inexact = inexact;
+    t_last_dispatch.parts.clear();
   }
-  scope->engine = engine;
-  scope->ticket = &t_ticket;
-  if (kind == HookKind::kUnsized) engine->before_unattributed_access(&t_ticket, stream);
-  else engine->before_kernel(&t_ticket, stream, extents.data(), extents.size(), inexact.data());
-  return true;
+  const bool recording = test != nullptr;
+
+  // One engine, or every extent held by the current device's (or by none): the common
+  // case, the call's stream taken to be the current device's.
+  std::vector<int>& owners = t_owners;
+  bool one_device = devices.engine_count() <= 1;
+  if (!one_device) {
+    owners.resize(extents.size());
+    bool elsewhere = unsized;  // an unsized access may touch any device's memory
+    for (size_t i = 0; i < extents.size(); ++i) {
+      owners[i] = devices.owner(extents[i].address, current);
+      if (owners[i] >= 0 && owners[i] != current) elsewhere = true;
+    }
+    one_device = !elsewhere;
+  }
+  if (one_device) {
+    if (!home) return false;
+    add_part(scope, home, current, false, unsized, extents, inexact, recording);
+    return !scope->empty();
+  }
+
+  // Several devices: each engine gets its own extents (an UNSIZED call reaches every
+  // engine); the stream's device sees the call on it, the others on their bridges.
+  const int stream_device = device_of_stream(scope->stream, current, comm);
+  devices.each([&](int device, Engine* engine) {
+    std::vector<pump_extent_v1_t>& mine = t_part_extents;
+    std::vector<uint8_t>& mine_inexact = t_part_inexact;
+    mine.clear();
+    mine_inexact.clear();
+    for (size_t i = 0; i < extents.size(); ++i) {
+      // Memory no engine holds is reported to the stream's device (its unknown bytes).
+      const int owner = owners[i] >= 0 ? owners[i] : stream_device;
+      if (owner != device) continue;
+      mine.push_back(extents[i]);
+      mine_inexact.push_back(inexact[i]);
+    }
+    if (mine.empty() && !unsized) return;
+    add_part(scope, engine, device, device != stream_device, unsized, mine, mine_inexact, recording);
+  });
+  return !scope->empty();
 }
 
-void end_extracted_call(const CallScope& scope, bool launched) {
-  if (scope.engine) scope.engine->after_kernel(scope.ticket, launched);
+void end_extracted_call(CallScope& scope, bool launched) {
+  for (size_t i = 0; i < scope.size(); ++i) {
+    CallScope::Part& part = scope[i];
+    // The bridge first waits for the call, so the fence after_kernel records follows it.
+    if (part.bridged && part.ticket->seq != 0) part.engine->backend().bridge_after_access(scope.stream);
+    part.engine->after_kernel(part.ticket, launched);
+    t_tickets.give(part.ticket);
+  }
+  scope = CallScope{};
 }
 
 }  // namespace pump::interpose

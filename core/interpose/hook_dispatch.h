@@ -1,17 +1,32 @@
-// The path of one intercepted library call or kernel launch (EXTRACT, COPY and UNSIZED
-// hooks):
-//   EXTRACT: extractor -> engine.before_kernel (extents derived from a find_block answer
-//            flagged inexact) -> real call -> engine.after_kernel;
-//   COPY:    copy_extents (the core's own, exact) -> the same;
-//   UNSIZED: extractor if one serves it (statistics, trace) ->
-//            engine.before_unattributed_access -> real call -> engine.after_kernel.
+// The path of one intercepted library call or kernel launch (EXTRACT, COPY, UNSIZED and
+// COLLECTIVE hooks):
+//   EXTRACT:    extractor -> engine.before_kernel (extents derived from a find_block answer
+//               flagged inexact) -> real call -> engine.after_kernel;
+//   COPY:       copy_extents (the core's own, exact) -> the same;
+//   UNSIZED:    extractor if one serves it (statistics, trace) ->
+//               engine.before_unattributed_access -> real call -> engine.after_kernel;
+//   COLLECTIVE: as EXTRACT, plus the device scalars of the communicator's PreMulSum
+//               operators; after_kernel waits for the end of an open NCCL group
+//               (nccl_groups.h).
+//
+// Several devices. Each extent goes to the engine of the device whose memory holds it.
+// The engine of the device the call's stream belongs to (a default stream: the current
+// device's, or an NCCL call's communicator's) sees the call on that stream;
+// another device's engine sees it on its backend's bridge stream (DeviceBackend::
+// bridge_stream), and the two streams are ordered both ways around the call: the call's
+// stream waits for the bridge (the transfers that engine queued for it), the bridge for
+// the call (so that engine's fences follow the call). In a process with one engine, or
+// when the current device's engine holds every extent, the call's stream is taken to be
+// the current device's (no driver query).
+//
 // Pass-through, untouched, when: the real function is missing (the library's error
 // code is returned), a hook is already running on this thread, pump is disabled, an
 // EXTRACT hook has no extractor or its extractor reports no extents, a COPY reports
-// no extents, or the device has no engine.
+// no extents, or no engine holds the call's memory.
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/engine/engine.h"
@@ -21,30 +36,78 @@
 
 namespace pump::interpose {
 
-struct CallScope {
-  Engine* engine = nullptr;
-  // The calling thread's ticket (hooks never nest on a thread: one per thread serves,
-  // and its lists keep their capacity from launch to launch).
-  KernelTicket* ticket = nullptr;
+class ExtractorRegistry;
+
+// The engines one call was handed to, and how to settle them after it.
+class CallScope {
+ public:
+  struct Part {
+    Engine* engine = nullptr;
+    KernelTicket* ticket = nullptr;  // the calling thread's, back in its pool once settled
+    bool bridged = false;            // the engine saw the call on its backend's bridge stream
+  };
+
+  CallScope() = default;
+  // A moved-from scope is empty: its engines are settled through the one it moved to.
+  CallScope(CallScope&& other) noexcept { *this = std::move(other); }
+  CallScope& operator=(CallScope&& other) noexcept {
+    stream = other.stream;
+    first_ = other.first_;
+    more_ = std::move(other.more_);
+    count_ = std::exchange(other.count_, 0);
+    other.more_.clear();
+    return *this;
+  }
+
+  StreamId stream = 0;  // the call's own stream
+  bool empty() const { return count_ == 0; }
+  size_t size() const { return count_; }
+  Part& operator[](size_t i) { return i == 0 ? first_ : more_[i - 1]; }
+  void add(const Part& part) {
+    if (count_++ == 0) first_ = part;
+    else more_.push_back(part);
+  }
+
+ private:
+  Part first_;              // almost every call touches one device: no allocation
+  std::vector<Part> more_;
+  size_t count_ = 0;
 };
 
 using StreamThunk = uint64_t (*)(void* context);
 
-// True when the engine was told about the call (then end_extracted_call must follow).
+// True when an engine was told about the call (then end_extracted_call must follow).
+// `comm`: the NCCL communicator of a COLLECTIVE call, else null.
 bool begin_extracted_call(SymbolId id, const void* const* args, uint32_t num_args, StreamThunk stream_of,
-                          void* stream_context, CallScope* scope);
-void end_extracted_call(const CallScope& scope, bool launched);
+                          void* stream_context, CallScope* scope, ncclComm_t comm = nullptr);
+// The call was queued (launched) or failed to queue: every engine of `scope` settles it.
+void end_extracted_call(CallScope& scope, bool launched);
 
-// Test seam: while set, hooks talk to `engine` (no Runtime, no PUMP_* environment), and
-// last_dispatch_for_testing() tells what the calling thread's last hook handed it.
+// Test seams. While set, hooks talk to these engines (indexed by device, null where a
+// device has none; `current` is the calling thread's current device) instead of the
+// Runtime, with `extractors` (may be null: none), and last_dispatch_for_testing() tells
+// what the calling thread's last hook handed them.
+struct TestDevices {
+  std::vector<Engine*> engines;
+  int current = 0;
+  const ExtractorRegistry* extractors = nullptr;
+};
+void set_devices_for_testing(const TestDevices* devices);
+void set_engine_for_testing(Engine* engine);  // one device (0), no extractors
 struct DispatchRecord {
   SymbolId id{};
   bool unattributed = false;
   uint64_t stream = 0;
   std::vector<pump_extent_v1_t> extents;
   std::vector<uint8_t> inexact;
+  struct Part {
+    int device = -1;
+    bool bridged = false;
+    uint64_t stream = 0;  // the stream that engine saw the call on
+    std::vector<pump_extent_v1_t> extents;
+  };
+  std::vector<Part> parts;
 };
-void set_engine_for_testing(Engine* engine);
 const DispatchRecord& last_dispatch_for_testing();
 
 template <SymbolId id, typename CallReal, typename StreamOf>
@@ -61,6 +124,37 @@ inline typename Sym<id>::Ret run_extract_hook(const void* const* args, uint32_t 
   Ret result = call_real(fn);
   end_extracted_call(scope, static_cast<int>(result) == 0);  // every library's success is 0
   return result;
+}
+
+// An NCCL call queued (its real call returned `result`): settled now, or at the end of the
+// group open on this thread (nccl_groups.cc).
+void settle_collective(CallScope&& scope, ncclComm_t comm, ncclResult_t result);
+
+template <SymbolId id, typename CallReal, typename StreamOf>
+inline ncclResult_t run_collective_hook(const void* const* args, uint32_t num_args, CallReal call_real,
+                                        StreamOf stream_of, ncclComm_t comm) {
+  auto fn = real<id>();
+  if (!fn) return missing_symbol_status<ncclResult_t>();
+  if (inside_hook()) return call_real(fn);
+  ReentryGuard guard;
+  CallScope scope;
+  StreamThunk thunk = [](void* p) -> uint64_t { return (*static_cast<StreamOf*>(p))(); };
+  if (!begin_extracted_call(id, args, num_args, thunk, &stream_of, &scope, comm)) return call_real(fn);
+  const ncclResult_t result = call_real(fn);
+  settle_collective(std::move(scope), comm, result);
+  return result;
+}
+
+// The real call with the reentry guard held (GUARDED hooks): counted, nothing else.
+void count_guarded_call(SymbolId id);
+template <SymbolId id, typename CallReal>
+inline typename Sym<id>::Ret run_guarded_hook(CallReal call_real) {
+  auto fn = real<id>();
+  if (!fn) return missing_symbol_status<typename Sym<id>::Ret>();
+  if (inside_hook()) return call_real(fn);
+  ReentryGuard guard;
+  count_guarded_call(id);
+  return call_real(fn);
 }
 
 // Stream identities as the engine and CudaBackend key them.

@@ -27,5 +27,21 @@
 #define PUMP_HOOK_COPY(...) PUMP_HOOK_EXTRACT(__VA_ARGS__)
 #define PUMP_HOOK_UNSIZED(...) PUMP_HOOK_EXTRACT(__VA_ARGS__)
 
+// NCCL calls name their communicator `comm` (as nccl.h does).
+#define PUMP_HOOK_COLLECTIVE(library, ret, name, params, args, stream)                           \
+  extern "C" PUMP_EXPORT ret name params {                                                       \
+    const void* const pump_args[] = {PUMP_PP_ADDRESSES args};                                    \
+    return ::pump::interpose::run_collective_hook<::pump::interpose::k_##name>(                  \
+        pump_args, static_cast<uint32_t>(sizeof(pump_args) / sizeof(pump_args[0])),              \
+        [&](::pump::interpose::Sym<::pump::interpose::k_##name>::Fn pump_real) { return pump_real args; }, \
+        [&]() -> uint64_t { return stream; }, comm);                                             \
+  }
+
+#define PUMP_HOOK_GUARDED(library, ret, name, params, args, stream)                              \
+  extern "C" PUMP_EXPORT ret name params {                                                       \
+    return ::pump::interpose::run_guarded_hook<::pump::interpose::k_##name>(                     \
+        [&](::pump::interpose::Sym<::pump::interpose::k_##name>::Fn pump_real) { return pump_real args; }); \
+  }
+
 #define PUMP_HOOK(kind, ...) PUMP_HOOK_##kind(__VA_ARGS__)
 #include "core/interpose/hook_list.def"

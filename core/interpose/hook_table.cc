@@ -12,6 +12,7 @@ const char* library_name(Library library) {
     case Library::kCudnn: return "cudnn";
     case Library::kCublas: return "cublas";
     case Library::kCublasLt: return "cublasLt";
+    case Library::kNccl: return "nccl";
   }
   return "?";
 }
@@ -25,12 +26,14 @@ const char* const* library_sonames(Library library, size_t* count) {
                                       "libcudnn_cnn.so.9", "libcudnn_adv.so.9"};
   static const char* const cublas[] = {"libcublas.so.13"};
   static const char* const cublaslt[] = {"libcublasLt.so.13"};
+  static const char* const nccl[] = {"libnccl.so.2"};
   switch (library) {
     case Library::kCudart: *count = std::size(cudart); return cudart;
     case Library::kDriver: *count = std::size(driver); return driver;
     case Library::kCudnn: *count = std::size(cudnn); return cudnn;
     case Library::kCublas: *count = std::size(cublas); return cublas;
     case Library::kCublasLt: *count = std::size(cublaslt); return cublaslt;
+    case Library::kNccl: *count = std::size(nccl); return nccl;
   }
   *count = 0;
   return nullptr;

@@ -12,8 +12,8 @@
 
 namespace pump::interpose {
 
-enum class Library : uint8_t { kCudart, kDriver, kCudnn, kCublas, kCublasLt };
-enum class HookKind : uint8_t { kCustom, kExtract, kCopy, kUnsized, kRealOnly };
+enum class Library : uint8_t { kCudart, kDriver, kCudnn, kCublas, kCublasLt, kNccl };
+enum class HookKind : uint8_t { kCustom, kExtract, kCopy, kUnsized, kCollective, kGuarded, kRealOnly };
 
 // Library tags as hook_list.def spells them.
 inline constexpr Library CUDART = Library::kCudart;
@@ -21,10 +21,13 @@ inline constexpr Library DRIVER = Library::kDriver;
 inline constexpr Library CUDNN = Library::kCudnn;
 inline constexpr Library CUBLAS = Library::kCublas;
 inline constexpr Library CUBLASLT = Library::kCublasLt;
+inline constexpr Library NCCL = Library::kNccl;
 inline constexpr HookKind CUSTOM = HookKind::kCustom;
 inline constexpr HookKind EXTRACT = HookKind::kExtract;
 inline constexpr HookKind COPY = HookKind::kCopy;
 inline constexpr HookKind UNSIZED = HookKind::kUnsized;
+inline constexpr HookKind COLLECTIVE = HookKind::kCollective;
+inline constexpr HookKind GUARDED = HookKind::kGuarded;
 
 enum SymbolId : uint32_t {
 #define PUMP_HOOK(kind, library, ret, name, params, args, stream) k_##name,
@@ -89,5 +92,7 @@ template <>
 inline cudnnStatus_t missing_symbol_status<cudnnStatus_t>() { return CUDNN_STATUS_NOT_INITIALIZED; }
 template <>
 inline cublasStatus_t missing_symbol_status<cublasStatus_t>() { return CUBLAS_STATUS_NOT_INITIALIZED; }
+template <>
+inline ncclResult_t missing_symbol_status<ncclResult_t>() { return ncclSystemError; }
 
 }  // namespace pump::interpose

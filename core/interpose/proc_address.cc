@@ -45,6 +45,8 @@ constexpr DriverEntry kDriverEntries[] = {
     {"cuMemsetD32", 3020, k_cuMemsetD32_v2, kNoHook},
     {"cuMemsetD8Async", 3020, k_cuMemsetD8Async, kNoHook},
     {"cuMemsetD32Async", 3020, k_cuMemsetD32Async, kNoHook},
+    {"cuMemcpyPeer", 4000, k_cuMemcpyPeer, kNoHook},
+    {"cuMemcpyPeerAsync", 4000, k_cuMemcpyPeerAsync, kNoHook},
     {"cuMemcpy2D", 3020, k_cuMemcpy2D_v2, kNoHook},
     {"cuMemcpy2DUnaligned", 3020, k_cuMemcpy2DUnaligned_v2, kNoHook},
     {"cuMemcpy2DAsync", 3020, k_cuMemcpy2DAsync_v2, kNoHook},

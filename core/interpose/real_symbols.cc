@@ -102,7 +102,8 @@ void* real_symbol_by_name(const char* name) {
   std::lock_guard lock(mutex);
   if (auto it = cache->find(name); it != cache->end() && it->second) return it->second;
   void* found = nullptr;
-  for (Library lib : {Library::kDriver, Library::kCudart, Library::kCudnn, Library::kCublas, Library::kCublasLt}) {
+  for (Library lib :
+       {Library::kDriver, Library::kCudart, Library::kCudnn, Library::kCublas, Library::kCublasLt, Library::kNccl}) {
     size_t count = 0;
     const char* const* sonames = library_sonames(lib, &count);
     if ((found = find_symbol(name, sonames, count, self_address()))) break;

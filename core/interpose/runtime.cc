@@ -23,18 +23,6 @@ bool find_block_any(uint64_t address, pump_block_v1_t* out) {
   return rt && rt->find_block(address, out);
 }
 
-// The current device's free memory: from the driver where a context is current (every
-// program has a driver; a static runtime's program has no shared runtime), else from a
-// shared runtime (which then initializes, as the program's first runtime call would).
-std::optional<uint64_t> device_free_bytes() {
-  size_t free_bytes = 0, total_bytes = 0;
-  if (auto driver = real_if_loaded<k_cuMemGetInfo_v2>(); driver && driver(&free_bytes, &total_bytes) == CUDA_SUCCESS)
-    return free_bytes;
-  if (auto runtime = real_if_loaded<k_cudaMemGetInfo>(); runtime && runtime(&free_bytes, &total_bytes) == cudaSuccess)
-    return free_bytes;
-  return std::nullopt;
-}
-
 std::string join(const std::vector<std::string>& items) {
   std::string out;
   for (const std::string& s : items) out += (out.empty() ? "" : ",") + s;
@@ -58,17 +46,17 @@ Runtime* Runtime::get() {
   return instance;
 }
 
-Runtime::Runtime(RuntimeOptions options) : options_(std::move(options)) {
+Runtime::Runtime(RuntimeOptions options)
+    : options_(std::move(options)), host_limit_(std::make_unique<HostLimit>(options_.host_limit_bytes)) {
   extractors_ = std::make_unique<ExtractorRegistry>(&config_, &find_block_any);
   if (!options_.trace_path.empty()) trace_ = TraceWriter::open(options_.trace_path);  // logs why if it fails
   load_plugins();
   require_every_launch_seen();
-  apply_safety_limit();
   log(LogLevel::kInfo,
       "runtime ready: extractors [%s], policy %s, budget %s, managed limit %s, data path %s, host limit %s%s",
       join(extractors_loaded_).c_str(), policy_ && policy_->name ? policy_->name : "none (no policy)",
-      options_.budget ? options_.budget->c_str() : "device memory",
-      managed_limit_.load() ? format_bytes(managed_limit_.load()).c_str() : "none",
+      options_.budget_text.empty() ? "device memory" : options_.budget_text.c_str(),
+      options_.managed_limit_text.empty() ? "none" : options_.managed_limit_text.c_str(),
       datapath_name(options_.datapath), format_bytes(options_.host_limit_bytes).c_str(),
       options_.verify_poison ? ", PUMP_VERIFY=poison" : options_.verify_checksum ? ", PUMP_VERIFY=checksum" : "");
 }
@@ -109,16 +97,17 @@ void Runtime::load_plugins() {
   }
 }
 
-void Runtime::apply_safety_limit() {
-  if (!options_.managed_limit) return;
-  uint64_t limit = *options_.managed_limit;
-  if (auto free_bytes = device_free_bytes()) {
-    limit = clamp_managed_limit(limit, *free_bytes);
+void Runtime::apply_safety_limit(int device, uint64_t free_bytes) {
+  const uint64_t* given = options_.managed_limit.of(device);
+  if (!given) return;
+  uint64_t limit = *given;
+  if (free_bytes) {
+    limit = clamp_managed_limit(limit, free_bytes, device);
   } else {
-    log(LogLevel::kWarn, "PUMP_MANAGED_LIMIT: the device's free memory could not be read; applying %s as given",
+    log(LogLevel::kWarn, "PUMP_MANAGED_LIMIT: device %d's free memory could not be read; applying %s as given", device,
         format_bytes(limit).c_str());
   }
-  managed_limit_.store(limit);
+  managed_[device].limit.store(limit, std::memory_order_relaxed);
 }
 
 Engine* Runtime::engine(int device) {
@@ -139,23 +128,35 @@ Engine* Runtime::engine(int device) {
     engine_failed_[device].store(true, std::memory_order_release);
     return nullptr;
   }
+  apply_safety_limit(device, backend->free_memory_at_start());  // before the device's first allocation
   EngineOptions eo;
-  eo.budget_bytes = budget_for_device(options_, backend->device_memory_bytes());
+  eo.budget_bytes = budget_for_device(options_, device, backend->device_memory_bytes());
   eo.split_granularity = options_.split_granularity;
   eo.prefetch_on_alloc = options_.prefetch_on_alloc;
   eo.datapath = options_.datapath;
   eo.host_limit_bytes = options_.host_limit_bytes;
   eo.verify_clean = options_.verify_checksum;
+  eo.shared_host_limit = host_limit_.get();
   auto engine = std::make_unique<Engine>(*backend, policy_, eo, &config_);
-  log(LogLevel::kInfo, "device %d: engine ready, budget %s of %s, policy %s", device,
+  const uint64_t limit = managed_[device].limit.load(std::memory_order_relaxed);
+  log(LogLevel::kInfo, "device %d: engine ready, budget %s of %s, managed limit %s, policy %s", device,
       format_bytes(eo.budget_bytes).c_str(), format_bytes(backend->device_memory_bytes()).c_str(),
-      engine->policy_name());
+      limit ? format_bytes(limit).c_str() : "none", engine->policy_name());
   Engine* raw = engine.get();
   backend_of_[device].store(backend.get(), std::memory_order_release);
   backends_.push_back(std::move(backend));
   engine_storage_.push_back(std::move(engine));
   engines_[device].store(raw, std::memory_order_release);
+  const int index = engine_count_.load(std::memory_order_relaxed);  // written under engines_mutex_ only
+  engine_devices_[index].store(device, std::memory_order_relaxed);
+  engine_count_.store(index + 1, std::memory_order_release);
   return raw;
+}
+
+Engine* Runtime::engine_at(int index, int* device) const {
+  if (index < 0 || index >= engine_count()) return nullptr;
+  *device = engine_devices_[index].load(std::memory_order_relaxed);
+  return existing_engine(*device);
 }
 
 Engine* Runtime::current_engine(Library library, int* device_out) {
@@ -173,29 +174,40 @@ bool Runtime::find_block(uint64_t address, pump_block_v1_t* out) {
   return false;
 }
 
-bool Runtime::reserve_managed(uint64_t bytes) {
-  const uint64_t limit = managed_limit_.load(std::memory_order_relaxed);
-  uint64_t now = managed_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+bool Runtime::reserve_managed(int device, uint64_t bytes) {
+  if (device < 0 || device >= kMaxDevices) return false;
+  ManagedAccount& a = managed_[device];
+  const uint64_t limit = a.limit.load(std::memory_order_relaxed);
+  const uint64_t now = a.bytes.fetch_add(bytes, std::memory_order_relaxed) + bytes;
   if (limit && now > limit) {
-    managed_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+    a.bytes.fetch_sub(bytes, std::memory_order_relaxed);
+    a.refusals.fetch_add(1, std::memory_order_relaxed);
     // The first refusal explains; later ones are expected retries (e.g. a caching allocator).
     const bool first = limit_refusals_.fetch_add(1, std::memory_order_relaxed) == 0;
     log(first ? LogLevel::kError : LogLevel::kInfo,
-        "allocation of %s refused: managed memory would reach %s, over PUMP_MANAGED_LIMIT=%s "
+        "allocation of %s on device %d refused: its managed memory would reach %s, over PUMP_MANAGED_LIMIT's %s "
         "(returning out-of-memory)",
-        format_bytes(bytes).c_str(), format_bytes(now).c_str(), format_bytes(limit).c_str());
+        format_bytes(bytes).c_str(), device, format_bytes(now).c_str(), format_bytes(limit).c_str());
     return false;
   }
-  uint64_t peak = managed_peak_.load(std::memory_order_relaxed);
-  while (now > peak && !managed_peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
-  }
+  a.allocations.fetch_add(1, std::memory_order_relaxed);
+  auto raise = [](std::atomic<uint64_t>& peak, uint64_t value) {
+    uint64_t seen = peak.load(std::memory_order_relaxed);
+    while (value > seen && !peak.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
+    }
+  };
+  raise(a.peak, now);
+  raise(managed_total_peak_, managed_total_.fetch_add(bytes, std::memory_order_relaxed) + bytes);
   return true;
 }
 
-void Runtime::release_managed(uint64_t bytes) { managed_bytes_.fetch_sub(bytes, std::memory_order_relaxed); }
+void Runtime::release_managed(int device, uint64_t bytes) {
+  if (device < 0 || device >= kMaxDevices) return;
+  managed_[device].bytes.fetch_sub(bytes, std::memory_order_relaxed);
+  managed_total_.fetch_sub(bytes, std::memory_order_relaxed);
+}
 
 void Runtime::remember_allocation(uint64_t address, uint64_t bytes, int device) {
-  managed_allocations_.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard lock(allocations_mutex_);
   allocations_[address] = {bytes, device};
 }
@@ -214,15 +226,14 @@ StatsReport Runtime::report() {
   r.plugins_requested = options_.plugins;
   r.extractors_loaded = extractors_loaded_;
   r.policy_requested = options_.policy;
-  r.budget = options_.budget ? *options_.budget : "device memory";
-  r.managed_limit_bytes = managed_limit_.load();
+  r.budget = options_.budget_text.empty() ? "device memory" : options_.budget_text;
+  r.managed_limit = options_.managed_limit_text.empty() ? "none" : options_.managed_limit_text;
   r.prefetch_on_alloc = options_.prefetch_on_alloc;
   r.split_granularity = options_.split_granularity;
   r.datapath = datapath_name(options_.datapath);
   r.host_limit_bytes = options_.host_limit_bytes;
   r.verify = options_.verify_poison ? "poison" : options_.verify_checksum ? "checksum" : "off";
-  r.managed_allocations = managed_allocations_.load();
-  r.managed_bytes_peak = managed_peak_.load();
+  r.managed_bytes_peak = managed_total_peak_.load();
   r.managed_limit_refusals = limit_refusals_.load();
   r.untracked_async_allocations = untracked_async_.load();
   r.untracked_vmm_calls = untracked_vmm_.load();
@@ -234,13 +245,20 @@ StatsReport Runtime::report() {
                        c.calls_with_extents.load(), c.extents.load(), c.bytes_known.load(), c.bytes_unknown.load()});
   }
   for (int d = 0; d < kMaxDevices; ++d) {
+    const ManagedAccount& a = managed_[d];
+    r.managed_allocations += a.allocations.load();
     Engine* e = engines_[d].load(std::memory_order_acquire);
     if (!e) continue;
     pump_budget_v1_t budget = e->budget();
     DeviceBackend* backend = backend_of_[d].load(std::memory_order_acquire);
-    r.devices.push_back({d, e->policy_name(), budget.budget_bytes, budget.device_bytes, datapath_name(e->datapath()),
-                         options_.host_limit_bytes, e->stats(),
-                         backend ? backend->counters() : std::vector<std::pair<std::string, uint64_t>>{}});
+    DeviceReport device{d, e->policy_name(), budget.budget_bytes, budget.device_bytes, datapath_name(e->datapath()),
+                        options_.host_limit_bytes, e->stats(),
+                        backend ? backend->counters() : std::vector<std::pair<std::string, uint64_t>>{}};
+    device.managed_limit_bytes = a.limit.load();
+    device.managed_allocations = a.allocations.load();
+    device.managed_bytes_peak = a.peak.load();
+    device.managed_limit_refusals = a.refusals.load();
+    r.devices.push_back(std::move(device));
   }
   return r;
 }

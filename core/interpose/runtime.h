@@ -46,12 +46,20 @@ class Runtime {
   // The engine of the device a call of `library` runs on (current_device.h; *device_out
   // set when found).
   Engine* current_engine(Library library, int* device_out = nullptr);
+  // The engine of `device` if it exists (never creates one).
+  Engine* existing_engine(int device) const {
+    return device >= 0 && device < kMaxDevices ? engines_[device].load(std::memory_order_acquire) : nullptr;
+  }
+  // Engines in the order they were created: index i < engine_count() (*device set).
+  int engine_count() const { return engine_count_.load(std::memory_order_acquire); }
+  Engine* engine_at(int index, int* device) const;
   // The block containing `address` on any device.
   bool find_block(uint64_t address, pump_block_v1_t* out);
 
-  // PUMP_MANAGED_LIMIT accounting. reserve fails (one clear message) past the limit.
-  bool reserve_managed(uint64_t bytes);
-  void release_managed(uint64_t bytes);
+  // PUMP_MANAGED_LIMIT accounting, per device. reserve fails (one clear message) past the
+  // device's limit.
+  bool reserve_managed(int device, uint64_t bytes);
+  void release_managed(int device, uint64_t bytes);
   // Managed allocations made by the hooks, by address (what cudaFree must tell the engine).
   void remember_allocation(uint64_t address, uint64_t bytes, int device);
   std::optional<std::pair<uint64_t, int>> forget_allocation(uint64_t address);
@@ -69,7 +77,8 @@ class Runtime {
   explicit Runtime(RuntimeOptions options);
   void load_plugins();
   void require_every_launch_seen();
-  void apply_safety_limit();
+  // The device's PUMP_MANAGED_LIMIT, clamped to its free memory when its engine starts.
+  void apply_safety_limit(int device, uint64_t free_bytes);
 
   Config config_;
   RuntimeOptions options_;
@@ -78,6 +87,7 @@ class Runtime {
   const pump_policy_v1_t* policy_ = nullptr;
   HookCounter counters_[kHookCount];
   std::unique_ptr<TraceWriter> trace_;
+  std::unique_ptr<HostLimit> host_limit_;  // PUMP_HOST_LIMIT: one for every device's shadows
 
   std::mutex engines_mutex_;  // creation only; lookups read the atomics
   std::array<std::atomic<Engine*>, kMaxDevices> engines_{};
@@ -85,12 +95,21 @@ class Runtime {
   std::vector<std::unique_ptr<DeviceBackend>> backends_;  // never destroyed before the engines
   std::array<std::atomic<DeviceBackend*>, kMaxDevices> backend_of_{};
   std::vector<std::unique_ptr<Engine>> engine_storage_;
+  std::array<std::atomic<int>, kMaxDevices> engine_devices_{};  // by creation order
+  std::atomic<int> engine_count_{0};
 
-  std::atomic<uint64_t> managed_limit_{0};  // 0: none
-  std::atomic<uint64_t> managed_bytes_{0};
-  std::atomic<uint64_t> managed_peak_{0};
-  std::atomic<uint64_t> managed_allocations_{0};
-  std::atomic<uint64_t> limit_refusals_{0};
+  // Managed memory per device (PUMP_MANAGED_LIMIT), and the process's total.
+  struct ManagedAccount {
+    std::atomic<uint64_t> limit{0};  // 0: none
+    std::atomic<uint64_t> bytes{0};
+    std::atomic<uint64_t> peak{0};
+    std::atomic<uint64_t> allocations{0};
+    std::atomic<uint64_t> refusals{0};
+  };
+  std::array<ManagedAccount, kMaxDevices> managed_{};
+  std::atomic<uint64_t> managed_total_{0};
+  std::atomic<uint64_t> managed_total_peak_{0};
+  std::atomic<uint64_t> limit_refusals_{0};  // every device's: the first one explains
   std::atomic<uint64_t> untracked_async_{0};
   std::atomic<uint64_t> untracked_vmm_{0};
   std::atomic<uint64_t> untracked_library_{0};

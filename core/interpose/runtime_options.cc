@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string_view>
+#include <utility>
 
 #include "core/common/byte_size.h"
 #include "core/common/log.h"
@@ -32,6 +34,19 @@ std::vector<std::string> split_list(const std::string& text) {
   return out;
 }
 
+std::string trimmed(const std::string& text) {
+  const size_t first = text.find_first_not_of(" \t");
+  return first == std::string::npos ? std::string() : text.substr(first, text.find_last_not_of(" \t") + 1 - first);
+}
+
+// The middle of a per-device setting's error line: "is not <kind>" for a single bad value,
+// "has 'X', which is not <kind>" for a bad item, else the split's own phrase.
+std::string what_is_wrong(const std::string& text, const std::string& why, const std::string& bad, const char* kind) {
+  if (bad.empty()) return why;
+  std::string out = bad == trimmed(text) ? "is not " : "has '" + bad + "', which is not ";
+  return out.append(kind);
+}
+
 // A budget's syntax does not depend on the device: check percentages against any size.
 constexpr uint64_t kAnyDeviceBytes = uint64_t{1} << 40;
 
@@ -43,9 +58,43 @@ uint64_t host_physical_bytes() {
   return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
 }
 
+ProcessIdentity this_process() {
+  ProcessIdentity p;
+  p.pid = static_cast<long>(::getpid());
+  auto first = [](std::initializer_list<const char*> names) -> const char* {
+    for (const char* name : names)
+      if (const char* v = std::getenv(name); v && *v) return v;
+    return nullptr;
+  };
+  if (const char* rank = first({"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"})) p.rank = rank;
+  if (const char* size = first({"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}))
+    p.world_size = std::max(1, std::atoi(size));
+  return p;
+}
+
+std::string expand_process_placeholders(const std::string& path, const ProcessIdentity& process) {
+  std::string out;
+  for (size_t i = 0; i < path.size(); ++i) {
+    if (path[i] != '%' || i + 1 == path.size()) {
+      out += path[i];
+      continue;
+    }
+    const char code = path[++i];
+    if (code == 'r') out += process.rank;
+    else if (code == 'p') out += std::to_string(process.pid);
+    else if (code == '%') out += '%';
+    else out.append(1, '%').append(1, code);
+  }
+  return out;
+}
+
 RuntimeOptions parse_runtime_options(const Config& raw) { return parse_runtime_options(raw, host_physical_bytes()); }
 
 RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes) {
+  return parse_runtime_options(raw, physical_bytes, this_process());
+}
+
+RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes, const ProcessIdentity& process) {
   // An empty variable (PUMP_X=) counts as unset.
   struct NonEmpty {
     const Config& config;
@@ -68,24 +117,50 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes)
     o.policy = *v;
   }
   if (auto v = config.get("GPU_BUDGET")) {
-    const std::optional<uint64_t> bytes = parse_budget(*v, kAnyDeviceBytes);
-    if (bytes && *bytes < kMinBudgetBytes)
-      log(LogLevel::kError, "PUMP_GPU_BUDGET='%s' is below one page (%llu bytes); using the device's whole memory",
-          v->c_str(), static_cast<unsigned long long>(kMinBudgetBytes));
-    else if (bytes) o.budget = *v;
-    else
+    std::string why, bad, below_page;
+    auto budget = parse_per_device<std::string>(
+        *v,
+        [&](std::string_view item) -> std::optional<std::string> {
+          const std::optional<uint64_t> bytes = parse_budget(item, kAnyDeviceBytes);
+          if (bytes && *bytes >= kMinBudgetBytes) return std::string(item);
+          (bytes ? below_page : bad) = std::string(item);
+          return std::nullopt;
+        },
+        &why);
+    if (budget) {
+      o.budget = std::move(*budget);
+      o.budget_text = *v;
+    } else if (!below_page.empty()) {
+      log(LogLevel::kError, "PUMP_GPU_BUDGET='%s' is below one page (%llu bytes)%s; using each device's whole memory",
+          v->c_str(), static_cast<unsigned long long>(kMinBudgetBytes),
+          below_page == trimmed(*v) ? "" : (" in '" + below_page + "'").c_str());
+    } else {
       log(LogLevel::kError,
-          "PUMP_GPU_BUDGET='%s' is not a size (e.g. 8GiB, 512MiB, 1073741824) or a percentage in (0, 100]; "
-          "using the device's whole memory",
-          v->c_str());
+          "PUMP_GPU_BUDGET='%s' %s: give a size (e.g. 8GiB, 512MiB, 1073741824) or a percentage in (0, 100], for "
+          "every device or per device (0:8GiB,1:6GiB); using each device's whole memory",
+          v->c_str(), what_is_wrong(*v, why, bad, "a size or a percentage").c_str());
+    }
   }
   if (auto v = config.get("MANAGED_LIMIT")) {
-    if (auto bytes = parse_byte_size(*v); bytes && *bytes > 0) o.managed_limit = *bytes;
-    else
+    std::string why, bad;
+    auto limit = parse_per_device<uint64_t>(
+        *v,
+        [&](std::string_view item) -> std::optional<uint64_t> {
+          const std::optional<uint64_t> bytes = parse_byte_size(item);
+          if (bytes && *bytes > 0) return bytes;
+          bad = std::string(item);
+          return std::nullopt;
+        },
+        &why);
+    if (limit) {
+      o.managed_limit = std::move(*limit);
+      o.managed_limit_text = *v;
+    } else {
       log(LogLevel::kError,
-          "PUMP_MANAGED_LIMIT='%s' is not a positive size (e.g. 16GiB, 512MiB); no cap on managed memory is applied "
-          "beyond the device's free memory",
-          v->c_str());
+          "PUMP_MANAGED_LIMIT='%s' %s: give a positive size (e.g. 16GiB, 512MiB), for every device or per device "
+          "(0:16GiB,1:12GiB); no cap on managed memory is applied",
+          v->c_str(), what_is_wrong(*v, why, bad, "a positive size").c_str());
+    }
   }
   if (auto v = config.get("PREFETCH_ON_ALLOC")) {
     if (auto flag = parse_flag(*v)) o.prefetch_on_alloc = *flag;
@@ -98,8 +173,17 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes)
       log(LogLevel::kError, "PUMP_SPLIT_GRANULARITY='%s' is not a power of two of at least 4KiB (e.g. 64KiB, 2MiB); using 64KiB",
           v->c_str());
   }
-  if (auto v = config.get("STATS")) o.stats_path = *v;
-  if (auto v = config.get("TRACE")) o.trace_path = *v;
+  // One file per process: several ranks writing one path would leave only the last's.
+  for (auto [key, path] : {std::pair{"STATS", &o.stats_path}, {"TRACE", &o.trace_path}}) {
+    auto v = config.get(key);
+    if (!v) continue;
+    *path = expand_process_placeholders(*v, process);
+    if (process.world_size > 1 && v->find("%r") == std::string::npos && v->find("%p") == std::string::npos)
+      log(LogLevel::kWarn,
+          "PUMP_%s='%s' is written by each of the %d processes of this job: put %%r (the rank) or %%p (the pid) in "
+          "the path to keep every process's",
+          key, v->c_str(), process.world_size);
+  }
   if (auto v = config.get("DATAPATH")) {
     if (*v == "copy") o.datapath = DataPath::kCopy;
     else if (*v == "um") o.datapath = DataPath::kUnified;
@@ -126,24 +210,25 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes)
   return o;
 }
 
-uint64_t budget_for_device(const RuntimeOptions& options, uint64_t device_bytes) {
-  if (!options.budget) return device_bytes;
-  auto bytes = parse_budget(*options.budget, device_bytes);
+uint64_t budget_for_device(const RuntimeOptions& options, int device, uint64_t device_bytes) {
+  const std::string* text = options.budget.of(device);
+  if (!text) return device_bytes;
+  auto bytes = parse_budget(*text, device_bytes);
   if (!bytes) return device_bytes;  // checked at parse time; unreachable in practice
   if (*bytes > device_bytes) {
-    log(LogLevel::kWarn, "PUMP_GPU_BUDGET=%s is more than the device's %s: using the device's memory",
-        options.budget->c_str(), format_bytes(device_bytes).c_str());
+    log(LogLevel::kWarn, "PUMP_GPU_BUDGET=%s is more than device %d's %s: using the device's memory", text->c_str(),
+        device, format_bytes(device_bytes).c_str());
     return device_bytes;
   }
   return *bytes;
 }
 
-uint64_t clamp_managed_limit(uint64_t limit, uint64_t free_bytes) {
+uint64_t clamp_managed_limit(uint64_t limit, uint64_t free_bytes, int device) {
   if (limit <= free_bytes) return limit;
   log(LogLevel::kWarn,
-      "PUMP_MANAGED_LIMIT=%s is more than the device's free memory (%s): refusing to let managed allocations "
+      "PUMP_MANAGED_LIMIT=%s is more than device %d's free memory (%s): refusing to let managed allocations "
       "oversubscribe the GPU, the limit is clamped to %s",
-      format_bytes(limit).c_str(), format_bytes(free_bytes).c_str(), format_bytes(free_bytes).c_str());
+      format_bytes(limit).c_str(), device, format_bytes(free_bytes).c_str(), format_bytes(free_bytes).c_str());
   return free_bytes;
 }
 

@@ -9,20 +9,23 @@
 #include <vector>
 
 #include "core/common/config.h"
+#include "core/common/per_device.h"
 #include "core/engine/engine.h"
 
 namespace pump::interpose {
 
 struct RuntimeOptions {
   bool disabled = false;                                    // PUMP_DISABLE=1: pure pass-through
-  std::vector<std::string> plugins{"cudnn", "cublas", "launch"};  // PUMP_PLUGINS
+  std::vector<std::string> plugins{"cudnn", "cublas", "launch", "nccl"};  // PUMP_PLUGINS
   std::string policy = "lru";                               // PUMP_POLICY
-  std::optional<std::string> budget;                        // PUMP_GPU_BUDGET, checked; applied per device
-  std::optional<uint64_t> managed_limit;                    // PUMP_MANAGED_LIMIT
+  PerDevice<std::string> budget;        // PUMP_GPU_BUDGET, checked; resolved per device (a % is of its memory)
+  std::string budget_text;              // ... as given ("" when unset or rejected)
+  PerDevice<uint64_t> managed_limit;    // PUMP_MANAGED_LIMIT, bytes per device
+  std::string managed_limit_text;       // ... as given ("" when unset or rejected)
   bool prefetch_on_alloc = false;                           // PUMP_PREFETCH_ON_ALLOC
   uint64_t split_granularity = 64 * 1024;                   // PUMP_SPLIT_GRANULARITY
-  std::string stats_path;                                   // PUMP_STATS
-  std::string trace_path;                                   // PUMP_TRACE
+  std::string stats_path;                                   // PUMP_STATS, %r and %p expanded
+  std::string trace_path;                                   // PUMP_TRACE, likewise
   DataPath datapath = DataPath::kCopy;                      // PUMP_DATAPATH: copy | um
   std::string host_limit = "50%";                           // PUMP_HOST_LIMIT, as given (checked)
   uint64_t host_limit_bytes = 0;                            // ... resolved against host memory
@@ -33,17 +36,31 @@ struct RuntimeOptions {
 // The host's physical memory: sysconf(_SC_PHYS_PAGES) * page size (0 if unknown).
 uint64_t host_physical_bytes();
 
+// Which process of a multi-process job this is, as launchers say it (torchrun sets RANK
+// and WORLD_SIZE; mpirun OMPI_COMM_WORLD_*; Slurm SLURM_PROCID/SLURM_NTASKS).
+struct ProcessIdentity {
+  std::string rank = "0";  // "0" when no launcher set one
+  int world_size = 1;
+  long pid = 0;
+};
+ProcessIdentity this_process();
+
+// PUMP_STATS and PUMP_TRACE name one file per process: "%r" becomes its rank, "%p" its
+// pid, "%%" a '%'. Other text is kept as it is.
+std::string expand_process_placeholders(const std::string& path, const ProcessIdentity& process);
+
 // Reads `config` (the environment unless overridden). Messages go through pump::log.
 // PUMP_HOST_LIMIT percentages are of `physical_bytes` (host_physical_bytes() by default).
 RuntimeOptions parse_runtime_options(const Config& config);
 RuntimeOptions parse_runtime_options(const Config& config, uint64_t physical_bytes);
+RuntimeOptions parse_runtime_options(const Config& config, uint64_t physical_bytes, const ProcessIdentity& process);
 
-// PUMP_GPU_BUDGET for a device of `device_bytes`: the device's memory when unset,
-// never more than the device has.
-uint64_t budget_for_device(const RuntimeOptions& options, uint64_t device_bytes);
+// PUMP_GPU_BUDGET for `device`, of `device_bytes`: the device's memory when none is given
+// for it, never more than the device has.
+uint64_t budget_for_device(const RuntimeOptions& options, int device, uint64_t device_bytes);
 
 // The SAFETY rule: a managed-memory cap above the device's free memory could let the
 // process oversubscribe a shared GPU; it is clamped to `free_bytes`, saying so.
-uint64_t clamp_managed_limit(uint64_t limit, uint64_t free_bytes);
+uint64_t clamp_managed_limit(uint64_t limit, uint64_t free_bytes, int device);
 
 }  // namespace pump::interpose

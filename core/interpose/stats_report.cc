@@ -55,6 +55,10 @@ Json engine_json(const DeviceReport& d) {
   o["device_bytes"] = d.device_bytes;
   o["datapath"] = d.datapath;
   o["host_limit_bytes"] = d.host_limit_bytes;
+  o["managed_limit_bytes"] = d.managed_limit_bytes;
+  o["managed_allocations"] = d.managed_allocations;
+  o["managed_bytes_peak"] = d.managed_bytes_peak;
+  o["managed_limit_refusals"] = d.managed_limit_refusals;
   o["kernels"] = s.kernels;
   o["kernels_with_known_blocks"] = s.kernels_with_blocks;
   o["kernels_without_known_blocks"] = s.kernels - s.kernels_with_blocks - s.kernels_captured;
@@ -100,7 +104,7 @@ std::string render_stats_json(const StatsReport& r) {
   config["extractors_loaded"] = r.extractors_loaded;
   config["policy_requested"] = r.policy_requested;
   config["gpu_budget"] = r.budget;
-  config["managed_limit_bytes"] = r.managed_limit_bytes;
+  config["managed_limit"] = r.managed_limit;
   config["prefetch_on_alloc"] = r.prefetch_on_alloc;
   config["split_granularity"] = r.split_granularity;
   config["datapath"] = r.datapath;

@@ -37,6 +37,11 @@ struct DeviceReport {
   uint64_t host_limit_bytes = 0;  // PUMP_HOST_LIMIT: the pinned shadow store's cap
   EngineStats engine;
   std::vector<std::pair<std::string, uint64_t>> backend;  // DeviceBackend::counters()
+  // PUMP_MANAGED_LIMIT on this device (0: none) and its managed allocations.
+  uint64_t managed_limit_bytes = 0;
+  uint64_t managed_allocations = 0;
+  uint64_t managed_bytes_peak = 0;
+  uint64_t managed_limit_refusals = 0;
 };
 
 struct StatsReport {
@@ -44,16 +49,16 @@ struct StatsReport {
   std::vector<std::string> plugins_requested;
   std::vector<std::string> extractors_loaded;
   std::string policy_requested;
-  std::string budget;  // as given, or "device memory"
-  uint64_t managed_limit_bytes = 0;  // 0: none
+  std::string budget;         // PUMP_GPU_BUDGET as given, or "device memory"
+  std::string managed_limit;  // PUMP_MANAGED_LIMIT as given, or "none" (per device: devices[].managed_limit_bytes)
   bool prefetch_on_alloc = false;
   uint64_t split_granularity = 0;
   std::string datapath = "copy";  // PUMP_DATAPATH
   uint64_t host_limit_bytes = 0;  // PUMP_HOST_LIMIT, resolved
   std::string verify = "off";     // PUMP_VERIFY
-  // Allocations.
+  // Allocations, every device's (each device's own are in devices[]).
   uint64_t managed_allocations = 0;
-  uint64_t managed_bytes_peak = 0;
+  uint64_t managed_bytes_peak = 0;       // of the process's total
   uint64_t managed_limit_refusals = 0;
   uint64_t untracked_async_allocations = 0;  // cudaMallocAsync / cuMemAllocAsync, passed through
   uint64_t untracked_vmm_calls = 0;          // cuMemCreate / cuMemMap, passed through

@@ -14,7 +14,7 @@ TEST(GpuMatrix, AProgramThatExitsNonzeroIsAFailedRowAndNothingDependingOnItRuns)
   m.policies = {"lru"};
   m.repeats = 1;
   m.libpump = "/nonexistent/libpump.so";  // never loaded: the program fails first
-  m.free_bytes = 1ull << 30;
+  m.free_by_device = {1ull << 30};
   const std::vector<ConfigResult> rows = run_gpu_matrix(m, [](size_t, size_t, const ConfigResult&, bool) {});
   ASSERT_FALSE(rows.empty());
   bool failed_program = false;

@@ -1,6 +1,10 @@
 #include "bench/pump_bench/stats_file.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 namespace pump::bench {
 namespace {
@@ -22,6 +26,7 @@ TEST(PumpBenchStatsFile, SumsBytesAndMaxesPeaksOverDeviceObjectsWhereverTheyAre)
   EXPECT_EQ(s->bytes_demand, 1u);
   EXPECT_EQ(s->peak_resident_bytes, 700u);
   EXPECT_EQ(s->peak_tracked_bytes, 900u);
+  EXPECT_EQ(s->peak_tracked_by_device, (std::map<int, uint64_t>{{0, 900}, {1, 0}}));
 }
 
 TEST(PumpBenchStatsFile, ReadsTheCopyDataPathCountersAndToleratesTheirAbsence) {
@@ -73,6 +78,42 @@ TEST(PumpBenchStatsFile, HostileNestingAndOddTextAreHandled) {
   EXPECT_EQ(s->bytes_prefetched, 0u);
   EXPECT_EQ(s->bytes_evicted, 2u);
   EXPECT_EQ(s->bytes_demand, 0u);
+}
+
+// A device object as libpump writes it: flat, its ordinal among its counters.
+std::string report_of(int device, uint64_t footprint, uint64_t prefetched) {
+  return "{\"devices\": [{\"device\": " + std::to_string(device) + ", \"peak_tracked_bytes\": " +
+         std::to_string(footprint) + ", \"bytes_prefetched\": " + std::to_string(prefetched) + "}]}";
+}
+
+TEST(PumpBenchStatsFile, EveryRanksReportIsReadByItsRank) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("pump_stats_ranks_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string pattern = (dir / "stats.%r.json").string();
+  std::ofstream(dir / "stats.0.json") << report_of(0, 1000, 10);
+  std::ofstream(dir / "stats.1.json") << report_of(1, 3000, 20);
+  std::ofstream(dir / "stats.x.json") << "not mine";
+  std::ofstream(dir / "other.2.json") << "not mine either";
+  std::string error;
+  const std::map<int, PumpStats> ranks = read_pump_stats_per_rank(pattern, &error);
+  ASSERT_EQ(ranks.size(), 2u) << error;
+  EXPECT_EQ(ranks.at(0).peak_tracked_by_device, (std::map<int, uint64_t>{{0, 1000}}));
+  EXPECT_EQ(ranks.at(1).peak_tracked_by_device, (std::map<int, uint64_t>{{1, 3000}}));
+  PumpStats all;
+  for (const auto& [rank, s] : ranks) merge_pump_stats(&all, s);
+  EXPECT_EQ(all.devices, 2);
+  EXPECT_EQ(all.bytes_prefetched, 30u);
+  EXPECT_EQ(all.peak_tracked_bytes, 3000u);
+  EXPECT_EQ(all.peak_tracked_by_device, (std::map<int, uint64_t>{{0, 1000}, {1, 3000}}));
+
+  remove_pump_stats_per_rank(pattern);
+  EXPECT_FALSE(std::filesystem::exists(dir / "stats.0.json"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "stats.1.json"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "stats.x.json")) << "only what the pattern names goes";
+  EXPECT_TRUE(read_pump_stats_per_rank(pattern, &error).empty());
+  EXPECT_NE(error.find("not written by any process"), std::string::npos) << error;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

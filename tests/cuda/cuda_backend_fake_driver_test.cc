@@ -558,5 +558,163 @@ TEST_F(FakeDriverTest, ChecksumModeReportsACleanRangeThatNoLongerMatchesItsShado
   EXPECT_EQ(calls_named("cuMemDiscardBatchAsync").size(), 1u);  // the discards still happen
 }
 
+// ------------------------------------------------------------------ several devices
+
+// The fake's cuCtxSetCurrent, for the calling thread (the backend's own are set by it).
+void set_current_context(void* driver, uint64_t context) {
+  auto get = reinterpret_cast<CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*)>(
+      dlsym(driver, "cuGetProcAddress_v2"));
+  void* fn = nullptr;
+  CUdriverProcAddressQueryResult status{};
+  ASSERT_EQ(get("cuCtxSetCurrent", &fn, 13000, 0, &status), CUDA_SUCCESS);
+  reinterpret_cast<CUresult (*)(CUcontext)>(fn)(reinterpret_cast<CUcontext>(context));
+}
+
+constexpr uint64_t kOwnContext = 0xc0, kOtherDeviceContext = 0xc1;
+
+TEST_F(FakeDriverTest, TheBridgeIsAStreamOfTheBackendsOwn) {
+  CudaBackend& b = start();
+  ASSERT_NE(b.bridge_stream(), 0u);
+  TransferBatch batch;
+  batch.prefetch = {{kBase, kMiB}};
+  batch.evict = {{kBase + 64 * kMiB, kMiB}};
+  const BatchFences f = b.submit(std::move(batch));
+  EXPECT_NE(b.bridge_stream(), f.in.stream);
+  EXPECT_NE(b.bridge_stream(), f.out.stream);
+  EXPECT_FALSE(b.capturing(b.bridge_stream()));
+  const Fence fence = b.mark(b.bridge_stream());
+  EXPECT_FALSE(fence.empty()) << "the engine records its fences on it";
+}
+
+TEST_F(FakeDriverTest, BeforeAnotherDevicesCallItsStreamWaitsForTheBridge) {
+  CudaBackend& b = start();
+  const size_t first = calls().size();
+  b.bridge_before_access(kAppStream);
+  const std::vector<FakeCall> all = calls();
+  ASSERT_EQ(all.size(), first + 2);
+  EXPECT_STREQ(all[first].name, "cuEventRecord");
+  EXPECT_EQ(all[first].stream, b.bridge_stream());
+  EXPECT_STREQ(all[first + 1].name, "cuStreamWaitEvent");
+  EXPECT_EQ(all[first + 1].stream, kAppStream);
+}
+
+TEST_F(FakeDriverTest, AfterItTheBridgeWaitsForAnEventRecordedInTheCallStreamsContext) {
+  CudaBackend& b = start();
+  auto set_context = reinterpret_cast<FakeStreamContextFn>(dlsym(handle_, "fake_cuda_set_stream_context"));
+  ASSERT_NE(set_context, nullptr);
+  set_context(kAppStream, kOtherDeviceContext);  // a stream of device 1; this backend is device 0's
+  const size_t first = calls().size();
+  b.bridge_after_access(kAppStream);
+  b.bridge_after_access(kAppStream);
+  std::vector<std::string> seen;
+  for (size_t i = first; i < calls().size(); ++i) {
+    const FakeCall c = calls()[i];
+    std::string line = c.name;
+    if (line == "cuEventRecord" || line == "cuStreamWaitEvent")
+      line += c.stream == kAppStream ? " call" : c.stream == b.bridge_stream() ? " bridge" : " ?";
+    if (line == "cuEventCreate" || line == "cuCtxPushCurrent")
+      line += c.value == kOtherDeviceContext ? " in 0xc1" : " in another";
+    seen.push_back(line);
+  }
+  // The event is made in the stream's context, once; recorded on the call's stream (an
+  // explicit stream carries its context), waited for by the bridge.
+  EXPECT_EQ(seen, (std::vector<std::string>{"cuCtxPushCurrent in 0xc1", "cuEventCreate in 0xc1", "cuCtxPopCurrent",
+                                            "cuEventRecord call", "cuStreamWaitEvent bridge", "cuEventRecord call",
+                                            "cuStreamWaitEvent bridge"}));
+}
+
+TEST_F(FakeDriverTest, ADefaultStreamAfterTheCallIsTheCurrentContexts) {
+  CudaBackend& b = start();
+  set_current_context(handle_, kOtherDeviceContext);
+  const size_t first = calls().size();
+  b.bridge_after_access(0);
+  const std::vector<FakeCall> all = calls();
+  ASSERT_EQ(all.size(), first + 3);
+  EXPECT_STREQ(all[first].name, "cuEventCreate");
+  EXPECT_EQ(all[first].value, kOtherDeviceContext) << "no push: it is current";
+  EXPECT_STREQ(all[first + 1].name, "cuEventRecord");
+  EXPECT_EQ(all[first + 1].stream, 0u);
+  EXPECT_STREQ(all[first + 2].name, "cuStreamWaitEvent");
+  EXPECT_EQ(all[first + 2].stream, b.bridge_stream());
+  set_current_context(handle_, 0);
+}
+
+TEST_F(FakeDriverTest, AnotherDevicesDefaultStreamIsAskedAboutCaptureInItsOwnContext) {
+  CudaBackend& b = start();
+  set_current_context(handle_, kOtherDeviceContext);
+  capture_(0, 1);
+  const size_t pushes = calls_named("cuCtxPushCurrent").size();
+  EXPECT_TRUE(b.access_stream_capturing(0));
+  EXPECT_EQ(calls_named("cuCtxPushCurrent").size(), pushes) << "not this device's legacy stream: nothing pushed";
+  capture_(0, 0);
+  EXPECT_FALSE(b.access_stream_capturing(0));
+  set_current_context(handle_, 0);
+}
+
+TEST_F(FakeDriverTest, AnOrderingTheDriverRefusesBecomesAHostSynchronization) {
+  LogCapture capture;
+  FakeDriverConfig config;
+  config.fail_event_records = 1;
+  CudaBackend& b = start(config);
+  b.bridge_after_access(kAppStream);
+  auto syncs = calls_named("cuStreamSynchronize");
+  ASSERT_EQ(syncs.size(), 1u);
+  EXPECT_EQ(syncs[0].stream, kAppStream) << "the call is finished before anything of the bridge follows it";
+  EXPECT_EQ(b.stats().failed_calls, 1u);
+}
+
+TEST_F(FakeDriverTest, AMarkOfTheDefaultStreamIsThisDevicesWhateverContextIsCurrent) {
+  FakeDriverConfig config;
+  config.devices = 2;
+  CudaBackend& b = start(config);
+  CudaBackendOptions options;
+  options.driver_library = PUMP_FAKE_CUDA_DRIVER;
+  auto other = CudaBackend::create(1, options);  // device 1's backend: two contexts in the process
+  ASSERT_NE(other, nullptr);
+  set_current_context(handle_, kOtherDeviceContext);  // a later eviction on a thread of device 1
+  const size_t first = calls().size();
+  const Fence f = b.mark(0);
+  EXPECT_FALSE(f.empty());
+  std::vector<FakeCall> records;
+  for (size_t i = first; i < calls().size(); ++i)
+    if (std::strcmp(calls()[i].name, "cuEventRecord") == 0) records.push_back(calls()[i]);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].stream, 0u);
+  EXPECT_EQ(records[0].value, kOwnContext) << "recorded on device 0's legacy stream";
+  EXPECT_FALSE(calls_named("cuCtxPopCurrent").empty()) << "the thread's context is given back";
+
+  set_current_context(handle_, kOwnContext);
+  const size_t pushes = calls_named("cuCtxPushCurrent").size();
+  EXPECT_FALSE(b.mark(0).empty());
+  EXPECT_EQ(calls_named("cuCtxPushCurrent").size(), pushes) << "nothing to switch when it is current";
+  set_current_context(handle_, 0);
+}
+
+TEST_F(FakeDriverTest, WithOneDeviceADefaultStreamCostsNoContextCheck) {
+  CudaBackend& b = start();
+  set_current_context(handle_, kOtherDeviceContext);
+  EXPECT_FALSE(b.mark(0).empty());
+  EXPECT_TRUE(calls_named("cuCtxPushCurrent").empty()) << "no other device's backend: no other context to fear";
+  set_current_context(handle_, 0);
+}
+
+TEST_F(FakeDriverTest, AMarkThatCannotBeRecordedSynchronizesItsStream) {
+  LogCapture capture;
+  FakeDriverConfig config;
+  config.fail_event_records = 1;
+  CudaBackend& b = start(config);
+  EXPECT_TRUE(b.mark(kAppStream).empty());
+  auto syncs = calls_named("cuStreamSynchronize");
+  ASSERT_EQ(syncs.size(), 1u);
+  EXPECT_EQ(syncs[0].stream, kAppStream) << "an empty fence must mean the stream's work is done";
+}
+
+TEST_F(FakeDriverTest, KnowsTheDevicesFreeMemoryAtStart) {
+  FakeDriverConfig config;
+  config.free_memory = 5ull << 30;
+  CudaBackend& b = start(config);
+  EXPECT_EQ(b.free_memory_at_start(), 5ull << 30);
+}
+
 }  // namespace
 }  // namespace pump

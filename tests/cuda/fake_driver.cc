@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string_view>
@@ -54,7 +55,7 @@ CUresult GetErrorName(CUresult r, const char** s) {
 CUresult Init(unsigned int) { return CUDA_SUCCESS; }
 CUresult DriverGetVersion(int* v) { *v = g_config.driver_version; return CUDA_SUCCESS; }
 CUresult DeviceGet(CUdevice* d, int ordinal) { *d = ordinal; return CUDA_SUCCESS; }
-CUresult DeviceGetCount(int* n) { *n = 1; return CUDA_SUCCESS; }
+CUresult DeviceGetCount(int* n) { *n = g_config.devices; return CUDA_SUCCESS; }
 CUresult DeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice) {
   switch (a) {
     case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: *v = g_config.concurrent_managed; break;
@@ -63,28 +64,75 @@ CUresult DeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice) {
   return CUDA_SUCCESS;
 }
 CUresult DeviceTotalMem(size_t* b, CUdevice) { *b = g_config.total_memory; return CUDA_SUCCESS; }
-CUresult PrimaryCtxRetain(CUcontext* c, CUdevice) { *c = reinterpret_cast<CUcontext>(0xc0); return CUDA_SUCCESS; }
-CUresult PrimaryCtxRelease(CUdevice) { return CUDA_SUCCESS; }
-thread_local bool t_context_current = false;
-CUresult CtxSetCurrent(CUcontext c) {
-  t_context_current = c != nullptr;
+CUresult PrimaryCtxRetain(CUcontext* c, CUdevice d) {
+  *c = reinterpret_cast<CUcontext>(uintptr_t{0xc0} + static_cast<uintptr_t>(d));
   return CUDA_SUCCESS;
 }
-CUresult MemGetInfo(size_t* f, size_t* t) { *f = *t = g_config.total_memory; return CUDA_SUCCESS; }
+CUresult PrimaryCtxRelease(CUdevice) { return CUDA_SUCCESS; }
+thread_local CUcontext t_current = nullptr;
+thread_local std::vector<CUcontext> t_pushed;
+std::map<uint64_t, uint64_t> g_stream_contexts;
+uint64_t current_context() { return reinterpret_cast<uint64_t>(t_current); }
+CUresult CtxSetCurrent(CUcontext c) {
+  t_current = c;
+  return CUDA_SUCCESS;
+}
+CUresult CtxPushCurrent(CUcontext c) {
+  record("cuCtxPushCurrent", nullptr, 0, 0, reinterpret_cast<uint64_t>(c), 0);
+  t_pushed.push_back(t_current);
+  t_current = c;
+  return CUDA_SUCCESS;
+}
+CUresult CtxPopCurrent(CUcontext* c) {
+  if (t_pushed.empty()) return CUDA_ERROR_INVALID_CONTEXT;
+  record("cuCtxPopCurrent", nullptr, 0, 0, current_context(), 0);
+  if (c) *c = t_current;
+  t_current = t_pushed.back();
+  t_pushed.pop_back();
+  return CUDA_SUCCESS;
+}
+CUresult StreamGetCtx(CUstream s, CUcontext* c) {
+  std::lock_guard lock(g_mutex);
+  auto it = g_stream_contexts.find(reinterpret_cast<uint64_t>(s));
+  *c = reinterpret_cast<CUcontext>(it == g_stream_contexts.end() ? uint64_t{0xc0} : it->second);
+  return CUDA_SUCCESS;
+}
+CUresult MemGetInfo(size_t* f, size_t* t) {
+  *t = g_config.total_memory;
+  *f = g_config.free_memory ? g_config.free_memory : g_config.total_memory;
+  return CUDA_SUCCESS;
+}
 CUresult StreamCreate(CUstream* s, unsigned int) { *s = reinterpret_cast<CUstream>(new char[64]); return CUDA_SUCCESS; }
 CUresult StreamDestroy(CUstream s) { delete[] reinterpret_cast<char*>(s); return CUDA_SUCCESS; }
-CUresult StreamSynchronize(CUstream) { return CUDA_SUCCESS; }
+CUresult StreamSynchronize(CUstream s) {
+  record("cuStreamSynchronize", s, 0, 0, 0, 0);
+  return CUDA_SUCCESS;
+}
 CUresult StreamIsCapturing(CUstream s, CUstreamCaptureStatus* st) {
   std::lock_guard lock(g_mutex);
   // Like the CUDA 13 runtime's threads: launching works, driver stream calls need a context.
-  if (g_config.contextless_threads && !t_context_current) return CUDA_ERROR_INVALID_CONTEXT;
+  if (g_config.contextless_threads && !t_current) return CUDA_ERROR_INVALID_CONTEXT;
   *st = g_capturing.count(reinterpret_cast<uint64_t>(s)) ? CU_STREAM_CAPTURE_STATUS_ACTIVE
                                                          : CU_STREAM_CAPTURE_STATUS_NONE;
   return CUDA_SUCCESS;
 }
 CUresult StreamWaitEvent(CUstream s, CUevent, unsigned int) { record("cuStreamWaitEvent", s, 0, 0, 0, 0); return CUDA_SUCCESS; }
-CUresult EventCreate(CUevent* e, unsigned int) { *e = reinterpret_cast<CUevent>(new char[8]); return CUDA_SUCCESS; }
-CUresult EventRecord(CUevent, CUstream s) { record("cuEventRecord", s, 0, 0, 0, 0); return CUDA_SUCCESS; }
+CUresult EventCreate(CUevent* e, unsigned int) {
+  *e = reinterpret_cast<CUevent>(new char[8]);
+  record("cuEventCreate", nullptr, 0, 0, current_context(), 0);
+  return CUDA_SUCCESS;
+}
+CUresult EventRecord(CUevent, CUstream s) {
+  {
+    std::lock_guard lock(g_mutex);
+    if (g_config.fail_event_records > 0) {
+      --g_config.fail_event_records;
+      return CUDA_ERROR_INVALID_HANDLE;
+    }
+  }
+  record("cuEventRecord", s, 0, 0, current_context(), 0);
+  return CUDA_SUCCESS;
+}
 CUresult EventQuery(CUevent) { return CUDA_SUCCESS; }
 CUresult EventSynchronize(CUevent) { return CUDA_SUCCESS; }
 CUresult EventDestroy(CUevent e) { delete[] reinterpret_cast<char*>(e); return CUDA_SUCCESS; }
@@ -164,7 +212,7 @@ CUresult MemsetD32Async(CUdeviceptr p, unsigned int v, size_t n, CUstream s) {
   return CUDA_SUCCESS;
 }
 CUresult CtxGetCurrent(CUcontext* c) {
-  *c = t_context_current ? reinterpret_cast<CUcontext>(0xc0) : nullptr;
+  *c = t_current;
   return CUDA_SUCCESS;
 }
 
@@ -196,8 +244,8 @@ CUresult MemcpyDtoH(void* dst, CUdeviceptr src, size_t n) {
   return CUDA_SUCCESS;
 }
 CUresult CtxGetDevice(CUdevice* d) {
-  if (!t_context_current) return CUDA_ERROR_INVALID_CONTEXT;
-  *d = 0;
+  if (!t_current) return CUDA_ERROR_INVALID_CONTEXT;
+  *d = static_cast<CUdevice>(reinterpret_cast<uintptr_t>(t_current) - 0xc0);  // PrimaryCtxRetain's numbering
   return CUDA_SUCCESS;
 }
 
@@ -264,6 +312,8 @@ const Entry kEntries[] = {
     FAKE("cuLaunchKernel", LaunchKernel, 4000), FAKE("cuFuncGetParamInfo", FuncGetParamInfo, 12040),
     // CUDA 13's cuCtxGetDevice takes a context too (cuCtxGetDevice_v2): not faked.
     {"cuCtxGetDevice", reinterpret_cast<void*>(&CtxGetDevice), 2000, 13000},
+    FAKE("cuCtxPushCurrent", CtxPushCurrent, 4000), FAKE("cuCtxPopCurrent", CtxPopCurrent, 4000),
+    FAKE("cuStreamGetCtx", StreamGetCtx, 9020),
     FAKE("cuGetProcAddress", GetProcAddress, 12000),
 };
 
@@ -329,6 +379,7 @@ FAKE_EXPORT void fake_cuda_reset(const FakeDriverConfig* config) {
   g_config = *config;
   g_calls.clear();
   g_capturing.clear();
+  g_stream_contexts.clear();
   g_gate_closed = false;
   g_gate_cv.notify_all();
 }
@@ -343,6 +394,11 @@ FAKE_EXPORT void fake_cuda_gate(int closed) {
   std::lock_guard lock(g_mutex);
   g_gate_closed = closed != 0;
   g_gate_cv.notify_all();
+}
+
+FAKE_EXPORT void fake_cuda_set_stream_context(uint64_t stream, uint64_t context) {
+  std::lock_guard lock(g_mutex);
+  g_stream_contexts[stream] = context;
 }
 
 FAKE_EXPORT void fake_cuda_set_capturing(uint64_t stream, int capturing) {

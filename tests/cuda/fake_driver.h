@@ -29,7 +29,14 @@ struct FakeDriverConfig {
   int copy_calls = 1;              // export cuMemcpyDtoHAsync/HtoDAsync and the memsets (the copy data path)
   int copy_result = 0;             // CUresult of every copy call
   int copies_move_bytes = 0;       // 1: successful copies move the bytes (host memory stands in for device memory)
+  int fail_event_records = 0;      // this many cuEventRecord calls fail (CUDA_ERROR_INVALID_HANDLE)
+  uint64_t free_memory = 0;        // cuMemGetInfo's free bytes (0: all of total_memory)
+  int devices = 1;                 // cuDeviceGetCount
 };
+// Contexts: device d's primary context is 0xc0 + d; a thread has none current until it
+// sets or pushes one. cuEventRecord and cuEventCreate log the current context in `value`,
+// cuCtxPushCurrent the context pushed; a stream's context (cuStreamGetCtx) is 0xc0 unless
+// set with fake_cuda_set_stream_context.
 
 extern "C" {
 using FakeResetFn = void (*)(const FakeDriverConfig*);
@@ -38,4 +45,5 @@ using FakeGateFn = void (*)(int closed);  // 1: prefetch calls block until opene
 using FakeCaptureFn = void (*)(uint64_t stream, int capturing);
 // A kernel taking parameters of these sizes (answers cuFuncGetParamInfo, takes cuLaunchKernel).
 using FakeFunctionFn = CUfunction (*)(const size_t* param_sizes, size_t count);
+using FakeStreamContextFn = void (*)(uint64_t stream, uint64_t context);
 }

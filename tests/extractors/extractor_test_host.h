@@ -25,7 +25,9 @@ class FakeExtractorHost {
     auto& table_ = wrapper_.table;
     table_.struct_size = sizeof(pump_extractor_host_v1_t);
     table_.abi_version = PUMP_EXTRACTOR_ABI_V1;
-    table_.log = [](const pump_extractor_host_v1_t*, pump_log_level_v1_t, const char*) {};
+    table_.log = [](const pump_extractor_host_v1_t* t, pump_log_level_v1_t level, const char* message) {
+      self(t)->logs_.push_back({level, message ? message : ""});
+    };
     table_.get_config = [](const pump_extractor_host_v1_t*, const char*) -> const char* { return nullptr; };
     table_.find_block = &FakeExtractorHost::find_block;
     table_.real_symbol = &FakeExtractorHost::real_symbol;
@@ -47,6 +49,12 @@ class FakeExtractorHost {
   // Unscripted names resolve with dlsym(RTLD_DEFAULT) into what the test links.
   void resolve_with_dlsym(bool on) { use_dlsym_ = on; }
   int find_block_calls() const { return find_block_calls_; }
+  // What the plugin logged through the host, in order.
+  struct LogLine {
+    pump_log_level_v1_t level;
+    std::string text;
+  };
+  const std::vector<LogLine>& logs() const { return logs_; }
 
  private:
   // The table is the first member of a standard-layout wrapper, so the plugin's
@@ -81,6 +89,7 @@ class FakeExtractorHost {
   std::map<std::string, void*> scripted_;
   bool use_dlsym_ = true;
   int find_block_calls_ = 0;
+  std::vector<LogLine> logs_;
 };
 
 // A loaded extractor plugin with one context on a host.

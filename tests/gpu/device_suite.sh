@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
 # On a GPU machine, from the repo root, with .device/ carried (scripts/device_bundle.sh):
-#   tests/gpu/device_suite.sh [part...]     parts: check static-cudart torch-resnet torch-gpt bench datapath decode verify
-# static-cudart, datapath, decode and verify are not in the default list: run them by name.
+#   tests/gpu/device_suite.sh [part...]     parts: check static-cudart torch-resnet torch-gpt bench datapath decode verify ddp ddp-bench
+# static-cudart, datapath, decode, verify, ddp and ddp-bench are not in the default list: run them by name.
 # static-cudart: a program built with nvcc's default static CUDA runtime (static_cudart_check.sh).
+# ddp (needs two GPUs: the nvidia-h200-x2 machine): tests/gpu/torch/check_multi_gpu.py, native
+# against pump at PUMP_GPU_BUDGET = half of each device's footprint, for each of POLICIES
+# (default all six) with PUMP_VERIFY off and poison, every loss of every rank bit for bit:
+# DDP (torchrun, 2 ranks, NCCL all-reduce) of ResNet-50 fp32 and of the GPT decoder bf16, and
+# one process driving both GPUs (the GPT decoder cut in two, activations copied between
+# them). PUMP_MANAGED_LIMIT is half of each device's free memory (check_multi_gpu.py).
+# ddp-bench: pump-bench on the DDP ResNet-50 under torchrun (none and lru at 2x).
 # verify: every step's loss bit for bit against native on the copy path, with and without
 # PUMP_VERIFY=poison, ResNet-50 fp32 and the GPT decoder bf16 (POLICIES, default lru,learned).
 # datapath: pump-datapath-bench, the backend alone (DATAPATH_ARGS adds arguments).
@@ -108,6 +115,19 @@ for part in "${@:-check torch-resnet torch-gpt bench}"; do
       datapath) .device/bin/pump-datapath-bench ${DATAPATH_ARGS:-} --json "$OUT/datapath.json" 2>&1 | tee "$OUT/datapath.txt"
                 rc=${PIPESTATUS[0]} ;;
       decode) decode_suite 2>&1 | tee "$OUT/decode.txt"; rc=${PIPESTATUS[0]} ;;
+      ddp) rc=0
+           for run in "ddp resnet50 fp32" "ddp transformer bf16" "two-gpu transformer bf16"; do
+             set -- $run
+             python3 tests/gpu/torch/check_multi_gpu.py --libpump "$LIBPUMP" --mode "$1" --model "$2" --dtype "$3" \
+               --steps 12 --policies "${POLICIES:-none,lazy,eager,lru,activations,learned}" --verify off,poison \
+               --out "$OUT/ddp" 2>&1 | tee -a "$OUT/ddp.txt"
+             [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+           done ;;
+      ddp-bench) .device/bin/pump-bench --libpump "$LIBPUMP" --plugin-dir .device/lib/pump --oversubscription 2 \
+                   --policies ${POLICIES:-none,lru} --repeats 1 --json "$OUT/ddp-bench.json" \
+                   -- python3 -m torch.distributed.run --standalone --nproc_per_node=2 \
+                   tests/gpu/torch/ddp_steps.py --model resnet50 --steps 10 2> "$OUT/ddp-bench.err" | tee "$OUT/ddp-bench.txt"
+                 rc=${PIPESTATUS[0]}; tail -5 "$OUT/ddp-bench.err" ;;
       *) echo "unknown part $p"; rc=2 ;;
     esac
     echo "=================== $p: rc=$rc"

@@ -67,6 +67,10 @@ class AccessHooks : public ::testing::Test {
     install_fake<k_cuMemsetD32_v2>();
     install_fake<k_cuMemsetD8Async>();
     install_fake<k_cuMemsetD32Async>();
+    install_fake<k_cudaMemcpyPeer>();
+    install_fake<k_cudaMemcpyPeerAsync>();
+    install_fake<k_cuMemcpyPeer>();
+    install_fake<k_cuMemcpyPeerAsync>();
     install_fake<k_cudaMemcpy2D>();
     install_fake<k_cudaMemcpy2DAsync>();
     install_fake<k_cudaMemcpy2DAsync_ptsz>();
@@ -223,6 +227,12 @@ const CopyCase kCopyCases[] = {
     {"cuMemsetD32_v2", k_cuMemsetD32_v2, [] { cuMemsetD32_v2(kA, 1, 25); }, kA, 100, 0},
     {"cuMemsetD8Async", k_cuMemsetD8Async, [] { cuMemsetD8Async(kA, 1, 26, nullptr); }, kA, 26, 0},
     {"cuMemsetD32Async", k_cuMemsetD32Async, [] { cuMemsetD32Async(kA, 1, 27, nullptr); }, kA, 108, 0},
+    {"cudaMemcpyPeer", k_cudaMemcpyPeer, [] { cudaMemcpyPeer(ptr(kA), 1, ptr(kB), 0, 28); }, kA, 28, kB},
+    {"cudaMemcpyPeerAsync", k_cudaMemcpyPeerAsync,
+     [] { cudaMemcpyPeerAsync(ptr(kA), 1, ptr(kB), 0, 29, nullptr); }, kA, 29, kB},
+    {"cuMemcpyPeer", k_cuMemcpyPeer, [] { cuMemcpyPeer(kA, nullptr, kB, nullptr, 30); }, kA, 30, kB},
+    {"cuMemcpyPeerAsync", k_cuMemcpyPeerAsync, [] { cuMemcpyPeerAsync(kA, nullptr, kB, nullptr, 31, nullptr); }, kA,
+     31, kB},
 };
 
 TEST_F(AccessHooks, EveryCopyAndSetReachesTheEngineWithItsExactExtents) {

@@ -32,7 +32,7 @@ endif()
 list(LENGTH expected count)
 
 execute_process(COMMAND readelf -d "${LIBPUMP}" OUTPUT_VARIABLE dyn)
-if(dyn MATCHES "(libcuda|libcudart|libcudnn|libcublas)[A-Za-z_]*\\.so")
+if(dyn MATCHES "(libcuda|libcudart|libcudnn|libcublas|libnccl)[A-Za-z_]*\\.so")
   message(FATAL_ERROR "libpump.so depends on a CUDA library: ${CMAKE_MATCH_0}")
 endif()
 message(STATUS "libpump.so exports exactly the hooks, dlsym and dlvsym (${count} names) and needs no CUDA library")

@@ -11,7 +11,9 @@ set(cases
   "PUMP_LOG_LEVEL=bogus|^pump: warning: PUMP_LOG_LEVEL='bogus' is not one of error, warn, info, debug. using warn\n"
   "PUMP_GPU_BUDGET=0|pump: error: PUMP_GPU_BUDGET='0' is below one page \\(4096 bytes\\)"
   "PUMP_GPU_BUDGET=0B|pump: error: PUMP_GPU_BUDGET='0B' is below one page \\(4096 bytes\\)"
-  "PUMP_GPU_BUDGET=0.0001|pump: error: PUMP_GPU_BUDGET='0.0001' is below one page \\(4096 bytes\\)")
+  "PUMP_GPU_BUDGET=0.0001|pump: error: PUMP_GPU_BUDGET='0.0001' is below one page \\(4096 bytes\\)"
+  "PUMP_GPU_BUDGET=0:8GiB,0:6GiB|pump: error: PUMP_GPU_BUDGET='0:8GiB,0:6GiB' names device 0 twice"
+  "PUMP_MANAGED_LIMIT=0:8GiB,1:x|pump: error: PUMP_MANAGED_LIMIT='0:8GiB,1:x' has 'x', which is not a positive size")
 foreach(case IN LISTS cases)
   string(FIND "${case}" "|" bar)
   string(SUBSTRING "${case}" 0 ${bar} assignment)

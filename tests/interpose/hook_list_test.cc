@@ -15,6 +15,7 @@ Library expected_library(std::string_view name) {
   if (name.starts_with("cublasLt")) return Library::kCublasLt;
   if (name.starts_with("cublas")) return Library::kCublas;
   if (name.starts_with("cudnn")) return Library::kCudnn;
+  if (name.starts_with("nccl")) return Library::kNccl;
   if (name.starts_with("cuda") || name.starts_with("__cuda")) return Library::kCudart;
   return Library::kDriver;  // cuXxx
 }
@@ -52,8 +53,27 @@ TEST(HookList, EveryHookHasAnAddress) {
 TEST(HookList, CoversTheCallsPyTorchIsKnownToMake) {
   for (const char* name : {"__cudaLaunchKernel", "cudaLaunchKernelExC", "cudnnBackendExecute", "cublasSgemm_v2",
                            "cublasGemmEx", "cublasGemmStridedBatchedEx", "cublasLtMatmul", "cudaMalloc",
-                           "cudaGetDriverEntryPointByVersion", "cuMemCreate", "cuMemMap"})
+                           "cudaGetDriverEntryPointByVersion", "cuMemCreate", "cuMemMap", "cudaMemcpyPeerAsync",
+                           "ncclAllReduce", "ncclReduceScatter", "ncclAllGather", "ncclBroadcast", "ncclGroupStart",
+                           "ncclGroupEnd", "ncclCommInitRankConfig", "ncclCommSplit"})
     EXPECT_TRUE(find_hook(name)) << name;
+}
+
+// A COLLECTIVE hook the nccl extractor did not size would restore every dropped block
+// before each call: every one must be in its apis.
+TEST(HookList, TheNcclExtractorSizesEveryCollectiveHook) {
+  PluginHost host(PUMP_PLUGIN_DIR);
+  auto loaded = host.load_extractor("nccl");
+  if (!loaded) GTEST_SKIP() << "the nccl extractor is not built in " << PUMP_PLUGIN_DIR;
+  std::set<std::string_view> apis;
+  for (size_t i = 0; loaded->api->apis[i]; ++i) apis.insert(loaded->api->apis[i]);
+  size_t collectives = 0;
+  for (uint32_t i = 0; i < kHookCount; ++i) {
+    if (kSymbols[i].kind != HookKind::kCollective) continue;
+    ++collectives;
+    EXPECT_TRUE(apis.count(kSymbols[i].name)) << kSymbols[i].name;
+  }
+  EXPECT_EQ(collectives, apis.size());
 }
 
 // The built-in extractors' `apis` lists must name only hooked functions: an unhooked
@@ -70,13 +90,14 @@ TEST_P(BuiltinExtractor, EveryApiItListsHasAnExtractHook) {
   for (size_t i = 0; loaded->api->apis[i]; ++i) {
     auto id = find_hook(loaded->api->apis[i]);
     if (id) {
-      EXPECT_TRUE(kSymbols[*id].kind == HookKind::kExtract || kSymbols[*id].kind == HookKind::kUnsized)
+      EXPECT_TRUE(kSymbols[*id].kind == HookKind::kExtract || kSymbols[*id].kind == HookKind::kUnsized ||
+                  kSymbols[*id].kind == HookKind::kCollective)
           << loaded->api->apis[i];
     }
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Interpose, BuiltinExtractor, ::testing::Values("cudnn", "cublas", "launch"));
+INSTANTIATE_TEST_SUITE_P(Interpose, BuiltinExtractor, ::testing::Values("cudnn", "cublas", "launch", "nccl"));
 
 }  // namespace
 }  // namespace pump::interpose

@@ -28,14 +28,14 @@ TEST(RuntimeOptions, EmptyValuesGiveTheDefaults) {
   LogCapture log;
   RuntimeOptions o = parse_runtime_options(*config_with({}));
   EXPECT_FALSE(o.disabled);
-  EXPECT_EQ(o.plugins, (std::vector<std::string>{"cudnn", "cublas", "launch"}));
+  EXPECT_EQ(o.plugins, (std::vector<std::string>{"cudnn", "cublas", "launch", "nccl"}));
   EXPECT_EQ(o.policy, "lru");
-  EXPECT_FALSE(o.managed_limit);
+  EXPECT_TRUE(o.managed_limit.empty());
   EXPECT_FALSE(o.prefetch_on_alloc);
   EXPECT_EQ(o.split_granularity, 64u * 1024);
   EXPECT_TRUE(o.stats_path.empty());
   EXPECT_TRUE(o.trace_path.empty());
-  EXPECT_FALSE(o.budget);
+  EXPECT_TRUE(o.budget.empty());
   EXPECT_EQ(o.datapath, DataPath::kCopy);
   EXPECT_EQ(o.host_limit, "50%");
   EXPECT_EQ(o.host_limit_bytes, host_physical_bytes() / 2);
@@ -79,8 +79,13 @@ TEST(RuntimeOptions, ParsesGoodValues) {
   EXPECT_TRUE(o.disabled);
   EXPECT_EQ(o.plugins, (std::vector<std::string>{"cudnn", "/opt/x/libmine.so", "launch"}));
   EXPECT_EQ(o.policy, "none");
-  EXPECT_EQ(budget_for_device(o, uint64_t{80} << 30), uint64_t{8} << 30);
-  EXPECT_EQ(o.managed_limit, uint64_t{16} << 30);
+  EXPECT_EQ(budget_for_device(o, 0, uint64_t{80} << 30), uint64_t{8} << 30);
+  EXPECT_EQ(budget_for_device(o, 3, uint64_t{80} << 30), uint64_t{8} << 30) << "every device";
+  ASSERT_NE(o.managed_limit.of(0), nullptr);
+  EXPECT_EQ(*o.managed_limit.of(0), uint64_t{16} << 30);
+  EXPECT_EQ(*o.managed_limit.of(5), uint64_t{16} << 30);
+  EXPECT_EQ(o.budget_text, "8GiB");
+  EXPECT_EQ(o.managed_limit_text, "16GiB");
   EXPECT_TRUE(o.prefetch_on_alloc);
   EXPECT_EQ(o.split_granularity, uint64_t{2} << 20);
   EXPECT_EQ(o.stats_path, "/tmp/s.json");
@@ -105,8 +110,10 @@ TEST_P(RuntimeOptionsBadValue, GivesOneMessageNamingTheVariableAndValueThenTheDe
   RuntimeOptions defaults;
   EXPECT_EQ(o.disabled, defaults.disabled);
   EXPECT_EQ(o.policy, defaults.policy);
-  EXPECT_FALSE(o.budget);
-  EXPECT_FALSE(o.managed_limit);
+  EXPECT_TRUE(o.budget.empty());
+  EXPECT_TRUE(o.budget_text.empty());
+  EXPECT_TRUE(o.managed_limit.empty());
+  EXPECT_TRUE(o.managed_limit_text.empty());
   EXPECT_EQ(o.prefetch_on_alloc, defaults.prefetch_on_alloc);
   EXPECT_EQ(o.split_granularity, defaults.split_granularity);
   EXPECT_EQ(o.datapath, defaults.datapath);
@@ -126,7 +133,16 @@ INSTANTIATE_TEST_SUITE_P(Interpose, RuntimeOptionsBadValue,
                                            BadValue{"VERIFY", "on"},
                                            // below one page: a budget that holds nothing
                                            BadValue{"GPU_BUDGET", "0"}, BadValue{"GPU_BUDGET", "0B"},
-                                           BadValue{"GPU_BUDGET", "0.0001"}, BadValue{"GPU_BUDGET", "4095"}),
+                                           BadValue{"GPU_BUDGET", "0.0001"}, BadValue{"GPU_BUDGET", "4095"},
+                                           // per device: the whole setting is refused
+                                           BadValue{"GPU_BUDGET", "0:8GiB,0:6GiB"},
+                                           BadValue{"GPU_BUDGET", "0:8GiB,1:lots"},
+                                           BadValue{"GPU_BUDGET", "8GiB,6GiB"}, BadValue{"GPU_BUDGET", "x:8GiB"},
+                                           BadValue{"GPU_BUDGET", "0:8GiB,"}, BadValue{"GPU_BUDGET", "1:0"},
+                                           BadValue{"GPU_BUDGET", "0:150%"},
+                                           BadValue{"MANAGED_LIMIT", "0:16GiB,1:0"},
+                                           BadValue{"MANAGED_LIMIT", "1:16GiB,1:8GiB"},
+                                           BadValue{"MANAGED_LIMIT", "0:50%"}),
                          [](const ::testing::TestParamInfo<BadValue>& info) {
                            // e.g. GPU_BUDGET_150_ : the variable and its value, as a test name
                            std::string name = std::string(info.param.key) + "_" + info.param.value;
@@ -138,8 +154,8 @@ INSTANTIATE_TEST_SUITE_P(Interpose, RuntimeOptionsBadValue,
 TEST(RuntimeOptions, ABudgetOfOnePageIsAccepted) {
   LogCapture log;
   RuntimeOptions o = parse_runtime_options(*config_with({{"GPU_BUDGET", "4KiB"}}));
-  ASSERT_TRUE(o.budget);
-  EXPECT_EQ(budget_for_device(o, uint64_t{1} << 30), 4096u);
+  ASSERT_FALSE(o.budget.empty());
+  EXPECT_EQ(budget_for_device(o, 0, uint64_t{1} << 30), 4096u);
   EXPECT_TRUE(log.lines().empty());
 }
 
@@ -159,30 +175,112 @@ TEST(RuntimeOptions, EmptyPluginListIsReportedOnce) {
 
 TEST(RuntimeOptions, UnsetBudgetMeansTheWholeDevice) {
   RuntimeOptions o;
-  EXPECT_EQ(budget_for_device(o, 1000), 1000u);
-  o.budget = "50%";
-  EXPECT_EQ(budget_for_device(o, 1000), 500u);
+  EXPECT_EQ(budget_for_device(o, 0, 1000), 1000u);
+  o.budget.set_every("50%");
+  EXPECT_EQ(budget_for_device(o, 0, 1000), 500u);
 }
 
 TEST(RuntimeOptions, BudgetAboveTheDeviceIsCappedWithOneWarning) {
   LogCapture log;
   RuntimeOptions o;
-  o.budget = "2GiB";
-  EXPECT_EQ(budget_for_device(o, uint64_t{1} << 30), uint64_t{1} << 30);
-  EXPECT_EQ(log.count_containing("PUMP_GPU_BUDGET"), 1u);
+  o.budget.set_every("2GiB");
+  EXPECT_EQ(budget_for_device(o, 1, uint64_t{1} << 30), uint64_t{1} << 30);
+  ASSERT_EQ(log.count_containing("PUMP_GPU_BUDGET"), 1u);
+  EXPECT_EQ(log.count_containing("device 1"), 1u);
+}
+
+TEST(RuntimeOptions, BudgetsPerDeviceEachAgainstTheirOwnDevice) {
+  LogCapture log;
+  RuntimeOptions o = parse_runtime_options(*config_with({{"GPU_BUDGET", "0:8GiB, 1:50%"}}));
+  EXPECT_TRUE(log.lines().empty());
+  EXPECT_EQ(o.budget_text, "0:8GiB, 1:50%");
+  EXPECT_EQ(budget_for_device(o, 0, uint64_t{80} << 30), uint64_t{8} << 30);
+  EXPECT_EQ(budget_for_device(o, 1, uint64_t{40} << 30), uint64_t{20} << 30) << "half of device 1's memory";
+  EXPECT_EQ(budget_for_device(o, 2, uint64_t{80} << 30), uint64_t{80} << 30) << "not named: the whole device";
+}
+
+TEST(RuntimeOptions, ABareBudgetServesTheDevicesNotNamed) {
+  LogCapture log;
+  RuntimeOptions o = parse_runtime_options(*config_with({{"GPU_BUDGET", "6GiB,1:4GiB"}}));
+  EXPECT_TRUE(log.lines().empty());
+  EXPECT_EQ(budget_for_device(o, 0, uint64_t{80} << 30), uint64_t{6} << 30);
+  EXPECT_EQ(budget_for_device(o, 1, uint64_t{80} << 30), uint64_t{4} << 30);
+}
+
+TEST(RuntimeOptions, ManagedLimitsPerDevice) {
+  LogCapture log;
+  RuntimeOptions o = parse_runtime_options(*config_with({{"MANAGED_LIMIT", "0:16GiB,1:12GiB"}}));
+  EXPECT_TRUE(log.lines().empty());
+  EXPECT_EQ(*o.managed_limit.of(0), uint64_t{16} << 30);
+  EXPECT_EQ(*o.managed_limit.of(1), uint64_t{12} << 30);
+  EXPECT_EQ(o.managed_limit.of(2), nullptr) << "not named: no cap";
+}
+
+TEST(RuntimeOptions, ABadPerDeviceValueIsNamedInItsLine) {
+  LogCapture log;
+  parse_runtime_options(*config_with({{"GPU_BUDGET", "0:8GiB,1:lots"}}));
+  ASSERT_EQ(log.lines().size(), 1u);
+  EXPECT_NE(log.lines()[0].find("PUMP_GPU_BUDGET='0:8GiB,1:lots' has 'lots', which is not a size or a percentage"),
+            std::string::npos)
+      << log.lines()[0];
+  parse_runtime_options(*config_with({{"GPU_BUDGET", "0:8GiB,0:6GiB"}}));
+  ASSERT_EQ(log.lines().size(), 2u);
+  EXPECT_NE(log.lines()[1].find("names device 0 twice"), std::string::npos) << log.lines()[1];
+  parse_runtime_options(*config_with({{"GPU_BUDGET", "1:0"}}));
+  ASSERT_EQ(log.lines().size(), 3u);
+  EXPECT_NE(log.lines()[2].find("is below one page (4096 bytes) in '0'"), std::string::npos) << log.lines()[2];
+}
+
+TEST(ProcessPlaceholders, RankAndPidNameOneFilePerProcess) {
+  ProcessIdentity p;
+  p.rank = "3";
+  p.pid = 4242;
+  EXPECT_EQ(expand_process_placeholders("/tmp/stats.%r.json", p), "/tmp/stats.3.json");
+  EXPECT_EQ(expand_process_placeholders("/tmp/%p/%r-%r", p), "/tmp/4242/3-3");
+  EXPECT_EQ(expand_process_placeholders("/tmp/100%%-%r", p), "/tmp/100%-3");
+  EXPECT_EQ(expand_process_placeholders("/tmp/%q%", p), "/tmp/%q%") << "anything else is kept";
+  EXPECT_EQ(expand_process_placeholders("/tmp/plain.json", p), "/tmp/plain.json");
+}
+
+TEST(ProcessPlaceholders, StatsAndTracePathsAreExpandedForThisProcess) {
+  LogCapture log;
+  ProcessIdentity p;
+  p.rank = "1";
+  p.world_size = 2;
+  p.pid = 7;
+  RuntimeOptions o = parse_runtime_options(*config_with({{"STATS", "/tmp/s.%r.json"}, {"TRACE", "/tmp/t.%p.jsonl"}}),
+                                           uint64_t{1} << 30, p);
+  EXPECT_EQ(o.stats_path, "/tmp/s.1.json");
+  EXPECT_EQ(o.trace_path, "/tmp/t.7.jsonl");
+  EXPECT_TRUE(log.lines().empty());
+}
+
+TEST(ProcessPlaceholders, OnePathForSeveralProcessesIsReportedOnce) {
+  LogCapture log;
+  ProcessIdentity p;
+  p.world_size = 2;
+  RuntimeOptions o = parse_runtime_options(*config_with({{"STATS", "/tmp/s.json"}}), uint64_t{1} << 30, p);
+  EXPECT_EQ(o.stats_path, "/tmp/s.json") << "still written, as asked";
+  ASSERT_EQ(log.lines().size(), 1u);
+  EXPECT_NE(log.lines()[0].find("PUMP_STATS='/tmp/s.json' is written by each of the 2 processes"), std::string::npos)
+      << log.lines()[0];
+  p.world_size = 1;
+  parse_runtime_options(*config_with({{"STATS", "/tmp/s.json"}}), uint64_t{1} << 30, p);
+  EXPECT_EQ(log.lines().size(), 1u) << "a single process needs no placeholder";
 }
 
 TEST(ManagedLimitSafety, ALimitAboveFreeMemoryIsClampedAndSaysSo) {
   LogCapture log;
-  EXPECT_EQ(clamp_managed_limit(uint64_t{100} << 30, uint64_t{70} << 30), uint64_t{70} << 30);
+  EXPECT_EQ(clamp_managed_limit(uint64_t{100} << 30, uint64_t{70} << 30, 1), uint64_t{70} << 30);
   ASSERT_EQ(log.lines().size(), 1u);
   EXPECT_NE(log.lines()[0].find("PUMP_MANAGED_LIMIT"), std::string::npos);
+  EXPECT_NE(log.lines()[0].find("device 1's free memory"), std::string::npos);
   EXPECT_NE(log.lines()[0].find("clamped"), std::string::npos);
 }
 
 TEST(ManagedLimitSafety, ALimitWithinFreeMemoryIsKeptSilently) {
   LogCapture log;
-  EXPECT_EQ(clamp_managed_limit(uint64_t{4} << 30, uint64_t{70} << 30), uint64_t{4} << 30);
+  EXPECT_EQ(clamp_managed_limit(uint64_t{4} << 30, uint64_t{70} << 30, 0), uint64_t{4} << 30);
   EXPECT_TRUE(log.lines().empty());
 }
 

@@ -19,7 +19,7 @@ StatsReport sample() {
   r.extractors_loaded = {"cudnn"};
   r.policy_requested = "lru";
   r.budget = "8GiB";
-  r.managed_limit_bytes = 123;
+  r.managed_limit = "0:8GiB,1:123";
   r.managed_allocations = 4;
   r.hooks.push_back({"cublasSgemm_v2", "cublas", 10, 9, 27, 1000, 24});
   DeviceReport d;
@@ -47,7 +47,16 @@ StatsReport sample() {
   r.host_limit_bytes = 2048;
   r.verify = "poison";
   d.backend = {{"prefetch_calls", 31}, {"failed_calls", 2}};
+  d.managed_limit_bytes = 8ull << 30;
+  d.managed_bytes_peak = 111;
+  d.managed_limit_refusals = 3;
   r.devices.push_back(d);
+  DeviceReport second;
+  second.device = 1;
+  second.managed_limit_bytes = 123;
+  second.managed_allocations = 7;
+  second.engine.bytes_evicted = 78;
+  r.devices.push_back(second);
   return r;
 }
 
@@ -57,7 +66,7 @@ TEST(StatsReport, RendersHooksDevicesAndConfiguration) {
        {"\"cublasSgemm_v2\": {", "\"calls\": 10", "\"calls_with_extents\": 9", "\"bytes_known\": 1000",
         "\"bytes_unknown\": 24", "\"kernels_with_known_blocks\": 9", "\"kernels_without_known_blocks\": 2",
         "\"bytes_evicted\": 77", "\"peak_resident_bytes\": 5", "\"budget_bytes\": 8", "\"gpu_budget\": \"8GiB\"",
-        "\"extractors_loaded\": [\"cudnn\"]", "\"managed_limit_bytes\": 123", "\"policy\": \"lru \\\"quoted\\\"\"",
+        "\"extractors_loaded\": [\"cudnn\"]", "\"managed_limit\": \"0:8GiB,1:123\"", "\"policy\": \"lru \\\"quoted\\\"\"",
         "\"backend_prefetch_calls\": 31", "\"backend_failed_calls\": 2", "\"datapath\": \"copy\"",
         "\"host_limit_bytes\": 4096", "\"bytes_saved\": 101", "\"bytes_discarded_dead\": 102",
         "\"bytes_discarded_clean\": 103", "\"bytes_restored\": 104", "\"bytes_populated\": 105",
@@ -65,6 +74,21 @@ TEST(StatsReport, RendersHooksDevicesAndConfiguration) {
         "\"unattributed_accesses\": 109", "\"bytes_unattributed_restored\": 110", "\"datapath\": \"um\"",
         "\"host_limit_bytes\": 2048", "\"verify\": \"poison\""})
     EXPECT_NE(json.find(needle), std::string::npos) << needle << "\n" << json;
+}
+
+TEST(StatsReport, EachDeviceHasItsOwnEngineAndManagedMemory) {
+  const nlohmann::json v = nlohmann::json::parse(render_stats_json(sample()));
+  const nlohmann::json& devices = v.at("devices");
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(devices[0].at("device"), 0);
+  EXPECT_EQ(devices[0].at("managed_limit_bytes"), 8ull << 30);
+  EXPECT_EQ(devices[0].at("managed_bytes_peak"), 111u);
+  EXPECT_EQ(devices[0].at("managed_limit_refusals"), 3u);
+  EXPECT_EQ(devices[0].at("bytes_evicted"), 77u);
+  EXPECT_EQ(devices[1].at("device"), 1);
+  EXPECT_EQ(devices[1].at("managed_limit_bytes"), 123u);
+  EXPECT_EQ(devices[1].at("managed_allocations"), 7u);
+  EXPECT_EQ(devices[1].at("bytes_evicted"), 78u);
 }
 
 TEST(StatsReport, BracesAndBracketsBalance) {

@@ -2,7 +2,9 @@
 // completion the test controls. For engine unit tests.
 #pragma once
 
+#include <cstdio>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "core/engine/device_backend.h"
@@ -34,12 +36,18 @@ class RecordingBackend : public DeviceBackend {
   void stream_wait(StreamId stream, const Fence& fence) override { waits.push_back({stream, fence}); }
   Fence mark(StreamId stream) override {
     marks.push_back(stream);
+    note("mark", stream);
     return {stream, ++mark_counter_};
   }
   bool done(const Fence& fence) override { return all_done || completed.count({fence.stream, fence.value}); }
   bool capturing(StreamId stream) override { return capturing_streams.count(stream) > 0; }
 
   void complete(const Fence& f) { completed.insert({f.stream, f.value}); }
+
+  // A bridge (0: none, the default) whose orderings are only noted in the journal.
+  StreamId bridge_stream() override { return bridge; }
+  void bridge_before_access(StreamId stream) override { note("bridge_before", stream); }
+  void bridge_after_access(StreamId stream) override { note("bridge_after", stream); }
 
   struct Wait {
     StreamId stream;
@@ -52,6 +60,11 @@ class RecordingBackend : public DeviceBackend {
   std::set<StreamId> capturing_streams;
   bool all_done = false;
   bool host_memory = false;  // allocate_host hands out (fake) addresses
+  StreamId bridge = 0;
+  // When set, gets "<name> <prefix>:<stream in hex>" for each mark and bridge ordering, so a
+  // test can interleave them with what else it journals.
+  std::vector<std::string>* journal = nullptr;
+  std::string journal_prefix;
 
  private:
   uint64_t device_bytes_;
@@ -59,6 +72,13 @@ class RecordingBackend : public DeviceBackend {
   uint64_t out_counter_ = 0;
   uint64_t next_host_ = 0x10000000000ull;
   uint64_t mark_counter_ = 0;
+
+  void note(const char* what, StreamId stream) {
+    if (!journal) return;
+    char hex[32];
+    std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(stream));
+    journal->push_back(std::string(what) + " " + journal_prefix + hex);
+  }
 };
 
 }  // namespace pump::testing

@@ -191,5 +191,29 @@ TEST(ShadowStoreTest, SlabsSideBySideAreStillTwoSlabs) {
   EXPECT_FALSE(store.same_slab(0x1000, a));
 }
 
+TEST(ShadowStoreTest, StoresSharingTheProcesssLimitPinNoMoreThanItTogether) {
+  FakeSlabs slabs0, slabs1;
+  HostLimit process(6 * kMiB);  // PUMP_HOST_LIMIT for every device together
+  ShadowStore device0(slabs0.allocator(), 6 * kMiB, 4 * kMiB, &process);
+  ShadowStore device1(slabs1.allocator(), 6 * kMiB, 4 * kMiB, &process);
+  EXPECT_NE(device0.allocate(3 * kMiB), 0u);  // a 4 MiB slab
+  EXPECT_EQ(process.used_bytes(), 4 * kMiB);
+  EXPECT_NE(device1.allocate(kMiB), 0u) << "the slab shrinks to the 2 MiB left";
+  ASSERT_EQ(slabs1.requests, (std::vector<uint64_t>{2 * kMiB}));
+  EXPECT_EQ(device1.allocate(2 * kMiB), 0u) << "nothing is left for either";
+  EXPECT_EQ(device0.allocate(2 * kMiB), 0u);
+  EXPECT_EQ(process.used_bytes(), 6 * kMiB);
+  EXPECT_EQ(device0.slab_bytes() + device1.slab_bytes(), 6 * kMiB);
+}
+
+TEST(ShadowStoreTest, ASlabTheBackendRefusesGoesBackToTheSharedLimit) {
+  FakeSlabs slabs;
+  slabs.refuse = true;
+  HostLimit process(8 * kMiB);
+  ShadowStore store(slabs.allocator(), 8 * kMiB, 4 * kMiB, &process);
+  EXPECT_EQ(store.allocate(kMiB), 0u);
+  EXPECT_EQ(process.used_bytes(), 0u);
+}
+
 }  // namespace
 }  // namespace pump
