@@ -39,6 +39,14 @@ MODELS = {"resnet50": (train_steps.resnet50, 32), "transformer": (train_steps.tr
 FNV_OFFSET, FNV_PRIME = 0xCBF29CE484222325, 0x100000001B3
 
 
+
+def emit(line):
+    """One write per line: the ranks share torchrun's stdout, and print() writes the text
+    and its newline apart, so another rank's line could land between them (seen on the
+    H200s: 'footprint_bytes=3443523584loss 0 1 ...')."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
 def fnv1a(checksum, text):
     for byte in text.encode():
         checksum = ((checksum ^ byte) * FNV_PRIME) & 0xFFFFFFFFFFFFFFFF
@@ -89,19 +97,19 @@ def main():
         ms = (time.perf_counter() - t0) * 1e3
         losses[step] = value
         if rank == 0:
-            print(f"pump-bench: iteration_ms={ms:.3f}", flush=True)
+            emit(f"pump-bench: iteration_ms={ms:.3f}")
 
     # Every rank's losses to rank 0 (float64 holds a float32/bf16 loss exactly).
     gathered = [torch.zeros_like(losses) for _ in range(world)]
     dist.all_gather(gathered, losses)
-    print(f"pump-bench[{rank}]: footprint_bytes={torch.cuda.max_memory_reserved(dev)}", flush=True)
+    emit(f"pump-bench[{rank}]: footprint_bytes={torch.cuda.max_memory_reserved(dev)}")
     if rank == 0:
         checksum = FNV_OFFSET
         for r, per_rank in enumerate(gathered):
             for step, value in enumerate(per_rank.tolist()):
-                print(f"loss {r} {step} {float(value).hex()}")
+                emit(f"loss {r} {step} {float(value).hex()}")
                 checksum = fnv1a(checksum, float(value).hex())
-        print(f"pump-bench: checksum={checksum:016x}", flush=True)
+        emit(f"pump-bench: checksum={checksum:016x}")
     dist.barrier()
     dist.destroy_process_group()
 
