@@ -430,12 +430,20 @@ bool Engine::fence_at_stream_tail(StreamId stream, uint64_t after_seq, Fence* ou
 }
 
 void Engine::remember_other_stream(Block& b) {
-  // The kernel before, on another stream, is not covered by this one's fence.
+  // The kernel before, on another stream, is not covered by this one's fence. One entry
+  // per stream covers every kernel of that stream (they complete in order), so a block
+  // shared by streams for the whole run keeps one entry per stream, not one per switch.
   if (b.fence_pending || b.unfenced) {
-    b.other_unfenced.push_back({b.last_stream, b.last_use});
+    auto same = std::find_if(b.other_unfenced.begin(), b.other_unfenced.end(),
+                             [&](const Block::StreamUse& u) { return u.stream == b.last_stream; });
+    if (same == b.other_unfenced.end()) b.other_unfenced.push_back({b.last_stream, b.last_use});
+    else same->seq = std::max(same->seq, b.last_use);
   } else if (!b.last_fence.empty() && !backend_.done(b.last_fence)) {
     std::erase_if(b.other_fences, [&](const Fence& f) { return backend_.done(f); });
-    b.other_fences.push_back(b.last_fence);
+    auto same = std::find_if(b.other_fences.begin(), b.other_fences.end(),
+                             [&](const Fence& f) { return f.stream == b.last_fence.stream; });
+    if (same == b.other_fences.end()) b.other_fences.push_back(b.last_fence);
+    else if (later(b.last_fence, *same)) *same = b.last_fence;
   }
 }
 
@@ -776,6 +784,18 @@ EngineStats Engine::stats() const {
 pump_budget_v1_t Engine::budget() const {
   std::lock_guard lock(mutex_);
   return {budget_, tracker_.resident_bytes(), backend_.device_memory_bytes(), tracker_.tracked_bytes()};
+}
+
+EngineFootprint Engine::footprint() const {
+  std::lock_guard lock(mutex_);
+  EngineFootprint f;
+  f.blocks = tracker_.size();
+  f.allocations = allocations_.size();
+  f.out_in_flight = out_in_flight_.size();
+  f.tail_fences = tail_fences_.size();
+  for (const Block& b : tracker_.blocks()) f.stream_uses += b.other_fences.size() + b.other_unfenced.size();
+  f.shadow_free_ranges = shadows_.free_ranges();
+  return f;
 }
 
 uint64_t Engine::resident_bytes() const {

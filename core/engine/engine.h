@@ -58,6 +58,16 @@ class KernelTicket {
   std::vector<uint64_t> allocations_;  // allocations it touched through pointers
 };
 
+// How much the engine holds, by container: a long run must keep each of these flat.
+struct EngineFootprint {
+  size_t blocks = 0;              // in the tracker
+  size_t allocations = 0;         // per-allocation states
+  size_t out_in_flight = 0;       // batches whose transfers out may still run
+  size_t tail_fences = 0;         // one per stream that ever needed a fence at its tail
+  size_t stream_uses = 0;         // kernels of other streams remembered on blocks, summed
+  size_t shadow_free_ranges = 0;  // the host shadow store's free list
+};
+
 class Engine {
  public:
   // `policy` may be null: no prefetching, least-recently-used eviction under the budget.
@@ -96,6 +106,7 @@ class Engine {
 
   // For invariant checks in tests: the sum of bytes resident in stream order.
   uint64_t resident_bytes() const;
+  EngineFootprint footprint() const;
 
  private:
   struct PolicyHost;  // pump_policy_host_v1_t + back pointer

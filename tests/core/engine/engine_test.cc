@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <set>
 #include <string>
 
 #include "core/common/log.h"
@@ -369,6 +370,29 @@ TEST_F(EngineTest, AnUnfencedBlockIsEvictedOnlyAfterAFenceAtItsStreamsTail) {
   ASSERT_EQ(b.wait_for.size(), 1u) << "evicted without waiting for the kernel that used it";
   EXPECT_EQ(b.wait_for[0].stream, 5u);  // recorded at stream 5's tail, after that kernel
   EXPECT_EQ(backend_.marks.front(), 5u);
+}
+
+TEST_F(EngineTest, ABlockSharedByTwoStreamsRemembersOneUsePerStreamHoweverLongItRuns) {
+  auto e = make(64 * kMiB, nullptr);
+  e->on_alloc(kBase, 4 * kMiB);
+  for (int i = 0; i < 1000; ++i) run(*e, {extent(kBase, 4 * kMiB)}, /*stream=*/1 + i % 2);  // fits: unfenced
+  EXPECT_LE(e->footprint().stream_uses, 2u) << "one entry per switch of stream: memory grows with the run";
+  // The one entry per stream still covers its newest kernel: an eviction fences both tails.
+  e->on_alloc(kBase + 8 * kMiB, 62 * kMiB);
+  run(*e, {extent(kBase + 8 * kMiB, 62 * kMiB)}, /*stream=*/3);
+  ASSERT_FALSE(backend_.batches.empty());
+  std::set<StreamId> waited;
+  for (const Fence& f : backend_.batches[0].wait_for) waited.insert(f.stream);
+  EXPECT_EQ(waited, (std::set<StreamId>{1, 2}));
+}
+
+TEST_F(EngineTest, ABlockSharedByTwoStreamsKeepsOneFencePerStreamWhileNoneCompletes) {
+  auto e = make(8 * kMiB, nullptr);
+  e->on_alloc(kBase, 4 * kMiB);
+  e->on_alloc(kBase + 8 * kMiB, 8 * kMiB);  // 12 MiB tracked over 8: every kernel gets a fence
+  for (int i = 0; i < 1000; ++i) run(*e, {extent(kBase, 4 * kMiB)}, /*stream=*/1 + i % 2);
+  ASSERT_EQ(backend_.marks.size(), 1000u);
+  EXPECT_LE(e->footprint().stream_uses, 2u);
 }
 
 TEST_F(EngineTest, FreeingAnAllocationDropsItsResidency) {
