@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/common/log.h"
-#include "tests/cuda/fake_driver.h"
+#include "tests/cuda/fake_driver_handle.h"
 
 namespace pump {
 namespace {
@@ -77,52 +77,29 @@ TEST(CudaBackendCreate, ReturnsNullWithAClearErrorOnAMachineWithoutLibcuda) {
 
 // ------------------------------------------------------------------ fake driver
 
-class FakeDriverTest : public testing::Test {
+class FakeDriverTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    handle_ = dlopen(PUMP_FAKE_CUDA_DRIVER, RTLD_NOW);
-    ASSERT_NE(handle_, nullptr) << dlerror();
-    reset_ = reinterpret_cast<FakeResetFn>(dlsym(handle_, "fake_cuda_reset"));
-    calls_ = reinterpret_cast<FakeCallsFn>(dlsym(handle_, "fake_cuda_calls"));
-    gate_ = reinterpret_cast<FakeGateFn>(dlsym(handle_, "fake_cuda_gate"));
-    capture_ = reinterpret_cast<FakeCaptureFn>(dlsym(handle_, "fake_cuda_set_capturing"));
-    ASSERT_TRUE(reset_ && calls_ && gate_ && capture_);
-  }
+  void SetUp() override { ASSERT_TRUE(driver_.ok()) << dlerror(); }
   void TearDown() override {
-    if (gate_) gate_(0);
+    driver_.gate(false);
     backend_.reset();
-    if (handle_) dlclose(handle_);
   }
 
   CudaBackend& start(FakeDriverConfig config = {}, CudaBackendOptions options = {}) {
-    reset_(&config);
-    options.driver_library = PUMP_FAKE_CUDA_DRIVER;
-    backend_ = CudaBackend::create(0, options);
+    driver_.reset(config);
+    backend_ = driver_.backend(options);
     EXPECT_NE(backend_, nullptr);
     return *backend_;
   }
 
-  std::vector<FakeCall> calls() {
-    std::vector<FakeCall> out(calls_(nullptr, 0) + 16);
-    out.resize(std::min(out.size(), calls_(out.data(), out.size())));
-    return out;
-  }
-  std::vector<FakeCall> calls_named(const char* name) {
-    std::vector<FakeCall> out;
-    for (const FakeCall& c : calls())
-      if (std::strcmp(c.name, name) == 0) out.push_back(c);
-    return out;
-  }
+  std::vector<FakeCall> calls() { return driver_.calls(); }
+  std::vector<FakeCall> calls_named(const char* name) { return driver_.calls_named(name); }
   bool wait_done(const Fence& f) {
     for (int i = 0; i < 2000 && !backend_->done(f); ++i) std::this_thread::sleep_for(1ms);
     return backend_->done(f);
   }
 
-  void* handle_ = nullptr;
-  FakeResetFn reset_ = nullptr;
-  FakeCallsFn calls_ = nullptr;
-  FakeGateFn gate_ = nullptr;
-  FakeCaptureFn capture_ = nullptr;
+  testing::FakeDriver driver_;
   std::unique_ptr<CudaBackend> backend_;
 };
 
@@ -136,7 +113,7 @@ TEST_F(FakeDriverTest, RefusesADriverOlderThanCuda13) {
   LogCapture capture;
   FakeDriverConfig config;
   config.driver_version = 12080;
-  reset_(&config);
+  driver_.reset(config);
   CudaBackendOptions options;
   options.driver_library = PUMP_FAKE_CUDA_DRIVER;
   EXPECT_EQ(CudaBackend::create(0, options), nullptr);
@@ -147,7 +124,7 @@ TEST_F(FakeDriverTest, RefusesADeviceWithoutConcurrentManagedAccess) {
   LogCapture capture;
   FakeDriverConfig config;
   config.concurrent_managed = 0;
-  reset_(&config);
+  driver_.reset(config);
   CudaBackendOptions options;
   options.driver_library = PUMP_FAKE_CUDA_DRIVER;
   EXPECT_EQ(CudaBackend::create(0, options), nullptr);
@@ -156,7 +133,7 @@ TEST_F(FakeDriverTest, RefusesADeviceWithoutConcurrentManagedAccess) {
 
 TEST_F(FakeDriverTest, SubmitReturnsAtOnceWhileTheWorkerIsStuckInAPrefetch) {
   CudaBackend& b = start();
-  gate_(1);  // every prefetch call now blocks, as the real one does for the whole copy
+  driver_.gate(true);  // every prefetch call now blocks, as the real one does for the whole copy
   TransferBatch batch;
   batch.prefetch = {{kBase, 64 * kMiB}};
   const auto t0 = std::chrono::steady_clock::now();
@@ -164,7 +141,7 @@ TEST_F(FakeDriverTest, SubmitReturnsAtOnceWhileTheWorkerIsStuckInAPrefetch) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 50ms);
   std::this_thread::sleep_for(20ms);
   EXPECT_FALSE(b.done(f));
-  gate_(0);
+  driver_.gate(false);
   ASSERT_TRUE(wait_done(f));
   auto prefetches = calls_named("cuMemPrefetchAsync");
   ASSERT_EQ(prefetches.size(), 1u);
@@ -221,10 +198,10 @@ TEST_F(FakeDriverTest, MarksRecordAnEventOnTheirStreamAndCountUp) {
 TEST_F(FakeDriverTest, NeverEnqueuesAnythingOnACapturingStream) {
   CudaBackend& b = start();
   Fence before = b.mark(kAppStream);
-  capture_(kAppStream, 1);
+  driver_.set_capturing(kAppStream, true);
   EXPECT_TRUE(b.capturing(kAppStream));
   EXPECT_TRUE(b.mark(kAppStream).empty());
-  gate_(1);
+  driver_.gate(true);
   TransferBatch batch;
   batch.prefetch = {{kBase, 2 * kMiB}};
   Fence f = b.submit(std::move(batch)).in;
@@ -233,9 +210,9 @@ TEST_F(FakeDriverTest, NeverEnqueuesAnythingOnACapturingStream) {
   for (const FakeCall& c : calls()) on_app_stream += c.stream == kAppStream;
   EXPECT_EQ(on_app_stream, 1u) << "only the event of `before`";
   EXPECT_FALSE(before.empty());
-  capture_(kAppStream, 0);
+  driver_.set_capturing(kAppStream, false);
   EXPECT_FALSE(b.capturing(kAppStream));
-  gate_(0);
+  driver_.gate(false);
 }
 
 TEST_F(FakeDriverTest, AThreadWithoutADriverContextGetsThePrimaryOneAndIsNotMistakenForCapture) {
@@ -328,7 +305,7 @@ TEST_F(FakeDriverTest, AFullQueueBlocksTheSubmitterUntilTheWorkerCatchesUp) {
   CudaBackendOptions options;
   options.queue_capacity = 1;
   CudaBackend& b = start({}, options);
-  gate_(1);
+  driver_.gate(true);
   auto one_range = [](uint64_t i) {
     TransferBatch batch;
     batch.prefetch = {{kBase + i * 8 * kMiB, 2 * kMiB}};
@@ -339,7 +316,7 @@ TEST_F(FakeDriverTest, AFullQueueBlocksTheSubmitterUntilTheWorkerCatchesUp) {
   b.submit(one_range(1));  // queued behind the stuck worker: the queue is now full
   auto third = std::async(std::launch::async, [&] { return b.submit(one_range(2)).in; });
   EXPECT_EQ(third.wait_for(50ms), std::future_status::timeout);
-  gate_(0);
+  driver_.gate(false);
   ASSERT_EQ(third.wait_for(2s), std::future_status::ready);
   EXPECT_TRUE(wait_done(third.get()));
   EXPECT_EQ(b.stats().blocked_submits, 1u);
@@ -354,13 +331,13 @@ TEST_F(FakeDriverTest, AKernelWaitsForABatchOnlyOnceTheWorkerIssuedIt) {
   TransferBatch batch;
   batch.fetch_wait_for = {kernel};
   batch.prefetch = {{kBase, 2 * kMiB}};
-  gate_(1);
+  driver_.gate(true);
   Fence f = b.submit(std::move(batch)).in;
   EXPECT_FALSE(b.done(f));
   // A kernel can only wait for a batch's event once it is recorded.
   auto waiter = std::async(std::launch::async, [&] { b.stream_wait(kAppStream, f); });
   EXPECT_EQ(waiter.wait_for(50ms), std::future_status::timeout);
-  gate_(0);
+  driver_.gate(false);
   ASSERT_EQ(waiter.wait_for(2s), std::future_status::ready);
   EXPECT_TRUE(wait_done(f));
   auto event_waits = calls_named("cuStreamWaitEvent");
@@ -370,7 +347,7 @@ TEST_F(FakeDriverTest, AKernelWaitsForABatchOnlyOnceTheWorkerIssuedIt) {
 
 TEST_F(FakeDriverTest, DestructionIssuesEveryQueuedBatchFirst) {
   CudaBackend& b = start();
-  gate_(1);
+  driver_.gate(true);
   for (uint64_t i = 0; i < 3; ++i) {
     TransferBatch batch;
     batch.prefetch = {{kBase + i * 8 * kMiB, 2 * kMiB}};
@@ -378,7 +355,7 @@ TEST_F(FakeDriverTest, DestructionIssuesEveryQueuedBatchFirst) {
   }
   std::thread opener([&] {
     std::this_thread::sleep_for(20ms);
-    gate_(0);
+    driver_.gate(false);
   });
   backend_.reset();
   opener.join();
@@ -387,12 +364,12 @@ TEST_F(FakeDriverTest, DestructionIssuesEveryQueuedBatchFirst) {
 
 TEST_F(FakeDriverTest, CountsTheWorkersTimeInsidePrefetchCalls) {
   CudaBackend& b = start();
-  gate_(1);
+  driver_.gate(true);
   TransferBatch batch;
   batch.prefetch = {{kBase, 2 * kMiB}};
   Fence f = b.submit(std::move(batch)).in;
   std::this_thread::sleep_for(30ms);
-  gate_(0);
+  driver_.gate(false);
   ASSERT_TRUE(wait_done(f));
   EXPECT_GE(b.stats().prefetch_call_ns, 20'000'000u);
 }
