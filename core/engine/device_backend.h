@@ -70,7 +70,8 @@ class DeviceBackend {
   virtual bool capturing(StreamId stream) = 0;
 
   // Host memory for shadows (pinned, reachable by the device's copies), or 0 when the
-  // backend has none or the allocation fails. Freed only with the backend.
+  // backend has none or the allocation fails (a backend that refuses logs why: the
+  // engine then asks no more and says nothing itself). Freed only with the backend.
   virtual uint64_t allocate_host(uint64_t bytes) { (void)bytes; return 0; }
 
   // The backend's own counters (driver calls issued, failures...) for the stats report.

@@ -561,10 +561,11 @@ bool Engine::ensure_shadow(Block& b) {
   b.shadow = shadows_.allocate(b.bytes);
   if (b.shadow) return true;
   ++stats_.shadow_fallbacks;
-  if (shadows_.limit_bytes())
+  // A backend that refused pinned memory said why (DeviceBackend::allocate_host).
+  if (shadows_.limit_bytes() && !shadows_.backend_refused())
     PUMP_LOG_ONCE(LogLevel::kWarn,
-                  "the host shadow store is full (PUMP_HOST_LIMIT=%s, %s pinned) or pinned memory was refused: "
-                  "dirty blocks that find no shadow are evicted by unified-memory migration (slower, nothing lost)",
+                  "the host shadow store is full (PUMP_HOST_LIMIT=%s, %s pinned): dirty blocks that find no shadow "
+                  "are evicted by unified-memory migration (slower, nothing lost)",
                   format_bytes(shadows_.limit_bytes()).c_str(), format_bytes(shadows_.slab_bytes()).c_str());
   return false;
 }

@@ -301,6 +301,53 @@ TEST_F(FakeDriverTest, PrefetchErrorsAreCountedLoggedOnceAndNotFatal) {
   EXPECT_EQ(mentions, 1u);
 }
 
+TEST_F(FakeDriverTest, AKernelWhoseFenceCannotBeRecordedIsWaitedForBeforeMarkReturns) {
+  LogCapture capture;
+  CudaBackend& b = start();
+  driver_.hold(kAppStream, true);  // the kernel queued on it is still running
+  driver_.fail("cuEventRecord", 0, CUDA_ERROR_LAUNCH_FAILED, 1);
+  auto marked = std::async(std::launch::async, [&] { return b.mark(kAppStream); });
+  // An empty fence reads "nothing to wait for": handed out while the kernel runs, it
+  // would let the engine evict the kernel's memory under it.
+  EXPECT_EQ(marked.wait_for(50ms), std::future_status::timeout);
+  driver_.hold(kAppStream, false);
+  ASSERT_EQ(marked.wait_for(2s), std::future_status::ready);
+  EXPECT_TRUE(marked.get().empty());
+  EXPECT_EQ(driver_.calls_named("cuStreamSynchronize").size(), 1u);
+  std::lock_guard lock(g_log_mutex);
+  ASSERT_EQ(g_log.size(), 1u);
+  EXPECT_NE(g_log[0].find("cuEventRecord"), std::string::npos) << g_log[0];
+  EXPECT_NE(g_log[0].find("CUDA_ERROR_LAUNCH_FAILED"), std::string::npos) << g_log[0];
+}
+
+TEST_F(FakeDriverTest, AStreamWhoseCaptureStatusCannotBeReadIsTakenAsNotCapturing) {
+  LogCapture capture;
+  CudaBackend& b = start();
+  driver_.fail("cuStreamIsCapturing", 0, CUDA_ERROR_UNKNOWN, -1);
+  // Taken as captured, its kernels would run on memory pump dropped without it coming back.
+  EXPECT_FALSE(b.capturing(kAppStream));
+  EXPECT_FALSE(b.capturing(kAppStream));
+  EXPECT_FALSE(b.mark(kAppStream).empty());
+  EXPECT_EQ(b.stats().failed_calls, 2u);
+  std::lock_guard lock(g_log_mutex);
+  ASSERT_EQ(g_log.size(), 1u) << "one message, however often it fails";
+  EXPECT_NE(g_log[0].find("cuStreamIsCapturing"), std::string::npos) << g_log[0];
+}
+
+TEST_F(FakeDriverTest, AFenceQueryThatFailsIsReportedAndCountsAsComplete) {
+  LogCapture capture;
+  CudaBackend& b = start();
+  driver_.hold(kAppStream, true);
+  const Fence f = b.mark(kAppStream);
+  EXPECT_FALSE(b.done(f));
+  driver_.fail("cuEventQuery", 0, CUDA_ERROR_UNKNOWN, 1);
+  EXPECT_TRUE(b.done(f));  // only a dead context makes a query fail: nothing runs any more
+  driver_.hold(kAppStream, false);
+  std::lock_guard lock(g_log_mutex);
+  ASSERT_EQ(g_log.size(), 1u);
+  EXPECT_NE(g_log[0].find("cuEventQuery"), std::string::npos) << g_log[0];
+}
+
 TEST_F(FakeDriverTest, AFullQueueBlocksTheSubmitterUntilTheWorkerCatchesUp) {
   CudaBackendOptions options;
   options.queue_capacity = 1;
