@@ -792,6 +792,16 @@ void CudaBackend::stream_wait(StreamId stream, const Fence& fence) {
 }
 
 
+void CudaBackend::host_wait(const Fence& fence) {
+  if (done(fence)) return;
+  if (fence.stream == prefetch_key_ || fence.stream == out_key_) {
+    // A batch's event exists only once the worker issued the batch.
+    std::unique_lock lock(queue_mutex_);
+    progress_cv_.wait(lock, [&] { return issued_value_ >= fence.value || stopping_; });
+  }
+  wait_for_fence_on_host(fence);
+}
+
 void CudaBackend::make_context_current() {
   CUcontext current = nullptr;
   if (api_.cuCtxGetCurrent) {

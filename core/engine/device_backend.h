@@ -68,6 +68,10 @@ class DeviceBackend {
   virtual bool done(const Fence& fence) = 0;
   // True while `stream` is being captured into a graph: no transfers may be queued.
   virtual bool capturing(StreamId stream) = 0;
+  // Blocks the caller until `fence` has completed. The engine waits so only when memory
+  // is freed while transfers of it are still queued: once freed, the driver may hand
+  // the same addresses to another allocation, which those transfers must not touch.
+  virtual void host_wait(const Fence& fence) = 0;
 
   // Host memory for shadows (pinned, reachable by the device's copies), or 0 when the
   // backend has none or the allocation fails (a backend that refuses logs why: the

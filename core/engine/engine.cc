@@ -97,8 +97,21 @@ void Engine::on_alloc(uint64_t address, uint64_t bytes) {
 }
 
 void Engine::on_free(uint64_t address) {
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
+  // Transfers of this memory still queued (a look-ahead restore, a save) must be done
+  // before it goes back to the driver: the next allocation may get the same addresses,
+  // and a restore landing there would overwrite its bytes. One fence per transfer stream
+  // covers the rest.
+  std::vector<Fence> pending;
+  auto keep_pending = [&](const Fence& f) {
+    if (f.empty() || backend_.done(f)) return;
+    auto same = std::find_if(pending.begin(), pending.end(), [&](const Fence& p) { return p.stream == f.stream; });
+    if (same == pending.end()) pending.push_back(f);
+    else if (later(f, *same)) *same = f;
+  };
   uint64_t bytes = tracker_.remove_allocation(address, [&](Block& b) {
+    keep_pending(b.ready);
+    keep_pending(b.out_fence);
     release_shadow(b);
     if (policy_ && policy_->on_free) {
       pump_block_v1_t view = snapshot(b, false);
@@ -107,6 +120,8 @@ void Engine::on_free(uint64_t address) {
   });
   if (bytes) ++stats_.frees;
   allocations_.erase(address);
+  lock.unlock();  // the blocks are gone: other threads go on while this one waits
+  for (const Fence& f : pending) backend_.host_wait(f);
 }
 
 // ---------------------------------------------------------------- kernels

@@ -79,6 +79,8 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   void on_alloc(uint64_t address, uint64_t bytes);
+  // Forgets the allocation; returns once no transfer of it is still queued or running
+  // (call before the memory goes back to the driver).
   void on_free(uint64_t address);
 
   // A kernel touching `extents` is about to be queued on `stream`. `inexact` (may be

@@ -122,6 +122,8 @@ class SimBackend final : public DeviceBackend {
   Fence mark(StreamId stream) override;
   bool done(const Fence& fence) override;
   bool capturing(StreamId stream) override;
+  // Host waits until `fence` has completed (the host clock moves to then).
+  void host_wait(const Fence& fence) override;
 
   // ---- sim-only API
   // Queues a kernel on `stream`: it runs compute_seconds plus the time to fault in
@@ -138,8 +140,6 @@ class SimBackend final : public DeviceBackend {
                std::span<const uint8_t> reads = {}, std::span<const uint8_t> writes = {});
   // Host waits until everything queued has completed (a training loop's loss.item()).
   void synchronize();
-  // Host waits until `fence` has completed.
-  void host_wait(const Fence& fence);
   // Host-side work: the host clock moves on while the device keeps running.
   void host_advance(double seconds);
   // Marks `range` as written by the host (e.g. weights loaded into managed
