@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -79,9 +80,11 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   void on_alloc(uint64_t address, uint64_t bytes);
-  // Forgets the allocation; returns once no transfer of it is still queued or running
-  // (call before the memory goes back to the driver).
-  void on_free(uint64_t address);
+  // Forgets the allocation, waits until no transfer of it is queued or running, then
+  // calls `free_memory` (the program's real free, if any): the driver may hand the same
+  // addresses to the next allocation. Until `free_memory` returned, the room the
+  // allocation held on the device counts as taken.
+  void on_free(uint64_t address, const std::function<void()>& free_memory = {});
 
   // A kernel touching `extents` is about to be queued on `stream`. `inexact` (may be
   // null: all exact) flags extents that name a whole block only because a pointer
@@ -121,10 +124,17 @@ class Engine {
     uint64_t end = 0;
     uint64_t inexact_seq = 0;   // the last kernel that touched it through a pointer
     uint64_t kernel_mark = 0;   // the kernel being decided touches it that way
-    Fence fence;                // completes when inexact_seq's kernel is done
-    bool fence_pending = false;
-    bool unfenced = false;
-    StreamId stream = 0;
+    uint32_t launches_pending = 0;  // such kernels not queued yet (between before and after_kernel)
+    // Such kernels that may still run, per stream (kernels of one stream complete in
+    // order): the newest fence recorded after one of them, and whether one got none
+    // (everything fitted: fence the stream's tail when a piece must leave).
+    struct StreamUse {
+      StreamId stream;
+      uint64_t seq;   // the newest of them
+      Fence fence;
+      bool unfenced;
+    };
+    std::vector<StreamUse> uses;
     bool maybe_dropped = false; // some piece may be dropped (cleared by a scan that finds none)
   };
   AllocationState* allocation_of(const Block& b);
@@ -135,6 +145,8 @@ class Engine {
   bool fence_at_stream_tail(StreamId stream, uint64_t after_seq, Fence* out);
   bool fence_at_stream_tail(Block& b);
   void remember_other_stream(Block& b);
+  // A kernel that touched `b` but is not its last one was queued (after_kernel).
+  void remember_earlier_kernel(Block& b, StreamId stream, uint64_t seq, const Fence& fence);
   bool other_streams_settled(Block& b);  // adds their waits to the batch; false if one is captured
   void decide_and_order(StreamId stream, uint64_t seq, KernelTicket* ticket);
   void collect_pieces(const pump_extent_v1_t* extents, size_t count, const uint8_t* inexact);
@@ -176,7 +188,11 @@ class Engine {
   uint64_t current_seq_ = 0;            // kernel being decided (0 outside before_kernel)
   std::vector<Block*> kernel_blocks_;   // its blocks
   std::vector<pump_block_v1_t> kernel_view_;
+  uint64_t freeing_bytes_ = 0;          // device bytes of allocations being freed (on_free)
+  // Device room taken: resident blocks, and allocations whose free is under way.
+  uint64_t occupied_bytes() const { return tracker_.resident_bytes() + freeing_bytes_; }
   uint64_t kernel_missing_bytes_ = 0;   // its blocks' bytes not yet resident
+  std::vector<Block*> demand_blocks_;   // its blocks that fault in (not prefetched)
   TransferBatch pending_now_;               // requests gathered while deciding
   std::vector<Block*> just_before_blocks_;  // ... and for the "just before" batch
   std::vector<Block*> evict_blocks_;        // evictions by unified-memory migration
