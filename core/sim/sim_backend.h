@@ -99,6 +99,16 @@ struct SimStats {
   uint64_t violation_count() const { return violations_evicted_in_use + violations_read_discarded + violations_other; }
 };
 
+// How much the sim holds, by container: a long run must keep each of these flat.
+struct SimFootprint {
+  size_t streams = 0;          // one per stream ever used
+  size_t queued_ops = 0;       // ops queued and not completed, all streams
+  size_t pending_events = 0;   // the event queue
+  size_t live_kernels = 0;     // kernels queued and not completed
+  size_t page_segments = 0;    // the residency map
+  size_t shadow_segments = 0;  // the shadow map
+};
+
 class SimBackend final : public DeviceBackend {
  public:
   // The backend's own streams for transfers: StreamIds no application uses.
@@ -153,6 +163,7 @@ class SimBackend final : public DeviceBackend {
   PageCounts residency(const Range& range);
   double now() const { return host_now_; }
   SimStats stats();
+  SimFootprint footprint() const;
   const std::vector<std::string>& violations() const { return violation_texts_; }
   const SimDeviceModel& model() const { return model_; }
 
