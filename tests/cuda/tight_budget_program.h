@@ -1,7 +1,7 @@
 // A small CUDA program under a GPU budget of half its memory, for the driver-failure
 // tests: it calls pump's hooks (cudaMemcpy, cudaMemcpyAsync, cudaMemset,
-// cudaGraphLaunch) as a program would, on four 1 MiB "device" allocations under a 2 MiB
-// budget. On the copy data path every block is saved to its host shadow (by the copy
+// cudaGraphLaunch) as a program would, on four 256 KiB "device" allocations under a
+// budget of two. On the copy data path every block is saved to its host shadow (by the copy
 // kernel, and by the copy engines for the one that is not 16-byte aligned), discarded,
 // restored and populated; what fits is prefetched at allocation; on the unified path
 // blocks leave and come back by unified-memory migration.
@@ -32,7 +32,7 @@ struct TightBudgetResult {
 
 class TightBudgetProgram {
  public:
-  static constexpr uint64_t kBlockBytes = 1ull << 20;
+  static constexpr uint64_t kBlockBytes = 256ull << 10;
   static constexpr int kAllocations = 4;
   static constexpr int kRounds = 3;
 
