@@ -151,10 +151,12 @@ CUresult StreamCreate(CUstream* s, unsigned int) {
   *s = reinterpret_cast<CUstream>(new char[64]);
   return CUDA_SUCCESS;
 }
+// A failed destroy still frees the fake's own object: what a failing driver keeps is not
+// the test's leak.
 CUresult StreamDestroy(CUstream s) {
-  ENTER("cuStreamDestroy");
+  const CUresult r = enter("cuStreamDestroy");
   delete[] reinterpret_cast<char*>(s);
-  return CUDA_SUCCESS;
+  return r;
 }
 CUresult StreamSynchronize(CUstream s) {
   ENTER("cuStreamSynchronize");
@@ -209,9 +211,9 @@ CUresult EventSynchronize(CUevent e) {
   return CUDA_SUCCESS;
 }
 CUresult EventDestroy(CUevent e) {
-  ENTER("cuEventDestroy");
+  const CUresult r = enter("cuEventDestroy");
   delete as_event(e);
-  return CUDA_SUCCESS;
+  return r;
 }
 // Pinned host memory from a static arena, like the real driver's own pinned pool: the
 // backend's copy-kernel chunk lists live until the driver goes, which must not read as a
