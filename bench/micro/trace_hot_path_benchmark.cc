@@ -28,6 +28,7 @@ class InstantBackend final : public pump::DeviceBackend {
   pump::Fence mark(pump::StreamId stream) override { return {stream, ++marks_}; }
   bool done(const pump::Fence&) override { return true; }
   bool capturing(pump::StreamId) override { return false; }
+  void host_wait(const pump::Fence&) override {}
   uint64_t allocate_host(uint64_t bytes) override {
     const uint64_t at = next_host_;
     next_host_ += bytes;

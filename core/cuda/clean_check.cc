@@ -26,7 +26,7 @@ std::pair<uint64_t, uint64_t> CudaBackend::check_clean_ranges(const std::vector<
       CUresult r = api_.cuMemcpyDtoHAsync(check_buffer_, s.address + at, n, out_stream_);
       if (r == CUDA_SUCCESS) r = api_.cuStreamSynchronize(out_stream_);
       if (r != CUDA_SUCCESS) {
-        note_failure("PUMP_VERIFY=checksum: reading a clean range back", r, nullptr);
+        note_failure("PUMP_VERIFY=checksum: reading a clean range back", "the rest of this batch is not checked", r);
         return {checked, mismatches};
       }
       const auto* device = static_cast<const unsigned char*>(check_buffer_);

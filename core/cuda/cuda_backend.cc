@@ -149,12 +149,15 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options, int ordinal)
 std::unique_ptr<CudaBackend> CudaBackend::create(int device) { return create(device, CudaBackendOptions{}); }
 
 std::unique_ptr<CudaBackend> CudaBackend::create(int device, const CudaBackendOptions& options) {
-  std::unique_ptr<CudaBackend> backend(new CudaBackend(options, device));
   std::string error;
-  if (!backend->api_.load(options.driver_library, &error) || !backend->start(&error)) {
-    log(LogLevel::kError, "cuda backend unavailable for device %d: %s", device, error.c_str());
-    return nullptr;
-  }
+  std::unique_ptr<CudaBackend> backend = create(device, options, &error);
+  if (!backend) log(LogLevel::kError, "cuda backend unavailable for device %d: %s", device, error.c_str());
+  return backend;
+}
+
+std::unique_ptr<CudaBackend> CudaBackend::create(int device, const CudaBackendOptions& options, std::string* error) {
+  std::unique_ptr<CudaBackend> backend(new CudaBackend(options, device));
+  if (!backend->api_.load(options.driver_library, error) || !backend->start(error)) return nullptr;
   log(LogLevel::kInfo,
       "cuda backend on device %d: %.1f GiB, fences by events, batch prefetch %s, batch discard %s, driver %d.%d",
       device, static_cast<double>(backend->total_memory_) / (1ull << 30), backend->has_batch_prefetch() ? "yes" : "no",
@@ -177,11 +180,13 @@ bool CudaBackend::start(std::string* error) {
     return false;
   }
   if ((r = api_.cuDeviceGet(&device_, ordinal_)) != CUDA_SUCCESS) return fail("cuDeviceGet", r);
-  auto attribute = [&](CUdevice_attribute a) {
-    int value = 0;
-    return api_.cuDeviceGetAttribute(&value, a, device_) == CUDA_SUCCESS ? value : 0;
-  };
-  if (!attribute(CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY) || !attribute(CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS)) {
+  int managed = 0, concurrent = 0;
+  if ((r = api_.cuDeviceGetAttribute(&managed, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, device_)) != CUDA_SUCCESS)
+    return fail("cuDeviceGetAttribute(CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY)", r);
+  if ((r = api_.cuDeviceGetAttribute(&concurrent, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, device_)) !=
+      CUDA_SUCCESS)
+    return fail("cuDeviceGetAttribute(CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS)", r);
+  if (!managed || !concurrent) {
     *error = "device " + std::to_string(ordinal_) +
              " lacks managed memory with concurrent access (CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS=0): "
              "managed memory cannot be prefetched there";
@@ -295,7 +300,8 @@ std::string CudaBackend::setup_on_worker() {
     return fail("cuEventCreate", r);
   }
   size_t free_bytes = 0, total_bytes = 0;
-  if (api_.cuMemGetInfo(&free_bytes, &total_bytes) == CUDA_SUCCESS) free_at_start_ = free_bytes;
+  if ((r = api_.cuMemGetInfo(&free_bytes, &total_bytes)) == CUDA_SUCCESS) free_at_start_ = free_bytes;
+  else note_failure("cuMemGetInfo", "the device's free memory is unknown (a PUMP_MANAGED_LIMIT is applied as given)", r);
 
   compute_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring);
   prefetch_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring);
@@ -327,15 +333,7 @@ void CudaBackend::run_job(Job& job) {
     part.discard.insert(part.discard.end(), batch.discard.begin(), batch.discard.end());
     part.evict = std::move(batch.evict);
     issue_plan(out_stream_, part);
-    bool waited = false;
-    CUresult r = context_lost_ ? CUDA_ERROR_DEINITIALIZED : out_events_->record(out_stream_, job.value, &waited);
-    if (r != CUDA_SUCCESS) {
-      if (!context_lost_) {
-        note_failure("recording a batch's out event", r, nullptr);
-        api_.cuStreamSynchronize(out_stream_);
-      }
-      out_events_->complete_up_to(job.value);
-    }
+    record_batch_fence(*out_events_, out_stream_, job.value);
   }
   if (!context_lost_) {
     // In: wait for earlier transfers out of the same blocks, and for this batch's out
@@ -379,24 +377,43 @@ void CudaBackend::issue_plan(CUstream stream, const TransferBatch& part) {
 void CudaBackend::load_copy_kernels() {
 #if PUMP_HAVE_COPY_KERNELS
   if (!options_.save_with_kernel || !api_.cuModuleLoadData || !api_.cuModuleGetFunction || !api_.cuLaunchKernel) return;
+  // Each step names its call; the first that fails ends the set-up (what it got is freed
+  // with the backend) and saves use the copy engines.
+  const char* call = "cuDeviceGetAttribute(CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING)";
   int unified = 0, can_map = 0;
-  api_.cuDeviceGetAttribute(&unified, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, device_);
-  api_.cuDeviceGetAttribute(&can_map, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, device_);
-  if (!unified || !can_map) return;  // the kernel writes shadows through their host addresses
-  CUresult r = api_.cuModuleLoadData(&copy_module_, kCopyKernelsFatbin);
-  if (r == CUDA_SUCCESS) r = api_.cuModuleGetFunction(&copy_function_, copy_module_, "pump_copy_chunks");
+  CUresult r = api_.cuDeviceGetAttribute(&unified, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, device_);
+  if (r == CUDA_SUCCESS) {
+    call = "cuDeviceGetAttribute(CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY)";
+    r = api_.cuDeviceGetAttribute(&can_map, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, device_);
+  }
+  if (r == CUDA_SUCCESS && (!unified || !can_map)) return;  // the kernel writes shadows through their host addresses
+  if (r == CUDA_SUCCESS) {
+    call = "cuModuleLoadData";
+    r = api_.cuModuleLoadData(&copy_module_, kCopyKernelsFatbin);
+  }
+  if (r == CUDA_SUCCESS) {
+    call = "cuModuleGetFunction";
+    r = api_.cuModuleGetFunction(&copy_function_, copy_module_, "pump_copy_chunks");
+  }
   for (size_t i = 0; r == CUDA_SUCCESS && i < kChunkSlots; ++i) {
-    ChunkSlot slot;
+    ChunkSlot& slot = chunk_slots_.emplace_back();
+    call = "cuMemHostAlloc";
     r = api_.cuMemHostAlloc(&slot.host, kChunksPerSlot * sizeof(PumpCopyChunk),
                             CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
-    if (r == CUDA_SUCCESS) r = api_.cuMemHostGetDevicePointer(&slot.device, slot.host, 0);
-    if (r == CUDA_SUCCESS) r = api_.cuEventCreate(&slot.done, CU_EVENT_DISABLE_TIMING);
-    chunk_slots_.push_back(slot);
+    if (r != CUDA_SUCCESS) {
+      slot.host = nullptr;
+      break;
+    }
+    call = "cuMemHostGetDevicePointer";
+    r = api_.cuMemHostGetDevicePointer(&slot.device, slot.host, 0);
+    if (r != CUDA_SUCCESS) break;
+    call = "cuEventCreate";
+    r = api_.cuEventCreate(&slot.done, CU_EVENT_DISABLE_TIMING);
+    if (r != CUDA_SUCCESS) slot.done = nullptr;
   }
   if (r != CUDA_SUCCESS) {
-    log(LogLevel::kInfo, "cuda backend: copy kernels unavailable (%s): saves use the copy engines",
-        api_.describe(r).c_str());
-    return;  // the slots are freed with the backend
+    note_failure(call, "the copy kernels are not used: saves use the copy engines", r);
+    return;
   }
   kernel_saves_ = true;
 #endif
@@ -412,22 +429,33 @@ bool CudaBackend::issue_kernel_saves(const std::vector<ShadowRange>& saves) {
     const unsigned count = static_cast<unsigned>(std::min(kChunksPerSlot, chunks.size() - first));
     ChunkSlot& slot = chunk_slots_[next_chunk_slot_];
     next_chunk_slot_ = (next_chunk_slot_ + 1) % chunk_slots_.size();
-    if (slot.used) api_.cuEventSynchronize(slot.done);  // the launch that read it is done
+    if (slot.used) {
+      // The launch that read this slot's list must be done before the list is rewritten.
+      const CUresult r = api_.cuEventSynchronize(slot.done);
+      if (r != CUDA_SUCCESS) {
+        note_failure("cuEventSynchronize", "waiting for the copy kernel's whole stream instead", r);
+        if (context_lost_) return false;
+        api_.cuStreamSynchronize(out_stream_);
+      }
+    }
     std::memcpy(slot.host, chunks.data() + first, count * sizeof(PumpCopyChunk));
     void* args[] = {&slot.device, const_cast<unsigned*>(&count)};
     const unsigned blocks = std::min(options_.copy_kernel_blocks, count);
+    const char* call = "cuLaunchKernel";
     CUresult r = api_.cuLaunchKernel(copy_function_, blocks, 1, 1, options_.copy_kernel_threads, 1, 1, 0, out_stream_,
                                      args, nullptr);
-    if (r == CUDA_SUCCESS) r = api_.cuEventRecord(slot.done, out_stream_);
+    if (r == CUDA_SUCCESS) {
+      call = "cuEventRecord";
+      r = api_.cuEventRecord(slot.done, out_stream_);
+    }
     slot.used = r == CUDA_SUCCESS;
     if (r != CUDA_SUCCESS) {
       // Only the first launch can fail before anything was copied by it: later ones
       // leave earlier chunks copied, which the copy engines then copy again (harmless).
-      note_failure("launching the copy kernel", r, nullptr);
+      note_failure(call, "the copy kernel is not used from now on: saves use the copy engines", r);
       if (!context_lost_) {
         api_.cuStreamSynchronize(out_stream_);
         kernel_saves_ = false;
-        log(LogLevel::kWarn, "cuda backend: the copy kernel failed to launch: saves use the copy engines from now on");
       }
       return false;
     }
@@ -479,7 +507,9 @@ bool CudaBackend::copy_or_host_fallback(const ShadowRange& s, bool to_host) {
   // restore): the host copies them through the managed mapping once the stream got there
   // (after its waits, so the kernels using the range are done). Nothing is lost.
   const Range range{s.address, s.bytes};
-  note_failure(to_host ? "copy to the host shadow" : "copy back from the host shadow", r, &range);
+  note_failure(to_host ? "cuMemcpyDtoHAsync" : "cuMemcpyHtoDAsync",
+               to_host ? "the host copies the range to its shadow instead" : "the host copies the shadow back instead",
+               r, &range);
   if (context_lost_) return false;
   stats_->copy_failures.fetch_add(1, std::memory_order_relaxed);
   api_.cuStreamSynchronize(stream);
@@ -497,11 +527,15 @@ void CudaBackend::issue_fetch_in_groups(const TransferBatch& batch, const std::v
   for (const Fence& f : waits) issue_wait(populate_stream_, f);
   if (after_out) issue_wait(populate_stream_, Fence{out_key_, value});
   auto hand_over = [&] {  // the in stream's next copies wait for what was populated so far
+    const char* r_call = "cuEventRecord";
     CUresult r = api_.cuEventRecord(populated_, populate_stream_);
-    if (r == CUDA_SUCCESS) r = api_.cuStreamWaitEvent(prefetch_stream_, populated_, 0);
+    if (r == CUDA_SUCCESS) {
+      r_call = "cuStreamWaitEvent";
+      r = api_.cuStreamWaitEvent(prefetch_stream_, populated_, 0);
+    }
     if (r != CUDA_SUCCESS) {
-      note_failure("ordering copies after their populate", r, nullptr);
-      api_.cuStreamSynchronize(populate_stream_);  // order kept the slow way
+      note_failure(r_call, "the populate stream is synchronized instead (order kept the slow way)", r);
+      api_.cuStreamSynchronize(populate_stream_);
     }
   };
   issue_populate(populate_stream_, batch.populate);
@@ -547,7 +581,7 @@ void CudaBackend::issue_populate(CUstream stream, std::vector<Range> ranges) {
       count(1, total_bytes(ranges));
       return;
     }
-    note_failure("populating dropped pages (discard and prefetch)", r, &ranges.front());
+    note_failure("cuMemDiscardAndPrefetchBatchAsync", "populating by prefetch instead", r, &ranges.front());
     if (context_lost_) return;
   }
   TransferOp op{OpKind::kPrefetch, {}, std::move(ranges), false};
@@ -574,11 +608,14 @@ void CudaBackend::issue_restores(const std::vector<ShadowRange>& restores) {
 void CudaBackend::poison(CUstream stream, const Range& range) {
   // 0xFF bytes: NaN as fp32, fp16 and bf16; -1 as integers.
   const uint64_t words = range.bytes / 4;
+  const char* call = "cuMemsetD32Async";
   CUresult r = words ? api_.cuMemsetD32Async(range.address, 0xFFFFFFFFu, words, stream) : CUDA_SUCCESS;
-  if (r == CUDA_SUCCESS && range.bytes % 4)
+  if (r == CUDA_SUCCESS && range.bytes % 4) {
+    call = "cuMemsetD8Async";
     r = api_.cuMemsetD8Async(range.address + words * 4, 0xFF, range.bytes % 4, stream);
+  }
   if (r == CUDA_SUCCESS) stats_->poisoned_bytes.fetch_add(range.bytes, std::memory_order_relaxed);
-  else note_failure("poisoning a discarded range", r, &range);
+  else note_failure(call, "the range keeps its bytes, unpoisoned", r, &range);
 }
 
 void CudaBackend::issue_wait(CUstream stream, const Fence& fence) {
@@ -587,8 +624,9 @@ void CudaBackend::issue_wait(CUstream stream, const Fence& fence) {
   // (an earlier batch's, or this batch's out event) is always recorded already.
   const CUresult r = ring_of(fence.stream).enqueue_wait(stream, fence.value);
   if (r == CUDA_SUCCESS) return;
-  note_failure("enqueueing a fence wait on a transfer stream", r, nullptr);
-  wait_for_fence_on_host(fence);  // ordering is not a hint: keep it, slowly
+  // Ordering is not a hint: keep it, slowly.
+  note_failure("cuStreamWaitEvent", "the worker waits for the fence on the host instead", r);
+  wait_for_fence_on_host(fence);
 }
 
 void CudaBackend::issue_ranges(CUstream stream, const TransferOp& op, CUmemLocation location) {
@@ -609,13 +647,9 @@ void CudaBackend::issue_ranges(CUstream stream, const TransferOp& op, CUmemLocat
       stats_->batch_calls.fetch_add(1, std::memory_order_relaxed);
       return;
     }
-    stats_->failed_calls.fetch_add(1, std::memory_order_relaxed);
-    if (context_is_gone(r)) {
-      context_lost_ = true;
-      return;
-    }
-    log(LogLevel::kWarn, "cuda backend: cuMemPrefetchBatchAsync failed (%s): one call per range from now on",
-        api_.describe(r).c_str());
+    note_failure("cuMemPrefetchBatchAsync", "one cuMemPrefetchAsync per range from now on", r, &op.ranges.front(),
+                 /*switches_mode=*/true);
+    if (context_lost_) return;
     plan_options_.have_prefetch_batch = false;
   }
   for (const Range& range : op.ranges) {
@@ -623,7 +657,11 @@ void CudaBackend::issue_ranges(CUstream stream, const TransferOp& op, CUmemLocat
     CUresult r = api_.cuMemPrefetchAsync(range.address, range.bytes, location, 0, stream);
     stats_->prefetch_call_ns.fetch_add(elapsed_ns(t0), std::memory_order_relaxed);
     if (r == CUDA_SUCCESS) count(range.bytes);
-    else note_failure(evict ? "eviction (prefetch to host)" : "prefetch to the device", r, &range);
+    else
+      note_failure("cuMemPrefetchAsync",
+                   evict ? "the range stays on the device (eviction is a hint)"
+                         : "the range comes in on demand when used (prefetch is a hint)",
+                   r, &range);
     if (context_lost_) return;
   }
 }
@@ -645,13 +683,10 @@ void CudaBackend::issue_discard(CUstream stream, const TransferOp& op) {
       stats_->batch_calls.fetch_add(1, std::memory_order_relaxed);
       return;
     }
-    stats_->failed_calls.fetch_add(1, std::memory_order_relaxed);
-    if (context_is_gone(r)) {
-      context_lost_ = true;
-      return;
-    }
-    log(LogLevel::kWarn, "cuda backend: cuMemDiscardBatchAsync failed (%s): evicting dead data instead from now on",
-        api_.describe(r).c_str());
+    note_failure("cuMemDiscardBatchAsync",
+                 "pages are evicted to the host (unified memory) instead of dropped from now on", r,
+                 &op.ranges.front(), /*switches_mode=*/true);
+    if (context_lost_) return;
     plan_options_.have_discard_batch = false;
   }
   TransferOp evict = op;
@@ -661,15 +696,7 @@ void CudaBackend::issue_discard(CUstream stream, const TransferOp& op) {
 }
 
 void CudaBackend::publish_batch_done(uint64_t value) {
-  bool waited = false;
-  CUresult r = context_lost_ ? CUDA_ERROR_DEINITIALIZED : prefetch_events_->record(prefetch_stream_, value, &waited);
-  if (r != CUDA_SUCCESS) {
-    if (!context_lost_) {
-      note_failure("recording a batch's event", r, nullptr);
-      api_.cuStreamSynchronize(prefetch_stream_);
-    }
-    prefetch_events_->complete_up_to(value);
-  }
+  record_batch_fence(*prefetch_events_, prefetch_stream_, value);
   {
     std::lock_guard lock(queue_mutex_);
     issued_value_ = value;
@@ -677,20 +704,33 @@ void CudaBackend::publish_batch_done(uint64_t value) {
   progress_cv_.notify_all();
 }
 
-void CudaBackend::note_failure(const char* what, CUresult result, const Range* range) {
+void CudaBackend::record_batch_fence(EventFenceRing& ring, CUstream stream, uint64_t value) {
+  bool waited = false;
+  const char* call = "cuEventRecord";
+  CUresult r = context_lost_ ? CUDA_ERROR_DEINITIALIZED : ring.record(stream, value, &waited, &call);
+  if (r == CUDA_SUCCESS) return;
+  // A fence is never left unreachable: the stream is drained and the fence completed by hand.
+  if (!context_lost_) {
+    note_failure(call, "the transfer stream is synchronized and its fence completed from the host", r);
+    api_.cuStreamSynchronize(stream);
+  }
+  ring.complete_up_to(value);
+}
+
+void CudaBackend::note_failure(const char* call, const char* consequence, CUresult result, const Range* range,
+                               bool switches_mode) {
   stats_->failed_calls.fetch_add(1, std::memory_order_relaxed);
   if (context_is_gone(result)) context_lost_ = true;
-  if (stats_->failure_logged.exchange(true)) return;
-  if (range) {
-    log(LogLevel::kWarn,
-        "cuda backend: %s of [0x%llx, +%llu) failed: %s; carrying on (prefetch is a hint; later failures are "
-        "only counted)",
-        what, static_cast<unsigned long long>(range->address), static_cast<unsigned long long>(range->bytes),
-        api_.describe(result).c_str());
-  } else {
-    log(LogLevel::kWarn, "cuda backend: %s failed: %s; carrying on (later failures are only counted)", what,
-        api_.describe(result).c_str());
-  }
+  // The first failure is told in full; later ones are counted (failed_calls), except those
+  // that change how the backend works from then on (each happens at most once).
+  const bool first = !stats_->failure_logged.exchange(true);
+  if (!first && !switches_mode) return;
+  char where[64] = "";
+  if (range)
+    std::snprintf(where, sizeof where, " of [0x%llx, +%llu)", static_cast<unsigned long long>(range->address),
+                  static_cast<unsigned long long>(range->bytes));
+  log(LogLevel::kWarn, "cuda backend: %s%s failed: %s; %s%s", call, where, api_.describe(result).c_str(), consequence,
+      first ? " (later driver failures are only counted: failed_calls)" : "");
 }
 
 bool CudaBackend::wait_for_fence_on_host(const Fence& fence) {
@@ -755,15 +795,20 @@ Fence CudaBackend::mark_with_event(CUstream stream, StreamId key) {
   std::lock_guard lock(mark_mutex_);
   const uint64_t seq = ++event_seq_;
   bool waited = false;
-  CUresult r = compute_events_->record(stream, seq, &waited);
+  const char* call = "cuEventRecord";
+  CUresult r = compute_events_->record(stream, seq, &waited, &call);
   if (waited)
     PUMP_LOG_ONCE(LogLevel::kWarn, "cuda backend: more than %zu event fences in flight: waiting for the oldest",
                   options_.event_ring);
   if (r != CUDA_SUCCESS) {
-    note_failure("cuEventRecord after a kernel", r, nullptr);
-    // No fence: what the stream holds must be done before anyone takes "nothing to wait
-    // for" at its word.
-    if (!context_lost_) api_.cuStreamSynchronize(stream);
+    // No fence follows the kernel, so the caller must not be told "nothing to wait for"
+    // while it runs: its memory could be evicted under it. Wait here until the stream
+    // drained; the empty fence is then true.
+    note_failure(call, "the kernel's stream is synchronized instead of fenced", r);
+    if (!context_lost_) {
+      const CUresult synced = api_.cuStreamSynchronize(stream);
+      if (synced != CUDA_SUCCESS) note_failure("cuStreamSynchronize", "going on without the kernel's fence", synced);
+    }
     return {};
   }
   stats_->event_marks.fetch_add(1, std::memory_order_relaxed);
@@ -776,7 +821,10 @@ EventFenceRing& CudaBackend::ring_of(StreamId key) const {
 
 bool CudaBackend::done(const Fence& fence) {
   if (fence.empty() || context_lost_) return true;
-  return ring_of(fence.stream).done(fence.value);
+  CUresult error = CUDA_SUCCESS;
+  const bool complete = ring_of(fence.stream).done(fence.value, &error);
+  if (error != CUDA_SUCCESS) note_failure("cuEventQuery", "the fence counts as complete", error);
+  return complete;
 }
 
 void CudaBackend::stream_wait(StreamId stream, const Fence& fence) {
@@ -797,7 +845,7 @@ void CudaBackend::stream_wait(StreamId stream, const Fence& fence) {
     r = ring.enqueue_wait(as_stream(stream), fence.value);
   }
   if (r == CUDA_SUCCESS) return;
-  note_failure("enqueueing a fence wait before a kernel", r, nullptr);
+  note_failure("cuStreamWaitEvent", "the launching thread waits for the fence on the host instead", r);
   wait_for_fence_on_host(fence);
 }
 
@@ -808,7 +856,7 @@ void CudaBackend::bridge_before_access(StreamId stream) {
   CUresult r = api_.cuEventRecord(bridge_tail_, bridge_stream_);
   if (r == CUDA_SUCCESS) r = api_.cuStreamWaitEvent(as_stream(stream), bridge_tail_, 0);
   if (r == CUDA_SUCCESS) return;
-  note_failure("ordering another device's call after the bridge", r, nullptr);
+  note_failure("ordering another device's call after the bridge", "the bridge is synchronized instead", r);
   api_.cuStreamSynchronize(bridge_stream_);
 }
 
@@ -828,7 +876,7 @@ void CudaBackend::bridge_after_access(StreamId stream) {
   if (event) r = api_.cuEventRecord(event, as_stream(stream));
   if (r == CUDA_SUCCESS) r = api_.cuStreamWaitEvent(bridge_stream_, event, 0);
   if (r == CUDA_SUCCESS) return;
-  note_failure("ordering the bridge after another device's call", r, nullptr);
+  note_failure("ordering the bridge after another device's call", "the call's stream is synchronized instead", r);
   api_.cuStreamSynchronize(as_stream(stream));  // the call is done: every later fence follows it
 }
 
@@ -861,14 +909,36 @@ CUevent CudaBackend::bridge_event_in(CUcontext context) {
   return event;
 }
 
+void CudaBackend::host_wait(const Fence& fence) {
+  if (done(fence)) return;
+  if (fence.stream == prefetch_key_ || fence.stream == out_key_) {
+    // A batch's event exists only once the worker issued the batch.
+    std::unique_lock lock(queue_mutex_);
+    progress_cv_.wait(lock, [&] { return issued_value_ >= fence.value || stopping_; });
+  }
+  wait_for_fence_on_host(fence);
+}
+
 void CudaBackend::make_context_current() {
   CUcontext current = nullptr;
-  if (api_.cuCtxGetCurrent && api_.cuCtxGetCurrent(&current) == CUDA_SUCCESS && current) return;
-  if (context_) api_.cuCtxSetCurrent(context_);
+  if (api_.cuCtxGetCurrent) {
+    const CUresult r = api_.cuCtxGetCurrent(&current);
+    if (r == CUDA_SUCCESS && current) return;
+    if (r != CUDA_SUCCESS) note_failure("cuCtxGetCurrent", "making the device's primary context current", r);
+  }
+  if (!context_) return;
+  const CUresult r = api_.cuCtxSetCurrent(context_);
+  if (r != CUDA_SUCCESS) note_failure("cuCtxSetCurrent", "calling on with this thread's context as it is", r);
 }
 
 uint64_t CudaBackend::allocate_host(uint64_t bytes) {
-  if (!has_copy_path() || context_lost_ || bytes == 0) return 0;
+  if (!has_copy_path()) {
+    PUMP_LOG_ONCE(LogLevel::kWarn,
+                  "cuda backend: the driver lacks cuMemcpyDtoHAsync, cuMemcpyHtoDAsync or cuMemDiscardBatchAsync: "
+                  "no host shadows, dirty data is evicted by unified memory");
+    return 0;
+  }
+  if (context_lost_ || bytes == 0) return 0;
   make_context_current();
   void* host = nullptr;
   // Portable: the worker thread copies from it as well as the application's threads;
@@ -876,8 +946,13 @@ uint64_t CudaBackend::allocate_host(uint64_t bytes) {
   CUresult r = api_.cuMemHostAlloc(&host, bytes,
                                    CU_MEMHOSTALLOC_PORTABLE | (kernel_saves_ ? CU_MEMHOSTALLOC_DEVICEMAP : 0u));
   if (r != CUDA_SUCCESS || !host) {
-    log(LogLevel::kWarn, "cuda backend: %llu bytes of pinned host memory for shadows refused (%s)",
-        static_cast<unsigned long long>(bytes), api_.describe(r).c_str());
+    // The engine's shadow store asks no more after a refusal: this is the one message.
+    char consequence[160];
+    std::snprintf(consequence, sizeof consequence,
+                  "%llu bytes of pinned host memory for shadows refused: dirty data is evicted by unified memory",
+                  static_cast<unsigned long long>(bytes));
+    note_failure("cuMemHostAlloc", consequence, r == CUDA_SUCCESS ? CUDA_ERROR_OUT_OF_MEMORY : r, nullptr,
+                 /*switches_mode=*/true);
     return 0;
   }
   stats_->pinned_bytes.fetch_add(bytes, std::memory_order_relaxed);
@@ -915,11 +990,11 @@ bool CudaBackend::query_capturing(StreamId stream) {
     context_lost_ = true;
     return true;
   }
-  PUMP_LOG_ONCE(LogLevel::kWarn,
-                "cuda backend: cuStreamIsCapturing(stream 0x%llx) failed: %s; treating such streams as captured "
-                "(nothing is queued on them)",
-                static_cast<unsigned long long>(stream), api_.describe(r).c_str());
-  return true;
+  // Unknown. Taking the stream as captured would let its kernel run on pages pump dropped
+  // (lost data, silently); taking it as not captured at worst queues a fence on a stream
+  // being captured, which the program's capture reports as an error.
+  note_failure("cuStreamIsCapturing", "the stream is taken as not capturing (its kernel's memory is made ready)", r);
+  return false;
 }
 
 std::vector<std::pair<std::string, uint64_t>> CudaBackend::counters() const {

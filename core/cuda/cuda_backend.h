@@ -45,7 +45,8 @@
 // removed (it was off by default).
 //
 // Capture: nothing is ever enqueued on a stream being captured into a graph
-// (capturing() says so and mark/stream_wait check it).
+// (capturing() says so and mark/stream_wait check it). A failed capture query answers
+// "not capturing": the other answer would let the kernel run on dropped pages.
 //
 // Several devices. A default stream (0, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) names
 // whichever context is current; the engine of this device only ever means this device's
@@ -58,10 +59,14 @@
 // created there on first use) and makes the bridge wait for it. An ordering the driver
 // refuses is replaced by a host synchronization of the stream waited for, and so is a
 // mark that cannot be recorded: no fence ever claims less than it covers.
-// Errors of prefetch and eviction calls are not fatal (prefetch is a hint): they
-// are counted, the first is logged with the driver's message. A fence is never
-// left unreachable: if recording a batch's event fails, the worker synchronizes the
-// stream and marks the fence complete from the CPU.
+//
+// Driver failures. No failed call loses data or leaves a fence unreachable; each is
+// counted (failed_calls) and the first is logged in one line naming the call, the
+// driver's error and what the backend does instead (a call that switches the backend
+// to another way for good says so too). Prefetches and evictions are hints; a failed
+// copy is done by the host; a failed wait is kept on the host; a batch fence that
+// cannot be recorded is completed by synchronizing its stream, and a kernel's fence
+// that cannot be recorded by synchronizing the kernel's stream.
 #pragma once
 
 #include <atomic>
@@ -135,7 +140,7 @@ struct CudaBackendStats {
   uint64_t discard_bytes = 0;
   uint64_t batch_calls = 0;        // how many of the calls above were cuMem*BatchAsync
   uint64_t fence_waits = 0;        // waits the worker enqueued for batch.wait_for
-  uint64_t failed_calls = 0;       // prefetch/evict/discard/fence calls that returned an error
+  uint64_t failed_calls = 0;       // driver calls that returned an error (each logged or counted)
   uint64_t marks = 0;
   uint64_t event_marks = 0;        // ... of which recorded an event (all but failed ones)
   uint64_t stream_waits = 0;
@@ -163,6 +168,8 @@ class CudaBackend final : public DeviceBackend {
   // needed feature (managed memory with concurrent access, CUDA >= 13) is missing.
   static std::unique_ptr<CudaBackend> create(int device);
   static std::unique_ptr<CudaBackend> create(int device, const CudaBackendOptions& options);
+  // The same without logging: *error says why in one line when nullptr is returned.
+  static std::unique_ptr<CudaBackend> create(int device, const CudaBackendOptions& options, std::string* error);
   // Drains the queue, joins the worker. Tolerates a driver that is already shut
   // down (process exit): errors are ignored and queued batches dropped then.
   ~CudaBackend() override;
@@ -174,6 +181,8 @@ class CudaBackend final : public DeviceBackend {
   Fence mark(StreamId stream) override;
   bool done(const Fence& fence) override;
   bool capturing(StreamId stream) override;
+  // Waits until the worker issued the fence's batch, then until the fence completed.
+  void host_wait(const Fence& fence) override;
   // Pinned host memory for the shadow store; 0 when the driver lacks the copies the
   // copy data path needs, or the allocation fails.
   uint64_t allocate_host(uint64_t bytes) override;
@@ -233,7 +242,12 @@ class CudaBackend final : public DeviceBackend {
   // On the issuing thread: the context current (the application's threads may have none).
   void make_context_current();
   void publish_batch_done(uint64_t value);
-  void note_failure(const char* what, CUresult result, const Range* range);
+  // Records a batch's fence on `stream`; if that fails, drains the stream and completes it.
+  void record_batch_fence(cuda::EventFenceRing& ring, CUstream stream, uint64_t value);
+  // Counts a failed driver call and logs the first (and every one that switches_mode).
+  // `consequence` says what the backend does instead.
+  void note_failure(const char* call, const char* consequence, CUresult result, const Range* range = nullptr,
+                    bool switches_mode = false);
   bool wait_for_fence_on_host(const Fence& fence);
   Fence mark_with_event(CUstream stream, StreamId key);
   // The ring that holds the fences of `key` (a compute stream's unless it is one of ours).

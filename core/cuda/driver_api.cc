@@ -52,7 +52,14 @@ bool DriverApi::load(const char* library_name, std::string* error) {
   ok &= resolve(get, "cuGetErrorString", &cuGetErrorString, true, error);
   ok &= resolve(get, "cuGetErrorName", &cuGetErrorName, true, error);
   ok &= resolve(get, "cuDriverGetVersion", &cuDriverGetVersion, true, error);
-  if (ok && (cuDriverGetVersion(&driver_version) != CUDA_SUCCESS || driver_version < kApiVersion)) {
+  if (ok) {
+    const CUresult r = cuDriverGetVersion(&driver_version);
+    if (r != CUDA_SUCCESS) {
+      *error = "cuDriverGetVersion failed: " + describe(r);
+      return false;
+    }
+  }
+  if (ok && driver_version < kApiVersion) {
     char line[160];
     std::snprintf(line, sizeof line, "the CUDA driver supports CUDA %d.%d; pump's cuda backend needs CUDA 13.0 or newer",
                   driver_version / 1000, driver_version % 1000 / 10);

@@ -12,23 +12,36 @@ EventFenceRing::~EventFenceRing() {
     if (e.event) api_.cuEventDestroy(e.event);
 }
 
-CUresult EventFenceRing::record(CUstream stream, uint64_t seq, bool* waited) {
+CUresult EventFenceRing::record(CUstream stream, uint64_t seq, bool* waited, const char** failed_call) {
   std::lock_guard lock(mutex_);
   *waited = false;
   Entry& e = entries_[seq % entries_.size()];
+  auto failed = [&](const char* call, CUresult r) {
+    *failed_call = call;
+    return r;
+  };
   if (!e.event) {
     CUresult r = api_.cuEventCreate(&e.event, CU_EVENT_DISABLE_TIMING);
     if (r != CUDA_SUCCESS) {
       e.event = nullptr;
-      return r;
+      return failed("cuEventCreate", r);
     }
-  } else if (e.seq > completed_floor_ && api_.cuEventQuery(e.event) == CUDA_ERROR_NOT_READY) {
-    *waited = true;
-    api_.cuEventSynchronize(e.event);
+  } else if (e.seq > completed_floor_) {
+    // The entry's fence must be complete before the event moves on to `seq`: a fence
+    // whose entry moved on counts as complete. Unknown (a failed query or wait): keep it.
+    CUresult r = api_.cuEventQuery(e.event);
+    if (r == CUDA_ERROR_NOT_READY) {
+      *waited = true;
+      r = api_.cuEventSynchronize(e.event);
+      if (r != CUDA_SUCCESS) return failed("cuEventSynchronize", r);
+    } else if (r != CUDA_SUCCESS) {
+      return failed("cuEventQuery", r);
+    }
   }
   CUresult r = api_.cuEventRecord(e.event, stream);
-  if (r == CUDA_SUCCESS) e.seq = seq;
-  return r;
+  if (r != CUDA_SUCCESS) return failed("cuEventRecord", r);
+  e.seq = seq;
+  return CUDA_SUCCESS;
 }
 
 void EventFenceRing::complete_up_to(uint64_t seq) {
@@ -41,13 +54,17 @@ bool EventFenceRing::recorded(uint64_t seq) {
   return seq <= completed_floor_ || entries_[seq % entries_.size()].seq >= seq;
 }
 
-bool EventFenceRing::done(uint64_t seq) {
+bool EventFenceRing::done(uint64_t seq, CUresult* query_error) {
+  *query_error = CUDA_SUCCESS;
   std::lock_guard lock(mutex_);
   if (seq <= completed_floor_) return true;
   const Entry& e = entries_[seq % entries_.size()];
   if (e.seq > seq) return true;
   if (e.seq < seq) return false;
-  return api_.cuEventQuery(e.event) != CUDA_ERROR_NOT_READY;
+  const CUresult r = api_.cuEventQuery(e.event);
+  if (r == CUDA_ERROR_NOT_READY) return false;
+  *query_error = r;
+  return true;
 }
 
 CUresult EventFenceRing::enqueue_wait(CUstream waiter, uint64_t seq) {

@@ -24,15 +24,18 @@ class EventFenceRing {
   EventFenceRing& operator=(const EventFenceRing&) = delete;
 
   // Records fence `seq` (increasing, > 0) after the work queued on `stream`.
-  // *waited tells whether the entry's previous fence had to be waited for.
-  CUresult record(CUstream stream, uint64_t seq, bool* waited);
+  // *waited tells whether the entry's previous fence had to be waited for. On failure
+  // nothing is recorded and *failed_call names the driver call that failed.
+  CUresult record(CUstream stream, uint64_t seq, bool* waited, const char** failed_call);
   // Marks every fence up to `seq` complete without an event (after a failed record
   // followed by a stream synchronize), so no fence is left that can never complete.
   void complete_up_to(uint64_t seq);
   bool recorded(uint64_t seq);
-  // Recorded and complete (or already replaced, hence complete). Errors count as complete:
-  // a fence must never stay pending forever because the driver went away.
-  bool done(uint64_t seq);
+  // Recorded and complete (or already replaced, hence complete). A failed query counts as
+  // complete (*query_error says so): the only errors a query of a live event returns are
+  // the context's sticky ones, after which nothing runs any more, and a fence must never
+  // stay pending for ever because the driver went away.
+  bool done(uint64_t seq, CUresult* query_error);
   // Makes `waiter` wait for fence `seq`; nothing to do when it is complete.
   // CUDA_ERROR_NOT_READY when `seq` was not recorded yet.
   CUresult enqueue_wait(CUstream waiter, uint64_t seq);

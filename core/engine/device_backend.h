@@ -71,6 +71,10 @@ class DeviceBackend {
   virtual bool done(const Fence& fence) = 0;
   // True while `stream` is being captured into a graph: no transfers may be queued.
   virtual bool capturing(StreamId stream) = 0;
+  // Blocks the caller until `fence` has completed. The engine waits so only when memory
+  // is freed while transfers of it are still queued: once freed, the driver may hand
+  // the same addresses to another allocation, which those transfers must not touch.
+  virtual void host_wait(const Fence& fence) = 0;
 
   // Accesses queued on a stream of another device that touch this device's memory (a
   // copy between devices, a kernel reading a peer's memory) reach the engine as if on the
@@ -88,7 +92,8 @@ class DeviceBackend {
   virtual bool access_stream_capturing(StreamId stream) { return capturing(stream); }
 
   // Host memory for shadows (pinned, reachable by the device's copies), or 0 when the
-  // backend has none or the allocation fails. Freed only with the backend.
+  // backend has none or the allocation fails (a backend that refuses logs why: the
+  // engine then asks no more and says nothing itself). Freed only with the backend.
   virtual uint64_t allocate_host(uint64_t bytes) { (void)bytes; return 0; }
 
   // The backend's own counters (driver calls issued, failures...) for the stats report.

@@ -93,14 +93,29 @@ void Engine::on_alloc(uint64_t address, uint64_t bytes) {
   }
   block = tracker_.find(address);  // the policy cannot split, but stay safe
   if (prefetch_on_alloc_ && block && block->residency == PUMP_RESIDENT_HOST &&
-      tracker_.resident_bytes() + block->bytes <= budget_)
+      occupied_bytes() + block->bytes <= budget_)
     request_prefetch(*block, PUMP_WHEN_NOW);
   submit_pending(0);
 }
 
-void Engine::on_free(uint64_t address) {
-  std::lock_guard lock(mutex_);
+void Engine::on_free(uint64_t address, const std::function<void()>& free_memory) {
+  std::unique_lock lock(mutex_);
+  // Transfers of this memory still queued (a look-ahead restore, a save) must be done
+  // before it goes back to the driver: the next allocation may get the same addresses,
+  // and a restore landing there would overwrite its bytes. One fence per transfer stream
+  // covers the rest.
+  std::vector<Fence> pending;
+  auto keep_pending = [&](const Fence& f) {
+    if (f.empty() || backend_.done(f)) return;
+    auto same = std::find_if(pending.begin(), pending.end(), [&](const Fence& p) { return p.stream == f.stream; });
+    if (same == pending.end()) pending.push_back(f);
+    else if (later(f, *same)) *same = f;
+  };
+  uint64_t resident = 0;
   uint64_t bytes = tracker_.remove_allocation(address, [&](Block& b) {
+    keep_pending(b.ready);
+    keep_pending(b.out_fence);
+    if (b.residency == PUMP_RESIDENT_DEVICE) resident += b.bytes;
     release_shadow(b);
     if (policy_ && policy_->on_free) {
       pump_block_v1_t view = snapshot(b, false);
@@ -109,6 +124,14 @@ void Engine::on_free(uint64_t address) {
   });
   if (bytes) ++stats_.frees;
   allocations_.erase(address);
+  // Its pages stay on the device until the driver frees them: memory brought in for
+  // another thread meanwhile must not count on that room.
+  freeing_bytes_ += resident;
+  lock.unlock();  // the blocks are gone: other threads go on while this one waits
+  for (const Fence& f : pending) backend_.host_wait(f);
+  if (free_memory) free_memory();
+  lock.lock();
+  freeing_bytes_ -= resident;
 }
 
 // ---------------------------------------------------------------- kernels
@@ -276,15 +299,18 @@ bool Engine::settle_allocation_for_eviction(Block& b) {
   AllocationState* a = allocations_.empty() ? nullptr : allocation_of(b);
   if (!a || !a->inexact_seq) return true;
   if (a->kernel_mark && a->kernel_mark == current_seq_) return false;  // the kernel being decided
-  if (a->fence_pending) return false;  // its kernel is being queued on another thread
-  if (a->unfenced) {
-    if (!fence_at_stream_tail(a->stream, a->inexact_seq, &a->fence)) return false;
-    a->unfenced = false;
+  if (a->launches_pending) return false;  // such a kernel is being queued on another thread
+  for (AllocationState::StreamUse& use : a->uses) {
+    if (use.unfenced) {
+      Fence tail;
+      if (!fence_at_stream_tail(use.stream, use.seq, &tail)) return false;
+      if (use.fence.empty() || later(tail, use.fence)) use.fence = tail;
+      use.unfenced = false;
+    }
+    if (!use.fence.empty() && backend_.done(use.fence)) use.fence = Fence{};
+    if (!use.fence.empty()) pending_now_.wait_for.push_back(use.fence);
   }
-  if (!a->fence.empty()) {
-    if (backend_.done(a->fence)) a->fence = Fence{};
-    else pending_now_.wait_for.push_back(a->fence);
-  }
+  std::erase_if(a->uses, [](const AllocationState::StreamUse& u) { return u.fence.empty() && !u.unfenced; });
   // What such a kernel wrote is in neither the shadow nor known to be dead.
   if (b.saved && b.saved_seq <= a->inexact_seq) b.saved = false;
   if (b.dead && b.last_use <= a->inexact_seq) b.dead = false;
@@ -305,18 +331,18 @@ void Engine::decide_and_order(StreamId stream, uint64_t seq, KernelTicket* ticke
 
   // Room first: every block of the kernel will be resident once it runs. (A kernel
   // that brings nothing in leaves an earlier overrun for the next one to fix.)
-  if (kernel_missing_bytes_ && tracker_.resident_bytes() + kernel_missing_bytes_ > budget_) {
+  if (kernel_missing_bytes_ && occupied_bytes() + kernel_missing_bytes_ > budget_) {
     if (policy_ && policy_->on_pressure)
-      policy_->on_pressure(policy_ctx_, &kernel, tracker_.resident_bytes() + kernel_missing_bytes_ - budget_);
-    if (tracker_.resident_bytes() + kernel_missing_bytes_ > budget_)
-      fallback_make_room(tracker_.resident_bytes() + kernel_missing_bytes_ - budget_);
-    if (tracker_.resident_bytes() + kernel_missing_bytes_ > budget_) {
+      policy_->on_pressure(policy_ctx_, &kernel, occupied_bytes() + kernel_missing_bytes_ - budget_);
+    if (occupied_bytes() + kernel_missing_bytes_ > budget_)
+      fallback_make_room(occupied_bytes() + kernel_missing_bytes_ - budget_);
+    if (occupied_bytes() + kernel_missing_bytes_ > budget_) {
       ++stats_.kernels_oversized;
       PUMP_LOG_ONCE(LogLevel::kWarn,
                     "a kernel needs %s resident but PUMP_GPU_BUDGET is %s (only %s could be freed): "
                     "it runs on demand paging and the budget is exceeded while it runs",
                     format_bytes(touched).c_str(), format_bytes(budget_).c_str(),
-                    format_bytes(budget_ - std::min(budget_, tracker_.resident_bytes())).c_str());
+                    format_bytes(budget_ - std::min(budget_, occupied_bytes())).c_str());
     }
   }
 
@@ -324,6 +350,7 @@ void Engine::decide_and_order(StreamId stream, uint64_t seq, KernelTicket* ticke
 
   // What the policy did not prefetch faults in when the kernel runs; except dropped
   // blocks, whose device pages hold nothing: those are brought back here, always.
+  demand_blocks_.clear();
   for (Block* b : kernel_blocks_) {
     if (b->residency == PUMP_RESIDENT_DEVICE) continue;
     if (b->dropped) {
@@ -333,8 +360,22 @@ void Engine::decide_and_order(StreamId stream, uint64_t seq, KernelTicket* ticke
     stats_.bytes_demand += b->bytes;
     b->saved = false;  // unified memory brings it: the device copy is the only one
     tracker_.set_resident(*b);
+    demand_blocks_.push_back(b);
   }
   submit_pending(stream);
+  if (!demand_blocks_.empty()) {
+    // Blocks faulted in take room that evictions may still be freeing on the device (this
+    // batch's, or earlier ones when this kernel runs on another stream): the kernel waits
+    // for the newest such batch (the out stream runs in order), and so does any kernel
+    // that uses these blocks before then, on whatever stream.
+    prune_out_in_flight();
+    if (!out_in_flight_.empty() && occupied_bytes() + out_in_flight_bytes_ > budget_ &&
+        (kernel_wait_.empty() || later(out_in_flight_.back().fence, kernel_wait_)))
+      kernel_wait_ = out_in_flight_.back().fence;
+    if (!kernel_wait_.empty())
+      for (Block* b : demand_blocks_)
+        if (b->ready.empty() || backend_.done(b->ready)) b->ready = kernel_wait_;
+  }
 
   // Order: the kernel waits for the newest transfer it depends on, per transfer stream.
   Fence waits[2];
@@ -363,7 +404,7 @@ void Engine::decide_and_order(StreamId stream, uint64_t seq, KernelTicket* ticke
     if (b->last_use && b->last_stream != stream) remember_other_stream(*b);
     b->last_use = seq;
     ++b->uses;
-    b->fence_pending = true;
+    ++b->launches_pending;
     b->last_stream = stream;
     b->dead = b->kernel_only_workspace;
     if (writes(b->kernel_access)) b->saved = false;  // the shadow no longer holds its bytes
@@ -377,8 +418,10 @@ void Engine::decide_and_order(StreamId stream, uint64_t seq, KernelTicket* ticke
   for (uint64_t base : kernel_allocations_) {
     AllocationState& a = allocations_[base];
     a.inexact_seq = seq;
-    a.fence_pending = true;
-    a.stream = stream;
+    ++a.launches_pending;
+    auto use = std::find_if(a.uses.begin(), a.uses.end(), [&](const auto& u) { return u.stream == stream; });
+    if (use == a.uses.end()) a.uses.push_back({stream, seq, Fence{}, false});
+    else use->seq = seq;
   }
   ticket->allocations_.assign(kernel_allocations_.begin(), kernel_allocations_.end());
   kernel_allocations_.clear();
@@ -406,16 +449,27 @@ void Engine::after_kernel(KernelTicket* ticket_ptr, bool launched) {
   const Fence fence = fence_now ? backend_.mark(ticket.stream) : Fence{};
   for (uint64_t base : ticket.allocations_) {
     auto it = allocations_.find(base);
-    if (it == allocations_.end() || it->second.inexact_seq != ticket.seq) continue;
-    it->second.fence = fence;
-    it->second.fence_pending = false;
-    it->second.unfenced = launched && !fence_now;
+    if (it == allocations_.end() || !it->second.launches_pending) continue;  // freed meanwhile
+    AllocationState& a = it->second;
+    --a.launches_pending;
+    if (!launched) continue;
+    auto use = std::find_if(a.uses.begin(), a.uses.end(), [&](const auto& u) { return u.stream == ticket.stream; });
+    if (use == a.uses.end()) continue;
+    // The newest fence of the stream follows every launch of it queued before it (after_kernel
+    // calls are serialized): whichever thread's kernel was queued last, it covers both.
+    if (!fence.empty() && (use->fence.empty() || later(fence, use->fence))) use->fence = fence;
+    if (!fence_now) use->unfenced = true;
   }
   auto settle = [&](Block* b) {
-    if (b->last_use != ticket.seq) return;
-    b->last_fence = fence;
-    b->fence_pending = false;
-    b->unfenced = launched && !fence_now;
+    if (b->launches_pending) --b->launches_pending;
+    if (b->last_use == ticket.seq) {
+      b->last_fence = fence;
+      b->unfenced = launched && !fence_now;
+    } else if (launched && b->last_use > ticket.seq) {
+      // A later kernel took the block over while this one was on its way: its completion
+      // is not covered by that kernel's fence (it may run after it, or on another stream).
+      remember_earlier_kernel(*b, ticket.stream, ticket.seq, fence);
+    }
   };
   if (tracker_.layout_generation() == ticket.layout_generation_) {
     // No block came or went since before_kernel (the steady state): the pointers hold.
@@ -441,12 +495,27 @@ bool Engine::fence_at_stream_tail(StreamId stream, uint64_t after_seq, Fence* ou
 }
 
 void Engine::remember_other_stream(Block& b) {
-  // The kernel before, on another stream, is not covered by this one's fence.
-  if (b.fence_pending || b.unfenced) {
-    b.other_unfenced.push_back({b.last_stream, b.last_use});
-  } else if (!b.last_fence.empty() && !backend_.done(b.last_fence)) {
+  // The kernel before, on another stream, is not covered by this one's fence. (One still
+  // on its way remembers itself when it is queued.)
+  if (b.launches_pending) return;
+  if (b.unfenced) remember_earlier_kernel(b, b.last_stream, b.last_use, Fence{});
+  else if (!b.last_fence.empty()) remember_earlier_kernel(b, b.last_stream, b.last_use, b.last_fence);
+}
+
+void Engine::remember_earlier_kernel(Block& b, StreamId stream, uint64_t seq, const Fence& fence) {
+  // One entry per stream covers every kernel of that stream (they complete in order), so a
+  // block shared by streams for the whole run keeps one entry per stream, not one per switch.
+  if (fence.empty()) {
+    auto same = std::find_if(b.other_unfenced.begin(), b.other_unfenced.end(),
+                             [&](const Block::StreamUse& u) { return u.stream == stream; });
+    if (same == b.other_unfenced.end()) b.other_unfenced.push_back({stream, seq});
+    else same->seq = std::max(same->seq, seq);
+  } else if (!backend_.done(fence)) {
     std::erase_if(b.other_fences, [&](const Fence& f) { return backend_.done(f); });
-    b.other_fences.push_back(b.last_fence);
+    auto same = std::find_if(b.other_fences.begin(), b.other_fences.end(),
+                             [&](const Fence& f) { return f.stream == fence.stream; });
+    if (same == b.other_fences.end()) b.other_fences.push_back(fence);
+    else if (later(fence, *same)) *same = fence;
   }
 }
 
@@ -503,7 +572,7 @@ bool Engine::clean_now(const Block& b) const {
 
 bool Engine::in_use(const Block& b) {
   // An unfenced block may still be in use as far as anyone can tell without a fence.
-  return b.fence_pending || b.unfenced || (!b.last_fence.empty() && !backend_.done(b.last_fence));
+  return b.launches_pending || b.unfenced || (!b.last_fence.empty() && !backend_.done(b.last_fence));
 }
 
 pump_status_v1_t Engine::request_prefetch(Block& b, pump_when_v1_t when) {
@@ -514,7 +583,7 @@ pump_status_v1_t Engine::request_prefetch(Block& b, pump_when_v1_t when) {
   const bool of_kernel = current_seq_ && b.kernel_mark == current_seq_;
   if (of_kernel) {
     kernel_missing_bytes_ -= b.bytes;
-  } else if (tracker_.resident_bytes() + kernel_missing_bytes_ + b.bytes > budget_) {
+  } else if (occupied_bytes() + kernel_missing_bytes_ + b.bytes > budget_) {
     return PUMP_ERR_REFUSED;
   }
   // Room this fetch takes from evictions still under way: it waits for them. The out
@@ -525,7 +594,7 @@ pump_status_v1_t Engine::request_prefetch(Block& b, pump_when_v1_t when) {
   // A block leaving in this very batch comes back only after it left: its restore must
   // not copy the shadow before the save wrote it (the two directions run apart).
   const bool needs_room = b.out_batch == batch_serial_ ||
-                          tracker_.resident_bytes() + pending_out_bytes_ + out_in_flight_bytes_ + b.bytes > budget_;
+                          occupied_bytes() + pending_out_bytes_ + out_in_flight_bytes_ + b.bytes > budget_;
   if (needs_room) fetch_needs_room_ = true;
   FetchLists& lists = needs_room ? late_fetches_ : early_fetches_;
   // A transfer out of it still queued must finish before it comes back.
@@ -572,10 +641,11 @@ bool Engine::ensure_shadow(Block& b) {
   b.shadow = shadows_.allocate(b.bytes);
   if (b.shadow) return true;
   ++stats_.shadow_fallbacks;
-  if (shadows_.limit_bytes())
+  // A backend that refused pinned memory said why (DeviceBackend::allocate_host).
+  if (shadows_.limit_bytes() && !shadows_.backend_refused())
     PUMP_LOG_ONCE(LogLevel::kWarn,
-                  "the host shadow store is full (PUMP_HOST_LIMIT=%s, %s pinned) or pinned memory was refused: "
-                  "dirty blocks that find no shadow are evicted by unified-memory migration (slower, nothing lost)",
+                  "the host shadow store is full (PUMP_HOST_LIMIT=%s, %s pinned): dirty blocks that find no shadow "
+                  "are evicted by unified-memory migration (slower, nothing lost)",
                   format_bytes(shadows_.limit_bytes()).c_str(), format_bytes(shadows_.slab_bytes()).c_str());
   return false;
 }
@@ -597,7 +667,7 @@ pump_status_v1_t Engine::request_evict(Block& b, uint32_t flags, bool by_policy)
     if (by_policy) ++stats_.policy_refusals;
     return PUMP_ERR_REFUSED;  // fetched in this very batch: the two directions would race on it
   }
-  if (b.fence_pending || (b.unfenced && !fence_at_stream_tail(b))) {
+  if (b.launches_pending || (b.unfenced && !fence_at_stream_tail(b))) {
     if (by_policy) ++stats_.policy_refusals;
     return PUMP_ERR_REFUSED;  // its kernel is being queued on another thread, or captured
   }
@@ -656,7 +726,7 @@ void Engine::fallback_make_room(uint64_t bytes_needed) {
   auto& lru = tracker_.lru();
   for (auto it = lru.begin(); it != lru.end() && freed < bytes_needed;) {
     Block& b = *it++;
-    if ((current_seq_ && b.kernel_mark == current_seq_) || b.fence_pending) continue;
+    if ((current_seq_ && b.kernel_mark == current_seq_) || b.launches_pending) continue;
     if (!kernel_allocations_.empty() && std::find(kernel_allocations_.begin(), kernel_allocations_.end(),
                                                   b.allocation) != kernel_allocations_.end())
       continue;
@@ -802,7 +872,19 @@ EngineStats Engine::stats() const {
 
 pump_budget_v1_t Engine::budget() const {
   std::lock_guard lock(mutex_);
-  return {budget_, tracker_.resident_bytes(), backend_.device_memory_bytes(), tracker_.tracked_bytes()};
+  return {budget_, occupied_bytes(), backend_.device_memory_bytes(), tracker_.tracked_bytes()};
+}
+
+EngineFootprint Engine::footprint() const {
+  std::lock_guard lock(mutex_);
+  EngineFootprint f;
+  f.blocks = tracker_.size();
+  f.allocations = allocations_.size();
+  f.out_in_flight = out_in_flight_.size();
+  f.tail_fences = tail_fences_.size();
+  for (const Block& b : tracker_.blocks()) f.stream_uses += b.other_fences.size() + b.other_unfenced.size();
+  f.shadow_free_ranges = shadows_.free_ranges();
+  return f;
 }
 
 uint64_t Engine::resident_bytes() const {
@@ -824,7 +906,7 @@ const char* Engine::svc_get_config(const pump_policy_host_v1_t* host, const char
 
 void Engine::svc_get_budget(const pump_policy_host_v1_t* host, pump_budget_v1_t* out) {
   Engine& e = from(host);
-  if (out) *out = {e.budget_, e.tracker_.resident_bytes(), e.backend_.device_memory_bytes(), e.tracker_.tracked_bytes()};
+  if (out) *out = {e.budget_, e.occupied_bytes(), e.backend_.device_memory_bytes(), e.tracker_.tracked_bytes()};
 }
 
 pump_status_v1_t Engine::svc_find_block(const pump_policy_host_v1_t* host, uint64_t address, pump_block_v1_t* out) {
@@ -843,7 +925,7 @@ size_t Engine::svc_eviction_candidates(const pump_policy_host_v1_t* host, uint32
   size_t n = 0;
   for (Block& b : e.tracker_.lru()) {
     if (n == max) break;
-    if ((e.current_seq_ && b.kernel_mark == e.current_seq_) || b.fence_pending) continue;
+    if ((e.current_seq_ && b.kernel_mark == e.current_seq_) || b.launches_pending) continue;
     if (!(role_mask & (1u << b.role))) continue;
     if (!e.kernel_allocations_.empty() && std::find(e.kernel_allocations_.begin(), e.kernel_allocations_.end(),
                                                     b.allocation) != e.kernel_allocations_.end())

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -60,6 +61,16 @@ class KernelTicket {
   std::vector<uint64_t> allocations_;  // allocations it touched through pointers
 };
 
+// How much the engine holds, by container: a long run must keep each of these flat.
+struct EngineFootprint {
+  size_t blocks = 0;              // in the tracker
+  size_t allocations = 0;         // per-allocation states
+  size_t out_in_flight = 0;       // batches whose transfers out may still run
+  size_t tail_fences = 0;         // one per stream that ever needed a fence at its tail
+  size_t stream_uses = 0;         // kernels of other streams remembered on blocks, summed
+  size_t shadow_free_ranges = 0;  // the host shadow store's free list
+};
+
 class Engine {
  public:
   // `policy` may be null: no prefetching, least-recently-used eviction under the budget.
@@ -71,7 +82,11 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   void on_alloc(uint64_t address, uint64_t bytes);
-  void on_free(uint64_t address);
+  // Forgets the allocation, waits until no transfer of it is queued or running, then
+  // calls `free_memory` (the program's real free, if any): the driver may hand the same
+  // addresses to the next allocation. Until `free_memory` returned, the room the
+  // allocation held on the device counts as taken.
+  void on_free(uint64_t address, const std::function<void()>& free_memory = {});
 
   // A kernel touching `extents` is about to be queued on `stream`. `inexact` (may be
   // null: all exact) flags extents that name a whole block only because a pointer
@@ -101,6 +116,7 @@ class Engine {
 
   // For invariant checks in tests: the sum of bytes resident in stream order.
   uint64_t resident_bytes() const;
+  EngineFootprint footprint() const;
 
  private:
   struct PolicyHost;  // pump_policy_host_v1_t + back pointer
@@ -113,10 +129,17 @@ class Engine {
     uint64_t end = 0;
     uint64_t inexact_seq = 0;   // the last kernel that touched it through a pointer
     uint64_t kernel_mark = 0;   // the kernel being decided touches it that way
-    Fence fence;                // completes when inexact_seq's kernel is done
-    bool fence_pending = false;
-    bool unfenced = false;
-    StreamId stream = 0;
+    uint32_t launches_pending = 0;  // such kernels not queued yet (between before and after_kernel)
+    // Such kernels that may still run, per stream (kernels of one stream complete in
+    // order): the newest fence recorded after one of them, and whether one got none
+    // (everything fitted: fence the stream's tail when a piece must leave).
+    struct StreamUse {
+      StreamId stream;
+      uint64_t seq;   // the newest of them
+      Fence fence;
+      bool unfenced;
+    };
+    std::vector<StreamUse> uses;
     bool maybe_dropped = false; // some piece may be dropped (cleared by a scan that finds none)
     // A scan found a piece whose fetch was still in flight: scan again next time. (A
     // piece is fetched back by copy only after it was dropped, which set maybe_dropped.)
@@ -135,6 +158,8 @@ class Engine {
   bool fence_at_stream_tail(StreamId stream, uint64_t after_seq, Fence* out);
   bool fence_at_stream_tail(Block& b);
   void remember_other_stream(Block& b);
+  // A kernel that touched `b` but is not its last one was queued (after_kernel).
+  void remember_earlier_kernel(Block& b, StreamId stream, uint64_t seq, const Fence& fence);
   bool other_streams_settled(Block& b);  // adds their waits to the batch; false if one is captured
   void decide_and_order(StreamId stream, uint64_t seq, KernelTicket* ticket);
   void collect_pieces(const pump_extent_v1_t* extents, size_t count, const uint8_t* inexact);
@@ -177,7 +202,11 @@ class Engine {
   uint64_t current_seq_ = 0;            // kernel being decided (0 outside before_kernel)
   std::vector<Block*> kernel_blocks_;   // its blocks
   std::vector<pump_block_v1_t> kernel_view_;
+  uint64_t freeing_bytes_ = 0;          // device bytes of allocations being freed (on_free)
+  // Device room taken: resident blocks, and allocations whose free is under way.
+  uint64_t occupied_bytes() const { return tracker_.resident_bytes() + freeing_bytes_; }
   uint64_t kernel_missing_bytes_ = 0;   // its blocks' bytes not yet resident
+  std::vector<Block*> demand_blocks_;   // its blocks that fault in (not prefetched)
   TransferBatch pending_now_;               // requests gathered while deciding
   std::vector<Block*> just_before_blocks_;  // ... and for the "just before" batch
   std::vector<Block*> evict_blocks_;        // evictions by unified-memory migration

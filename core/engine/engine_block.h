@@ -19,12 +19,16 @@ struct EngineBlockState {
   uint64_t last_use = 0;    // kernel sequence number
   uint64_t uses = 0;
   Fence last_fence;         // completes when the last kernel that touched it is done
-  bool fence_pending = false;  // a kernel touched it but its fence is not known yet
+  // Kernels that touched it and are still on their way to the device (between
+  // before_kernel and after_kernel, on any thread): it may not leave before they are
+  // queued, as no fence can follow them yet.
+  uint32_t launches_pending = 0;
   bool unfenced = false;    // its last kernel got no fence (everything fitted): fence it at
                             // its stream's tail if it must ever be evicted
   StreamId last_stream = 0; // stream of the last kernel that touched it
-  // Kernels on other streams that touched it before the last one and may still run
-  // (empty unless several streams share it): an eviction waits for them too.
+  // Kernels that touched it before the last one (on other streams, or queued after it by
+  // another thread) and may still run: an eviction waits for them too. One entry per
+  // stream: a stream's kernels complete in order.
   struct StreamUse {
     StreamId stream;
     uint64_t seq;

@@ -43,6 +43,8 @@ class ShadowStore {
   uint64_t used_bytes() const { return used_; }
   uint64_t peak_used_bytes() const { return peak_used_; }
   uint64_t refusals() const { return refusals_; }      // requests answered with 0
+  bool backend_refused() const { return slab_failed_; } // the backend refused a slab (and said why)
+  size_t free_ranges() const { return free_.size(); }
 
  private:
   uint64_t take(uint64_t bytes);  // first fit among free ranges, 0 if none

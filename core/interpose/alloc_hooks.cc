@@ -21,6 +21,8 @@
 // - Every hook holds its ReentryGuard over the real call: a shared runtime's allocation
 //   reaches the driver hooks underneath (its driver entry points are pump's hooks too)
 //   and must not be managed or counted twice.
+#include <functional>
+
 #include "core/common/byte_size.h"
 #include "core/common/log.h"
 #include "core/interpose/cuda_library_files.h"
@@ -78,11 +80,14 @@ Managed allocate_managed(Runtime* rt, int device, size_t bytes, Allocate allocat
   return Managed::kDone;
 }
 
-// Forgets a managed allocation before it is freed. False if pump did not make it.
-bool release_tracked(Runtime* rt, uint64_t address) {
+// Frees a managed allocation pump made, with `free_memory` (the real free): the engine
+// forgets it first and keeps its room taken until the driver has the memory back. False,
+// and nothing freed, if pump did not make it.
+bool free_tracked(Runtime* rt, uint64_t address, const std::function<void()>& free_memory) {
   auto known = rt->forget_allocation(address);
   if (!known) return false;
-  if (Engine* engine = rt->engine(known->second)) engine->on_free(address);
+  if (Engine* engine = rt->engine(known->second)) engine->on_free(address, free_memory);
+  else free_memory();
   if (TraceWriter* trace = rt->trace()) trace->record_free(address);
   rt->release_managed(known->second, known->first);
   return true;
@@ -175,7 +180,8 @@ cudaError_t on_cudaFree(void* devPtr) {
   ReentryGuard guard;
   if (Runtime* rt = Runtime::get()) {
     rt->counter(k_cudaFree).calls.fetch_add(1, std::memory_order_relaxed);
-    release_tracked(rt, reinterpret_cast<uint64_t>(devPtr));
+    cudaError_t status = cudaSuccess;
+    if (free_tracked(rt, reinterpret_cast<uint64_t>(devPtr), [&] { status = real_free(devPtr); })) return status;
   }
   return real_free(devPtr);
 }
@@ -286,7 +292,8 @@ CUresult on_cuMemFree_v2(CUdeviceptr dptr) {
   ReentryGuard guard;
   if (Runtime* rt = Runtime::get()) {
     rt->counter(k_cuMemFree_v2).calls.fetch_add(1, std::memory_order_relaxed);
-    release_tracked(rt, dptr);
+    CUresult status = CUDA_SUCCESS;
+    if (free_tracked(rt, dptr, [&] { status = real_free(dptr); })) return status;
   }
   return real_free(dptr);
 }

@@ -121,10 +121,11 @@ Engine* Runtime::engine(int device) {
   CudaBackendOptions backend_options;
   backend_options.poison = options_.verify_poison;
   backend_options.check_clean = options_.verify_checksum;
-  std::unique_ptr<CudaBackend> backend = CudaBackend::create(device, backend_options);
+  std::string why;
+  std::unique_ptr<CudaBackend> backend = CudaBackend::create(device, backend_options, &why);
   if (!backend) {
-    log(LogLevel::kError,
-        "device %d cannot be managed (see above): its allocations and kernels pass through untouched", device);
+    log(LogLevel::kError, "device %d cannot be managed (cuda backend: %s): its allocations and kernels pass through "
+        "untouched", device, why.c_str());
     engine_failed_[device].store(true, std::memory_order_release);
     return nullptr;
   }

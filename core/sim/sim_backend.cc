@@ -110,6 +110,17 @@ BatchFences SimBackend::submit(TransferBatch&& batch) {
   return fences;
 }
 
+SimFootprint SimBackend::footprint() const {
+  SimFootprint f;
+  f.streams = streams_.size();
+  for (const auto& [id, s] : streams_) f.queued_ops += s.ops.size();
+  f.pending_events = events_.size();
+  f.live_kernels = live_kernels_.size();
+  f.page_segments = pages_.segments();
+  f.shadow_segments = shadow_.segments();
+  return f;
+}
+
 uint64_t SimBackend::allocate_host(uint64_t bytes) {
   const uint64_t address = next_host_;
   next_host_ += (bytes + 4095) / 4096 * 4096;

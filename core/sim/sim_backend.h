@@ -103,6 +103,16 @@ struct SimStats {
   }
 };
 
+// How much the sim holds, by container: a long run must keep each of these flat.
+struct SimFootprint {
+  size_t streams = 0;          // one per stream ever used
+  size_t queued_ops = 0;       // ops queued and not completed, all streams
+  size_t pending_events = 0;   // the event queue
+  size_t live_kernels = 0;     // kernels queued and not completed
+  size_t page_segments = 0;    // the residency map
+  size_t shadow_segments = 0;  // the shadow map
+};
+
 class SimBackend final : public DeviceBackend {
  public:
   // The backend's own streams for transfers: StreamIds no application uses.
@@ -126,6 +136,8 @@ class SimBackend final : public DeviceBackend {
   Fence mark(StreamId stream) override;
   bool done(const Fence& fence) override;
   bool capturing(StreamId stream) override;
+  // Host waits until `fence` has completed (the host clock moves to then).
+  void host_wait(const Fence& fence) override;
 
   // ---- sim-only API
   // Queues a kernel on `stream`: it runs compute_seconds plus the time to fault in
@@ -142,8 +154,6 @@ class SimBackend final : public DeviceBackend {
                std::span<const uint8_t> reads = {}, std::span<const uint8_t> writes = {});
   // Host waits until everything queued has completed (a training loop's loss.item()).
   void synchronize();
-  // Host waits until `fence` has completed.
-  void host_wait(const Fence& fence);
   // Host-side work: the host clock moves on while the device keeps running.
   void host_advance(double seconds);
   // Marks `range` as written by the host (e.g. weights loaded into managed
@@ -157,6 +167,7 @@ class SimBackend final : public DeviceBackend {
   PageCounts residency(const Range& range);
   double now() const { return host_now_; }
   SimStats stats();
+  SimFootprint footprint() const;
   const std::vector<std::string>& violations() const { return violation_texts_; }
   const SimDeviceModel& model() const { return model_; }
 

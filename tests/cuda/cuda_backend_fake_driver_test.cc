@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/common/log.h"
-#include "tests/cuda/fake_driver.h"
+#include "tests/cuda/fake_driver_handle.h"
 
 namespace pump {
 namespace {
@@ -77,52 +77,29 @@ TEST(CudaBackendCreate, ReturnsNullWithAClearErrorOnAMachineWithoutLibcuda) {
 
 // ------------------------------------------------------------------ fake driver
 
-class FakeDriverTest : public testing::Test {
+class FakeDriverTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    handle_ = dlopen(PUMP_FAKE_CUDA_DRIVER, RTLD_NOW);
-    ASSERT_NE(handle_, nullptr) << dlerror();
-    reset_ = reinterpret_cast<FakeResetFn>(dlsym(handle_, "fake_cuda_reset"));
-    calls_ = reinterpret_cast<FakeCallsFn>(dlsym(handle_, "fake_cuda_calls"));
-    gate_ = reinterpret_cast<FakeGateFn>(dlsym(handle_, "fake_cuda_gate"));
-    capture_ = reinterpret_cast<FakeCaptureFn>(dlsym(handle_, "fake_cuda_set_capturing"));
-    ASSERT_TRUE(reset_ && calls_ && gate_ && capture_);
-  }
+  void SetUp() override { ASSERT_TRUE(driver_.ok()) << dlerror(); }
   void TearDown() override {
-    if (gate_) gate_(0);
+    driver_.gate(false);
     backend_.reset();
-    if (handle_) dlclose(handle_);
   }
 
   CudaBackend& start(FakeDriverConfig config = {}, CudaBackendOptions options = {}) {
-    reset_(&config);
-    options.driver_library = PUMP_FAKE_CUDA_DRIVER;
-    backend_ = CudaBackend::create(0, options);
+    driver_.reset(config);
+    backend_ = driver_.backend(options);
     EXPECT_NE(backend_, nullptr);
     return *backend_;
   }
 
-  std::vector<FakeCall> calls() {
-    std::vector<FakeCall> out(calls_(nullptr, 0) + 16);
-    out.resize(std::min(out.size(), calls_(out.data(), out.size())));
-    return out;
-  }
-  std::vector<FakeCall> calls_named(const char* name) {
-    std::vector<FakeCall> out;
-    for (const FakeCall& c : calls())
-      if (std::strcmp(c.name, name) == 0) out.push_back(c);
-    return out;
-  }
+  std::vector<FakeCall> calls() { return driver_.calls(); }
+  std::vector<FakeCall> calls_named(const char* name) { return driver_.calls_named(name); }
   bool wait_done(const Fence& f) {
     for (int i = 0; i < 2000 && !backend_->done(f); ++i) std::this_thread::sleep_for(1ms);
     return backend_->done(f);
   }
 
-  void* handle_ = nullptr;
-  FakeResetFn reset_ = nullptr;
-  FakeCallsFn calls_ = nullptr;
-  FakeGateFn gate_ = nullptr;
-  FakeCaptureFn capture_ = nullptr;
+  testing::FakeDriver driver_;
   std::unique_ptr<CudaBackend> backend_;
 };
 
@@ -136,7 +113,7 @@ TEST_F(FakeDriverTest, RefusesADriverOlderThanCuda13) {
   LogCapture capture;
   FakeDriverConfig config;
   config.driver_version = 12080;
-  reset_(&config);
+  driver_.reset(config);
   CudaBackendOptions options;
   options.driver_library = PUMP_FAKE_CUDA_DRIVER;
   EXPECT_EQ(CudaBackend::create(0, options), nullptr);
@@ -147,7 +124,7 @@ TEST_F(FakeDriverTest, RefusesADeviceWithoutConcurrentManagedAccess) {
   LogCapture capture;
   FakeDriverConfig config;
   config.concurrent_managed = 0;
-  reset_(&config);
+  driver_.reset(config);
   CudaBackendOptions options;
   options.driver_library = PUMP_FAKE_CUDA_DRIVER;
   EXPECT_EQ(CudaBackend::create(0, options), nullptr);
@@ -156,7 +133,7 @@ TEST_F(FakeDriverTest, RefusesADeviceWithoutConcurrentManagedAccess) {
 
 TEST_F(FakeDriverTest, SubmitReturnsAtOnceWhileTheWorkerIsStuckInAPrefetch) {
   CudaBackend& b = start();
-  gate_(1);  // every prefetch call now blocks, as the real one does for the whole copy
+  driver_.gate(true);  // every prefetch call now blocks, as the real one does for the whole copy
   TransferBatch batch;
   batch.prefetch = {{kBase, 64 * kMiB}};
   const auto t0 = std::chrono::steady_clock::now();
@@ -164,7 +141,7 @@ TEST_F(FakeDriverTest, SubmitReturnsAtOnceWhileTheWorkerIsStuckInAPrefetch) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 50ms);
   std::this_thread::sleep_for(20ms);
   EXPECT_FALSE(b.done(f));
-  gate_(0);
+  driver_.gate(false);
   ASSERT_TRUE(wait_done(f));
   auto prefetches = calls_named("cuMemPrefetchAsync");
   ASSERT_EQ(prefetches.size(), 1u);
@@ -221,10 +198,10 @@ TEST_F(FakeDriverTest, MarksRecordAnEventOnTheirStreamAndCountUp) {
 TEST_F(FakeDriverTest, NeverEnqueuesAnythingOnACapturingStream) {
   CudaBackend& b = start();
   Fence before = b.mark(kAppStream);
-  capture_(kAppStream, 1);
+  driver_.set_capturing(kAppStream, true);
   EXPECT_TRUE(b.capturing(kAppStream));
   EXPECT_TRUE(b.mark(kAppStream).empty());
-  gate_(1);
+  driver_.gate(true);
   TransferBatch batch;
   batch.prefetch = {{kBase, 2 * kMiB}};
   Fence f = b.submit(std::move(batch)).in;
@@ -233,9 +210,9 @@ TEST_F(FakeDriverTest, NeverEnqueuesAnythingOnACapturingStream) {
   for (const FakeCall& c : calls()) on_app_stream += c.stream == kAppStream;
   EXPECT_EQ(on_app_stream, 1u) << "only the event of `before`";
   EXPECT_FALSE(before.empty());
-  capture_(kAppStream, 0);
+  driver_.set_capturing(kAppStream, false);
   EXPECT_FALSE(b.capturing(kAppStream));
-  gate_(0);
+  driver_.gate(false);
 }
 
 TEST_F(FakeDriverTest, AThreadWithoutADriverContextGetsThePrimaryOneAndIsNotMistakenForCapture) {
@@ -324,11 +301,58 @@ TEST_F(FakeDriverTest, PrefetchErrorsAreCountedLoggedOnceAndNotFatal) {
   EXPECT_EQ(mentions, 1u);
 }
 
+TEST_F(FakeDriverTest, AKernelWhoseFenceCannotBeRecordedIsWaitedForBeforeMarkReturns) {
+  LogCapture capture;
+  CudaBackend& b = start();
+  driver_.hold(kAppStream, true);  // the kernel queued on it is still running
+  driver_.fail("cuEventRecord", 0, CUDA_ERROR_LAUNCH_FAILED, 1);
+  auto marked = std::async(std::launch::async, [&] { return b.mark(kAppStream); });
+  // An empty fence reads "nothing to wait for": handed out while the kernel runs, it
+  // would let the engine evict the kernel's memory under it.
+  EXPECT_EQ(marked.wait_for(50ms), std::future_status::timeout);
+  driver_.hold(kAppStream, false);
+  ASSERT_EQ(marked.wait_for(2s), std::future_status::ready);
+  EXPECT_TRUE(marked.get().empty());
+  EXPECT_EQ(driver_.calls_named("cuStreamSynchronize").size(), 1u);
+  std::lock_guard lock(g_log_mutex);
+  ASSERT_EQ(g_log.size(), 1u);
+  EXPECT_NE(g_log[0].find("cuEventRecord"), std::string::npos) << g_log[0];
+  EXPECT_NE(g_log[0].find("CUDA_ERROR_LAUNCH_FAILED"), std::string::npos) << g_log[0];
+}
+
+TEST_F(FakeDriverTest, AStreamWhoseCaptureStatusCannotBeReadIsTakenAsNotCapturing) {
+  LogCapture capture;
+  CudaBackend& b = start();
+  driver_.fail("cuStreamIsCapturing", 0, CUDA_ERROR_UNKNOWN, -1);
+  // Taken as captured, its kernels would run on memory pump dropped without it coming back.
+  EXPECT_FALSE(b.capturing(kAppStream));
+  EXPECT_FALSE(b.capturing(kAppStream));
+  EXPECT_FALSE(b.mark(kAppStream).empty());
+  EXPECT_EQ(b.stats().failed_calls, 2u);
+  std::lock_guard lock(g_log_mutex);
+  ASSERT_EQ(g_log.size(), 1u) << "one message, however often it fails";
+  EXPECT_NE(g_log[0].find("cuStreamIsCapturing"), std::string::npos) << g_log[0];
+}
+
+TEST_F(FakeDriverTest, AFenceQueryThatFailsIsReportedAndCountsAsComplete) {
+  LogCapture capture;
+  CudaBackend& b = start();
+  driver_.hold(kAppStream, true);
+  const Fence f = b.mark(kAppStream);
+  EXPECT_FALSE(b.done(f));
+  driver_.fail("cuEventQuery", 0, CUDA_ERROR_UNKNOWN, 1);
+  EXPECT_TRUE(b.done(f));  // only a dead context makes a query fail: nothing runs any more
+  driver_.hold(kAppStream, false);
+  std::lock_guard lock(g_log_mutex);
+  ASSERT_EQ(g_log.size(), 1u);
+  EXPECT_NE(g_log[0].find("cuEventQuery"), std::string::npos) << g_log[0];
+}
+
 TEST_F(FakeDriverTest, AFullQueueBlocksTheSubmitterUntilTheWorkerCatchesUp) {
   CudaBackendOptions options;
   options.queue_capacity = 1;
   CudaBackend& b = start({}, options);
-  gate_(1);
+  driver_.gate(true);
   auto one_range = [](uint64_t i) {
     TransferBatch batch;
     batch.prefetch = {{kBase + i * 8 * kMiB, 2 * kMiB}};
@@ -339,7 +363,7 @@ TEST_F(FakeDriverTest, AFullQueueBlocksTheSubmitterUntilTheWorkerCatchesUp) {
   b.submit(one_range(1));  // queued behind the stuck worker: the queue is now full
   auto third = std::async(std::launch::async, [&] { return b.submit(one_range(2)).in; });
   EXPECT_EQ(third.wait_for(50ms), std::future_status::timeout);
-  gate_(0);
+  driver_.gate(false);
   ASSERT_EQ(third.wait_for(2s), std::future_status::ready);
   EXPECT_TRUE(wait_done(third.get()));
   EXPECT_EQ(b.stats().blocked_submits, 1u);
@@ -354,13 +378,13 @@ TEST_F(FakeDriverTest, AKernelWaitsForABatchOnlyOnceTheWorkerIssuedIt) {
   TransferBatch batch;
   batch.fetch_wait_for = {kernel};
   batch.prefetch = {{kBase, 2 * kMiB}};
-  gate_(1);
+  driver_.gate(true);
   Fence f = b.submit(std::move(batch)).in;
   EXPECT_FALSE(b.done(f));
   // A kernel can only wait for a batch's event once it is recorded.
   auto waiter = std::async(std::launch::async, [&] { b.stream_wait(kAppStream, f); });
   EXPECT_EQ(waiter.wait_for(50ms), std::future_status::timeout);
-  gate_(0);
+  driver_.gate(false);
   ASSERT_EQ(waiter.wait_for(2s), std::future_status::ready);
   EXPECT_TRUE(wait_done(f));
   auto event_waits = calls_named("cuStreamWaitEvent");
@@ -370,7 +394,7 @@ TEST_F(FakeDriverTest, AKernelWaitsForABatchOnlyOnceTheWorkerIssuedIt) {
 
 TEST_F(FakeDriverTest, DestructionIssuesEveryQueuedBatchFirst) {
   CudaBackend& b = start();
-  gate_(1);
+  driver_.gate(true);
   for (uint64_t i = 0; i < 3; ++i) {
     TransferBatch batch;
     batch.prefetch = {{kBase + i * 8 * kMiB, 2 * kMiB}};
@@ -378,7 +402,7 @@ TEST_F(FakeDriverTest, DestructionIssuesEveryQueuedBatchFirst) {
   }
   std::thread opener([&] {
     std::this_thread::sleep_for(20ms);
-    gate_(0);
+    driver_.gate(false);
   });
   backend_.reset();
   opener.join();
@@ -387,12 +411,12 @@ TEST_F(FakeDriverTest, DestructionIssuesEveryQueuedBatchFirst) {
 
 TEST_F(FakeDriverTest, CountsTheWorkersTimeInsidePrefetchCalls) {
   CudaBackend& b = start();
-  gate_(1);
+  driver_.gate(true);
   TransferBatch batch;
   batch.prefetch = {{kBase, 2 * kMiB}};
   Fence f = b.submit(std::move(batch)).in;
   std::this_thread::sleep_for(30ms);
-  gate_(0);
+  driver_.gate(false);
   ASSERT_TRUE(wait_done(f));
   EXPECT_GE(b.stats().prefetch_call_ns, 20'000'000u);
 }
@@ -538,7 +562,7 @@ TEST_F(FakeDriverTest, PoisonFillsDiscardedRangesWithNanAndKeepsThePages) {
 
 TEST_F(FakeDriverTest, ChecksumModeReportsACleanRangeThatNoLongerMatchesItsShadow) {
   FakeDriverConfig config;
-  config.copies_move_bytes = 1;
+  config.model_memory = 1;
   CudaBackendOptions options;
   options.check_clean = true;
   options.check_chunk_bytes = 16 * 1024;
@@ -600,7 +624,7 @@ TEST_F(FakeDriverTest, BeforeAnotherDevicesCallItsStreamWaitsForTheBridge) {
 
 TEST_F(FakeDriverTest, AfterItTheBridgeWaitsForAnEventRecordedInTheCallStreamsContext) {
   CudaBackend& b = start();
-  auto set_context = reinterpret_cast<FakeStreamContextFn>(dlsym(handle_, "fake_cuda_set_stream_context"));
+  auto set_context = reinterpret_cast<FakeStreamContextFn>(dlsym(driver_.handle(), "fake_cuda_set_stream_context"));
   ASSERT_NE(set_context, nullptr);
   set_context(kAppStream, kOtherDeviceContext);  // a stream of device 1; this backend is device 0's
   const size_t first = calls().size();
@@ -625,7 +649,7 @@ TEST_F(FakeDriverTest, AfterItTheBridgeWaitsForAnEventRecordedInTheCallStreamsCo
 
 TEST_F(FakeDriverTest, ADefaultStreamAfterTheCallIsTheCurrentContexts) {
   CudaBackend& b = start();
-  set_current_context(handle_, kOtherDeviceContext);
+  set_current_context(driver_.handle(), kOtherDeviceContext);
   const size_t first = calls().size();
   b.bridge_after_access(0);
   const std::vector<FakeCall> all = calls();
@@ -636,19 +660,19 @@ TEST_F(FakeDriverTest, ADefaultStreamAfterTheCallIsTheCurrentContexts) {
   EXPECT_EQ(all[first + 1].stream, 0u);
   EXPECT_STREQ(all[first + 2].name, "cuStreamWaitEvent");
   EXPECT_EQ(all[first + 2].stream, b.bridge_stream());
-  set_current_context(handle_, 0);
+  set_current_context(driver_.handle(), 0);
 }
 
 TEST_F(FakeDriverTest, AnotherDevicesDefaultStreamIsAskedAboutCaptureInItsOwnContext) {
   CudaBackend& b = start();
-  set_current_context(handle_, kOtherDeviceContext);
-  capture_(0, 1);
+  set_current_context(driver_.handle(), kOtherDeviceContext);
+  driver_.set_capturing(0, true);
   const size_t pushes = calls_named("cuCtxPushCurrent").size();
   EXPECT_TRUE(b.access_stream_capturing(0));
   EXPECT_EQ(calls_named("cuCtxPushCurrent").size(), pushes) << "not this device's legacy stream: nothing pushed";
-  capture_(0, 0);
+  driver_.set_capturing(0, false);
   EXPECT_FALSE(b.access_stream_capturing(0));
-  set_current_context(handle_, 0);
+  set_current_context(driver_.handle(), 0);
 }
 
 TEST_F(FakeDriverTest, AnOrderingTheDriverRefusesBecomesAHostSynchronization) {
@@ -671,7 +695,7 @@ TEST_F(FakeDriverTest, AMarkOfTheDefaultStreamIsThisDevicesWhateverContextIsCurr
   options.driver_library = PUMP_FAKE_CUDA_DRIVER;
   auto other = CudaBackend::create(1, options);  // device 1's backend: two contexts in the process
   ASSERT_NE(other, nullptr);
-  set_current_context(handle_, kOtherDeviceContext);  // a later eviction on a thread of device 1
+  set_current_context(driver_.handle(), kOtherDeviceContext);  // a later eviction on a thread of device 1
   const size_t first = calls().size();
   const Fence f = b.mark(0);
   EXPECT_FALSE(f.empty());
@@ -683,19 +707,19 @@ TEST_F(FakeDriverTest, AMarkOfTheDefaultStreamIsThisDevicesWhateverContextIsCurr
   EXPECT_EQ(records[0].value, kOwnContext) << "recorded on device 0's legacy stream";
   EXPECT_FALSE(calls_named("cuCtxPopCurrent").empty()) << "the thread's context is given back";
 
-  set_current_context(handle_, kOwnContext);
+  set_current_context(driver_.handle(), kOwnContext);
   const size_t pushes = calls_named("cuCtxPushCurrent").size();
   EXPECT_FALSE(b.mark(0).empty());
   EXPECT_EQ(calls_named("cuCtxPushCurrent").size(), pushes) << "nothing to switch when it is current";
-  set_current_context(handle_, 0);
+  set_current_context(driver_.handle(), 0);
 }
 
 TEST_F(FakeDriverTest, WithOneDeviceADefaultStreamCostsNoContextCheck) {
   CudaBackend& b = start();
-  set_current_context(handle_, kOtherDeviceContext);
+  set_current_context(driver_.handle(), kOtherDeviceContext);
   EXPECT_FALSE(b.mark(0).empty());
   EXPECT_TRUE(calls_named("cuCtxPushCurrent").empty()) << "no other device's backend: no other context to fear";
-  set_current_context(handle_, 0);
+  set_current_context(driver_.handle(), 0);
 }
 
 TEST_F(FakeDriverTest, AMarkThatCannotBeRecordedSynchronizesItsStream) {

@@ -2,28 +2,68 @@
 // fakes of the entry points the cuda backend resolves, each from the CUDA version its
 // ABI appeared in (as the real driver does). The few a program allocates, copies and
 // launches with are also exported by name, for programs that look them up through
-// the library's handle. See fake_driver.h.
+// the library's handle. Contexts are per device (0xc0 + ordinal). See fake_driver.h.
 #include "tests/cuda/fake_driver.h"
 
 #include <cuda.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
+#include <string>
 #include <string_view>
 #include <vector>
 
 namespace {
 
 std::mutex g_mutex;
-std::condition_variable g_gate_cv;
+std::condition_variable g_cv;  // the gate opened, or a stream released
 bool g_gate_closed = false;
 FakeDriverConfig g_config;
 std::vector<FakeCall> g_calls;
 std::set<uint64_t> g_capturing;
+std::set<uint64_t> g_held;
+std::map<std::string, uint64_t, std::less<>> g_counts;
+
+struct Injection {
+  std::string call;
+  int successes;
+  int times;  // -1: for ever
+  CUresult result;
+};
+std::vector<Injection> g_injections;
+uint64_t g_failures_fired = 0;
+
+FakeDriverConfig config() {
+  std::lock_guard lock(g_mutex);
+  return g_config;
+}
+
+// Every entry point starts here: counts the call and answers an injected failure.
+CUresult enter(const char* call) {
+  std::lock_guard lock(g_mutex);
+  ++g_counts[call];
+  for (Injection& i : g_injections) {
+    if (i.call != call || i.times == 0) continue;
+    if (i.successes > 0) {
+      --i.successes;
+      continue;
+    }
+    if (i.times > 0) --i.times;
+    ++g_failures_fired;
+    return i.result;
+  }
+  return CUDA_SUCCESS;
+}
+#define ENTER(call)                           \
+  do {                                        \
+    if (CUresult injected_ = enter(call))     \
+      return injected_;                       \
+  } while (0)
 
 void record(const char* name, CUstream stream, uint64_t address, uint64_t bytes, uint64_t value, int location) {
   FakeCall c{};
@@ -39,7 +79,17 @@ void record(const char* name, CUstream stream, uint64_t address, uint64_t bytes,
 
 void wait_at_gate() {
   std::unique_lock lock(g_mutex);
-  g_gate_cv.wait(lock, [] { return !g_gate_closed; });
+  g_cv.wait(lock, [] { return !g_gate_closed; });
+}
+
+void wait_for_release(uint64_t stream) {
+  std::unique_lock lock(g_mutex);
+  g_cv.wait(lock, [&] { return !g_held.count(stream); });
+}
+
+bool held(uint64_t stream) {
+  std::lock_guard lock(g_mutex);
+  return g_held.count(stream) > 0;
 }
 
 CUresult prefetch_result() {
@@ -47,102 +97,179 @@ CUresult prefetch_result() {
   return static_cast<CUresult>(g_config.prefetch_result);
 }
 
+// Under model_memory: the bytes of a managed range as the GPU leaves them.
+void* bytes_at(CUdeviceptr address) { return reinterpret_cast<void*>(static_cast<uintptr_t>(address)); }
+void drop_pages(const CUdeviceptr* addresses, const size_t* sizes, size_t n) {
+  if (!config().model_memory) return;
+  for (size_t i = 0; i < n; ++i) std::memset(bytes_at(addresses[i]), kFakeDiscardedByte, sizes[i]);
+}
+
 CUresult GetErrorString(CUresult, const char** s) { *s = "fake error"; return CUDA_SUCCESS; }
 CUresult GetErrorName(CUresult r, const char** s) {
-  *s = r == CUDA_ERROR_INVALID_VALUE ? "CUDA_ERROR_INVALID_VALUE" : "CUDA_ERROR_FAKE";
+  switch (r) {
+    case CUDA_ERROR_INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; break;
+    case CUDA_ERROR_OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; break;
+    case CUDA_ERROR_LAUNCH_FAILED: *s = "CUDA_ERROR_LAUNCH_FAILED"; break;
+    case CUDA_ERROR_UNKNOWN: *s = "CUDA_ERROR_UNKNOWN"; break;
+    default: *s = "CUDA_ERROR_FAKE";
+  }
   return CUDA_SUCCESS;
 }
-CUresult Init(unsigned int) { return CUDA_SUCCESS; }
-CUresult DriverGetVersion(int* v) { *v = g_config.driver_version; return CUDA_SUCCESS; }
-CUresult DeviceGet(CUdevice* d, int ordinal) { *d = ordinal; return CUDA_SUCCESS; }
-CUresult DeviceGetCount(int* n) { *n = g_config.devices; return CUDA_SUCCESS; }
+CUresult Init(unsigned int) { ENTER("cuInit"); return CUDA_SUCCESS; }
+CUresult DriverGetVersion(int* v) {
+  ENTER("cuDriverGetVersion");
+  *v = config().driver_version;
+  return CUDA_SUCCESS;
+}
+CUresult DeviceGet(CUdevice* d, int ordinal) { ENTER("cuDeviceGet"); *d = ordinal; return CUDA_SUCCESS; }
+CUresult DeviceGetCount(int* n) { ENTER("cuDeviceGetCount"); *n = config().devices; return CUDA_SUCCESS; }
 CUresult DeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice) {
+  ENTER("cuDeviceGetAttribute");
   switch (a) {
-    case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: *v = g_config.concurrent_managed; break;
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: *v = config().concurrent_managed; break;
     default: *v = 1;
   }
   return CUDA_SUCCESS;
 }
-CUresult DeviceTotalMem(size_t* b, CUdevice) { *b = g_config.total_memory; return CUDA_SUCCESS; }
+CUresult DeviceTotalMem(size_t* b, CUdevice) { ENTER("cuDeviceTotalMem"); *b = config().total_memory; return CUDA_SUCCESS; }
 CUresult PrimaryCtxRetain(CUcontext* c, CUdevice d) {
+  ENTER("cuDevicePrimaryCtxRetain");
   *c = reinterpret_cast<CUcontext>(uintptr_t{0xc0} + static_cast<uintptr_t>(d));
   return CUDA_SUCCESS;
 }
-CUresult PrimaryCtxRelease(CUdevice) { return CUDA_SUCCESS; }
-thread_local CUcontext t_current = nullptr;
+CUresult PrimaryCtxRelease(CUdevice) { ENTER("cuDevicePrimaryCtxRelease"); return CUDA_SUCCESS; }
+// The calling thread's current context: the one it set since the last reset (a reset
+// plays a fresh process, where no thread has one).
+std::atomic<uint64_t> g_context_epoch{1};
+thread_local uint64_t t_context_epoch = 0;
+thread_local CUcontext t_context = nullptr;
 thread_local std::vector<CUcontext> t_pushed;
-std::map<uint64_t, uint64_t> g_stream_contexts;
-uint64_t current_context() { return reinterpret_cast<uint64_t>(t_current); }
+std::map<uint64_t, uint64_t> g_stream_contexts;  // explicit streams of another context (fake_cuda_set_stream_context)
+CUcontext current() { return t_context_epoch == g_context_epoch.load() ? t_context : nullptr; }
+bool context_current() { return current() != nullptr; }
+uint64_t current_context() { return reinterpret_cast<uint64_t>(current()); }
+void make_current(CUcontext c) {
+  t_context = c;
+  t_context_epoch = c ? g_context_epoch.load() : 0;
+}
 CUresult CtxSetCurrent(CUcontext c) {
-  t_current = c;
+  ENTER("cuCtxSetCurrent");
+  make_current(c);
   return CUDA_SUCCESS;
 }
 CUresult CtxPushCurrent(CUcontext c) {
+  ENTER("cuCtxPushCurrent");
   record("cuCtxPushCurrent", nullptr, 0, 0, reinterpret_cast<uint64_t>(c), 0);
-  t_pushed.push_back(t_current);
-  t_current = c;
+  t_pushed.push_back(current());
+  make_current(c);
   return CUDA_SUCCESS;
 }
 CUresult CtxPopCurrent(CUcontext* c) {
+  ENTER("cuCtxPopCurrent");
   if (t_pushed.empty()) return CUDA_ERROR_INVALID_CONTEXT;
   record("cuCtxPopCurrent", nullptr, 0, 0, current_context(), 0);
-  if (c) *c = t_current;
-  t_current = t_pushed.back();
+  if (c) *c = current();
+  make_current(t_pushed.back());
   t_pushed.pop_back();
   return CUDA_SUCCESS;
 }
 CUresult StreamGetCtx(CUstream s, CUcontext* c) {
+  ENTER("cuStreamGetCtx");
   std::lock_guard lock(g_mutex);
   auto it = g_stream_contexts.find(reinterpret_cast<uint64_t>(s));
   *c = reinterpret_cast<CUcontext>(it == g_stream_contexts.end() ? uint64_t{0xc0} : it->second);
   return CUDA_SUCCESS;
 }
 CUresult MemGetInfo(size_t* f, size_t* t) {
-  *t = g_config.total_memory;
-  *f = g_config.free_memory ? g_config.free_memory : g_config.total_memory;
+  ENTER("cuMemGetInfo");
+  const FakeDriverConfig c = config();
+  *t = c.total_memory;
+  *f = c.free_memory ? c.free_memory : c.total_memory;
   return CUDA_SUCCESS;
 }
-CUresult StreamCreate(CUstream* s, unsigned int) { *s = reinterpret_cast<CUstream>(new char[64]); return CUDA_SUCCESS; }
-CUresult StreamDestroy(CUstream s) { delete[] reinterpret_cast<char*>(s); return CUDA_SUCCESS; }
+CUresult StreamCreate(CUstream* s, unsigned int) {
+  ENTER("cuStreamCreate");
+  *s = reinterpret_cast<CUstream>(new char[64]);
+  return CUDA_SUCCESS;
+}
+// A failed destroy still frees the fake's own object: what a failing driver keeps is not
+// the test's leak.
+CUresult StreamDestroy(CUstream s) {
+  const CUresult r = enter("cuStreamDestroy");
+  delete[] reinterpret_cast<char*>(s);
+  return r;
+}
 CUresult StreamSynchronize(CUstream s) {
+  ENTER("cuStreamSynchronize");
+  wait_for_release(reinterpret_cast<uint64_t>(s));
   record("cuStreamSynchronize", s, 0, 0, 0, 0);
   return CUDA_SUCCESS;
 }
 CUresult StreamIsCapturing(CUstream s, CUstreamCaptureStatus* st) {
+  ENTER("cuStreamIsCapturing");
   std::lock_guard lock(g_mutex);
   // Like the CUDA 13 runtime's threads: launching works, driver stream calls need a context.
-  if (g_config.contextless_threads && !t_current) return CUDA_ERROR_INVALID_CONTEXT;
+  if (g_config.contextless_threads && !context_current()) return CUDA_ERROR_INVALID_CONTEXT;
   *st = g_capturing.count(reinterpret_cast<uint64_t>(s)) ? CU_STREAM_CAPTURE_STATUS_ACTIVE
                                                          : CU_STREAM_CAPTURE_STATUS_NONE;
   return CUDA_SUCCESS;
 }
-CUresult StreamWaitEvent(CUstream s, CUevent, unsigned int) { record("cuStreamWaitEvent", s, 0, 0, 0, 0); return CUDA_SUCCESS; }
+CUresult StreamWaitEvent(CUstream s, CUevent, unsigned int) {
+  ENTER("cuStreamWaitEvent");
+  record("cuStreamWaitEvent", s, 0, 0, 0, 0);
+  return CUDA_SUCCESS;
+}
+// An event remembers the stream it was last recorded on: it is pending while that stream is held.
+struct FakeEvent {
+  uint64_t stream = 0;
+};
+FakeEvent* as_event(CUevent e) { return reinterpret_cast<FakeEvent*>(e); }
 CUresult EventCreate(CUevent* e, unsigned int) {
-  *e = reinterpret_cast<CUevent>(new char[8]);
+  ENTER("cuEventCreate");
+  *e = reinterpret_cast<CUevent>(new FakeEvent);
   record("cuEventCreate", nullptr, 0, 0, current_context(), 0);
   return CUDA_SUCCESS;
 }
-CUresult EventRecord(CUevent, CUstream s) {
+CUresult EventRecord(CUevent e, CUstream s) {
+  ENTER("cuEventRecord");
   {
     std::lock_guard lock(g_mutex);
     if (g_config.fail_event_records > 0) {
       --g_config.fail_event_records;
       return CUDA_ERROR_INVALID_HANDLE;
     }
+    as_event(e)->stream = reinterpret_cast<uint64_t>(s);
   }
   record("cuEventRecord", s, 0, 0, current_context(), 0);
   return CUDA_SUCCESS;
 }
-CUresult EventQuery(CUevent) { return CUDA_SUCCESS; }
-CUresult EventSynchronize(CUevent) { return CUDA_SUCCESS; }
-CUresult EventDestroy(CUevent e) { delete[] reinterpret_cast<char*>(e); return CUDA_SUCCESS; }
+uint64_t event_stream(CUevent e) {
+  std::lock_guard lock(g_mutex);
+  return as_event(e)->stream;
+}
+CUresult EventQuery(CUevent e) {
+  ENTER("cuEventQuery");
+  return held(event_stream(e)) ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+CUresult EventSynchronize(CUevent e) {
+  ENTER("cuEventSynchronize");
+  wait_for_release(event_stream(e));
+  return CUDA_SUCCESS;
+}
+CUresult EventDestroy(CUevent e) {
+  const CUresult r = enter("cuEventDestroy");
+  delete as_event(e);
+  return r;
+}
 // Pinned host memory from a static arena, like the real driver's own pinned pool: the
-// backend's copy-kernel chunk lists live until the driver goes, which must not read as a leak.
-alignas(64) unsigned char g_host_arena[1 << 20];
+// backend's copy-kernel chunk lists live until the driver goes, which must not read as a
+// leak. Handed out afresh after each reset (no backend outlives its test).
+alignas(4096) unsigned char g_host_arena[48 << 20];
 size_t g_host_arena_used = 0;
 CUresult MemHostAlloc(void** p, size_t n, unsigned int) {
+  ENTER("cuMemHostAlloc");
   std::lock_guard lock(g_mutex);
-  const size_t rounded = (n + 63) / 64 * 64;
+  const size_t rounded = (n + 4095) / 4096 * 4096;
   if (rounded > sizeof g_host_arena - g_host_arena_used) return CUDA_ERROR_OUT_OF_MEMORY;
   *p = g_host_arena + g_host_arena_used;
   g_host_arena_used += rounded;
@@ -150,16 +277,21 @@ CUresult MemHostAlloc(void** p, size_t n, unsigned int) {
   return CUDA_SUCCESS;
 }
 CUresult MemHostGetDevicePointer(CUdeviceptr* d, void* p, unsigned int) {
-  *d = reinterpret_cast<CUdeviceptr>(p);
+  ENTER("cuMemHostGetDevicePointer");
+  *d = reinterpret_cast<CUdeviceptr>(p);  // unified addressing: the same address
   return CUDA_SUCCESS;
 }
-CUresult MemFreeHost(void*) { return CUDA_SUCCESS; }  // arena memory is never reused
+CUresult MemFreeHost(void*) { ENTER("cuMemFreeHost"); return CUDA_SUCCESS; }  // the arena is reset, not freed
 CUresult MemPrefetchAsync(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned int, CUstream s) {
+  ENTER("cuMemPrefetchAsync");
   wait_at_gate();
   record("cuMemPrefetchAsync", s, p, n, 0, loc.type);
   return prefetch_result();
 }
-CUresult MemRangeGetAttribute(void*, size_t, CUmem_range_attribute, CUdeviceptr, size_t) { return CUDA_ERROR_NOT_SUPPORTED; }
+CUresult MemRangeGetAttribute(void*, size_t, CUmem_range_attribute, CUdeviceptr, size_t) {
+  ENTER("cuMemRangeGetAttribute");
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
 uint64_t sum(const size_t* sizes, size_t n) {
   uint64_t t = 0;
   for (size_t i = 0; i < n; ++i) t += sizes[i];
@@ -167,57 +299,66 @@ uint64_t sum(const size_t* sizes, size_t n) {
 }
 CUresult MemPrefetchBatchAsync(CUdeviceptr* p, size_t* sizes, size_t n, CUmemLocation* locs, size_t*, size_t,
                                unsigned long long, CUstream s) {
+  ENTER("cuMemPrefetchBatchAsync");
   wait_at_gate();
   record("cuMemPrefetchBatchAsync", s, p[0], sum(sizes, n), n, locs[0].type);
   return prefetch_result();
 }
 CUresult MemDiscardBatchAsync(CUdeviceptr* p, size_t* sizes, size_t n, unsigned long long, CUstream s) {
+  ENTER("cuMemDiscardBatchAsync");
   record("cuMemDiscardBatchAsync", s, p[0], sum(sizes, n), n, 0);
-  return prefetch_result();
+  const CUresult r = prefetch_result();
+  if (r == CUDA_SUCCESS) drop_pages(p, sizes, n);
+  return r;
 }
-
 CUresult MemDiscardAndPrefetchBatchAsync(CUdeviceptr* p, size_t* sizes, size_t n, CUmemLocation* locs, size_t*,
                                          size_t, unsigned long long, CUstream s) {
+  ENTER("cuMemDiscardAndPrefetchBatchAsync");
   record("cuMemDiscardAndPrefetchBatchAsync", s, p[0], sum(sizes, n), n, locs[0].type);
-  return prefetch_result();
+  const CUresult r = prefetch_result();
+  if (r == CUDA_SUCCESS) drop_pages(p, sizes, n);
+  return r;
 }
 CUresult copy_result() {
   std::lock_guard lock(g_mutex);
   return static_cast<CUresult>(g_config.copy_result);
 }
-void move_bytes(void* dst, const void* src, size_t n) {
-  bool move = false;
-  {
-    std::lock_guard lock(g_mutex);
-    move = g_config.copies_move_bytes && g_config.copy_result == 0;
-  }
-  if (move) std::memcpy(dst, src, n);
+CUresult copy(void* dst, const void* src, size_t n) {
+  const CUresult r = copy_result();
+  if (r == CUDA_SUCCESS && config().model_memory) std::memcpy(dst, src, n);
+  return r;
 }
 CUresult MemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t n, CUstream s) {
+  ENTER("cuMemcpyDtoHAsync");
   record("cuMemcpyDtoHAsync", s, src, n, reinterpret_cast<uint64_t>(dst), 0);
-  move_bytes(dst, reinterpret_cast<const void*>(src), n);
-  return copy_result();
+  return copy(dst, bytes_at(src), n);
 }
 CUresult MemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t n, CUstream s) {
+  ENTER("cuMemcpyHtoDAsync");
   record("cuMemcpyHtoDAsync", s, dst, n, reinterpret_cast<uint64_t>(src), 0);
-  move_bytes(reinterpret_cast<void*>(dst), src, n);
-  return copy_result();
+  return copy(bytes_at(dst), src, n);
 }
 CUresult MemsetD8Async(CUdeviceptr p, unsigned char v, size_t n, CUstream s) {
+  ENTER("cuMemsetD8Async");
   record("cuMemsetD8Async", s, p, n, v, 0);
+  if (config().model_memory) std::memset(bytes_at(p), v, n);
   return CUDA_SUCCESS;
 }
 CUresult MemsetD32Async(CUdeviceptr p, unsigned int v, size_t n, CUstream s) {
+  ENTER("cuMemsetD32Async");
   record("cuMemsetD32Async", s, p, n * 4, v, 0);
+  if (config().model_memory)
+    for (size_t i = 0; i < n; ++i) std::memcpy(static_cast<unsigned char*>(bytes_at(p)) + 4 * i, &v, 4);
   return CUDA_SUCCESS;
 }
 CUresult CtxGetCurrent(CUcontext* c) {
-  *c = t_current;
+  ENTER("cuCtxGetCurrent");
+  *c = current();
   return CUDA_SUCCESS;
 }
 
-// Device memory is host memory here, aligned like the driver's allocations (launch
-// parameters pointing into it look like device pointers); copies are only recorded.
+// Device memory a program allocates is host memory here, aligned like the driver's
+// allocations (launch parameters pointing into it look like device pointers).
 constexpr size_t kAllocationAlignment = 1 << 16;
 CUresult allocate(const char* name, CUdeviceptr* p, size_t n) {
   if (p == nullptr || n == 0) return CUDA_ERROR_INVALID_VALUE;
@@ -228,60 +369,98 @@ CUresult allocate(const char* name, CUdeviceptr* p, size_t n) {
   record(name, nullptr, *p, n, 0, 0);
   return CUDA_SUCCESS;
 }
-CUresult MemAlloc(CUdeviceptr* p, size_t n) { return allocate("cuMemAlloc", p, n); }
-CUresult MemAllocManaged(CUdeviceptr* p, size_t n, unsigned int) { return allocate("cuMemAllocManaged", p, n); }
+CUresult MemAlloc(CUdeviceptr* p, size_t n) { ENTER("cuMemAlloc"); return allocate("cuMemAlloc", p, n); }
+CUresult MemAllocManaged(CUdeviceptr* p, size_t n, unsigned int) {
+  ENTER("cuMemAllocManaged");
+  return allocate("cuMemAllocManaged", p, n);
+}
 CUresult MemFree(CUdeviceptr p) {
+  ENTER("cuMemFree");
   record("cuMemFree", nullptr, p, 0, 0, 0);
   std::free(reinterpret_cast<void*>(p));
   return CUDA_SUCCESS;
 }
 CUresult MemcpyHtoD(CUdeviceptr dst, const void* src, size_t n) {
+  ENTER("cuMemcpyHtoD");
   record("cuMemcpyHtoD", nullptr, dst, n, reinterpret_cast<uint64_t>(src), 0);
   return CUDA_SUCCESS;
 }
 CUresult MemcpyDtoH(void* dst, CUdeviceptr src, size_t n) {
+  ENTER("cuMemcpyDtoH");
   record("cuMemcpyDtoH", nullptr, src, n, reinterpret_cast<uint64_t>(dst), 0);
   return CUDA_SUCCESS;
 }
 CUresult CtxGetDevice(CUdevice* d) {
-  if (!t_current) return CUDA_ERROR_INVALID_CONTEXT;
-  *d = static_cast<CUdevice>(reinterpret_cast<uintptr_t>(t_current) - 0xc0);  // PrimaryCtxRetain's numbering
+  ENTER("cuCtxGetDevice");
+  if (!context_current()) return CUDA_ERROR_INVALID_CONTEXT;
+  *d = static_cast<CUdevice>(current_context() - 0xc0);  // PrimaryCtxRetain's numbering
   return CUDA_SUCCESS;
 }
 
-// Kernels: a function is its parameter sizes (fake_cuda_function), laid out as a
-// compiler packs them (each aligned to its size, up to 8 bytes).
+// A program's kernels: a function is its parameter sizes (fake_cuda_function), laid out
+// as a compiler packs them (each aligned to its size, up to 8 bytes).
 struct FakeFunction {
   std::vector<size_t> sizes, offsets;
 };
 CUresult FuncGetParamInfo(CUfunction f, size_t index, size_t* offset, size_t* size) {
+  ENTER("cuFuncGetParamInfo");
   const auto* fn = reinterpret_cast<const FakeFunction*>(f);
   if (fn == nullptr || index >= fn->sizes.size()) return CUDA_ERROR_INVALID_VALUE;
   *offset = fn->offsets[index];
   *size = fn->sizes[index];
   return CUDA_SUCCESS;
 }
-// Records the launch: address = the first parameter's first 8 bytes (a pointer, in tests).
-CUresult LaunchKernel(CUfunction f, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
-                      unsigned int, CUstream s, void** params, void**) {
-  uint64_t first = 0;
-  if (params != nullptr && params[0] != nullptr) std::memcpy(&first, params[0], sizeof first);
-  record("cuLaunchKernel", s, first, 0, reinterpret_cast<uint64_t>(f), 0);
+
+// The copy kernel (core/cuda/copy_kernels.cu), run on the host at launch.
+struct CopyChunk {
+  unsigned long long src, dst, bytes;
+};
+int g_module, g_copy_function;
+CUresult ModuleLoadData(CUmodule* m, const void*) {
+  ENTER("cuModuleLoadData");
+  *m = reinterpret_cast<CUmodule>(&g_module);
+  return CUDA_SUCCESS;
+}
+CUresult ModuleGetFunction(CUfunction* f, CUmodule, const char* name) {
+  ENTER("cuModuleGetFunction");
+  if (std::string_view(name) != "pump_copy_chunks") return CUDA_ERROR_NOT_FOUND;
+  *f = reinterpret_cast<CUfunction>(&g_copy_function);
+  return CUDA_SUCCESS;
+}
+CUresult LaunchKernel(CUfunction f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                      CUstream s, void** params, void**) {
+  ENTER("cuLaunchKernel");
+  if (f != reinterpret_cast<CUfunction>(&g_copy_function)) {
+    // A program's kernel: recorded, address = its first parameter's first 8 bytes.
+    uint64_t first = 0;
+    if (params != nullptr && params[0] != nullptr) std::memcpy(&first, params[0], sizeof first);
+    record("cuLaunchKernel", s, first, 0, reinterpret_cast<uint64_t>(f), 0);
+    return CUDA_SUCCESS;
+  }
+  if (!params) return CUDA_ERROR_INVALID_VALUE;
+  const auto* chunks = *static_cast<const CopyChunk* const*>(params[0]);
+  const unsigned count = *static_cast<const unsigned*>(params[1]);
+  uint64_t bytes = 0;
+  for (unsigned i = 0; i < count; ++i) {
+    bytes += chunks[i].bytes;
+    if (config().model_memory) std::memcpy(bytes_at(chunks[i].dst), bytes_at(chunks[i].src), chunks[i].bytes);
+  }
+  record("cuLaunchKernel", s, count ? chunks[0].src : 0, bytes, count, 0);
   return CUDA_SUCCESS;
 }
 
+enum class Export { kAlways, kBatch, kCopy, kCopyKernel };
 CUresult GetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags,
                         CUdriverProcAddressQueryResult* status);
-
 struct Entry {
   const char* name;
   void* fn;
   int since;               // the CUDA version (1000*major + 10*minor) of the ABI faked here
   int until = 1 << 30;     // ... and the version from which the name means a newer ABI
-  bool batch = false;      // dropped by FakeDriverConfig::batch_calls = 0
-  bool copy = false;       // dropped by FakeDriverConfig::copy_calls = 0
+  Export when = Export::kAlways;
 };
 #define FAKE(name, fn, since) {name, reinterpret_cast<void*>(&fn), since}
+#define FAKE_IF(name, fn, since, when) {name, reinterpret_cast<void*>(&fn), since, 1 << 30, when}
 const Entry kEntries[] = {
     FAKE("cuGetErrorString", GetErrorString, 6000), FAKE("cuGetErrorName", GetErrorName, 6000),
     FAKE("cuInit", Init, 2000), FAKE("cuDriverGetVersion", DriverGetVersion, 2020),
@@ -297,25 +476,37 @@ const Entry kEntries[] = {
     FAKE("cuEventDestroy", EventDestroy, 4000), FAKE("cuMemHostAlloc", MemHostAlloc, 2020),
     FAKE("cuMemHostGetDevicePointer", MemHostGetDevicePointer, 3020), FAKE("cuMemFreeHost", MemFreeHost, 2000),
     FAKE("cuMemPrefetchAsync", MemPrefetchAsync, 12020), FAKE("cuMemRangeGetAttribute", MemRangeGetAttribute, 8000),
-    {"cuMemPrefetchBatchAsync", reinterpret_cast<void*>(&MemPrefetchBatchAsync), 13000, 1 << 30, true},
-    {"cuMemDiscardBatchAsync", reinterpret_cast<void*>(&MemDiscardBatchAsync), 13000, 1 << 30, true},
-    FAKE("cuCtxGetCurrent", CtxGetCurrent, 4000),
-    {"cuMemDiscardAndPrefetchBatchAsync", reinterpret_cast<void*>(&MemDiscardAndPrefetchBatchAsync), 13000, 1 << 30,
-     true},
-    {"cuMemcpyDtoHAsync", reinterpret_cast<void*>(&MemcpyDtoHAsync), 3020, 1 << 30, false, true},
-    {"cuMemcpyHtoDAsync", reinterpret_cast<void*>(&MemcpyHtoDAsync), 3020, 1 << 30, false, true},
-    {"cuMemsetD8Async", reinterpret_cast<void*>(&MemsetD8Async), 3020, 1 << 30, false, true},
-    {"cuMemsetD32Async", reinterpret_cast<void*>(&MemsetD32Async), 3020, 1 << 30, false, true},
-    // What a program allocates, copies and launches with (the cuda backend uses none of them).
+    FAKE("cuCtxGetCurrent", CtxGetCurrent, 4000), FAKE("cuCtxPushCurrent", CtxPushCurrent, 4000),
+    FAKE("cuCtxPopCurrent", CtxPopCurrent, 4000), FAKE("cuStreamGetCtx", StreamGetCtx, 9020),
+    FAKE_IF("cuMemPrefetchBatchAsync", MemPrefetchBatchAsync, 13000, Export::kBatch),
+    FAKE_IF("cuMemDiscardBatchAsync", MemDiscardBatchAsync, 13000, Export::kBatch),
+    FAKE_IF("cuMemDiscardAndPrefetchBatchAsync", MemDiscardAndPrefetchBatchAsync, 13000, Export::kBatch),
+    FAKE_IF("cuMemcpyDtoHAsync", MemcpyDtoHAsync, 3020, Export::kCopy),
+    FAKE_IF("cuMemcpyHtoDAsync", MemcpyHtoDAsync, 3020, Export::kCopy),
+    FAKE_IF("cuMemsetD8Async", MemsetD8Async, 3020, Export::kCopy),
+    FAKE_IF("cuMemsetD32Async", MemsetD32Async, 3020, Export::kCopy),
+    FAKE_IF("cuModuleLoadData", ModuleLoadData, 2000, Export::kCopyKernel),
+    FAKE_IF("cuModuleGetFunction", ModuleGetFunction, 2000, Export::kCopyKernel),
+    // A program's launches, and the backend's copy kernel (which needs the two above).
+    FAKE("cuLaunchKernel", LaunchKernel, 4000), FAKE("cuFuncGetParamInfo", FuncGetParamInfo, 12040),
+    // What a program allocates and copies with (the cuda backend uses none of them).
     FAKE("cuMemAlloc", MemAlloc, 3020), FAKE("cuMemAllocManaged", MemAllocManaged, 6000),
     FAKE("cuMemFree", MemFree, 3020), FAKE("cuMemcpyHtoD", MemcpyHtoD, 3020), FAKE("cuMemcpyDtoH", MemcpyDtoH, 3020),
-    FAKE("cuLaunchKernel", LaunchKernel, 4000), FAKE("cuFuncGetParamInfo", FuncGetParamInfo, 12040),
     // CUDA 13's cuCtxGetDevice takes a context too (cuCtxGetDevice_v2): not faked.
     {"cuCtxGetDevice", reinterpret_cast<void*>(&CtxGetDevice), 2000, 13000},
-    FAKE("cuCtxPushCurrent", CtxPushCurrent, 4000), FAKE("cuCtxPopCurrent", CtxPopCurrent, 4000),
-    FAKE("cuStreamGetCtx", StreamGetCtx, 9020),
     FAKE("cuGetProcAddress", GetProcAddress, 12000),
 };
+
+bool exported(Export when) {
+  const FakeDriverConfig c = config();
+  switch (when) {
+    case Export::kAlways: return true;
+    case Export::kBatch: return c.batch_calls != 0;
+    case Export::kCopy: return c.copy_calls != 0;
+    case Export::kCopyKernel: return c.copy_kernels != 0;
+  }
+  return false;
+}
 
 CUresult GetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t,
                         CUdriverProcAddressQueryResult* status) {
@@ -330,8 +521,7 @@ CUresult GetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t,
       return CUDA_ERROR_NOT_FOUND;
     }
     if (version >= e.until) continue;
-    if (e.batch && !g_config.batch_calls) return CUDA_ERROR_NOT_FOUND;
-    if (e.copy && !g_config.copy_calls) return CUDA_ERROR_NOT_FOUND;
+    if (!exported(e.when)) return CUDA_ERROR_NOT_FOUND;
     *pfn = e.fn;
     *status = CU_GET_PROC_ADDRESS_SUCCESS;
     return CUDA_SUCCESS;
@@ -380,8 +570,14 @@ FAKE_EXPORT void fake_cuda_reset(const FakeDriverConfig* config) {
   g_calls.clear();
   g_capturing.clear();
   g_stream_contexts.clear();
+  g_held.clear();
+  g_counts.clear();
+  g_injections.clear();
+  g_failures_fired = 0;
+  g_host_arena_used = 0;
+  ++g_context_epoch;
   g_gate_closed = false;
-  g_gate_cv.notify_all();
+  g_cv.notify_all();
 }
 
 FAKE_EXPORT size_t fake_cuda_calls(FakeCall* out, size_t max) {
@@ -393,18 +589,12 @@ FAKE_EXPORT size_t fake_cuda_calls(FakeCall* out, size_t max) {
 FAKE_EXPORT void fake_cuda_gate(int closed) {
   std::lock_guard lock(g_mutex);
   g_gate_closed = closed != 0;
-  g_gate_cv.notify_all();
+  g_cv.notify_all();
 }
 
 FAKE_EXPORT void fake_cuda_set_stream_context(uint64_t stream, uint64_t context) {
   std::lock_guard lock(g_mutex);
   g_stream_contexts[stream] = context;
-}
-
-FAKE_EXPORT void fake_cuda_set_capturing(uint64_t stream, int capturing) {
-  std::lock_guard lock(g_mutex);
-  if (capturing) g_capturing.insert(stream);
-  else g_capturing.erase(stream);
 }
 
 FAKE_EXPORT CUfunction fake_cuda_function(const size_t* param_sizes, size_t count) {
@@ -418,6 +608,39 @@ FAKE_EXPORT CUfunction fake_cuda_function(const size_t* param_sizes, size_t coun
     offset += param_sizes[i];
   }
   return reinterpret_cast<CUfunction>(fn);
+}
+
+FAKE_EXPORT void fake_cuda_set_capturing(uint64_t stream, int capturing) {
+  std::lock_guard lock(g_mutex);
+  if (capturing) g_capturing.insert(stream);
+  else g_capturing.erase(stream);
+}
+
+FAKE_EXPORT void fake_cuda_fail(const char* call, int successes, int result, int times) {
+  std::lock_guard lock(g_mutex);
+  g_injections.push_back({call, successes, times, static_cast<CUresult>(result)});
+}
+
+FAKE_EXPORT uint64_t fake_cuda_failures() {
+  std::lock_guard lock(g_mutex);
+  return g_failures_fired;
+}
+
+FAKE_EXPORT uint64_t fake_cuda_count(const char* call) {
+  std::lock_guard lock(g_mutex);
+  auto it = g_counts.find(call);
+  return it == g_counts.end() ? 0 : it->second;
+}
+
+FAKE_EXPORT const char* fake_cuda_entry(size_t index) {
+  return index < std::size(kEntries) ? kEntries[index].name : nullptr;
+}
+
+FAKE_EXPORT void fake_cuda_hold_stream(uint64_t stream, int hold) {
+  std::lock_guard lock(g_mutex);
+  if (hold) g_held.insert(stream);
+  else g_held.erase(stream);
+  g_cv.notify_all();
 }
 
 }  // extern "C"

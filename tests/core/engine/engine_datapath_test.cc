@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <numeric>
+#include <set>
 #include <vector>
 
 #include "core/engine/engine.h"
@@ -301,6 +302,28 @@ TEST_F(EngineDataPathTest, AnInexactExtentWaitsForAFetchStillLandingInItsAllocat
   for (size_t i = waits_before; i < backend_.waits.size(); ++i)
     waited |= backend_.waits[i].stream == kStream && backend_.waits[i].fence.stream == RecordingBackend::kPrefetchStream;
   EXPECT_TRUE(waited) << "the kernel may run while the restore of a piece it can reach is still copying";
+}
+
+TEST_F(EngineDataPathTest, APieceLeavesOnlyAfterEveryStreamsKernelWithAPointerIntoItsAllocation) {
+  backend_.all_done = false;  // the kernels still run: an eviction must wait for them
+  auto e = make(12 * kMiB);
+  e->on_alloc(kA, 8 * kMiB);
+  e->on_alloc(kB, 8 * kMiB);  // 16 MiB tracked over 12: every kernel gets a fence
+  run(*e, {writes(kA + 4 * kMiB, 4 * kMiB)});  // A in two pieces, the upper one least recently used
+  for (StreamId stream : {2, 3}) {  // kernels on two streams get a pointer into A's lower piece
+    const pump_extent_v1_t pointer = reads(kA, 64 * 1024);
+    const uint8_t inexact = 1;
+    KernelTicket t;
+    e->before_kernel(&t, stream, &pointer, 1, &inexact);
+    e->after_kernel(&t);
+  }
+  const TransferBatch b = run(*e, {writes(kB, 8 * kMiB)});  // takes the upper piece's room
+  ASSERT_EQ(b.save.size(), 1u);
+  EXPECT_EQ(b.save[0].address, kA + 4 * kMiB);
+  std::set<StreamId> waited;
+  for (const Fence& f : b.wait_for) waited.insert(f.stream);
+  EXPECT_TRUE(waited.count(2)) << "the kernel on stream 2 may still read the piece through its pointer";
+  EXPECT_TRUE(waited.count(3));
 }
 
 TEST_F(EngineDataPathTest, AnUnattributedAccessBringsBackEveryDroppedBlock) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <set>
 #include <string>
 
 #include "core/common/log.h"
@@ -369,6 +370,87 @@ TEST_F(EngineTest, AnUnfencedBlockIsEvictedOnlyAfterAFenceAtItsStreamsTail) {
   ASSERT_EQ(b.wait_for.size(), 1u) << "evicted without waiting for the kernel that used it";
   EXPECT_EQ(b.wait_for[0].stream, 5u);  // recorded at stream 5's tail, after that kernel
   EXPECT_EQ(backend_.marks.front(), 5u);
+}
+
+TEST_F(EngineTest, ABlockSharedByTwoStreamsRemembersOneUsePerStreamHoweverLongItRuns) {
+  auto e = make(64 * kMiB, nullptr);
+  e->on_alloc(kBase, 4 * kMiB);
+  for (int i = 0; i < 1000; ++i) run(*e, {extent(kBase, 4 * kMiB)}, /*stream=*/1 + i % 2);  // fits: unfenced
+  EXPECT_LE(e->footprint().stream_uses, 2u) << "one entry per switch of stream: memory grows with the run";
+  // The one entry per stream still covers its newest kernel: an eviction fences both tails.
+  e->on_alloc(kBase + 8 * kMiB, 62 * kMiB);
+  run(*e, {extent(kBase + 8 * kMiB, 62 * kMiB)}, /*stream=*/3);
+  ASSERT_FALSE(backend_.batches.empty());
+  std::set<StreamId> waited;
+  for (const Fence& f : backend_.batches[0].wait_for) waited.insert(f.stream);
+  EXPECT_EQ(waited, (std::set<StreamId>{1, 2}));
+}
+
+TEST_F(EngineTest, ABlockSharedByTwoStreamsKeepsOneFencePerStreamWhileNoneCompletes) {
+  auto e = make(8 * kMiB, nullptr);
+  e->on_alloc(kBase, 4 * kMiB);
+  e->on_alloc(kBase + 8 * kMiB, 8 * kMiB);  // 12 MiB tracked over 8: every kernel gets a fence
+  for (int i = 0; i < 1000; ++i) run(*e, {extent(kBase, 4 * kMiB)}, /*stream=*/1 + i % 2);
+  ASSERT_EQ(backend_.marks.size(), 1000u);
+  EXPECT_LE(e->footprint().stream_uses, 2u);
+}
+
+TEST_F(EngineTest, ABlockStaysWhileAnyKernelUsingItIsOnItsWayNotOnlyTheLastOne) {
+  auto e = make(8 * kMiB, nullptr);
+  e->on_alloc(kBase, 4 * kMiB);               // shared by two threads' kernels
+  e->on_alloc(kBase + 8 * kMiB, 4 * kMiB);
+  e->on_alloc(kBase + 16 * kMiB, 4 * kMiB);
+  const pump_extent_v1_t shared = extent(kBase, 4 * kMiB);
+  KernelTicket a;
+  e->before_kernel(&a, /*stream=*/1, &shared, 1);  // thread A decided; its launch is on its way
+  run(*e, {shared}, /*stream=*/2);                  // thread B launches on the block meanwhile
+  run(*e, {extent(kBase + 8 * kMiB, 4 * kMiB)}, /*stream=*/3);
+  run(*e, {extent(kBase + 16 * kMiB, 4 * kMiB)}, /*stream=*/3);  // needs room
+  for (const TransferBatch& b : backend_.batches)
+    for (const Range& r : b.evict) EXPECT_NE(r.address, kBase) << "evicted before thread A's kernel was queued";
+  e->after_kernel(&a);
+  // Once A's kernel is queued the block may leave, after a fence behind that kernel.
+  run(*e, {extent(kBase + 8 * kMiB, 4 * kMiB)}, /*stream=*/3);
+  bool left = false;
+  for (const TransferBatch& b : backend_.batches)
+    for (const Range& r : b.evict) left |= r.address == kBase;
+  EXPECT_TRUE(left);
+}
+
+TEST_F(EngineTest, AKernelFaultingInWhatAnotherStreamsEvictionsStillFreeWaitsForThem) {
+  auto e = make(12 * kMiB, nullptr);
+  e->on_alloc(kBase, 8 * kMiB);
+  e->on_alloc(kBase + 16 * kMiB, 4 * kMiB);
+  e->on_alloc(kBase + 32 * kMiB, 4 * kMiB);
+  e->on_alloc(kBase + 48 * kMiB, 4 * kMiB);
+  run(*e, {extent(kBase, 8 * kMiB)}, /*stream=*/1);
+  run(*e, {extent(kBase + 16 * kMiB, 4 * kMiB)}, /*stream=*/1);
+  // Stream 1 needs 4 MiB: the 8 MiB block leaves, 4 MiB more than needed.
+  run(*e, {extent(kBase + 32 * kMiB, 4 * kMiB)}, /*stream=*/1);
+  ASSERT_EQ(backend_.batches.size(), 1u);
+  const Fence out{RecordingBackend::kOutStream, 1};
+  // Stream 2 faults a block into that spare room while the eviction still runs.
+  backend_.waits.clear();
+  run(*e, {extent(kBase + 48 * kMiB, 4 * kMiB)}, /*stream=*/2);
+  bool waited = false;
+  for (const auto& w : backend_.waits) waited |= w.stream == 2 && w.fence.stream == out.stream;
+  EXPECT_TRUE(waited) << "its pages would arrive before the evicted ones left: over the budget on the device";
+}
+
+TEST_F(EngineTest, AnAllocationBeingFreedKeepsItsRoomUntilTheDriverHasItBack) {
+  auto e = make(8 * kMiB, nullptr);
+  e->on_alloc(kBase, 4 * kMiB);
+  e->on_alloc(kBase + 8 * kMiB, 6 * kMiB);
+  run(*e, {extent(kBase, 4 * kMiB)});
+  uint64_t taken_while_freeing = 0;
+  e->on_free(kBase, [&] {
+    // The program's free runs now; its pages are still on the device.
+    taken_while_freeing = e->budget().resident_bytes;
+    run(*e, {extent(kBase + 8 * kMiB, 6 * kMiB)});
+  });
+  EXPECT_EQ(taken_while_freeing, 4 * kMiB);
+  EXPECT_EQ(e->stats().kernels_oversized, 1u) << "6 MiB fitted in room the free had not given back yet";
+  EXPECT_EQ(e->budget().resident_bytes, 6 * kMiB);
 }
 
 TEST_F(EngineTest, FreeingAnAllocationDropsItsResidency) {

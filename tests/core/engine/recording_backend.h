@@ -41,6 +41,11 @@ class RecordingBackend : public DeviceBackend {
   }
   bool done(const Fence& fence) override { return all_done || completed.count({fence.stream, fence.value}); }
   bool capturing(StreamId stream) override { return capturing_streams.count(stream) > 0; }
+  // Nothing runs here: a wait completes the fence (and is recorded).
+  void host_wait(const Fence& fence) override {
+    host_waits.push_back(fence);
+    complete(fence);
+  }
 
   void complete(const Fence& f) { completed.insert({f.stream, f.value}); }
 
@@ -56,6 +61,7 @@ class RecordingBackend : public DeviceBackend {
   std::vector<TransferBatch> batches;
   std::vector<Wait> waits;
   std::vector<StreamId> marks;  // streams mark() was called for, in order
+  std::vector<Fence> host_waits;
   std::set<std::pair<StreamId, uint64_t>> completed;
   std::set<StreamId> capturing_streams;
   bool all_done = false;

@@ -1,0 +1,101 @@
+// The engine on the cuda backend over the fake driver, with the driver acting on real
+// bytes (model_memory): orderings between the program's threads and the backend's
+// worker that only the bytes show.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "core/engine/engine.h"
+#include "tests/cuda/fake_driver_handle.h"
+
+namespace pump {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::FakeDriver;
+
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr StreamId kStream = 0x5100;
+
+// A kernel on `stream` touching all of [address, +bytes) as `access`, told to the
+// engine as a program's hook would; a writing kernel fills it with `value`.
+void kernel(Engine& engine, uint64_t address, uint64_t bytes, uint32_t access, uint8_t value = 0) {
+  const pump_extent_v1_t e{address, bytes, access, PUMP_ROLE_UNKNOWN};
+  KernelTicket t;
+  engine.before_kernel(&t, kStream, &e, 1);
+  if (access & PUMP_ACCESS_WRITE) std::memset(reinterpret_cast<void*>(address), value, bytes);
+  engine.after_kernel(&t);
+}
+
+// A policy that looks ahead: with each kernel it prefetches the block at g_ahead (if
+// set), a block the kernel does not use, as learned and eager do.
+uint64_t g_ahead = 0;
+pump_status_v1_t ahead_init(const pump_policy_host_v1_t* host, void** ctx) {
+  *ctx = const_cast<pump_policy_host_v1_t*>(host);
+  return PUMP_OK;
+}
+void ahead_on_kernel(void* ctx, const pump_kernel_v1_t*) {
+  const auto* host = static_cast<const pump_policy_host_v1_t*>(ctx);
+  pump_block_v1_t block;
+  if (g_ahead && host->find_block(host, g_ahead, &block) == PUMP_OK) host->prefetch(host, block.id, PUMP_WHEN_NOW);
+}
+const pump_policy_v1_t kLookAhead = {sizeof(pump_policy_v1_t), PUMP_POLICY_ABI_V1, "look-ahead", "1", ahead_init,
+                                     nullptr, ahead_on_kernel, nullptr, nullptr, nullptr};
+
+TEST(EngineOnFakeDriver, FreedMemoryIsNoLongerTouchedByItsTransfersStillQueued) {
+  FakeDriver driver;
+  ASSERT_TRUE(driver.ok());
+  FakeDriverConfig config;
+  config.model_memory = 1;
+  driver.reset(config);
+  std::unique_ptr<CudaBackend> backend = driver.backend();
+  ASSERT_NE(backend, nullptr);
+  EngineOptions options;
+  options.budget_bytes = 2 * kMiB;
+  options.datapath = DataPath::kCopy;
+  options.host_limit_bytes = 4 * kMiB;
+  Engine engine(*backend, &kLookAhead, options, nullptr);
+
+  std::vector<uint8_t> memory(8 * kMiB);
+  const uint64_t base = (reinterpret_cast<uint64_t>(memory.data()) + kMiB - 1) / kMiB * kMiB;
+  const uint64_t x = base, y = base + 2 * kMiB, w = base + 4 * kMiB;
+  for (uint64_t a : {x, y, w}) engine.on_alloc(a, kMiB);
+  kernel(engine, x, kMiB, PUMP_ACCESS_WRITE, 0x11);
+  kernel(engine, y, kMiB, PUMP_ACCESS_WRITE, 0x22);
+  kernel(engine, w, kMiB, PUMP_ACCESS_WRITE, 0x33);  // x leaves: saved to its shadow, discarded
+  engine.on_free(w);
+  ASSERT_TRUE(backend->wait_issued(10s));
+  // The worker gets stuck in a slow migration; the policy's look-ahead restore of x
+  // (populate, then copy its old bytes back) queues behind it.
+  driver.gate(true);
+  g_ahead = x;
+  kernel(engine, y, kMiB, PUMP_ACCESS_READ);
+  g_ahead = 0;
+  ASSERT_GT(engine.stats().bytes_restored, 0u) << "x must be coming back";
+
+  // The program frees x; the driver may give the same addresses to its next allocation,
+  // which the program fills.
+  std::atomic<bool> freed{false};
+  std::thread program([&] {
+    engine.on_free(x);
+    freed = true;
+    engine.on_alloc(x, kMiB);
+    kernel(engine, x, kMiB, PUMP_ACCESS_WRITE, 0x44);
+  });
+  std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(freed) << "the free returned while a restore into that memory was still queued";
+  driver.gate(false);
+  program.join();
+  ASSERT_TRUE(backend->wait_issued(10s));
+  const std::vector<uint8_t> expected(kMiB, 0x44);
+  EXPECT_EQ(std::memcmp(reinterpret_cast<void*>(x), expected.data(), kMiB), 0)
+      << "the new allocation's bytes were overwritten by a restore queued for the freed one";
+  for (uint64_t a : {x, y}) engine.on_free(a);
+}
+
+}  // namespace
+}  // namespace pump
