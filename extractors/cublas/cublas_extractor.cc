@@ -348,14 +348,6 @@ uint32_t min_args(uint32_t api) { return kArgCount[api]; }
 }  // namespace
 }  // namespace pump::extractors
 
-PUMP_DECLARE_EXTRACTOR = {
-    sizeof(pump_extractor_v1_t),
-    PUMP_EXTRACTOR_ABI_V1,
-    "cublas",
-    "1.0.0",
-    pump::extractors::kApis,
-    pump::extractors::create_state<pump::extractors::CublasState>,
-    pump::extractors::destroy_state<pump::extractors::CublasState>,
-    pump::extractors::guarded_extract<pump::extractors::CublasState, pump::extractors::dispatch, pump::extractors::min_args,
-                                      pump::extractors::kApiCount>,
-};
+PUMP_DECLARE_EXTRACTOR =
+    pump::extractors::builtin_extractor<pump::extractors::CublasState, pump::extractors::dispatch, pump::extractors::min_args,
+                                        pump::extractors::kApiCount>("cublas", pump::extractors::kApis);

@@ -309,14 +309,6 @@ uint32_t min_args(uint32_t api) { return kSpecs[api].num_args; }
 }  // namespace
 }  // namespace pump::extractors
 
-PUMP_DECLARE_EXTRACTOR = {
-    sizeof(pump_extractor_v1_t),
-    PUMP_EXTRACTOR_ABI_V1,
-    "cudnn",
-    "1.0.0",
-    pump::extractors::kApiNames.names,
-    pump::extractors::create_state<pump::extractors::CudnnState>,
-    pump::extractors::destroy_state<pump::extractors::CudnnState>,
-    pump::extractors::guarded_extract<pump::extractors::CudnnState, pump::extractors::dispatch, pump::extractors::min_args,
-                                      pump::extractors::kApiCount>,
-};
+PUMP_DECLARE_EXTRACTOR =
+    pump::extractors::builtin_extractor<pump::extractors::CudnnState, pump::extractors::dispatch, pump::extractors::min_args,
+                                        pump::extractors::kApiCount>("cudnn", pump::extractors::kApiNames.names);

@@ -187,14 +187,6 @@ uint32_t min_args(uint32_t api) { return kArgCount[api]; }
 }  // namespace
 }  // namespace pump::extractors
 
-PUMP_DECLARE_EXTRACTOR = {
-    sizeof(pump_extractor_v1_t),
-    PUMP_EXTRACTOR_ABI_V1,
-    "launch",
-    "1.0.0",
-    pump::extractors::kApis,
-    pump::extractors::create_state<pump::extractors::LaunchState>,
-    pump::extractors::destroy_state<pump::extractors::LaunchState>,
-    pump::extractors::guarded_extract<pump::extractors::LaunchState, pump::extractors::dispatch, pump::extractors::min_args,
-                                      pump::extractors::kApiCount>,
-};
+PUMP_DECLARE_EXTRACTOR =
+    pump::extractors::builtin_extractor<pump::extractors::LaunchState, pump::extractors::dispatch, pump::extractors::min_args,
+                                        pump::extractors::kApiCount>("launch", pump::extractors::kApis);

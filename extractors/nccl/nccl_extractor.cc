@@ -211,14 +211,6 @@ uint32_t min_args(uint32_t api) { return kArgCount[api]; }
 }  // namespace
 }  // namespace pump::extractors
 
-PUMP_DECLARE_EXTRACTOR = {
-    sizeof(pump_extractor_v1_t),
-    PUMP_EXTRACTOR_ABI_V1,
-    "nccl",
-    "1.0.0",
-    pump::extractors::kApis,
-    pump::extractors::create_state<pump::extractors::NcclState>,
-    pump::extractors::destroy_state<pump::extractors::NcclState>,
-    pump::extractors::guarded_extract<pump::extractors::NcclState, pump::extractors::dispatch,
-                                      pump::extractors::min_args, pump::extractors::kApiCount>,
-};
+PUMP_DECLARE_EXTRACTOR =
+    pump::extractors::builtin_extractor<pump::extractors::NcclState, pump::extractors::dispatch, pump::extractors::min_args,
+                                        pump::extractors::kApiCount>("nccl", pump::extractors::kApis);
