@@ -18,6 +18,7 @@
 #include "core/engine/device_backend.h"
 #include "core/engine/engine_block.h"
 #include "core/engine/engine_stats.h"
+#include "core/engine/graph_extents.h"
 #include "core/engine/shadow_store.h"
 #include "pump/policy_v1.h"
 #include "pump/extractor_v1.h"
@@ -99,6 +100,20 @@ class Engine {
   // from device memory) is about to be queued on `stream`: every dropped block is brought
   // back first and nothing is taken as clean or dead afterwards. Use the ticket as for a kernel.
   void before_unattributed_access(KernelTicket* ticket, StreamId stream);
+  // CUDA graphs. What a capture touched is gathered while it runs (before_kernel and
+  // before_unattributed_access on a capturing stream) under its DeviceBackend::capture_id.
+  // The capture `capture` ended into `graph`; `empty_is_known`: see GraphExtents.
+  void end_capture(uint64_t capture, uint64_t graph, bool empty_is_known = true);
+  // Executable `exec` was instantiated from `graph`, or updated in place to match it.
+  void graph_instantiated(uint64_t graph, uint64_t exec);
+  // Forgets a graph or an executable graph (destroyed, or changed in ways pump cannot follow).
+  void graph_destroyed(uint64_t graph);
+  void graph_exec_destroyed(uint64_t exec);
+  // Executable graph `exec` is about to be launched on `stream`: decided as one kernel
+  // touching the union of what its capture touched (a graph larger than the budget is an
+  // oversized kernel). One pump did not see captured is an unattributed access. Use the
+  // ticket as for a kernel.
+  void before_graph_launch(KernelTicket* ticket, StreamId stream, uint64_t exec);
   // The kernel was queued (or failed to queue: pass launched=false). Once per filled
   // ticket; later calls with it do nothing. Keeps seq and stream for the caller.
   void after_kernel(KernelTicket* ticket, bool launched = true);
@@ -162,6 +177,12 @@ class Engine {
   void remember_earlier_kernel(Block& b, StreamId stream, uint64_t seq, const Fence& fence);
   bool other_streams_settled(Block& b);  // adds their waits to the batch; false if one is captured
   void decide_and_order(StreamId stream, uint64_t seq, KernelTicket* ticket);
+  // The bodies of before_kernel and before_unattributed_access, the lock held.
+  void kernel_locked(KernelTicket* ticket, StreamId stream, const pump_extent_v1_t* extents, size_t count,
+                     const uint8_t* inexact);
+  void unattributed_locked(KernelTicket* ticket, StreamId stream);
+  // The capture `stream` is part of; kCaptureUnknown when the backend cannot name it.
+  uint64_t capture_of(StreamId stream);
   void collect_pieces(const pump_extent_v1_t* extents, size_t count, const uint8_t* inexact);
   void build_kernel_view(uint64_t seq, StreamId stream);
   void fallback_make_room(uint64_t bytes_needed);
@@ -248,6 +269,7 @@ class Engine {
     uint64_t after_seq;  // covers every kernel up to this sequence number on the stream
   };
   std::vector<TailFence> tail_fences_;
+  GraphExtents graphs_;
 };
 
 }  // namespace pump
