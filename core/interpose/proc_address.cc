@@ -52,7 +52,17 @@ constexpr DriverEntry kDriverEntries[] = {
     {"cuMemcpy2DAsync", 3020, k_cuMemcpy2DAsync_v2, kNoHook},
     {"cuMemcpy3D", 3020, k_cuMemcpy3D_v2, kNoHook},
     {"cuMemcpy3DAsync", 3020, k_cuMemcpy3DAsync_v2, kNoHook},
-    {"cuGraphLaunch", 10000, k_cuGraphLaunch, kNoHook},
+    {"cuGraphLaunch", 10000, k_cuGraphLaunch, k_cuGraphLaunch_ptsz},
+    {"cuStreamEndCapture", 10000, k_cuStreamEndCapture, k_cuStreamEndCapture_ptsz},
+    // Before 12.0 cuGraphInstantiate had another signature: passed through (its graphs
+    // stay unattributed).
+    {"cuGraphInstantiate", 12000, k_cuGraphInstantiateWithFlags, k_cuGraphInstantiateWithFlags},
+    {"cuGraphInstantiateWithFlags", 11040, k_cuGraphInstantiateWithFlags, k_cuGraphInstantiateWithFlags},
+    {"cuGraphInstantiateWithParams", 12000, k_cuGraphInstantiateWithParams, k_cuGraphInstantiateWithParams_ptsz},
+    {"cuGraphExecUpdate", 12000, k_cuGraphExecUpdate_v2, k_cuGraphExecUpdate_v2},
+    {"cuGraphExecUpdate", 10020, k_cuGraphExecUpdate, k_cuGraphExecUpdate},
+    {"cuGraphDestroy", 10000, k_cuGraphDestroy, k_cuGraphDestroy},
+    {"cuGraphExecDestroy", 10000, k_cuGraphExecDestroy, k_cuGraphExecDestroy},
     {"cuGetProcAddress", 12000, k_cuGetProcAddress_v2, k_cuGetProcAddress_v2},
     {"cuGetProcAddress", 11030, k_cuGetProcAddress, k_cuGetProcAddress},
 };

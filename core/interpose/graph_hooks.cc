@@ -1,0 +1,188 @@
+// Hooks that follow CUDA graphs from capture to launch (see engine.h, "CUDA graphs"):
+//   end of capture  -> each engine hands what it gathered under the capture's id to the graph;
+//   instantiation   -> ... and the graph's to the executable graph;
+//   update in place -> the executable takes the new graph's (forgotten if that failed);
+//   destruction     -> forgotten: the driver may hand the handle to a graph built by hand.
+// Each holds its ReentryGuard over the real call (a shared runtime's call reaches the
+// driver hooks underneath) and tells the engines only what the real call did.
+#include "core/interpose/graph_hooks.h"
+
+#include <vector>
+
+#include "core/interpose/custom_hooks.h"
+#include "core/interpose/hook_dispatch.h"
+#include "core/interpose/real_symbols.h"
+#include "core/interpose/reentry_guard.h"
+
+namespace pump::interpose {
+namespace {
+
+template <typename Handle>
+uint64_t handle_key(Handle handle) {
+  return reinterpret_cast<uint64_t>(handle);
+}
+
+// Runs the real call `id` with the guard held; `after(succeeded)` then tells the engines.
+template <SymbolId id, typename CallReal, typename After>
+typename Sym<id>::Ret with_engines_told(CallReal call_real, After after) {
+  auto fn = real<id>();
+  if (!fn) return missing_symbol_status<typename Sym<id>::Ret>();
+  if (inside_hook()) return call_real(fn);
+  ReentryGuard guard;
+  const auto result = call_real(fn);
+  after(static_cast<int>(result) == 0);  // every library's success is 0
+  return result;
+}
+
+// The capture ids must be asked before the real call: once it ended, the stream is not
+// capturing any more.
+template <SymbolId id, typename Graph, typename CallReal>
+typename Sym<id>::Ret end_capture(StreamId stream, Graph* graph, CallReal call_real) {
+  auto fn = real<id>();
+  if (!fn) return missing_symbol_status<typename Sym<id>::Ret>();
+  if (inside_hook()) return call_real(fn);
+  ReentryGuard guard;
+  struct Pending {
+    Engine* engine;
+    uint64_t capture;
+  };
+  std::vector<Pending> engines;
+  for_each_engine([&](Engine& e) { engines.push_back({&e, e.backend().capture_id(stream)}); });
+  const auto result = call_real(fn);
+  if (static_cast<int>(result) != 0 || !graph || !*graph) return result;
+  // With several engines, one that saw none of the capture's calls may have missed calls
+  // on its memory seen elsewhere: there the graph stays unattributed.
+  const bool empty_is_known = engines.size() == 1;
+  for (const Pending& p : engines) {
+    const uint64_t capture = p.capture ? p.capture : DeviceBackend::kCaptureUnknown;
+    p.engine->end_capture(capture, handle_key(*graph), empty_is_known);
+  }
+  return result;
+}
+
+template <SymbolId id, typename Exec, typename Graph, typename CallReal>
+typename Sym<id>::Ret instantiate(Exec* exec, Graph graph, CallReal call_real) {
+  return with_engines_told<id>(call_real, [&](bool ok) {
+    if (!ok || !exec || !*exec) return;
+    for_each_engine([&](Engine& e) { e.graph_instantiated(handle_key(graph), handle_key(*exec)); });
+  });
+}
+
+template <SymbolId id, typename Exec, typename Graph, typename CallReal>
+typename Sym<id>::Ret update(Exec exec, Graph graph, CallReal call_real) {
+  return with_engines_told<id>(call_real, [&](bool ok) {
+    // A failed update may have left the executable in neither state: forget it.
+    for_each_engine([&](Engine& e) {
+      if (ok) e.graph_instantiated(handle_key(graph), handle_key(exec));
+      else e.graph_exec_destroyed(handle_key(exec));
+    });
+  });
+}
+
+template <SymbolId id, typename Graph, typename CallReal>
+typename Sym<id>::Ret destroy_graph(Graph graph, CallReal call_real) {
+  return with_engines_told<id>(call_real, [&](bool) {
+    for_each_engine([&](Engine& e) { e.graph_destroyed(handle_key(graph)); });
+  });
+}
+
+template <SymbolId id, typename Exec, typename CallReal>
+typename Sym<id>::Ret destroy_exec(Exec exec, CallReal call_real) {
+  return with_engines_told<id>(call_real, [&](bool) {
+    for_each_engine([&](Engine& e) { e.graph_exec_destroyed(handle_key(exec)); });
+  });
+}
+
+}  // namespace
+
+uint64_t launched_graph(SymbolId id, const void* const* args) {
+  switch (id) {
+    case k_cudaGraphLaunch:
+    case k_cudaGraphLaunch_ptsz:
+      return handle_key(*static_cast<const cudaGraphExec_t*>(args[0]));
+    case k_cuGraphLaunch:
+    case k_cuGraphLaunch_ptsz:
+      return handle_key(*static_cast<const CUgraphExec*>(args[0]));
+    default:
+      return 0;
+  }
+}
+
+cudaError_t on_cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* pGraph) {
+  return end_capture<k_cudaStreamEndCapture>(stream_key(stream), pGraph,
+                                             [&](auto fn) { return fn(stream, pGraph); });
+}
+cudaError_t on_cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t* pGraph) {
+  return end_capture<k_cudaStreamEndCapture_ptsz>(stream_key_per_thread(stream), pGraph,
+                                                  [&](auto fn) { return fn(stream, pGraph); });
+}
+CUresult on_cuStreamEndCapture(CUstream hStream, CUgraph* phGraph) {
+  return end_capture<k_cuStreamEndCapture>(stream_key(hStream), phGraph,
+                                           [&](auto fn) { return fn(hStream, phGraph); });
+}
+CUresult on_cuStreamEndCapture_ptsz(CUstream hStream, CUgraph* phGraph) {
+  return end_capture<k_cuStreamEndCapture_ptsz>(stream_key_per_thread(hStream), phGraph,
+                                                [&](auto fn) { return fn(hStream, phGraph); });
+}
+
+cudaError_t on_cudaGraphInstantiate(cudaGraphExec_t* pGraphExec, cudaGraph_t graph, unsigned long long flags) {
+  return instantiate<k_cudaGraphInstantiate>(pGraphExec, graph, [&](auto fn) { return fn(pGraphExec, graph, flags); });
+}
+cudaError_t on_cudaGraphInstantiateWithFlags(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
+                                             unsigned long long flags) {
+  return instantiate<k_cudaGraphInstantiateWithFlags>(pGraphExec, graph,
+                                                      [&](auto fn) { return fn(pGraphExec, graph, flags); });
+}
+cudaError_t on_cudaGraphInstantiateWithParams(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
+                                              cudaGraphInstantiateParams* params) {
+  return instantiate<k_cudaGraphInstantiateWithParams>(pGraphExec, graph,
+                                                       [&](auto fn) { return fn(pGraphExec, graph, params); });
+}
+cudaError_t on_cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
+                                                   cudaGraphInstantiateParams* params) {
+  return instantiate<k_cudaGraphInstantiateWithParams_ptsz>(pGraphExec, graph,
+                                                            [&](auto fn) { return fn(pGraphExec, graph, params); });
+}
+CUresult on_cuGraphInstantiateWithFlags(CUgraphExec* phGraphExec, CUgraph hGraph, unsigned long long flags) {
+  return instantiate<k_cuGraphInstantiateWithFlags>(phGraphExec, hGraph,
+                                                    [&](auto fn) { return fn(phGraphExec, hGraph, flags); });
+}
+CUresult on_cuGraphInstantiateWithParams(CUgraphExec* phGraphExec, CUgraph hGraph,
+                                         CUDA_GRAPH_INSTANTIATE_PARAMS* params) {
+  return instantiate<k_cuGraphInstantiateWithParams>(phGraphExec, hGraph,
+                                                     [&](auto fn) { return fn(phGraphExec, hGraph, params); });
+}
+CUresult on_cuGraphInstantiateWithParams_ptsz(CUgraphExec* phGraphExec, CUgraph hGraph,
+                                              CUDA_GRAPH_INSTANTIATE_PARAMS* params) {
+  return instantiate<k_cuGraphInstantiateWithParams_ptsz>(phGraphExec, hGraph,
+                                                          [&](auto fn) { return fn(phGraphExec, hGraph, params); });
+}
+
+cudaError_t on_cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph,
+                                   cudaGraphExecUpdateResultInfo* resultInfo) {
+  return update<k_cudaGraphExecUpdate>(hGraphExec, hGraph, [&](auto fn) { return fn(hGraphExec, hGraph, resultInfo); });
+}
+CUresult on_cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo* resultInfo) {
+  return update<k_cuGraphExecUpdate_v2>(hGraphExec, hGraph,
+                                        [&](auto fn) { return fn(hGraphExec, hGraph, resultInfo); });
+}
+CUresult on_cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphNode* hErrorNode_out,
+                              CUgraphExecUpdateResult* updateResult_out) {
+  return update<k_cuGraphExecUpdate>(hGraphExec, hGraph,
+                                     [&](auto fn) { return fn(hGraphExec, hGraph, hErrorNode_out, updateResult_out); });
+}
+
+cudaError_t on_cudaGraphDestroy(cudaGraph_t graph) {
+  return destroy_graph<k_cudaGraphDestroy>(graph, [&](auto fn) { return fn(graph); });
+}
+CUresult on_cuGraphDestroy(CUgraph hGraph) {
+  return destroy_graph<k_cuGraphDestroy>(hGraph, [&](auto fn) { return fn(hGraph); });
+}
+cudaError_t on_cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
+  return destroy_exec<k_cudaGraphExecDestroy>(graphExec, [&](auto fn) { return fn(graphExec); });
+}
+CUresult on_cuGraphExecDestroy(CUgraphExec hGraphExec) {
+  return destroy_exec<k_cuGraphExecDestroy>(hGraphExec, [&](auto fn) { return fn(hGraphExec); });
+}
+
+}  // namespace pump::interpose
