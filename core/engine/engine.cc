@@ -247,6 +247,13 @@ void Engine::graph_destroyed(uint64_t graph) {
   graphs_.graph_destroyed(graph);
 }
 
+void Engine::note_unnamed_capture_call() {
+  std::lock_guard lock(mutex_);
+  ++stats_.kernels;
+  ++stats_.kernels_captured;
+  graphs_.add_lost_call();
+}
+
 void Engine::graph_exec_destroyed(uint64_t exec) {
   std::lock_guard lock(mutex_);
   graphs_.exec_destroyed(exec);

@@ -109,6 +109,10 @@ class Engine {
   // Forgets a graph or an executable graph (destroyed, or changed in ways pump cannot follow).
   void graph_destroyed(uint64_t graph);
   void graph_exec_destroyed(uint64_t exec);
+  // A call touching this device's memory was captured on another device's stream (it
+  // reaches no stream of this engine): the capture cannot be named here, so every capture
+  // open now, and the next to end, keeps its graph unattributed on this engine.
+  void note_unnamed_capture_call();
   // Executable graph `exec` is about to be launched on `stream`: decided as one kernel
   // touching the union of what its capture touched (a graph larger than the budget is an
   // oversized kernel). One pump did not see captured is an unattributed access. Use the

@@ -121,8 +121,11 @@ void add_part(CallScope* scope, Engine* engine, int device, bool other_device, b
   const StreamId bridge = other_device ? backend.bridge_stream() : 0;
   const bool bridged = bridge != 0;
   // Nothing may be ordered against a stream being captured into a graph (an engine seeing
-  // the call on its own stream checks this itself).
-  if (bridged && backend.access_stream_capturing(scope->stream)) return;
+  // the call on its own stream checks this itself), but the graph touches this memory.
+  if (bridged && backend.access_stream_capturing(scope->stream)) {
+    engine->note_unnamed_capture_call();
+    return;
+  }
   const StreamId seen_on = bridged ? bridge : scope->stream;
   KernelTicket* ticket = t_tickets.take();
   if (unsized && graph_exec) engine->before_graph_launch(ticket, seen_on, graph_exec);

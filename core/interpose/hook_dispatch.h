@@ -4,7 +4,8 @@
 //               flagged inexact) -> real call -> engine.after_kernel;
 //   COPY:       copy_extents (the core's own, exact) -> the same;
 //   UNSIZED:    extractor if one serves it (statistics, trace) ->
-//               engine.before_unattributed_access -> real call -> engine.after_kernel;
+//               engine.before_unattributed_access (a graph launch: engine.before_graph_launch,
+//               its executable graph's captured extents) -> real call -> engine.after_kernel;
 //   COLLECTIVE: as EXTRACT, plus the device scalars of the communicator's PreMulSum
 //               operators; after_kernel waits for the end of an open NCCL group
 //               (nccl_groups.h).
