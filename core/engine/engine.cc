@@ -237,6 +237,11 @@ void Engine::end_capture(uint64_t capture, uint64_t graph, bool empty_is_known) 
   else graphs_.end_capture(capture, graph, empty_is_known);
 }
 
+void Engine::abandon_capture(uint64_t capture) {
+  std::lock_guard lock(mutex_);
+  graphs_.abandon(capture);
+}
+
 void Engine::graph_instantiated(uint64_t graph, uint64_t exec) {
   std::lock_guard lock(mutex_);
   graphs_.instantiated(graph, exec);
@@ -962,6 +967,7 @@ EngineFootprint Engine::footprint() const {
   f.tail_fences = tail_fences_.size();
   for (const Block& b : tracker_.blocks()) f.stream_uses += b.other_fences.size() + b.other_unfenced.size();
   f.shadow_free_ranges = shadows_.free_ranges();
+  f.graph_records = graphs_.captures_open() + graphs_.graphs_known() + graphs_.execs_known();
   return f;
 }
 

@@ -70,6 +70,7 @@ struct EngineFootprint {
   size_t tail_fences = 0;         // one per stream that ever needed a fence at its tail
   size_t stream_uses = 0;         // kernels of other streams remembered on blocks, summed
   size_t shadow_free_ranges = 0;  // the host shadow store's free list
+  size_t graph_records = 0;       // captures open, graphs and executable graphs known
 };
 
 class Engine {
@@ -104,6 +105,8 @@ class Engine {
   // before_unattributed_access on a capturing stream) under its DeviceBackend::capture_id.
   // The capture `capture` ended into `graph`; `empty_is_known`: see GraphExtents.
   void end_capture(uint64_t capture, uint64_t graph, bool empty_is_known = true);
+  // The capture failed (its end returned an error): what was gathered for it is dropped.
+  void abandon_capture(uint64_t capture);
   // Executable `exec` was instantiated from `graph`, or updated in place to match it.
   void graph_instantiated(uint64_t graph, uint64_t exec);
   // Forgets a graph or an executable graph (destroyed, or changed in ways pump cannot follow).

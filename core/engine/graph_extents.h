@@ -39,6 +39,8 @@ class GraphExtents {
   // this engine touched none of its memory (false where another engine may have seen
   // the capture's calls on its own memory instead: then the graph stays unknown here).
   void end_capture(uint64_t capture, uint64_t graph, bool empty_is_known);
+  // The capture failed: no graph will have its record.
+  void abandon(uint64_t capture) { captures_.erase(capture); }
   // Executable `exec` was made from `graph` (instantiated, or updated in place).
   void instantiated(uint64_t graph, uint64_t exec);
   void graph_destroyed(uint64_t graph) { graphs_.erase(graph); }

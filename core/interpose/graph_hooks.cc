@@ -49,7 +49,12 @@ typename Sym<id>::Ret end_capture(StreamId stream, Graph* graph, CallReal call_r
   std::vector<Pending> engines;
   for_each_engine([&](Engine& e) { engines.push_back({&e, e.backend().capture_id(stream)}); });
   const auto result = call_real(fn);
-  if (static_cast<int>(result) != 0 || !graph || !*graph) return result;
+  if (static_cast<int>(result) != 0 || !graph || !*graph) {
+    // An invalidated capture ends in an error: nothing will launch what it gathered.
+    for (const Pending& p : engines)
+      if (p.capture && p.capture != DeviceBackend::kCaptureUnknown) p.engine->abandon_capture(p.capture);
+    return result;
+  }
   // With several engines, one that saw none of the capture's calls may have missed calls
   // on its memory seen elsewhere: there the graph stays unattributed.
   const bool empty_is_known = engines.size() == 1;

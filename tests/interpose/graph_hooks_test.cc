@@ -27,11 +27,13 @@ const auto kExec = reinterpret_cast<cudaGraphExec_t>(0x700);
 
 testing::RecordingBackend* g_backend = nullptr;
 bool g_update_fails = false;
+bool g_capture_invalidated = false;
 
 // The driver's side: ending a capture ends it on every stream it forked into.
 cudaError_t fake_end_capture(cudaStream_t, cudaGraph_t* graph) {
   g_backend->capturing_streams.clear();
   g_backend->capture_ids.clear();
+  if (g_capture_invalidated) return cudaErrorStreamCaptureInvalidated;
   *graph = kGraph;
   return cudaSuccess;
 }
@@ -71,6 +73,7 @@ class GraphHooks : public ::testing::Test {
     backend_.all_done = true;
     g_backend = &backend_;
     g_update_fails = false;
+    g_capture_invalidated = false;
     EngineOptions options;
     options.budget_bytes = 4 * kMiB;  // one of the two allocations
     options.host_limit_bytes = 1024 * kMiB;
@@ -136,6 +139,17 @@ TEST_F(GraphHooks, ALaunchOfACapturedGraphBringsBackWhatItsCaptureTouchedAsItsCa
   EXPECT_GE(after.bytes_populated - before.bytes_populated, 2 * kMiB) << "the half it overwrites: no copy";
   EXPECT_EQ(after.bytes_unattributed_restored, 0u);
   EXPECT_EQ(after.kernels_oversized, 1u) << "A and B are twice the budget";
+}
+
+TEST_F(GraphHooks, AnInvalidatedCaptureLeavesNoRecordBehind) {
+  backend_.capturing_streams.insert(stream_key(kOrigin));
+  backend_.capture_ids[stream_key(kOrigin)] = kCapture;
+  ASSERT_EQ(cudaMemsetAsync(ptr(kB), 0, 4 * kMiB, kOrigin), cudaSuccess);
+  EXPECT_EQ(engine_->footprint().graph_records, 1u);
+  g_capture_invalidated = true;
+  cudaGraph_t graph = nullptr;
+  EXPECT_EQ(cudaStreamEndCapture(kOrigin, &graph), cudaErrorStreamCaptureInvalidated);
+  EXPECT_EQ(engine_->footprint().graph_records, 0u);
 }
 
 TEST_F(GraphHooks, TheDriversLaunchOfThePerThreadStreamIsHookedToo) {

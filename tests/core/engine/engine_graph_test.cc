@@ -245,6 +245,23 @@ TEST_F(EngineGraphTest, AGraphLaunchedInsideACaptureAddsItsBlocksToTheOuterGraph
   EXPECT_EQ(addresses(backend_.batches[0].prefetch), (std::vector<uint64_t>{kA, kB, kC}));
 }
 
+TEST_F(EngineGraphTest, RecordsAreDroppedWithTheirCapturesGraphsAndExecutables) {
+  auto e = make(64 * kMiB);
+  const size_t before = e->footprint().graph_records;
+  for (int i = 0; i < 100; ++i) {
+    capture_a_and_b(*e);
+    launch(*e);
+    e->graph_exec_destroyed(kExec);
+    e->graph_destroyed(kGraph);
+    begin_capture(kOrigin, kCapture + 1);  // a capture invalidated on the way
+    call(*e, kOrigin, {extent(kC, 4 * kMiB)});
+    end_capture(kOrigin);
+    e->abandon_capture(kCapture + 1);
+  }
+  EXPECT_EQ(e->footprint().graph_records, before);
+  EXPECT_EQ(e->stats().graph_launches, 100u);
+}
+
 TEST_F(EngineGraphTest, AnEmptyCaptureIsAGraphTouchingNothing) {
   auto e = make(64 * kMiB);
   e->end_capture(kCapture, kGraph);
