@@ -151,9 +151,8 @@ void Engine::kernel_locked(KernelTicket* ticket, StreamId stream, const pump_ext
   if (backend_.capturing(stream)) {
     // Nothing may be queued on it now; what it touches becomes its graph's.
     ++stats_.kernels_captured;
-    const uint64_t capture = capture_of(stream);
-    if (capture == DeviceBackend::kCaptureUnknown) graphs_.add_lost_call();
-    else graphs_.add_call(capture, extents, count, inexact);
+    uint64_t capture = 0;
+    if (named_capture(stream, &capture)) graphs_.add_call(capture, extents, count, inexact);
     return;
   }
   const uint64_t seq = ++seq_;
@@ -203,9 +202,8 @@ void Engine::unattributed_locked(KernelTicket* ticket, StreamId stream) {
   if (backend_.capturing(stream)) {
     // Its graph cannot be sized either: its launches take this path too.
     ++stats_.kernels_captured;
-    const uint64_t capture = capture_of(stream);
-    if (capture == DeviceBackend::kCaptureUnknown) graphs_.add_lost_call();
-    else graphs_.add_unattributed(capture);
+    uint64_t capture = 0;
+    if (named_capture(stream, &capture)) graphs_.add_unattributed(capture);
     return;
   }
   // On the unified path nothing is ever dropped: unified memory serves any access.
@@ -224,9 +222,14 @@ void Engine::unattributed_locked(KernelTicket* ticket, StreamId stream) {
   decide_and_order(stream, seq, ticket);
 }
 
-uint64_t Engine::capture_of(StreamId stream) {
-  const uint64_t capture = backend_.capture_id(stream);
-  return capture ? capture : DeviceBackend::kCaptureUnknown;  // capturing, yet not named
+bool Engine::named_capture(StreamId stream, uint64_t* capture) {
+  *capture = backend_.capture_id(stream);
+  // Capturing (the caller asked), yet not named: the call may belong to any open capture.
+  if (*capture == 0 || *capture == DeviceBackend::kCaptureUnknown) {
+    graphs_.add_lost_call();
+    return false;
+  }
+  return true;
 }
 
 // ---------------------------------------------------------------- graphs
@@ -252,16 +255,16 @@ void Engine::graph_destroyed(uint64_t graph) {
   graphs_.graph_destroyed(graph);
 }
 
+void Engine::graph_exec_destroyed(uint64_t exec) {
+  std::lock_guard lock(mutex_);
+  graphs_.exec_destroyed(exec);
+}
+
 void Engine::note_unnamed_capture_call() {
   std::lock_guard lock(mutex_);
   ++stats_.kernels;
   ++stats_.kernels_captured;
   graphs_.add_lost_call();
-}
-
-void Engine::graph_exec_destroyed(uint64_t exec) {
-  std::lock_guard lock(mutex_);
-  graphs_.exec_destroyed(exec);
 }
 
 void Engine::before_graph_launch(KernelTicket* ticket, StreamId stream, uint64_t exec) {
@@ -273,9 +276,8 @@ void Engine::before_graph_launch(KernelTicket* ticket, StreamId stream, uint64_t
     // A graph launched into a capture: its accesses become the outer graph's.
     ++stats_.kernels;
     ++stats_.kernels_captured;
-    const uint64_t capture = capture_of(stream);
-    if (capture == DeviceBackend::kCaptureUnknown) graphs_.add_lost_call();
-    else graphs_.add_graph(capture, exec);
+    uint64_t capture = 0;
+    if (named_capture(stream, &capture)) graphs_.add_graph(capture, exec);
     return;
   }
   const GraphExtents::Record* graph = graphs_.of_exec(exec);

@@ -188,8 +188,9 @@ class Engine {
   void kernel_locked(KernelTicket* ticket, StreamId stream, const pump_extent_v1_t* extents, size_t count,
                      const uint8_t* inexact);
   void unattributed_locked(KernelTicket* ticket, StreamId stream);
-  // The capture `stream` is part of; kCaptureUnknown when the backend cannot name it.
-  uint64_t capture_of(StreamId stream);
+  // The capture of `stream` (being captured) into *capture; false when the backend cannot
+  // name it (then every open capture, and the next to end, is tainted).
+  bool named_capture(StreamId stream, uint64_t* capture);
   void collect_pieces(const pump_extent_v1_t* extents, size_t count, const uint8_t* inexact);
   void build_kernel_view(uint64_t seq, StreamId stream);
   void fallback_make_room(uint64_t bytes_needed);
