@@ -240,6 +240,12 @@ void Engine::end_capture(uint64_t capture, uint64_t graph, bool empty_is_known) 
   else graphs_.end_capture(capture, graph, empty_is_known);
 }
 
+void Engine::capture_into_existing_graph(StreamId stream) {
+  std::lock_guard lock(mutex_);
+  uint64_t capture = 0;
+  if (named_capture(stream, &capture)) graphs_.add_unattributed(capture);
+}
+
 void Engine::abandon_capture(uint64_t capture) {
   std::lock_guard lock(mutex_);
   graphs_.abandon(capture);

@@ -1,4 +1,5 @@
 // Hooks that follow CUDA graphs from capture to launch (see engine.h, "CUDA graphs"):
+//   capture into an existing graph -> that capture's graph stays unattributed (nodes unseen);
 //   end of capture  -> each engine hands what it gathered under the capture's id to the graph;
 //   instantiation   -> ... and the graph's to the executable graph;
 //   update in place -> the executable takes the new graph's (forgotten if that failed);
@@ -65,6 +66,13 @@ typename Sym<id>::Ret end_capture(StreamId stream, Graph* graph, CallReal call_r
   return result;
 }
 
+template <SymbolId id, typename CallReal>
+typename Sym<id>::Ret begin_capture_to_graph(StreamId stream, CallReal call_real) {
+  return with_engines_told<id>(call_real, [&](bool ok) {
+    if (ok) for_each_engine([&](Engine& e) { e.capture_into_existing_graph(stream); });
+  });
+}
+
 template <SymbolId id, typename Exec, typename Graph, typename CallReal>
 typename Sym<id>::Ret instantiate(Exec* exec, Graph graph, CallReal call_real) {
   return with_engines_told<id>(call_real, [&](bool ok) {
@@ -111,6 +119,28 @@ uint64_t launched_graph(SymbolId id, const void* const* args) {
     default:
       return 0;
   }
+}
+
+cudaError_t on_cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t* deps,
+                                             const cudaGraphEdgeData* data, size_t count, cudaStreamCaptureMode mode) {
+  return begin_capture_to_graph<k_cudaStreamBeginCaptureToGraph>(
+      stream_key(stream), [&](auto fn) { return fn(stream, graph, deps, data, count, mode); });
+}
+cudaError_t on_cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t graph,
+                                                  const cudaGraphNode_t* deps, const cudaGraphEdgeData* data,
+                                                  size_t count, cudaStreamCaptureMode mode) {
+  return begin_capture_to_graph<k_cudaStreamBeginCaptureToGraph_ptsz>(
+      stream_key_per_thread(stream), [&](auto fn) { return fn(stream, graph, deps, data, count, mode); });
+}
+CUresult on_cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph, const CUgraphNode* deps,
+                                        const CUgraphEdgeData* data, size_t count, CUstreamCaptureMode mode) {
+  return begin_capture_to_graph<k_cuStreamBeginCaptureToGraph>(
+      stream_key(hStream), [&](auto fn) { return fn(hStream, hGraph, deps, data, count, mode); });
+}
+CUresult on_cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph, const CUgraphNode* deps,
+                                             const CUgraphEdgeData* data, size_t count, CUstreamCaptureMode mode) {
+  return begin_capture_to_graph<k_cuStreamBeginCaptureToGraph_ptsz>(
+      stream_key_per_thread(hStream), [&](auto fn) { return fn(hStream, hGraph, deps, data, count, mode); });
 }
 
 cudaError_t on_cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* pGraph) {

@@ -53,6 +53,7 @@ constexpr DriverEntry kDriverEntries[] = {
     {"cuMemcpy3D", 3020, k_cuMemcpy3D_v2, kNoHook},
     {"cuMemcpy3DAsync", 3020, k_cuMemcpy3DAsync_v2, kNoHook},
     {"cuGraphLaunch", 10000, k_cuGraphLaunch, k_cuGraphLaunch_ptsz},
+    {"cuStreamBeginCaptureToGraph", 12030, k_cuStreamBeginCaptureToGraph, k_cuStreamBeginCaptureToGraph_ptsz},
     {"cuStreamEndCapture", 10000, k_cuStreamEndCapture, k_cuStreamEndCapture_ptsz},
     // Before 12.0 cuGraphInstantiate had another signature: passed through (its graphs
     // stay unattributed).

@@ -42,6 +42,13 @@ cudaError_t fake_instantiate(cudaGraphExec_t* exec, cudaGraph_t, unsigned long l
   return cudaSuccess;
 }
 cudaError_t fake_launch(cudaGraphExec_t, cudaStream_t) { return cudaSuccess; }
+// Begins a capture of kOrigin (capture id kCapture) into a graph that already holds nodes.
+cudaError_t fake_capture_to_graph(cudaStream_t stream, cudaGraph_t, const cudaGraphNode_t*, const cudaGraphEdgeData*,
+                                  size_t, cudaStreamCaptureMode) {
+  g_backend->capturing_streams.insert(reinterpret_cast<uint64_t>(stream));
+  g_backend->capture_ids[reinterpret_cast<uint64_t>(stream)] = kCapture;
+  return cudaSuccess;
+}
 CUresult fake_cu_launch(CUgraphExec, CUstream) { return CUDA_SUCCESS; }
 cudaError_t fake_copy(void*, const void*, size_t, cudaMemcpyKind, cudaStream_t) { return cudaSuccess; }
 cudaError_t fake_set(void*, int, size_t, cudaStream_t) { return cudaSuccess; }
@@ -64,6 +71,7 @@ class GraphHooks : public ::testing::Test {
     install<k_cudaStreamEndCapture>(&fake_end_capture);
     install<k_cudaGraphInstantiate>(&fake_instantiate);
     install<k_cudaGraphLaunch>(&fake_launch);
+    install<k_cudaStreamBeginCaptureToGraph>(&fake_capture_to_graph);
     install<k_cuGraphLaunch_ptsz>(&fake_cu_launch);
     install<k_cudaMemcpyAsync>(&fake_copy);
     install<k_cudaMemsetAsync>(&fake_set);
@@ -141,6 +149,19 @@ TEST_F(GraphHooks, ALaunchOfACapturedGraphBringsBackWhatItsCaptureTouchedAsItsCa
   EXPECT_EQ(after.kernels_oversized, 1u) << "A and B are twice the budget";
 }
 
+TEST_F(GraphHooks, ACaptureIntoAGraphBuiltByHandLeavesItUnattributed) {
+  ASSERT_EQ(cudaStreamBeginCaptureToGraph(kOrigin, kGraph, nullptr, nullptr, 0, cudaStreamCaptureModeGlobal),
+            cudaSuccess);
+  ASSERT_EQ(cudaMemsetAsync(ptr(kB), 0, 4 * kMiB, kOrigin), cudaSuccess);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(kOrigin, &graph), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, kReplay), cudaSuccess);
+  EXPECT_EQ(engine_->stats().graph_launches, 0u) << "the nodes built by hand were never seen";
+  EXPECT_EQ(engine_->stats().graph_launches_unattributed, 1u);
+}
+
 TEST_F(GraphHooks, AnInvalidatedCaptureLeavesNoRecordBehind) {
   backend_.capturing_streams.insert(stream_key(kOrigin));
   backend_.capture_ids[stream_key(kOrigin)] = kCapture;
@@ -191,6 +212,7 @@ TEST(GraphEntryPoints, DriverLookupsOfTheGraphFunctionsGetTheHooks) {
   const uint64_t ptds = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
   EXPECT_EQ(hook_for_driver_symbol("cuGraphLaunch", 12000, ptds), k_cuGraphLaunch_ptsz);
   EXPECT_EQ(hook_for_driver_symbol("cuStreamEndCapture", 12000, 0), k_cuStreamEndCapture);
+  EXPECT_EQ(hook_for_driver_symbol("cuStreamBeginCaptureToGraph", 12030, ptds), k_cuStreamBeginCaptureToGraph_ptsz);
   EXPECT_EQ(hook_for_driver_symbol("cuStreamEndCapture", 12000, ptds), k_cuStreamEndCapture_ptsz);
   EXPECT_EQ(hook_for_driver_symbol("cuGraphInstantiate", 12000, 0), k_cuGraphInstantiateWithFlags);
   EXPECT_EQ(hook_for_driver_symbol("cuGraphInstantiate", 11000, 0), std::nullopt)
