@@ -266,6 +266,11 @@ void Engine::graph_exec_destroyed(uint64_t exec) {
   graphs_.exec_destroyed(exec);
 }
 
+void Engine::forget_graphs() {
+  std::lock_guard lock(mutex_);
+  graphs_.forget_graphs();
+}
+
 void Engine::note_unnamed_capture_call() {
   std::lock_guard lock(mutex_);
   ++stats_.kernels;

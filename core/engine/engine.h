@@ -115,6 +115,9 @@ class Engine {
   // Forgets a graph or an executable graph (destroyed, or changed in ways pump cannot follow).
   void graph_destroyed(uint64_t graph);
   void graph_exec_destroyed(uint64_t exec);
+  // Forgets every graph (a node of one changed, and a node does not name its graph);
+  // executable graphs already made keep theirs: instantiation copies a graph.
+  void forget_graphs();
   // A call touching this device's memory was captured on another device's stream (it
   // reaches no stream of this engine): the capture cannot be named here, so every capture
   // open now, and the next to end, keeps its graph unattributed on this engine.

@@ -44,6 +44,7 @@ class GraphExtents {
   // Executable `exec` was made from `graph` (instantiated, or updated in place).
   void instantiated(uint64_t graph, uint64_t exec);
   void graph_destroyed(uint64_t graph) { graphs_.erase(graph); }
+  void forget_graphs() { graphs_.clear(); }
   void exec_destroyed(uint64_t exec) { execs_.erase(exec); }
 
   // The record of executable `exec`, or null when pump did not see it captured.

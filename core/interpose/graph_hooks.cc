@@ -3,6 +3,8 @@
 //   end of capture  -> each engine hands what it gathered under the capture's id to the graph;
 //   instantiation   -> ... and the graph's to the executable graph;
 //   update in place -> the executable takes the new graph's (forgotten if that failed);
+//   node edits      -> the edited graph (every graph, when only the node is named) or
+//                      executable graph is forgotten;
 //   destruction     -> forgotten: the driver may hand the handle to a graph built by hand.
 // Each holds its ReentryGuard over the real call (a shared runtime's call reaches the
 // driver hooks underneath) and tells the engines only what the real call did.
@@ -92,18 +94,24 @@ typename Sym<id>::Ret update(Exec exec, Graph graph, CallReal call_real) {
   });
 }
 
+// Destroyed, or a node added: what was gathered no longer describes the graph.
 template <SymbolId id, typename Graph, typename CallReal>
-typename Sym<id>::Ret destroy_graph(Graph graph, CallReal call_real) {
-  return with_engines_told<id>(call_real, [&](bool) {
-    for_each_engine([&](Engine& e) { e.graph_destroyed(handle_key(graph)); });
-  });
+typename Sym<id>::Ret forget_graph(Graph graph, CallReal call_real) {
+  return with_engines_told<id>(
+      call_real, [&](bool) { for_each_engine([&](Engine& e) { e.graph_destroyed(handle_key(graph)); }); });
 }
 
+// Destroyed, or a node's parameters changed in it.
 template <SymbolId id, typename Exec, typename CallReal>
-typename Sym<id>::Ret destroy_exec(Exec exec, CallReal call_real) {
-  return with_engines_told<id>(call_real, [&](bool) {
-    for_each_engine([&](Engine& e) { e.graph_exec_destroyed(handle_key(exec)); });
-  });
+typename Sym<id>::Ret forget_exec(Exec exec, CallReal call_real) {
+  return with_engines_told<id>(
+      call_real, [&](bool) { for_each_engine([&](Engine& e) { e.graph_exec_destroyed(handle_key(exec)); }); });
+}
+
+// A node's parameters changed: the node does not name its graph, so every graph is forgotten.
+template <SymbolId id, typename CallReal>
+typename Sym<id>::Ret node_changed(CallReal call_real) {
+  return with_engines_told<id>(call_real, [&](bool) { for_each_engine([&](Engine& e) { e.forget_graphs(); }); });
 }
 
 }  // namespace
@@ -126,9 +134,9 @@ cudaError_t on_cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t gr
   return begin_capture_to_graph<k_cudaStreamBeginCaptureToGraph>(
       stream_key(stream), [&](auto fn) { return fn(stream, graph, deps, data, count, mode); });
 }
-cudaError_t on_cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t graph,
-                                                  const cudaGraphNode_t* deps, const cudaGraphEdgeData* data,
-                                                  size_t count, cudaStreamCaptureMode mode) {
+cudaError_t on_cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t* deps,
+                                                  const cudaGraphEdgeData* data, size_t count,
+                                                  cudaStreamCaptureMode mode) {
   return begin_capture_to_graph<k_cudaStreamBeginCaptureToGraph_ptsz>(
       stream_key_per_thread(stream), [&](auto fn) { return fn(stream, graph, deps, data, count, mode); });
 }
@@ -144,16 +152,14 @@ CUresult on_cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph, c
 }
 
 cudaError_t on_cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* pGraph) {
-  return end_capture<k_cudaStreamEndCapture>(stream_key(stream), pGraph,
-                                             [&](auto fn) { return fn(stream, pGraph); });
+  return end_capture<k_cudaStreamEndCapture>(stream_key(stream), pGraph, [&](auto fn) { return fn(stream, pGraph); });
 }
 cudaError_t on_cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t* pGraph) {
   return end_capture<k_cudaStreamEndCapture_ptsz>(stream_key_per_thread(stream), pGraph,
                                                   [&](auto fn) { return fn(stream, pGraph); });
 }
 CUresult on_cuStreamEndCapture(CUstream hStream, CUgraph* phGraph) {
-  return end_capture<k_cuStreamEndCapture>(stream_key(hStream), phGraph,
-                                           [&](auto fn) { return fn(hStream, phGraph); });
+  return end_capture<k_cuStreamEndCapture>(stream_key(hStream), phGraph, [&](auto fn) { return fn(hStream, phGraph); });
 }
 CUresult on_cuStreamEndCapture_ptsz(CUstream hStream, CUgraph* phGraph) {
   return end_capture<k_cuStreamEndCapture_ptsz>(stream_key_per_thread(hStream), phGraph,
@@ -163,8 +169,7 @@ CUresult on_cuStreamEndCapture_ptsz(CUstream hStream, CUgraph* phGraph) {
 cudaError_t on_cudaGraphInstantiate(cudaGraphExec_t* pGraphExec, cudaGraph_t graph, unsigned long long flags) {
   return instantiate<k_cudaGraphInstantiate>(pGraphExec, graph, [&](auto fn) { return fn(pGraphExec, graph, flags); });
 }
-cudaError_t on_cudaGraphInstantiateWithFlags(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
-                                             unsigned long long flags) {
+cudaError_t on_cudaGraphInstantiateWithFlags(cudaGraphExec_t* pGraphExec, cudaGraph_t graph, unsigned long long flags) {
   return instantiate<k_cudaGraphInstantiateWithFlags>(pGraphExec, graph,
                                                       [&](auto fn) { return fn(pGraphExec, graph, flags); });
 }
@@ -207,17 +212,134 @@ CUresult on_cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphNod
                                      [&](auto fn) { return fn(hGraphExec, hGraph, hErrorNode_out, updateResult_out); });
 }
 
+cudaError_t on_cudaGraphAddKernelNode(cudaGraphNode_t* pGraphNode, cudaGraph_t graph,
+                                      const cudaGraphNode_t* pDependencies, size_t numDependencies,
+                                      const struct cudaKernelNodeParams* pNodeParams) {
+  return forget_graph<k_cudaGraphAddKernelNode>(
+      graph, [&](auto fn) { return fn(pGraphNode, graph, pDependencies, numDependencies, pNodeParams); });
+}
+cudaError_t on_cudaGraphAddMemcpyNode(cudaGraphNode_t* pGraphNode, cudaGraph_t graph,
+                                      const cudaGraphNode_t* pDependencies, size_t numDependencies,
+                                      const struct cudaMemcpy3DParms* pCopyParams) {
+  return forget_graph<k_cudaGraphAddMemcpyNode>(
+      graph, [&](auto fn) { return fn(pGraphNode, graph, pDependencies, numDependencies, pCopyParams); });
+}
+cudaError_t on_cudaGraphAddMemsetNode(cudaGraphNode_t* pGraphNode, cudaGraph_t graph,
+                                      const cudaGraphNode_t* pDependencies, size_t numDependencies,
+                                      const struct cudaMemsetParams* pMemsetParams) {
+  return forget_graph<k_cudaGraphAddMemsetNode>(
+      graph, [&](auto fn) { return fn(pGraphNode, graph, pDependencies, numDependencies, pMemsetParams); });
+}
+cudaError_t on_cudaGraphAddChildGraphNode(cudaGraphNode_t* pGraphNode, cudaGraph_t graph,
+                                          const cudaGraphNode_t* pDependencies, size_t numDependencies,
+                                          cudaGraph_t childGraph) {
+  return forget_graph<k_cudaGraphAddChildGraphNode>(
+      graph, [&](auto fn) { return fn(pGraphNode, graph, pDependencies, numDependencies, childGraph); });
+}
+CUresult on_cuGraphAddKernelNode_v2(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
+                                    size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS* nodeParams) {
+  return forget_graph<k_cuGraphAddKernelNode_v2>(
+      hGraph, [&](auto fn) { return fn(phGraphNode, hGraph, dependencies, numDependencies, nodeParams); });
+}
+CUresult on_cuGraphAddMemcpyNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
+                                 size_t numDependencies, const CUDA_MEMCPY3D* copyParams, CUcontext ctx) {
+  return forget_graph<k_cuGraphAddMemcpyNode>(
+      hGraph, [&](auto fn) { return fn(phGraphNode, hGraph, dependencies, numDependencies, copyParams, ctx); });
+}
+CUresult on_cuGraphAddMemsetNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
+                                 size_t numDependencies, const CUDA_MEMSET_NODE_PARAMS* memsetParams, CUcontext ctx) {
+  return forget_graph<k_cuGraphAddMemsetNode>(
+      hGraph, [&](auto fn) { return fn(phGraphNode, hGraph, dependencies, numDependencies, memsetParams, ctx); });
+}
+CUresult on_cuGraphAddChildGraphNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
+                                     size_t numDependencies, CUgraph childGraph) {
+  return forget_graph<k_cuGraphAddChildGraphNode>(
+      hGraph, [&](auto fn) { return fn(phGraphNode, hGraph, dependencies, numDependencies, childGraph); });
+}
+cudaError_t on_cudaGraphKernelNodeSetParams(cudaGraphNode_t node, const struct cudaKernelNodeParams* pNodeParams) {
+  return node_changed<k_cudaGraphKernelNodeSetParams>([&](auto fn) { return fn(node, pNodeParams); });
+}
+cudaError_t on_cudaGraphMemcpyNodeSetParams(cudaGraphNode_t node, const struct cudaMemcpy3DParms* pNodeParams) {
+  return node_changed<k_cudaGraphMemcpyNodeSetParams>([&](auto fn) { return fn(node, pNodeParams); });
+}
+cudaError_t on_cudaGraphMemsetNodeSetParams(cudaGraphNode_t node, const struct cudaMemsetParams* pNodeParams) {
+  return node_changed<k_cudaGraphMemsetNodeSetParams>([&](auto fn) { return fn(node, pNodeParams); });
+}
+cudaError_t on_cudaGraphNodeSetParams(cudaGraphNode_t node, struct cudaGraphNodeParams* nodeParams) {
+  return node_changed<k_cudaGraphNodeSetParams>([&](auto fn) { return fn(node, nodeParams); });
+}
+CUresult on_cuGraphKernelNodeSetParams_v2(CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS* nodeParams) {
+  return node_changed<k_cuGraphKernelNodeSetParams_v2>([&](auto fn) { return fn(hNode, nodeParams); });
+}
+CUresult on_cuGraphMemcpyNodeSetParams(CUgraphNode hNode, const CUDA_MEMCPY3D* nodeParams) {
+  return node_changed<k_cuGraphMemcpyNodeSetParams>([&](auto fn) { return fn(hNode, nodeParams); });
+}
+CUresult on_cuGraphMemsetNodeSetParams(CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS* nodeParams) {
+  return node_changed<k_cuGraphMemsetNodeSetParams>([&](auto fn) { return fn(hNode, nodeParams); });
+}
+CUresult on_cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams* nodeParams) {
+  return node_changed<k_cuGraphNodeSetParams>([&](auto fn) { return fn(hNode, nodeParams); });
+}
+cudaError_t on_cudaGraphExecKernelNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
+                                                const struct cudaKernelNodeParams* pNodeParams) {
+  return forget_exec<k_cudaGraphExecKernelNodeSetParams>(
+      hGraphExec, [&](auto fn) { return fn(hGraphExec, node, pNodeParams); });
+}
+cudaError_t on_cudaGraphExecMemcpyNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
+                                                const struct cudaMemcpy3DParms* pNodeParams) {
+  return forget_exec<k_cudaGraphExecMemcpyNodeSetParams>(
+      hGraphExec, [&](auto fn) { return fn(hGraphExec, node, pNodeParams); });
+}
+cudaError_t on_cudaGraphExecMemsetNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
+                                                const struct cudaMemsetParams* pNodeParams) {
+  return forget_exec<k_cudaGraphExecMemsetNodeSetParams>(
+      hGraphExec, [&](auto fn) { return fn(hGraphExec, node, pNodeParams); });
+}
+cudaError_t on_cudaGraphExecChildGraphNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
+                                                    cudaGraph_t childGraph) {
+  return forget_exec<k_cudaGraphExecChildGraphNodeSetParams>(
+      hGraphExec, [&](auto fn) { return fn(hGraphExec, node, childGraph); });
+}
+cudaError_t on_cudaGraphExecNodeSetParams(cudaGraphExec_t graphExec, cudaGraphNode_t node,
+                                          struct cudaGraphNodeParams* nodeParams) {
+  return forget_exec<k_cudaGraphExecNodeSetParams>(graphExec,
+                                                         [&](auto fn) { return fn(graphExec, node, nodeParams); });
+}
+CUresult on_cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                              const CUDA_KERNEL_NODE_PARAMS* nodeParams) {
+  return forget_exec<k_cuGraphExecKernelNodeSetParams_v2>(
+      hGraphExec, [&](auto fn) { return fn(hGraphExec, hNode, nodeParams); });
+}
+CUresult on_cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMCPY3D* copyParams,
+                                           CUcontext ctx) {
+  return forget_exec<k_cuGraphExecMemcpyNodeSetParams>(
+      hGraphExec, [&](auto fn) { return fn(hGraphExec, hNode, copyParams, ctx); });
+}
+CUresult on_cuGraphExecMemsetNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                           const CUDA_MEMSET_NODE_PARAMS* memsetParams, CUcontext ctx) {
+  return forget_exec<k_cuGraphExecMemsetNodeSetParams>(
+      hGraphExec, [&](auto fn) { return fn(hGraphExec, hNode, memsetParams, ctx); });
+}
+CUresult on_cuGraphExecChildGraphNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraph childGraph) {
+  return forget_exec<k_cuGraphExecChildGraphNodeSetParams>(
+      hGraphExec, [&](auto fn) { return fn(hGraphExec, hNode, childGraph); });
+}
+CUresult on_cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeParams* nodeParams) {
+  return forget_exec<k_cuGraphExecNodeSetParams>(hGraphExec,
+                                                       [&](auto fn) { return fn(hGraphExec, hNode, nodeParams); });
+}
+
 cudaError_t on_cudaGraphDestroy(cudaGraph_t graph) {
-  return destroy_graph<k_cudaGraphDestroy>(graph, [&](auto fn) { return fn(graph); });
+  return forget_graph<k_cudaGraphDestroy>(graph, [&](auto fn) { return fn(graph); });
 }
 CUresult on_cuGraphDestroy(CUgraph hGraph) {
-  return destroy_graph<k_cuGraphDestroy>(hGraph, [&](auto fn) { return fn(hGraph); });
+  return forget_graph<k_cuGraphDestroy>(hGraph, [&](auto fn) { return fn(hGraph); });
 }
 cudaError_t on_cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
-  return destroy_exec<k_cudaGraphExecDestroy>(graphExec, [&](auto fn) { return fn(graphExec); });
+  return forget_exec<k_cudaGraphExecDestroy>(graphExec, [&](auto fn) { return fn(graphExec); });
 }
 CUresult on_cuGraphExecDestroy(CUgraphExec hGraphExec) {
-  return destroy_exec<k_cuGraphExecDestroy>(hGraphExec, [&](auto fn) { return fn(hGraphExec); });
+  return forget_exec<k_cuGraphExecDestroy>(hGraphExec, [&](auto fn) { return fn(hGraphExec); });
 }
 
 }  // namespace pump::interpose

@@ -57,6 +57,18 @@ CUresult fake_cu_update(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo*) {
   return g_update_fails ? CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE : CUDA_SUCCESS;
 }
 
+// A real function that only succeeds, of exactly the hooked type.
+template <typename F>
+struct Succeeds;
+template <typename R, typename... A>
+struct Succeeds<R (*)(A...)> {
+  static R fn(A...) { return R{}; }
+};
+template <SymbolId id>
+void install_success() {
+  g_real_symbols[id].store(reinterpret_cast<void*>(&Succeeds<typename Sym<id>::Fn>::fn));
+}
+
 template <SymbolId id, typename Fn>
 void install(Fn fn) {
   static_assert(std::is_same_v<Fn, typename Sym<id>::Fn>);
@@ -77,6 +89,9 @@ class GraphHooks : public ::testing::Test {
     install<k_cudaMemsetAsync>(&fake_set);
     install<k_cudaGraphExecDestroy>(&fake_exec_destroy);
     install<k_cuGraphExecUpdate_v2>(&fake_cu_update);
+    install_success<k_cudaGraphAddKernelNode>();
+    install_success<k_cudaGraphKernelNodeSetParams>();
+    install_success<k_cudaGraphExecKernelNodeSetParams>();
     backend_.host_memory = true;
     backend_.all_done = true;
     g_backend = &backend_;
@@ -162,6 +177,33 @@ TEST_F(GraphHooks, ACaptureIntoAGraphBuiltByHandLeavesItUnattributed) {
   EXPECT_EQ(engine_->stats().graph_launches_unattributed, 1u);
 }
 
+TEST_F(GraphHooks, ANodeAddedToACapturedGraphLeavesItUnattributed) {
+  capture_and_instantiate();
+  cudaGraphNode_t node = nullptr;
+  ASSERT_EQ(cudaGraphAddKernelNode(&node, kGraph, nullptr, 0, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(kExec, kReplay), cudaSuccess);
+  EXPECT_EQ(engine_->stats().graph_launches, 1u) << "instantiated before the edit: a copy of the captured graph";
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, kGraph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, kReplay), cudaSuccess);
+  EXPECT_EQ(engine_->stats().graph_launches_unattributed, 1u);
+}
+
+TEST_F(GraphHooks, ANodeChangedInAGraphOrAnExecutableLeavesItUnattributed) {
+  capture_and_instantiate();
+  ASSERT_EQ(cudaGraphExecKernelNodeSetParams(kExec, nullptr, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(kExec, kReplay), cudaSuccess);
+  EXPECT_EQ(engine_->stats().graph_launches_unattributed, 1u);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, kGraph, 0), cudaSuccess);  // the graph itself is unchanged
+  ASSERT_EQ(cudaGraphLaunch(exec, kReplay), cudaSuccess);
+  EXPECT_EQ(engine_->stats().graph_launches, 1u);
+  ASSERT_EQ(cudaGraphKernelNodeSetParams(nullptr, nullptr), cudaSuccess);  // names no graph: all forgotten
+  ASSERT_EQ(cudaGraphInstantiate(&exec, kGraph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, kReplay), cudaSuccess);
+  EXPECT_EQ(engine_->stats().graph_launches_unattributed, 2u);
+}
+
 TEST_F(GraphHooks, AnInvalidatedCaptureLeavesNoRecordBehind) {
   backend_.capturing_streams.insert(stream_key(kOrigin));
   backend_.capture_ids[stream_key(kOrigin)] = kCapture;
@@ -221,6 +263,8 @@ TEST(GraphEntryPoints, DriverLookupsOfTheGraphFunctionsGetTheHooks) {
   EXPECT_EQ(hook_for_driver_symbol("cuGraphExecUpdate", 12000, 0), k_cuGraphExecUpdate_v2);
   EXPECT_EQ(hook_for_driver_symbol("cuGraphExecUpdate", 11000, 0), k_cuGraphExecUpdate);
   EXPECT_EQ(hook_for_driver_symbol("cuGraphExecDestroy", 12000, 0), k_cuGraphExecDestroy);
+  EXPECT_EQ(hook_for_driver_symbol("cuGraphAddKernelNode", 12000, 0), k_cuGraphAddKernelNode_v2);
+  EXPECT_EQ(hook_for_driver_symbol("cuGraphExecKernelNodeSetParams", 12000, 0), k_cuGraphExecKernelNodeSetParams_v2);
 }
 
 }  // namespace
