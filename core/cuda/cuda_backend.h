@@ -181,6 +181,7 @@ class CudaBackend final : public DeviceBackend {
   Fence mark(StreamId stream) override;
   bool done(const Fence& fence) override;
   bool capturing(StreamId stream) override;
+  uint64_t capture_id(StreamId stream) override;
   // Waits until the worker issued the fence's batch, then until the fence completed.
   void host_wait(const Fence& fence) override;
   // Pinned host memory for the shadow store; 0 when the driver lacks the copies the

@@ -94,6 +94,7 @@ bool DriverApi::load(const char* library_name, std::string* error) {
   resolve(get, "cuMemDiscardBatchAsync", &cuMemDiscardBatchAsync, false, error);
   resolve(get, "cuMemDiscardAndPrefetchBatchAsync", &cuMemDiscardAndPrefetchBatchAsync, false, error);
   resolve(get, "cuCtxGetCurrent", &cuCtxGetCurrent, false, error);
+  resolve(get, "cuStreamGetCaptureInfo", &cuStreamGetCaptureInfo, false, error);
   resolve(get, "cuCtxPushCurrent", &cuCtxPushCurrent, false, error);
   resolve(get, "cuCtxPopCurrent", &cuCtxPopCurrent, false, error);
   resolve(get, "cuStreamGetCtx", &cuStreamGetCtx, false, error);

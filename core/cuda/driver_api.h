@@ -47,6 +47,9 @@ struct DriverApi {
   CUresult (*cuStreamDestroy)(CUstream) = nullptr;
   CUresult (*cuStreamSynchronize)(CUstream) = nullptr;
   CUresult (*cuStreamIsCapturing)(CUstream, CUstreamCaptureStatus*) = nullptr;
+  // Optional: names the capture a stream is part of (without it graphs stay unattributed).
+  CUresult (*cuStreamGetCaptureInfo)(CUstream, CUstreamCaptureStatus*, cuuint64_t*, CUgraph*, const CUgraphNode**,
+                                     const CUgraphEdgeData**, size_t*) = nullptr;
   CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned int) = nullptr;
 
   CUresult (*cuEventCreate)(CUevent*, unsigned int) = nullptr;

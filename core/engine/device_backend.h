@@ -71,6 +71,11 @@ class DeviceBackend {
   virtual bool done(const Fence& fence) = 0;
   // True while `stream` is being captured into a graph: no transfers may be queued.
   virtual bool capturing(StreamId stream) = 0;
+  // The capture `stream` is part of: 0 when it is not being captured, one id for every
+  // stream a capture forked into (the engine gathers a graph's accesses under it),
+  // kCaptureUnknown when the backend cannot tell (its graphs then stay unattributed).
+  static constexpr uint64_t kCaptureUnknown = ~uint64_t{0};
+  virtual uint64_t capture_id(StreamId stream) { return capturing(stream) ? kCaptureUnknown : 0; }
   // Blocks the caller until `fence` has completed. The engine waits so only when memory
   // is freed while transfers of it are still queued: once freed, the driver may hand
   // the same addresses to another allocation, which those transfers must not touch.

@@ -142,9 +142,17 @@ void Engine::before_kernel(KernelTicket* ticket, StreamId stream, const pump_ext
   ticket->stream = 0;
   ticket->open_ = false;
   std::lock_guard lock(mutex_);
+  kernel_locked(ticket, stream, extents, count, inexact);
+}
+
+void Engine::kernel_locked(KernelTicket* ticket, StreamId stream, const pump_extent_v1_t* extents, size_t count,
+                           const uint8_t* inexact) {
   ++stats_.kernels;
   if (backend_.capturing(stream)) {
+    // Nothing may be queued on it now; what it touches becomes its graph's.
     ++stats_.kernels_captured;
+    uint64_t capture = 0;
+    if (named_capture(stream, &capture)) graphs_.add_call(capture, extents, count, inexact);
     return;
   }
   const uint64_t seq = ++seq_;
@@ -186,13 +194,20 @@ void Engine::before_unattributed_access(KernelTicket* ticket, StreamId stream) {
   ticket->stream = 0;
   ticket->open_ = false;
   std::lock_guard lock(mutex_);
+  unattributed_locked(ticket, stream);
+}
+
+void Engine::unattributed_locked(KernelTicket* ticket, StreamId stream) {
   ++stats_.kernels;
-  // On the unified path nothing is ever dropped: unified memory serves any access.
-  if (datapath_ != DataPath::kCopy) return;
   if (backend_.capturing(stream)) {
+    // Its graph cannot be sized either: its launches take this path too.
     ++stats_.kernels_captured;
+    uint64_t capture = 0;
+    if (named_capture(stream, &capture)) graphs_.add_unattributed(capture);
     return;
   }
+  // On the unified path nothing is ever dropped: unified memory serves any access.
+  if (datapath_ != DataPath::kCopy) return;
   const uint64_t seq = ++seq_;
   ++stats_.unattributed_accesses;
   // It may touch any byte of any allocation: every dropped block comes back first, and
@@ -205,6 +220,87 @@ void Engine::before_unattributed_access(KernelTicket* ticket, StreamId stream) {
     stats_.bytes_unattributed_restored += add_pieces_a_pointer_may_reach(a, base, seq);
   }
   decide_and_order(stream, seq, ticket);
+}
+
+bool Engine::named_capture(StreamId stream, uint64_t* capture) {
+  *capture = backend_.capture_id(stream);
+  // Capturing (the caller asked), yet not named: the call may belong to any open capture.
+  if (*capture == 0 || *capture == DeviceBackend::kCaptureUnknown) {
+    graphs_.add_lost_call();
+    return false;
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------- graphs
+
+void Engine::end_capture(uint64_t capture, uint64_t graph, bool empty_is_known) {
+  std::lock_guard lock(mutex_);
+  if (capture == 0 || capture == DeviceBackend::kCaptureUnknown) graphs_.graph_destroyed(graph);
+  else graphs_.end_capture(capture, graph, empty_is_known);
+}
+
+void Engine::capture_into_existing_graph(StreamId stream) {
+  std::lock_guard lock(mutex_);
+  uint64_t capture = 0;
+  if (named_capture(stream, &capture)) graphs_.add_unattributed(capture);
+}
+
+void Engine::abandon_capture(uint64_t capture) {
+  std::lock_guard lock(mutex_);
+  graphs_.abandon(capture);
+}
+
+void Engine::graph_instantiated(uint64_t graph, uint64_t exec) {
+  std::lock_guard lock(mutex_);
+  graphs_.instantiated(graph, exec);
+}
+
+void Engine::graph_destroyed(uint64_t graph) {
+  std::lock_guard lock(mutex_);
+  graphs_.graph_destroyed(graph);
+}
+
+void Engine::graph_exec_destroyed(uint64_t exec) {
+  std::lock_guard lock(mutex_);
+  graphs_.exec_destroyed(exec);
+}
+
+void Engine::forget_graphs() {
+  std::lock_guard lock(mutex_);
+  graphs_.forget_graphs();
+}
+
+void Engine::note_unnamed_capture_call() {
+  std::lock_guard lock(mutex_);
+  ++stats_.kernels;
+  ++stats_.kernels_captured;
+  graphs_.add_lost_call();
+}
+
+void Engine::before_graph_launch(KernelTicket* ticket, StreamId stream, uint64_t exec) {
+  ticket->seq = 0;
+  ticket->stream = 0;
+  ticket->open_ = false;
+  std::lock_guard lock(mutex_);
+  if (backend_.capturing(stream)) {
+    // A graph launched into a capture: its accesses become the outer graph's.
+    ++stats_.kernels;
+    ++stats_.kernels_captured;
+    uint64_t capture = 0;
+    if (named_capture(stream, &capture)) graphs_.add_graph(capture, exec);
+    return;
+  }
+  const GraphExtents::Record* graph = graphs_.of_exec(exec);
+  if (!graph || graph->unattributed) {
+    ++stats_.graph_launches_unattributed;
+    unattributed_locked(ticket, stream);
+    return;
+  }
+  // One unit: its blocks are made room for and prefetched before it, left alone while it
+  // may run; a graph whose blocks exceed the budget is an oversized kernel.
+  ++stats_.graph_launches;
+  kernel_locked(ticket, stream, graph->extents.data(), graph->extents.size(), graph->inexact.data());
 }
 
 void Engine::collect_pieces(const pump_extent_v1_t* extents, size_t count, const uint8_t* inexact) {
@@ -339,7 +435,7 @@ void Engine::decide_and_order(StreamId stream, uint64_t seq, KernelTicket* ticke
     if (occupied_bytes() + kernel_missing_bytes_ > budget_) {
       ++stats_.kernels_oversized;
       PUMP_LOG_ONCE(LogLevel::kWarn,
-                    "a kernel needs %s resident but PUMP_GPU_BUDGET is %s (only %s could be freed): "
+                    "a kernel (or a graph launch) needs %s resident but PUMP_GPU_BUDGET is %s (only %s could be freed): "
                     "it runs on demand paging and the budget is exceeded while it runs",
                     format_bytes(touched).c_str(), format_bytes(budget_).c_str(),
                     format_bytes(budget_ - std::min(budget_, occupied_bytes())).c_str());
@@ -884,6 +980,7 @@ EngineFootprint Engine::footprint() const {
   f.tail_fences = tail_fences_.size();
   for (const Block& b : tracker_.blocks()) f.stream_uses += b.other_fences.size() + b.other_unfenced.size();
   f.shadow_free_ranges = shadows_.free_ranges();
+  f.graph_records = graphs_.captures_open() + graphs_.graphs_known() + graphs_.execs_known();
   return f;
 }
 

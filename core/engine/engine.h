@@ -18,6 +18,7 @@
 #include "core/engine/device_backend.h"
 #include "core/engine/engine_block.h"
 #include "core/engine/engine_stats.h"
+#include "core/engine/graph_extents.h"
 #include "core/engine/shadow_store.h"
 #include "pump/policy_v1.h"
 #include "pump/extractor_v1.h"
@@ -69,6 +70,7 @@ struct EngineFootprint {
   size_t tail_fences = 0;         // one per stream that ever needed a fence at its tail
   size_t stream_uses = 0;         // kernels of other streams remembered on blocks, summed
   size_t shadow_free_ranges = 0;  // the host shadow store's free list
+  size_t graph_records = 0;       // captures open, graphs and executable graphs known
 };
 
 class Engine {
@@ -99,6 +101,32 @@ class Engine {
   // from device memory) is about to be queued on `stream`: every dropped block is brought
   // back first and nothing is taken as clean or dead afterwards. Use the ticket as for a kernel.
   void before_unattributed_access(KernelTicket* ticket, StreamId stream);
+  // CUDA graphs. What a capture touched is gathered while it runs (before_kernel and
+  // before_unattributed_access on a capturing stream) under its DeviceBackend::capture_id.
+  // The capture `capture` ended into `graph`; `empty_is_known`: see GraphExtents.
+  void end_capture(uint64_t capture, uint64_t graph, bool empty_is_known = true);
+  // The capture of `stream` began into an existing graph, whose nodes pump never saw:
+  // its graph's launches stay unattributed.
+  void capture_into_existing_graph(StreamId stream);
+  // The capture failed (its end returned an error): what was gathered for it is dropped.
+  void abandon_capture(uint64_t capture);
+  // Executable `exec` was instantiated from `graph`, or updated in place to match it.
+  void graph_instantiated(uint64_t graph, uint64_t exec);
+  // Forgets a graph or an executable graph (destroyed, or changed in ways pump cannot follow).
+  void graph_destroyed(uint64_t graph);
+  void graph_exec_destroyed(uint64_t exec);
+  // Forgets every graph (a node of one changed, and a node does not name its graph);
+  // executable graphs already made keep theirs: instantiation copies a graph.
+  void forget_graphs();
+  // A call touching this device's memory was captured on another device's stream (it
+  // reaches no stream of this engine): the capture cannot be named here, so every capture
+  // open now, and the next to end, keeps its graph unattributed on this engine.
+  void note_unnamed_capture_call();
+  // Executable graph `exec` is about to be launched on `stream`: decided as one kernel
+  // touching the union of what its capture touched (a graph larger than the budget is an
+  // oversized kernel). One pump did not see captured is an unattributed access. Use the
+  // ticket as for a kernel.
+  void before_graph_launch(KernelTicket* ticket, StreamId stream, uint64_t exec);
   // The kernel was queued (or failed to queue: pass launched=false). Once per filled
   // ticket; later calls with it do nothing. Keeps seq and stream for the caller.
   void after_kernel(KernelTicket* ticket, bool launched = true);
@@ -162,6 +190,13 @@ class Engine {
   void remember_earlier_kernel(Block& b, StreamId stream, uint64_t seq, const Fence& fence);
   bool other_streams_settled(Block& b);  // adds their waits to the batch; false if one is captured
   void decide_and_order(StreamId stream, uint64_t seq, KernelTicket* ticket);
+  // The bodies of before_kernel and before_unattributed_access, the lock held.
+  void kernel_locked(KernelTicket* ticket, StreamId stream, const pump_extent_v1_t* extents, size_t count,
+                     const uint8_t* inexact);
+  void unattributed_locked(KernelTicket* ticket, StreamId stream);
+  // The capture of `stream` (being captured) into *capture; false when the backend cannot
+  // name it (then every open capture, and the next to end, is tainted).
+  bool named_capture(StreamId stream, uint64_t* capture);
   void collect_pieces(const pump_extent_v1_t* extents, size_t count, const uint8_t* inexact);
   void build_kernel_view(uint64_t seq, StreamId stream);
   void fallback_make_room(uint64_t bytes_needed);
@@ -248,6 +283,7 @@ class Engine {
     uint64_t after_seq;  // covers every kernel up to this sequence number on the stream
   };
   std::vector<TailFence> tail_fences_;
+  GraphExtents graphs_;
 };
 
 }  // namespace pump

@@ -10,6 +10,8 @@ struct EngineStats {
   uint64_t kernels_with_blocks = 0;     // ... that touched at least one known block
   uint64_t kernels_captured = 0;        // passed through untouched: stream under graph capture
   uint64_t kernels_oversized = 0;       // needed more than the whole budget
+  uint64_t graph_launches = 0;          // graph launches decided as one kernel (pump saw the capture)
+  uint64_t graph_launches_unattributed = 0;  // ... of graphs pump did not see captured, or could not size
   uint64_t bytes_touched = 0;           // bytes of known blocks touched, summed over kernels
   uint64_t bytes_unknown = 0;           // extent bytes that fell in no known block
   uint64_t bytes_prefetched = 0;

@@ -6,6 +6,7 @@
 
 #include "core/common/log.h"
 #include "core/interpose/copy_extents.h"
+#include "core/interpose/graph_hooks.h"
 #include "core/interpose/nccl_scalars.h"
 #include "core/interpose/runtime.h"
 
@@ -113,17 +114,22 @@ int device_of_stream(StreamId stream, int current, ncclComm_t comm) {
 
 // Hands `engine` its share of the call (`extents`; UNSIZED calls have none) and adds it to
 // `scope`. On a bridge when the call's stream is another device's and the backend has one.
-void add_part(CallScope* scope, Engine* engine, int device, bool other_device, bool unsized,
+// `graph_exec`: the executable graph an UNSIZED graph launch launches (0 for other calls).
+void add_part(CallScope* scope, Engine* engine, int device, bool other_device, bool unsized, uint64_t graph_exec,
               const std::vector<pump_extent_v1_t>& extents, const std::vector<uint8_t>& inexact, bool recording) {
   DeviceBackend& backend = engine->backend();
   const StreamId bridge = other_device ? backend.bridge_stream() : 0;
   const bool bridged = bridge != 0;
   // Nothing may be ordered against a stream being captured into a graph (an engine seeing
-  // the call on its own stream checks this itself).
-  if (bridged && backend.access_stream_capturing(scope->stream)) return;
+  // the call on its own stream checks this itself), but the graph touches this memory.
+  if (bridged && backend.access_stream_capturing(scope->stream)) {
+    engine->note_unnamed_capture_call();
+    return;
+  }
   const StreamId seen_on = bridged ? bridge : scope->stream;
   KernelTicket* ticket = t_tickets.take();
-  if (unsized) engine->before_unattributed_access(ticket, seen_on);
+  if (unsized && graph_exec) engine->before_graph_launch(ticket, seen_on, graph_exec);
+  else if (unsized) engine->before_unattributed_access(ticket, seen_on);
   else engine->before_kernel(ticket, seen_on, extents.data(), extents.size(), inexact.data());
   if (bridged && ticket->seq != 0) backend.bridge_before_access(scope->stream);
   scope->add({engine, ticket, bridged});
@@ -144,6 +150,13 @@ uint64_t cublas_stream_key(cublasHandle_t handle) {
   auto get = real<k_cublasGetStream_v2>();
   if (!get || get(handle, &stream) != CUBLAS_STATUS_SUCCESS) return 0;
   return stream_key(stream);
+}
+
+void for_each_engine(const std::function<void(Engine&)>& f) {
+  const TestDevices* const test = g_test_devices.load(std::memory_order_acquire);
+  Runtime* rt = test ? nullptr : Runtime::get();
+  if (!rt && !test) return;
+  Devices(rt, test).each([&](int, Engine* e) { f(*e); });
 }
 
 void set_devices_for_testing(const TestDevices* devices) { g_test_devices.store(devices, std::memory_order_release); }
@@ -178,6 +191,7 @@ bool begin_extracted_call(SymbolId id, const void* const* args, uint32_t num_arg
   if (counter) counter->calls.fetch_add(1, std::memory_order_relaxed);
 
   bool unsized = kind == HookKind::kUnsized;
+  const uint64_t graph_exec = unsized ? launched_graph(id, args) : 0;
   if (kind == HookKind::kCopy) {
     if (!copy_extents(id, args, num_args, &extents) || extents.empty()) return false;
   } else {
@@ -222,6 +236,7 @@ bool begin_extracted_call(SymbolId id, const void* const* args, uint32_t num_arg
   if (test) {
     t_last_dispatch.id = id;
     t_last_dispatch.unattributed = unsized;
+    t_last_dispatch.graph_exec = graph_exec;
     t_last_dispatch.stream = scope->stream;
     t_last_dispatch.extents = extents;
     t_last_dispatch.inexact = inexact;
@@ -244,7 +259,7 @@ bool begin_extracted_call(SymbolId id, const void* const* args, uint32_t num_arg
   }
   if (one_device) {
     if (!home) return false;
-    add_part(scope, home, current, false, unsized, extents, inexact, recording);
+    add_part(scope, home, current, false, unsized, graph_exec, extents, inexact, recording);
     return !scope->empty();
   }
 
@@ -264,7 +279,7 @@ bool begin_extracted_call(SymbolId id, const void* const* args, uint32_t num_arg
       mine_inexact.push_back(inexact[i]);
     }
     if (mine.empty() && !unsized) return;
-    add_part(scope, engine, device, device != stream_device, unsized, mine, mine_inexact, recording);
+    add_part(scope, engine, device, device != stream_device, unsized, graph_exec, mine, mine_inexact, recording);
   });
   return !scope->empty();
 }

@@ -4,7 +4,8 @@
 //               flagged inexact) -> real call -> engine.after_kernel;
 //   COPY:       copy_extents (the core's own, exact) -> the same;
 //   UNSIZED:    extractor if one serves it (statistics, trace) ->
-//               engine.before_unattributed_access -> real call -> engine.after_kernel;
+//               engine.before_unattributed_access (a graph launch: engine.before_graph_launch,
+//               its executable graph's captured extents) -> real call -> engine.after_kernel;
 //   COLLECTIVE: as EXTRACT, plus the device scalars of the communicator's PreMulSum
 //               operators; after_kernel waits for the end of an open NCCL group
 //               (nccl_groups.h).
@@ -26,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -83,6 +85,9 @@ bool begin_extracted_call(SymbolId id, const void* const* args, uint32_t num_arg
 // The call was queued (launched) or failed to queue: every engine of `scope` settles it.
 void end_extracted_call(CallScope& scope, bool launched);
 
+// Calls f(engine) for every engine the hooks talk to (the runtime's, or a test's).
+void for_each_engine(const std::function<void(Engine&)>& f);
+
 // Test seams. While set, hooks talk to these engines (indexed by device, null where a
 // device has none; `current` is the calling thread's current device) instead of the
 // Runtime, with `extractors` (may be null: none), and last_dispatch_for_testing() tells
@@ -97,6 +102,7 @@ void set_engine_for_testing(Engine* engine);  // one device (0), no extractors
 struct DispatchRecord {
   SymbolId id{};
   bool unattributed = false;
+  uint64_t graph_exec = 0;  // a graph launch's executable graph
   uint64_t stream = 0;
   std::vector<pump_extent_v1_t> extents;
   std::vector<uint8_t> inexact;

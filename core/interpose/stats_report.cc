@@ -64,6 +64,8 @@ Json engine_json(const DeviceReport& d) {
   o["kernels_without_known_blocks"] = s.kernels - s.kernels_with_blocks - s.kernels_captured;
   o["kernels_captured"] = s.kernels_captured;
   o["kernels_oversized"] = s.kernels_oversized;
+  o["graph_launches"] = s.graph_launches;
+  o["graph_launches_unattributed"] = s.graph_launches_unattributed;
   o["bytes_touched"] = s.bytes_touched;
   o["bytes_unknown"] = s.bytes_unknown;
   o["bytes_prefetched"] = s.bytes_prefetched;

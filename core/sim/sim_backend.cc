@@ -152,6 +152,11 @@ bool SimBackend::capturing(StreamId id) {
   return it != streams_.end() && it->second.capturing;
 }
 
+uint64_t SimBackend::capture_id(StreamId id) {
+  auto it = streams_.find(id);
+  return it != streams_.end() && it->second.capturing ? it->second.capture : 0;
+}
+
 // ---------------------------------------------------------------- sim-only API
 
 Fence SimBackend::launch(StreamId id, double compute_seconds, std::span<const Range> touched,
@@ -202,7 +207,11 @@ void SimBackend::release(const Range& range) {
   shadow_.set(range, ShadowState::kNone);
 }
 
-void SimBackend::set_capturing(StreamId id, bool on) { stream(id).capturing = on; }
+void SimBackend::set_capturing(StreamId id, bool on, uint64_t capture) {
+  Stream& s = stream(id);
+  s.capturing = on;
+  s.capture = !on ? 0 : capture ? capture : id + 1;  // never 0: that means "not capturing"
+}
 
 PageCounts SimBackend::residency(const Range& range) {
   advance_to(host_now_);

@@ -136,6 +136,7 @@ class SimBackend final : public DeviceBackend {
   Fence mark(StreamId stream) override;
   bool done(const Fence& fence) override;
   bool capturing(StreamId stream) override;
+  uint64_t capture_id(StreamId stream) override;
   // Host waits until `fence` has completed (the host clock moves to then).
   void host_wait(const Fence& fence) override;
 
@@ -161,7 +162,9 @@ class SimBackend final : public DeviceBackend {
   void host_write(const Range& range);
   // The memory was freed: forget its pages (applied at once; cudaFree synchronizes).
   void release(const Range& range);
-  void set_capturing(StreamId stream, bool capturing);
+  // `capture` names the capture the stream is part of (streams a capture forked into
+  // share it); 0: a capture of its own.
+  void set_capturing(StreamId stream, bool capturing, uint64_t capture = 0);
 
   // Ground truth as of the host clock (these process pending events, hence non-const).
   PageCounts residency(const Range& range);
@@ -195,6 +198,7 @@ class SimBackend final : public DeviceBackend {
     uint64_t completed = 0;     // ops completed, in order
     double busy = 0;
     bool capturing = false;
+    uint64_t capture = 0;  // its capture's id while capturing
   };
 
   enum class EventKind : uint8_t { kEnd = 0, kStart = 1 };  // ends first at equal times

@@ -215,6 +215,19 @@ TEST_F(FakeDriverTest, NeverEnqueuesAnythingOnACapturingStream) {
   driver_.gate(false);
 }
 
+TEST_F(FakeDriverTest, ACaptureIsNamedByTheDriversCaptureIdAndAFailedQueryLeavesItUnknown) {
+  CudaBackend& b = start();
+  EXPECT_EQ(b.capture_id(kAppStream), 0u);
+  driver_.set_capturing(kAppStream, true);
+  EXPECT_EQ(b.capture_id(kAppStream), kAppStream) << "the fake names a capture after its stream";
+  LogCapture capture;
+  driver_.fail("cuStreamGetCaptureInfo", 0, CUDA_ERROR_UNKNOWN, 1);
+  EXPECT_EQ(b.capture_id(kAppStream), DeviceBackend::kCaptureUnknown);
+  EXPECT_EQ(b.stats().failed_calls, 1u);
+  driver_.set_capturing(kAppStream, false);
+  EXPECT_EQ(b.capture_id(kAppStream), 0u);
+}
+
 TEST_F(FakeDriverTest, AThreadWithoutADriverContextGetsThePrimaryOneAndIsNotMistakenForCapture) {
   FakeDriverConfig config;
   config.contextless_threads = 1;  // like PyTorch's threads under the CUDA 13 runtime

@@ -97,5 +97,67 @@ TEST(EngineOnFakeDriver, FreedMemoryIsNoLongerTouchedByItsTransfersStillQueued) 
   for (uint64_t a : {x, y}) engine.on_free(a);
 }
 
+TEST(EngineOnFakeDriver, AGraphLaunchFindsTheBytesItsCaptureReadsAndKeepsTheBudget) {
+  FakeDriver driver;
+  ASSERT_TRUE(driver.ok());
+  FakeDriverConfig config;
+  config.model_memory = 1;
+  driver.reset(config);
+  std::unique_ptr<CudaBackend> backend = driver.backend();
+  ASSERT_NE(backend, nullptr);
+  EngineOptions options;
+  options.budget_bytes = 2 * kMiB;
+  options.datapath = DataPath::kCopy;
+  options.host_limit_bytes = 4 * kMiB;
+  Engine engine(*backend, nullptr, options, nullptr);
+
+  std::vector<uint8_t> memory(8 * kMiB);
+  const uint64_t base = (reinterpret_cast<uint64_t>(memory.data()) + kMiB - 1) / kMiB * kMiB;
+  const uint64_t x = base, y = base + 2 * kMiB, z = base + 4 * kMiB;
+  for (uint64_t a : {x, y, z}) engine.on_alloc(a, kMiB);
+
+  // Captured (the driver names the capture through cuStreamGetCaptureInfo): the graph
+  // reads x and writes y. Nothing runs, nothing is queued.
+  driver.set_capturing(kStream, true);
+  const uint64_t capture = backend->capture_id(kStream);
+  ASSERT_NE(capture, 0u);
+  ASSERT_NE(capture, DeviceBackend::kCaptureUnknown);
+  kernel(engine, x, kMiB, PUMP_ACCESS_READ);
+  const pump_extent_v1_t writes_y{y, kMiB, PUMP_ACCESS_WRITE, PUMP_ROLE_UNKNOWN};
+  KernelTicket t;
+  engine.before_kernel(&t, kStream, &writes_y, 1);
+  engine.after_kernel(&t);
+  driver.set_capturing(kStream, false);
+  constexpr uint64_t kGraph = 0x600, kExec = 0x700;
+  engine.end_capture(capture, kGraph);
+  engine.graph_instantiated(kGraph, kExec);
+  EXPECT_EQ(engine.stats().kernels_captured, 2u);
+
+  // x gets its bytes, then leaves for z's kernel: saved and its device pages dropped.
+  kernel(engine, x, kMiB, PUMP_ACCESS_WRITE, 0x11);
+  kernel(engine, y, kMiB, PUMP_ACCESS_WRITE, 0x22);
+  kernel(engine, z, kMiB, PUMP_ACCESS_WRITE, 0x33);
+  ASSERT_TRUE(backend->wait_issued(10s));
+  ASSERT_GT(engine.stats().bytes_saved, 0u);
+
+  // The launch: x comes back before the graph runs, z leaves to keep the budget.
+  engine.before_graph_launch(&t, kStream, kExec);
+  ASSERT_TRUE(backend->wait_issued(10s));
+  const std::vector<uint8_t> x_bytes(kMiB, 0x11);
+  EXPECT_EQ(std::memcmp(reinterpret_cast<void*>(x), x_bytes.data(), kMiB), 0) << "the graph would read x's dropped pages";
+  std::memset(reinterpret_cast<void*>(y), 0x44, kMiB);  // the graph runs: writes y
+  engine.after_kernel(&t);
+  EXPECT_LE(engine.resident_bytes(), 2 * kMiB);
+  EXPECT_EQ(engine.stats().graph_launches, 1u);
+  EXPECT_EQ(engine.stats().unattributed_accesses, 0u);
+
+  // z's bytes were saved on the way out: they come back for its next kernel.
+  kernel(engine, z, kMiB, PUMP_ACCESS_READ);
+  ASSERT_TRUE(backend->wait_issued(10s));
+  const std::vector<uint8_t> z_bytes(kMiB, 0x33);
+  EXPECT_EQ(std::memcmp(reinterpret_cast<void*>(z), z_bytes.data(), kMiB), 0);
+  for (uint64_t a : {x, y, z}) engine.on_free(a);
+}
+
 }  // namespace
 }  // namespace pump

@@ -214,6 +214,17 @@ CUresult StreamIsCapturing(CUstream s, CUstreamCaptureStatus* st) {
                                                          : CU_STREAM_CAPTURE_STATUS_NONE;
   return CUDA_SUCCESS;
 }
+// A capture is named after the stream it was begun on (the fake has no forks).
+CUresult StreamGetCaptureInfo(CUstream s, CUstreamCaptureStatus* st, cuuint64_t* id, CUgraph*, const CUgraphNode**,
+                              const CUgraphEdgeData**, size_t*) {
+  ENTER("cuStreamGetCaptureInfo");
+  std::lock_guard lock(g_mutex);
+  if (g_config.contextless_threads && !context_current()) return CUDA_ERROR_INVALID_CONTEXT;
+  const bool capturing = g_capturing.count(reinterpret_cast<uint64_t>(s)) > 0;
+  *st = capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+  if (id) *id = capturing ? reinterpret_cast<uint64_t>(s) : 0;
+  return CUDA_SUCCESS;
+}
 CUresult StreamWaitEvent(CUstream s, CUevent, unsigned int) {
   ENTER("cuStreamWaitEvent");
   record("cuStreamWaitEvent", s, 0, 0, 0, 0);
@@ -470,7 +481,8 @@ const Entry kEntries[] = {
     FAKE("cuDevicePrimaryCtxRelease", PrimaryCtxRelease, 11000), FAKE("cuCtxSetCurrent", CtxSetCurrent, 4000),
     FAKE("cuMemGetInfo", MemGetInfo, 3020), FAKE("cuStreamCreate", StreamCreate, 2000),
     FAKE("cuStreamDestroy", StreamDestroy, 4000), FAKE("cuStreamSynchronize", StreamSynchronize, 2000),
-    FAKE("cuStreamIsCapturing", StreamIsCapturing, 10000), FAKE("cuStreamWaitEvent", StreamWaitEvent, 3020),
+    FAKE("cuStreamIsCapturing", StreamIsCapturing, 10000),
+    FAKE("cuStreamGetCaptureInfo", StreamGetCaptureInfo, 12030), FAKE("cuStreamWaitEvent", StreamWaitEvent, 3020),
     FAKE("cuEventCreate", EventCreate, 2000), FAKE("cuEventRecord", EventRecord, 2000),
     FAKE("cuEventQuery", EventQuery, 2000), FAKE("cuEventSynchronize", EventSynchronize, 2000),
     FAKE("cuEventDestroy", EventDestroy, 4000), FAKE("cuMemHostAlloc", MemHostAlloc, 2020),

@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # On a GPU machine, from the repo root, with .device/ carried (scripts/device_bundle.sh):
-#   tests/gpu/device_suite.sh [part...]     parts: check static-cudart torch-resnet torch-gpt bench datapath decode verify ddp ddp-bench
-# static-cudart, datapath, decode, verify, ddp and ddp-bench are not in the default list: run them by name.
+#   tests/gpu/device_suite.sh [part...]     parts: check static-cudart torch-resnet torch-gpt bench datapath decode verify ddp ddp-bench graphs
+# static-cudart, datapath, decode, verify, ddp, ddp-bench and graphs are not in the default list: run them by name.
+# graphs: a ResNet-50 step captured whole with torch.cuda.graph and replayed
+# (tests/gpu/torch/graph_steps.py, GRAPH_STEPS replays, default 12): native, then under pump at
+# PUMP_GPU_BUDGET = half the native footprint for each of POLICIES (default lru,learned) with
+# PUMP_VERIFY off and poison; every loss bit for bit against native, and the stats checked by
+# check_graph_stats.py (each replay a graph launch decided from its capture, the budget kept).
+# PUMP_MANAGED_LIMIT is half the free memory.
 # static-cudart: a program built with nvcc's default static CUDA runtime (static_cudart_check.sh).
 # ddp (needs two GPUs: the nvidia-h200-x2 machine): tests/gpu/torch/check_multi_gpu.py, native
 # against pump at PUMP_GPU_BUDGET = half of each device's footprint, for each of POLICIES
@@ -84,6 +90,35 @@ decode_suite() {
   [ $failures -eq 0 ]
 }
 
+graphs_suite() {
+  local steps=${GRAPH_STEPS:-12} failures=0 free limit footprint budget
+  free=$(nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits | head -1)  # MiB
+  limit=$((free * 1024 * 1024 / 2))  # SAFETY: half the free memory
+  timeout 540 python3 tests/gpu/torch/graph_steps.py --steps "$steps" > "$OUT/graphs-native.txt" 2> "$OUT/graphs-native.err" ||
+    { echo "native: FAILED: $(tail -3 "$OUT/graphs-native.err" | tr '\n' ' ')"; return 1; }
+  footprint=$(sed -n 's/^pump-bench: footprint_bytes=//p' "$OUT/graphs-native.txt")
+  budget=$((footprint / 2))
+  echo "graphs: footprint $((footprint >> 20)) MiB, budget $((budget >> 20)) MiB, managed limit $((limit >> 20)) MiB"
+  grep '^loss ' "$OUT/graphs-native.txt" > "$OUT/graphs-native.losses"
+  local policy verify name
+  for policy in $(echo "${POLICIES:-lru,learned}" | tr ',' ' '); do
+    for verify in off poison; do
+      name="pump-$policy-$verify"
+      env LD_PRELOAD="$LIBPUMP" PUMP_GPU_BUDGET="$budget" PUMP_MANAGED_LIMIT="$limit" PUMP_PLUGINS=cudnn,cublas,launch \
+        PUMP_POLICY="$policy" PUMP_DATAPATH=copy PUMP_VERIFY="$verify" PUMP_STATS="$OUT/graphs-$name.stats.json" \
+        timeout 540 python3 tests/gpu/torch/graph_steps.py --steps "$steps" > "$OUT/graphs-$name.txt" 2> "$OUT/graphs-$name.err"
+      local rc=$?
+      if [ $rc -ne 0 ]; then
+        echo "$name: FAILED rc=$rc: $(tail -3 "$OUT/graphs-$name.err" | tr '\n' ' ')"; failures=$((failures + 1)); continue
+      fi
+      if grep '^loss ' "$OUT/graphs-$name.txt" | cmp -s - "$OUT/graphs-native.losses"; then echo "$name: losses identical to native"
+      else echo "$name: LOSSES DIFFER FROM NATIVE"; failures=$((failures + 1)); fi
+      python3 tests/gpu/torch/check_graph_stats.py "$OUT/graphs-$name.stats.json" "$steps" || failures=$((failures + 1))
+    done
+  done
+  [ $failures -eq 0 ]
+}
+
 status=0
 for part in "${@:-check torch-resnet torch-gpt bench}"; do
   for p in $part; do
@@ -115,6 +150,7 @@ for part in "${@:-check torch-resnet torch-gpt bench}"; do
       datapath) .device/bin/pump-datapath-bench ${DATAPATH_ARGS:-} --json "$OUT/datapath.json" 2>&1 | tee "$OUT/datapath.txt"
                 rc=${PIPESTATUS[0]} ;;
       decode) decode_suite 2>&1 | tee "$OUT/decode.txt"; rc=${PIPESTATUS[0]} ;;
+      graphs) graphs_suite 2>&1 | tee "$OUT/graphs.txt"; rc=${PIPESTATUS[0]} ;;
       ddp) rc=0
            for run in "ddp resnet50 fp32" "ddp transformer bf16" "two-gpu transformer bf16"; do
              set -- $run

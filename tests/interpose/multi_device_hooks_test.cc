@@ -188,10 +188,25 @@ TEST_F(MultiDeviceHooks, HostMemoryIsCountedUnknownByTheStreamsDevice) {
 
 TEST_F(MultiDeviceHooks, NothingIsOrderedAgainstAStreamBeingCaptured) {
   backends_[1]->capturing_streams.insert(kStreamOn0);
+  // The capture also runs on a stream of device 1, where engine 1 sees a call of it.
+  backends_[1]->capturing_streams.insert(kStreamOn1);
+  backends_[1]->capture_ids[kStreamOn1] = 7;
+  const pump_extent_v1_t on1{kB1, 4096, PUMP_ACCESS_READ, PUMP_ROLE_UNKNOWN};
+  KernelTicket t;
+  engines_[1]->before_kernel(&t, kStreamOn1, &on1, 1);
+  engines_[1]->after_kernel(&t);
   ASSERT_EQ(cudaMemcpyPeerAsync(at(kB1), 1, at(kA0), 0, 4096, stream(kStreamOn0)), cudaSuccess);
   EXPECT_EQ(part_of(1), nullptr) << "device 1 is not told about a call that is only recorded";
   EXPECT_EQ(find_line("bridge_before 1:55"), -1);
   EXPECT_EQ(find_line("real"), 0) << "the call still runs";
+  // Device 1 cannot name the bridged call's capture: its record of capture 7 misses that
+  // write, so the graph stays unattributed there.
+  backends_[1]->capturing_streams.clear();
+  engines_[1]->end_capture(7, 0x600, false);
+  engines_[1]->graph_instantiated(0x600, 0x700);
+  engines_[1]->before_graph_launch(&t, kStreamOn1, 0x700);
+  engines_[1]->after_kernel(&t);
+  EXPECT_EQ(engines_[1]->stats().graph_launches_unattributed, 1u);
 }
 
 TEST_F(MultiDeviceHooks, AnUnsizedAccessRestoresOnEveryDevice) {

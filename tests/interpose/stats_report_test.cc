@@ -43,6 +43,8 @@ StatsReport sample() {
   d.engine.shadow_pinned_bytes = 108;
   d.engine.unattributed_accesses = 109;
   d.engine.bytes_unattributed_restored = 110;
+  d.engine.graph_launches = 112;
+  d.engine.graph_launches_unattributed = 113;
   r.datapath = "um";
   r.host_limit_bytes = 2048;
   r.verify = "poison";
@@ -71,7 +73,8 @@ TEST(StatsReport, RendersHooksDevicesAndConfiguration) {
         "\"host_limit_bytes\": 4096", "\"bytes_saved\": 101", "\"bytes_discarded_dead\": 102",
         "\"bytes_discarded_clean\": 103", "\"bytes_restored\": 104", "\"bytes_populated\": 105",
         "\"shadow_fallbacks\": 106", "\"shadow_used_peak_bytes\": 107", "\"shadow_pinned_bytes\": 108",
-        "\"unattributed_accesses\": 109", "\"bytes_unattributed_restored\": 110", "\"datapath\": \"um\"",
+        "\"unattributed_accesses\": 109", "\"bytes_unattributed_restored\": 110",
+        "\"graph_launches\": 112", "\"graph_launches_unattributed\": 113", "\"datapath\": \"um\"",
         "\"host_limit_bytes\": 2048", "\"verify\": \"poison\""})
     EXPECT_NE(json.find(needle), std::string::npos) << needle << "\n" << json;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdio>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -41,6 +42,11 @@ class RecordingBackend : public DeviceBackend {
   }
   bool done(const Fence& fence) override { return all_done || completed.count({fence.stream, fence.value}); }
   bool capturing(StreamId stream) override { return capturing_streams.count(stream) > 0; }
+  // A capturing stream without an entry in capture_ids is one the backend cannot name.
+  uint64_t capture_id(StreamId stream) override {
+    auto it = capture_ids.find(stream);
+    return capturing(stream) && it != capture_ids.end() ? it->second : DeviceBackend::capture_id(stream);
+  }
   // Nothing runs here: a wait completes the fence (and is recorded).
   void host_wait(const Fence& fence) override {
     host_waits.push_back(fence);
@@ -64,6 +70,7 @@ class RecordingBackend : public DeviceBackend {
   std::vector<Fence> host_waits;
   std::set<std::pair<StreamId, uint64_t>> completed;
   std::set<StreamId> capturing_streams;
+  std::map<StreamId, uint64_t> capture_ids;
   bool all_done = false;
   bool host_memory = false;  // allocate_host hands out (fake) addresses
   StreamId bridge = 0;

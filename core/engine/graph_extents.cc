@@ -1,0 +1,87 @@
+#include "core/engine/graph_extents.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace pump {
+
+void GraphExtents::add_extent(Capture& c, const pump_extent_v1_t& e, bool inexact) {
+  if (!e.bytes) return;
+  auto [it, inserted] = c.extents.try_emplace(Key{e.address, e.bytes, inexact}, e);
+  if (inserted) return;
+  pump_extent_v1_t& joined = it->second;
+  joined.access |= e.access;
+  // A piece is dead after the graph only if every use of it was as a workspace, and
+  // its role is known only if its uses agree.
+  if (joined.role != e.role) joined.role = PUMP_ROLE_UNKNOWN;
+}
+
+void GraphExtents::add_call(uint64_t capture, const pump_extent_v1_t* extents, size_t count,
+                            const uint8_t* inexact) {
+  Capture& c = captures_[capture];
+  for (size_t i = 0; i < count; ++i) add_extent(c, extents[i], inexact && inexact[i]);
+}
+
+void GraphExtents::add_unattributed(uint64_t capture) { captures_[capture].unattributed = true; }
+
+void GraphExtents::add_lost_call() {
+  for (auto& [id, c] : captures_) c.unattributed = true;
+  lost_call_pending_ = true;
+}
+
+void GraphExtents::add_graph(uint64_t capture, uint64_t exec) {
+  const Record* r = of_exec(exec);
+  if (!r) {
+    add_unattributed(capture);
+    return;
+  }
+  Capture& c = captures_[capture];
+  c.unattributed |= r->unattributed;
+  for (size_t i = 0; i < r->extents.size(); ++i) add_extent(c, r->extents[i], r->inexact[i] != 0);
+}
+
+GraphExtents::Record GraphExtents::finish(const Capture& c) {
+  Record r;
+  r.unattributed = c.unattributed;
+  std::vector<std::pair<Key, pump_extent_v1_t>> sorted(c.extents.begin(), c.extents.end());
+  // In address order: the engine then walks its block tree forward, and a record is
+  // the same whatever order the hash map kept.
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+    if (a.first.address != b.first.address) return a.first.address < b.first.address;
+    if (a.first.bytes != b.first.bytes) return a.first.bytes < b.first.bytes;
+    return a.first.inexact < b.first.inexact;
+  });
+  r.extents.reserve(sorted.size());
+  r.inexact.reserve(sorted.size());
+  for (const auto& [key, extent] : sorted) {
+    r.extents.push_back(extent);
+    r.inexact.push_back(key.inexact ? 1 : 0);
+  }
+  return r;
+}
+
+void GraphExtents::end_capture(uint64_t capture, uint64_t graph, bool empty_is_known) {
+  if (std::exchange(lost_call_pending_, false)) add_unattributed(capture);
+  auto it = captures_.find(capture);
+  if (it == captures_.end()) {
+    // A new graph may reuse a destroyed one's handle: never let it inherit that record.
+    if (empty_is_known) graphs_[graph] = Record{};
+    else graphs_.erase(graph);
+    return;
+  }
+  graphs_[graph] = finish(it->second);
+  captures_.erase(it);
+}
+
+void GraphExtents::instantiated(uint64_t graph, uint64_t exec) {
+  auto it = graphs_.find(graph);
+  if (it == graphs_.end()) execs_.erase(exec);
+  else execs_[exec] = it->second;
+}
+
+const GraphExtents::Record* GraphExtents::of_exec(uint64_t exec) const {
+  auto it = execs_.find(exec);
+  return it == execs_.end() ? nullptr : &it->second;
+}
+
+}  // namespace pump
