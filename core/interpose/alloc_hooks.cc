@@ -12,8 +12,8 @@
 //   emulating them with managed memory would change stream-ordered semantics (reuse
 //   across streams, pool attributes and IPC export, graph memory nodes under capture).
 //   One warning says so.
-// - cuMemCreate / cuMemMap (PyTorch's expandable segments) map physical device memory:
-//   it cannot be managed either. Passed through with one warning.
+// - cuMemCreate / cuMemMap (PyTorch's expandable segments) are emulated on managed
+//   memory by vmm_hooks.cc.
 // - Zero-byte requests go to the real allocator: cudaMallocManaged rejects size 0
 //   where cudaMalloc succeeds.
 // - Memory a CUDA library (cuBLAS, cuDNN, NCCL, ...) allocates for itself passes through
@@ -25,6 +25,7 @@
 
 #include "core/common/byte_size.h"
 #include "core/common/log.h"
+#include "core/interpose/alloc_hooks.h"
 #include "core/interpose/cuda_library_files.h"
 #include "core/interpose/current_device.h"
 #include "core/interpose/custom_hooks.h"
@@ -41,22 +42,6 @@ namespace {
 constexpr size_t kPitchAlignment = 512;
 
 size_t pitch_for(size_t width) { return (width + kPitchAlignment - 1) / kPitchAlignment * kPitchAlignment; }
-
-// Memory a CUDA library allocates for itself (cuBLAS, cuDNN, NCCL...: its static
-// runtime reaches the driver hooks since lookups through libcuda's handle are
-// redirected) stays device memory: its kernels reach it through pointers pump never sees
-// (handles, device-side structures, calls pump hooks as a whole), and on the copy data
-// path an evicted block nobody saw being used would be read back as garbage.
-bool wanted_by_cuda_library(Runtime* rt) {
-  const char* file = file_of_address(t_hook_caller);
-  if (!is_cuda_library_file(file)) return false;
-  rt->count_untracked_library();
-  PUMP_LOG_ONCE(LogLevel::kInfo,
-                "device memory CUDA libraries allocate for themselves (first from %s) stays device memory: not "
-                "tracked, prefetched or evicted",
-                file);
-  return true;
-}
 
 enum class Managed { kDone, kRefused, kPassThrough };
 
@@ -100,16 +85,23 @@ void warn_async_untracked(Runtime* rt) {
                 "cannot be managed memory: they pass through, untracked, never prefetched or evicted");
 }
 
-void warn_vmm_untracked(Runtime* rt) {
-  rt->count_untracked_vmm();
-  PUMP_LOG_ONCE(LogLevel::kWarn,
-                "cuMemCreate/cuMemMap (e.g. PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) map physical device "
-                "memory, which cannot be managed memory: these allocations are not tracked, prefetched or evicted "
-                "and count against the GPU outside PUMP_GPU_BUDGET; turn expandable segments off to let pump "
-                "manage them");
-}
-
 }  // namespace
+
+// Memory a CUDA library allocates for itself (cuBLAS, cuDNN, NCCL...: its static
+// runtime reaches the driver hooks since lookups through libcuda's handle are
+// redirected) stays device memory: its kernels reach it through pointers pump never sees
+// (handles, device-side structures, calls pump hooks as a whole), and on the copy data
+// path an evicted block nobody saw being used would be read back as garbage.
+bool wanted_by_cuda_library(Runtime* rt) {
+  const char* file = file_of_address(t_hook_caller);
+  if (!is_cuda_library_file(file)) return false;
+  rt->count_untracked_library();
+  PUMP_LOG_ONCE(LogLevel::kInfo,
+                "device memory CUDA libraries allocate for themselves (first from %s) stays device memory: not "
+                "tracked, prefetched or evicted",
+                file);
+  return true;
+}
 
 // ------------------------------------------------------------------ runtime API
 
@@ -329,26 +321,6 @@ CUresult on_cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
 CUresult on_cuMemGetInfo_v2(size_t* free, size_t* total) {
   auto fn = real<k_cuMemGetInfo_v2>();
   return fn ? fn(free, total) : missing_symbol_status<CUresult>();
-}
-
-CUresult on_cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
-                        unsigned long long flags) {
-  auto fn = real<k_cuMemCreate>();
-  if (!fn) return missing_symbol_status<CUresult>();
-  if (inside_hook()) return fn(handle, size, prop, flags);
-  ReentryGuard guard;
-  if (Runtime* rt = Runtime::get()) warn_vmm_untracked(rt);
-  return fn(handle, size, prop, flags);
-}
-
-CUresult on_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
-                     unsigned long long flags) {
-  auto fn = real<k_cuMemMap>();
-  if (!fn) return missing_symbol_status<CUresult>();
-  if (inside_hook()) return fn(ptr, size, offset, handle, flags);
-  ReentryGuard guard;
-  if (Runtime* rt = Runtime::get()) warn_vmm_untracked(rt);
-  return fn(ptr, size, offset, handle, flags);
 }
 
 }  // namespace pump::interpose
