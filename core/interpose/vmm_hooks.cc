@@ -97,13 +97,15 @@ void warn_passed_through(Runtime* rt, const std::string& why) {
 
 CUresult on_cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr addr,
                                 unsigned long long flags) {
-  auto fn = real<k_cuMemAddressReserve>();
-  if (!fn) return missing_symbol_status<CUresult>();
-  if (inside_hook()) return fn(ptr, size, alignment, addr, flags);
+  auto pass = [&] {
+    auto fn = real<k_cuMemAddressReserve>();
+    return fn ? fn(ptr, size, alignment, addr, flags) : missing_symbol_status<CUresult>();
+  };
+  if (inside_hook()) return pass();
   ReentryGuard guard;
   Runtime* rt = Runtime::get();
   count(rt, k_cuMemAddressReserve);
-  if (!emulating(rt)) return fn(ptr, size, alignment, addr, flags);
+  if (!emulating(rt)) return pass();
   // `addr` is a hint the driver may ignore too; `flags` are reserved (zero).
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
   uint64_t address = 0;
@@ -113,25 +115,29 @@ CUresult on_cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment,
 }
 
 CUresult on_cuMemAddressFree(CUdeviceptr ptr, size_t size) {
-  auto fn = real<k_cuMemAddressFree>();
-  if (!emulation().in_reservation(ptr)) return fn ? fn(ptr, size) : missing_symbol_status<CUresult>();
+  if (!emulation().in_reservation(ptr)) {
+    auto fn = real<k_cuMemAddressFree>();
+    return fn ? fn(ptr, size) : missing_symbol_status<CUresult>();
+  }
   ReentryGuard guard;
   return emulation().free_reservation(ptr, size);
 }
 
 CUresult on_cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
                         unsigned long long flags) {
-  auto fn = real<k_cuMemCreate>();
-  if (!fn) return missing_symbol_status<CUresult>();
-  if (inside_hook()) return fn(handle, size, prop, flags);
+  auto pass = [&] {
+    auto fn = real<k_cuMemCreate>();
+    return fn ? fn(handle, size, prop, flags) : missing_symbol_status<CUresult>();
+  };
+  if (inside_hook()) return pass();
   ReentryGuard guard;
   Runtime* rt = Runtime::get();
   count(rt, k_cuMemCreate);
-  if (!prop || !emulating(rt)) return fn(handle, size, prop, flags);
+  if (!prop || !emulating(rt)) return pass();
   std::string why;
   if (!VmmEmulation::can_emulate(*prop, &why)) {
     warn_passed_through(rt, why);
-    return fn(handle, size, prop, flags);
+    return pass();
   }
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
   // The driver's granularity rule, and its error for a device it does not know.
@@ -154,10 +160,12 @@ CUresult on_cuMemRelease(CUmemGenericAllocationHandle handle) {
 
 CUresult on_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
                      unsigned long long flags) {
-  auto fn = real<k_cuMemMap>();
   const bool emulated_handle = VmmEmulation::is_emulated_handle(handle);
   const bool emulated_range = emulation().in_reservation(ptr);
-  if (!emulated_handle && !emulated_range) return fn ? fn(ptr, size, offset, handle, flags) : missing_symbol_status<CUresult>();
+  if (!emulated_handle && !emulated_range) {
+    auto fn = real<k_cuMemMap>();
+    return fn ? fn(ptr, size, offset, handle, flags) : missing_symbol_status<CUresult>();
+  }
   ReentryGuard guard;
   if (Runtime* rt = Runtime::get()) count(rt, k_cuMemMap);
   if (!emulated_handle) {

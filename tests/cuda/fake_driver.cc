@@ -390,6 +390,30 @@ CUresult MemcpyDtoH(void* dst, CUdeviceptr src, size_t n) {
   record("cuMemcpyDtoH", nullptr, src, n, reinterpret_cast<uint64_t>(dst), 0);
   return CUDA_SUCCESS;
 }
+// The virtual memory management calls pump leaves to the driver: the granularity rule
+// (2 MiB, as on current GPUs) and handles it does not emulate (recorded: value = handle).
+constexpr size_t kVmmGranularity = 2 << 20;
+CUresult MemGetAllocationGranularity(size_t* g, const CUmemAllocationProp* prop, CUmemAllocationGranularity_flags) {
+  ENTER("cuMemGetAllocationGranularity");
+  if (g == nullptr || prop == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE && (prop->location.id < 0 || prop->location.id >= config().devices))
+    return CUDA_ERROR_INVALID_DEVICE;
+  *g = kVmmGranularity;
+  return CUDA_SUCCESS;
+}
+std::atomic<uint64_t> g_next_vmm_handle{0x5000};
+CUresult MemCreate(CUmemGenericAllocationHandle* h, size_t n, const CUmemAllocationProp* prop, unsigned long long) {
+  ENTER("cuMemCreate");
+  if (h == nullptr || prop == nullptr || n == 0 || n % kVmmGranularity) return CUDA_ERROR_INVALID_VALUE;
+  *h = g_next_vmm_handle += 0x100;
+  record("cuMemCreate", nullptr, 0, n, *h, 0);
+  return CUDA_SUCCESS;
+}
+CUresult MemRelease(CUmemGenericAllocationHandle h) {
+  ENTER("cuMemRelease");
+  record("cuMemRelease", nullptr, 0, 0, h, 0);
+  return CUDA_SUCCESS;
+}
 CUresult CtxGetDevice(CUdevice* d) {
   ENTER("cuCtxGetDevice");
   if (!context_current()) return CUDA_ERROR_INVALID_CONTEXT;
@@ -492,6 +516,8 @@ const Entry kEntries[] = {
     // What a program allocates and copies with (the cuda backend uses none of them).
     FAKE("cuMemAlloc", MemAlloc, 3020), FAKE("cuMemAllocManaged", MemAllocManaged, 6000),
     FAKE("cuMemFree", MemFree, 3020), FAKE("cuMemcpyHtoD", MemcpyHtoD, 3020), FAKE("cuMemcpyDtoH", MemcpyDtoH, 3020),
+    FAKE("cuMemGetAllocationGranularity", MemGetAllocationGranularity, 10020),
+    FAKE("cuMemCreate", MemCreate, 10020), FAKE("cuMemRelease", MemRelease, 10020),
     // CUDA 13's cuCtxGetDevice takes a context too (cuCtxGetDevice_v2): not faked.
     {"cuCtxGetDevice", reinterpret_cast<void*>(&CtxGetDevice), 2000, 13000},
     FAKE("cuGetProcAddress", GetProcAddress, 12000),
@@ -559,6 +585,19 @@ FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int 
                                     unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void** params,
                                     void** extra) {
   return LaunchKernel(f, gx, gy, gz, bx, by, bz, shared, s, params, extra);
+}
+FAKE_EXPORT CUresult cuMemGetAllocationGranularity(size_t* g, const CUmemAllocationProp* prop,
+                                                   CUmemAllocationGranularity_flags option) {
+  return MemGetAllocationGranularity(g, prop, option);
+}
+FAKE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* h, size_t n, const CUmemAllocationProp* prop,
+                                 unsigned long long flags) {
+  return MemCreate(h, n, prop, flags);
+}
+FAKE_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h) { return MemRelease(h); }
+FAKE_EXPORT CUresult cuMemDiscardBatchAsync(CUdeviceptr* p, size_t* sizes, size_t n, unsigned long long flags,
+                                            CUstream s) {
+  return MemDiscardBatchAsync(p, sizes, n, flags, s);
 }
 FAKE_EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t* offset, size_t* size) {
   return FuncGetParamInfo(f, index, offset, size);
