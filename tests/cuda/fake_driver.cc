@@ -374,6 +374,18 @@ CUresult MemAllocManaged(CUdeviceptr* p, size_t n, unsigned int) {
   ENTER("cuMemAllocManaged");
   return allocate("cuMemAllocManaged", p, n);
 }
+// Stream-ordered allocations pump leaves to the driver (under graph capture): the memory of a pool.
+CUresult MemAllocAsync(CUdeviceptr* p, size_t n, CUstream s) {
+  ENTER("cuMemAllocAsync");
+  (void)s;
+  return allocate("cuMemAllocAsync", p, n);
+}
+CUresult MemFreeAsync(CUdeviceptr p, CUstream s) {
+  ENTER("cuMemFreeAsync");
+  record("cuMemFreeAsync", s, p, 0, 0, 0);
+  std::free(reinterpret_cast<void*>(p));
+  return CUDA_SUCCESS;
+}
 CUresult MemFree(CUdeviceptr p) {
   ENTER("cuMemFree");
   record("cuMemFree", nullptr, p, 0, 0, 0);
@@ -516,6 +528,7 @@ const Entry kEntries[] = {
     // What a program allocates and copies with (the cuda backend uses none of them).
     FAKE("cuMemAlloc", MemAlloc, 3020), FAKE("cuMemAllocManaged", MemAllocManaged, 6000),
     FAKE("cuMemFree", MemFree, 3020), FAKE("cuMemcpyHtoD", MemcpyHtoD, 3020), FAKE("cuMemcpyDtoH", MemcpyDtoH, 3020),
+    FAKE("cuMemAllocAsync", MemAllocAsync, 11020), FAKE("cuMemFreeAsync", MemFreeAsync, 11020),
     FAKE("cuMemGetAllocationGranularity", MemGetAllocationGranularity, 10020),
     FAKE("cuMemCreate", MemCreate, 10020), FAKE("cuMemRelease", MemRelease, 10020),
     // CUDA 13's cuCtxGetDevice takes a context too (cuCtxGetDevice_v2): not faked.
@@ -586,6 +599,15 @@ FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int 
                                     void** extra) {
   return LaunchKernel(f, gx, gy, gz, bx, by, bz, shared, s, params, extra);
 }
+FAKE_EXPORT CUresult cuMemAllocAsync(CUdeviceptr* p, size_t n, CUstream s) { return MemAllocAsync(p, n, s); }
+FAKE_EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) { return MemFreeAsync(p, s); }
+// The events and the capture query pump's stream-ordered frees use.
+FAKE_EXPORT CUresult cuEventCreate(CUevent* e, unsigned int flags) { return EventCreate(e, flags); }
+FAKE_EXPORT CUresult cuEventRecord(CUevent e, CUstream s) { return EventRecord(e, s); }
+FAKE_EXPORT CUresult cuEventQuery(CUevent e) { return EventQuery(e); }
+FAKE_EXPORT CUresult cuEventSynchronize(CUevent e) { return EventSynchronize(e); }
+FAKE_EXPORT CUresult cuEventDestroy(CUevent e) { return EventDestroy(e); }
+FAKE_EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus* st) { return StreamIsCapturing(s, st); }
 FAKE_EXPORT CUresult cuMemGetAllocationGranularity(size_t* g, const CUmemAllocationProp* prop,
                                                    CUmemAllocationGranularity_flags option) {
   return MemGetAllocationGranularity(g, prop, option);
