@@ -19,11 +19,13 @@
 // - Memory a CUDA library allocates for itself passes through, as for cudaMalloc; frees of
 //   memory pump did not make pass through.
 #include <functional>
+#include <optional>
 
 #include "core/common/log.h"
 #include "core/interpose/alloc_hooks.h"
 #include "core/interpose/current_device.h"
 #include "core/interpose/custom_hooks.h"
+#include "core/interpose/memory_pools.h"
 #include "core/interpose/real_symbols.h"
 #include "core/interpose/reentry_guard.h"
 #include "core/interpose/runtime.h"
@@ -51,9 +53,18 @@ enum class Outcome { kDone, kRefused, kFailedReal, kPassThrough };
 
 // Allocates `bytes` of managed memory on `library`'s current device with `allocate` (true on
 // success, writing the address), in stream order on `stream`.
+// The device a stream-ordered allocation is for: `pool`'s (nullptr: the current device's
+// pool), or none when the pool is the driver's alone.
+std::optional<int> device_for(Library library, const CUmemoryPool* pool) {
+  if (pool) return known_pools().device_of(*pool);
+  return current_device(library);
+}
+
 template <typename Allocate>
-Outcome allocate_in_stream_order(Runtime* rt, Library library, CUstream stream, size_t bytes, Allocate allocate,
-                                 uint64_t* address) {
+Outcome allocate_in_stream_order(Runtime* rt, Library library, const CUmemoryPool* pool, CUstream stream, size_t bytes,
+                                 Allocate allocate, uint64_t* address) {
+  const std::optional<int> device = device_for(library, pool);
+  if (!device) return Outcome::kPassThrough;
   if (capturing(stream)) {
     rt->count_untracked_async();
     PUMP_LOG_ONCE(LogLevel::kWarn,
@@ -62,11 +73,10 @@ Outcome allocate_in_stream_order(Runtime* rt, Library library, CUstream stream, 
     return Outcome::kPassThrough;
   }
   frees().collect();
-  const int device = current_device(library);
   // Room still held by frees waiting for their stream.
-  if (!rt->fits_managed(device, bytes)) frees().wait_for_device(device);
+  if (!rt->fits_managed(*device, bytes)) frees().wait_for_device(*device);
   bool failed_real = false;
-  switch (allocate_managed(rt, device, bytes, allocate, address, &failed_real)) {
+  switch (allocate_managed(rt, *device, bytes, allocate, address, &failed_real)) {
     case Managed::kDone: return Outcome::kDone;
     case Managed::kRefused: return failed_real ? Outcome::kFailedReal : Outcome::kRefused;
     case Managed::kPassThrough: break;
@@ -100,12 +110,10 @@ bool free_in_stream_order(Runtime* rt, uint64_t address, CUstream stream, std::f
   return true;
 }
 
-template <SymbolId id>
-cudaError_t runtime_malloc_async(void** devPtr, size_t size, cudaStream_t stream, CUstream ordered_on) {
-  auto pass = [&] {
-    auto fn = real<id>();
-    return fn ? fn(devPtr, size, stream) : missing_symbol_status<cudaError_t>();
-  };
+// cudaMalloc[FromPool]Async: `pass` is the real call.
+template <typename Pass>
+cudaError_t runtime_malloc_async(SymbolId id, void** devPtr, size_t size, const CUmemoryPool* pool, CUstream ordered_on,
+                                 Pass pass) {
   if (inside_hook() || !devPtr || size == 0) return pass();
   ReentryGuard guard;  // held over the real call: a runtime's cuMemAllocAsync underneath is not counted again
   Runtime* rt = Runtime::get();
@@ -120,7 +128,7 @@ cudaError_t runtime_malloc_async(void** devPtr, size_t size, cudaStream_t stream
     *out = reinterpret_cast<uint64_t>(p);
     return status == cudaSuccess;
   };
-  switch (allocate_in_stream_order(rt, Library::kCudart, ordered_on, size, allocate, &address)) {
+  switch (allocate_in_stream_order(rt, Library::kCudart, pool, ordered_on, size, allocate, &address)) {
     case Outcome::kDone: *devPtr = reinterpret_cast<void*>(address); return cudaSuccess;
     case Outcome::kRefused: return cudaErrorMemoryAllocation;
     case Outcome::kFailedReal: return status;
@@ -148,12 +156,10 @@ cudaError_t runtime_free_async(void* devPtr, cudaStream_t stream, CUstream order
   return captured ? cudaErrorStreamCaptureUnsupported : cudaSuccess;
 }
 
-template <SymbolId id>
-CUresult driver_alloc_async(CUdeviceptr* dptr, size_t bytesize, CUstream stream, CUstream ordered_on) {
-  auto pass = [&] {
-    auto fn = real<id>();
-    return fn ? fn(dptr, bytesize, stream) : missing_symbol_status<CUresult>();
-  };
+// cuMemAlloc[FromPool]Async: `pass` is the real call.
+template <typename Pass>
+CUresult driver_alloc_async(SymbolId id, CUdeviceptr* dptr, size_t bytesize, const CUmemoryPool* pool,
+                            CUstream ordered_on, Pass pass) {
   if (inside_hook() || !dptr || bytesize == 0) return pass();
   ReentryGuard guard;
   Runtime* rt = Runtime::get();
@@ -168,7 +174,7 @@ CUresult driver_alloc_async(CUdeviceptr* dptr, size_t bytesize, CUstream stream,
     *out = p;
     return status == CUDA_SUCCESS;
   };
-  switch (allocate_in_stream_order(rt, Library::kDriver, ordered_on, bytesize, allocate, &address)) {
+  switch (allocate_in_stream_order(rt, Library::kDriver, pool, ordered_on, bytesize, allocate, &address)) {
     case Outcome::kDone: *dptr = address; return CUDA_SUCCESS;
     case Outcome::kRefused: return CUDA_ERROR_OUT_OF_MEMORY;
     case Outcome::kFailedReal: return status;
@@ -197,11 +203,29 @@ CUresult driver_free_async(CUdeviceptr dptr, CUstream stream, CUstream ordered_o
 
 }  // namespace
 
+// The real call of hook `id`, with the hook's own arguments.
+template <SymbolId id, typename... Args>
+auto real_call(Args... args) {
+  auto fn = real<id>();
+  using Result = decltype(fn(args...));
+  return fn ? fn(args...) : missing_symbol_status<Result>();
+}
+
 cudaError_t on_cudaMallocAsync(void** devPtr, size_t size, cudaStream_t hStream) {
-  return runtime_malloc_async<k_cudaMallocAsync>(devPtr, size, hStream, hStream);
+  return runtime_malloc_async(k_cudaMallocAsync, devPtr, size, nullptr, hStream,
+                              [&] { return real_call<k_cudaMallocAsync>(devPtr, size, hStream); });
 }
 cudaError_t on_cudaMallocAsync_ptsz(void** devPtr, size_t size, cudaStream_t hStream) {
-  return runtime_malloc_async<k_cudaMallocAsync_ptsz>(devPtr, size, hStream, per_thread(hStream));
+  return runtime_malloc_async(k_cudaMallocAsync_ptsz, devPtr, size, nullptr, per_thread(hStream),
+                              [&] { return real_call<k_cudaMallocAsync_ptsz>(devPtr, size, hStream); });
+}
+cudaError_t on_cudaMallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream) {
+  return runtime_malloc_async(k_cudaMallocFromPoolAsync, ptr, size, &memPool, stream,
+                              [&] { return real_call<k_cudaMallocFromPoolAsync>(ptr, size, memPool, stream); });
+}
+cudaError_t on_cudaMallocFromPoolAsync_ptsz(void** ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream) {
+  return runtime_malloc_async(k_cudaMallocFromPoolAsync_ptsz, ptr, size, &memPool, per_thread(stream),
+                              [&] { return real_call<k_cudaMallocFromPoolAsync_ptsz>(ptr, size, memPool, stream); });
 }
 cudaError_t on_cudaFreeAsync(void* devPtr, cudaStream_t hStream) {
   return runtime_free_async<k_cudaFreeAsync>(devPtr, hStream, hStream);
@@ -210,10 +234,20 @@ cudaError_t on_cudaFreeAsync_ptsz(void* devPtr, cudaStream_t hStream) {
   return runtime_free_async<k_cudaFreeAsync_ptsz>(devPtr, hStream, per_thread(hStream));
 }
 CUresult on_cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
-  return driver_alloc_async<k_cuMemAllocAsync>(dptr, bytesize, hStream, hStream);
+  return driver_alloc_async(k_cuMemAllocAsync, dptr, bytesize, nullptr, hStream,
+                            [&] { return real_call<k_cuMemAllocAsync>(dptr, bytesize, hStream); });
 }
 CUresult on_cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
-  return driver_alloc_async<k_cuMemAllocAsync_ptsz>(dptr, bytesize, hStream, per_thread(hStream));
+  return driver_alloc_async(k_cuMemAllocAsync_ptsz, dptr, bytesize, nullptr, per_thread(hStream),
+                            [&] { return real_call<k_cuMemAllocAsync_ptsz>(dptr, bytesize, hStream); });
+}
+CUresult on_cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
+  return driver_alloc_async(k_cuMemAllocFromPoolAsync, dptr, bytesize, &pool, hStream,
+                            [&] { return real_call<k_cuMemAllocFromPoolAsync>(dptr, bytesize, pool, hStream); });
+}
+CUresult on_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
+  return driver_alloc_async(k_cuMemAllocFromPoolAsync_ptsz, dptr, bytesize, &pool, per_thread(hStream),
+                            [&] { return real_call<k_cuMemAllocFromPoolAsync_ptsz>(dptr, bytesize, pool, hStream); });
 }
 CUresult on_cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
   return driver_free_async<k_cuMemFreeAsync>(dptr, hStream, hStream);

@@ -191,6 +191,52 @@ TEST_F(AsyncAllocHooks, UnderGraphCaptureAllocationsPassThroughAndFreesOfPumpsMe
   ASSERT_EQ(cuMemFreeAsync(mine, stream(captured)), CUDA_SUCCESS);
 }
 
+CUmemPoolProps pool_props(CUmemAllocationHandleType handles) {
+  CUmemPoolProps props{};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.handleTypes = handles;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = 0;
+  return props;
+}
+
+TEST_F(AsyncAllocHooks, PoolsStayTheDriversAndAllocationsFromThemAreManaged) {
+  const CUmemPoolProps props = pool_props(CU_MEM_HANDLE_TYPE_NONE);
+  const uint64_t creates = driver_->count("cuMemPoolCreate"), destroys = driver_->count("cuMemPoolDestroy");
+  CUmemoryPool pool = nullptr;
+  ASSERT_EQ(cuMemPoolCreate(&pool, &props), CUDA_SUCCESS);
+  EXPECT_EQ(driver_->count("cuMemPoolCreate"), creates + 1) << "the driver made the pool";
+  CUdeviceptr p = 0;
+  ASSERT_EQ(cuMemAllocFromPoolAsync(&p, kMiB, pool, stream(0x5a08)), CUDA_SUCCESS);
+  EXPECT_EQ(calls_at("cuMemAllocManaged", p), 1u);
+  EXPECT_EQ(calls_named("cuMemAllocFromPoolAsync"), 0u);
+  EXPECT_TRUE(tracked(p));
+  ASSERT_EQ(cuMemFreeAsync(p, stream(0x5a08)), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemPoolDestroy(pool), CUDA_SUCCESS);
+  EXPECT_EQ(driver_->count("cuMemPoolDestroy"), destroys + 1);
+
+  CUmemoryPool default_pool = nullptr;
+  ASSERT_EQ(cuDeviceGetDefaultMemPool(&default_pool, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAllocFromPoolAsync(&p, kMiB, default_pool, stream(0x5a08)), CUDA_SUCCESS);
+  EXPECT_TRUE(tracked(p)) << "the device's default pool";
+  ASSERT_EQ(cuMemFreeAsync(p, stream(0x5a08)), CUDA_SUCCESS);
+}
+
+TEST_F(AsyncAllocHooks, AllocationsFromAnExportablePoolStayTheDrivers) {
+  const CUmemPoolProps props = pool_props(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUmemoryPool pool = nullptr;
+  ASSERT_EQ(cuMemPoolCreate(&pool, &props), CUDA_SUCCESS);
+  CUdeviceptr p = 0;
+  ASSERT_EQ(cuMemAllocFromPoolAsync(&p, kMiB, pool, stream(0x5a09)), CUDA_SUCCESS);
+  EXPECT_EQ(calls_at("cuMemAllocFromPoolAsync", p), 1u) << "IPC pools' memory cannot be managed";
+  EXPECT_FALSE(tracked(p));
+  ASSERT_EQ(cuMemFreeAsync(p, stream(0x5a09)), CUDA_SUCCESS);
+  EXPECT_EQ(calls_at("cuMemFreeAsync", p), 1u) << "freed by the driver";
+  ASSERT_EQ(cuMemPoolDestroy(pool), CUDA_SUCCESS);
+  CUmemoryPool unknown = nullptr;
+  EXPECT_EQ(cuMemPoolCreate(&unknown, nullptr), CUDA_ERROR_INVALID_VALUE) << "the driver's error";
+}
+
 TEST_F(AsyncAllocHooks, BadArgumentsGetTheDriversOwnError) {
   const uint64_t driver_calls = driver_->count("cuMemAllocAsync");
   EXPECT_EQ(cuMemAllocAsync(nullptr, kMiB, stream(0x5a07)), CUDA_ERROR_INVALID_VALUE);

@@ -386,6 +386,31 @@ CUresult MemFreeAsync(CUdeviceptr p, CUstream s) {
   std::free(reinterpret_cast<void*>(p));
   return CUDA_SUCCESS;
 }
+// Memory pools: a created pool is an object of the fake's, a device's default pool a fixed value.
+struct FakePool {
+  CUmemPoolProps props;
+};
+CUresult MemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props) {
+  ENTER("cuMemPoolCreate");
+  if (pool == nullptr || props == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *pool = reinterpret_cast<CUmemoryPool>(new FakePool{*props});
+  return CUDA_SUCCESS;
+}
+CUresult MemPoolDestroy(CUmemoryPool pool) {
+  ENTER("cuMemPoolDestroy");
+  delete reinterpret_cast<FakePool*>(pool);
+  return CUDA_SUCCESS;
+}
+CUresult DeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice device) {
+  ENTER("cuDeviceGetDefaultMemPool");
+  if (pool == nullptr || device < 0 || device >= config().devices) return CUDA_ERROR_INVALID_VALUE;
+  *pool = reinterpret_cast<CUmemoryPool>(uintptr_t{0xde0} + static_cast<uintptr_t>(device));
+  return CUDA_SUCCESS;
+}
+CUresult MemAllocFromPoolAsync(CUdeviceptr* p, size_t n, CUmemoryPool, CUstream) {
+  ENTER("cuMemAllocFromPoolAsync");
+  return allocate("cuMemAllocFromPoolAsync", p, n);
+}
 CUresult MemFree(CUdeviceptr p) {
   ENTER("cuMemFree");
   record("cuMemFree", nullptr, p, 0, 0, 0);
@@ -529,6 +554,9 @@ const Entry kEntries[] = {
     FAKE("cuMemAlloc", MemAlloc, 3020), FAKE("cuMemAllocManaged", MemAllocManaged, 6000),
     FAKE("cuMemFree", MemFree, 3020), FAKE("cuMemcpyHtoD", MemcpyHtoD, 3020), FAKE("cuMemcpyDtoH", MemcpyDtoH, 3020),
     FAKE("cuMemAllocAsync", MemAllocAsync, 11020), FAKE("cuMemFreeAsync", MemFreeAsync, 11020),
+    FAKE("cuMemPoolCreate", MemPoolCreate, 11020), FAKE("cuMemPoolDestroy", MemPoolDestroy, 11020),
+    FAKE("cuDeviceGetDefaultMemPool", DeviceGetDefaultMemPool, 11020),
+    FAKE("cuMemAllocFromPoolAsync", MemAllocFromPoolAsync, 11020),
     FAKE("cuMemGetAllocationGranularity", MemGetAllocationGranularity, 10020),
     FAKE("cuMemCreate", MemCreate, 10020), FAKE("cuMemRelease", MemRelease, 10020),
     // CUDA 13's cuCtxGetDevice takes a context too (cuCtxGetDevice_v2): not faked.
@@ -601,6 +629,16 @@ FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int 
 }
 FAKE_EXPORT CUresult cuMemAllocAsync(CUdeviceptr* p, size_t n, CUstream s) { return MemAllocAsync(p, n, s); }
 FAKE_EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) { return MemFreeAsync(p, s); }
+FAKE_EXPORT CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props) {
+  return MemPoolCreate(pool, props);
+}
+FAKE_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) { return MemPoolDestroy(pool); }
+FAKE_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice device) {
+  return DeviceGetDefaultMemPool(pool, device);
+}
+FAKE_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr* p, size_t n, CUmemoryPool pool, CUstream s) {
+  return MemAllocFromPoolAsync(p, n, pool, s);
+}
 // The events and the capture query pump's stream-ordered frees use.
 FAKE_EXPORT CUresult cuEventCreate(CUevent* e, unsigned int flags) { return EventCreate(e, flags); }
 FAKE_EXPORT CUresult cuEventRecord(CUevent e, CUstream s) { return EventRecord(e, s); }
