@@ -42,6 +42,7 @@ constexpr DriverEntry kDriverEntries[] = {
      k_cuMemGetAllocationPropertiesFromHandle},
     {"cuMemRetainAllocationHandle", 11000, k_cuMemRetainAllocationHandle, k_cuMemRetainAllocationHandle},
     {"cuMemGetAddressRange", 3020, k_cuMemGetAddressRange_v2, k_cuMemGetAddressRange_v2},
+    {"cuMemExportToShareableHandle", 10020, k_cuMemExportToShareableHandle, k_cuMemExportToShareableHandle},
     {"cuLaunchKernel", 4000, k_cuLaunchKernel, k_cuLaunchKernel_ptsz},
     {"cuLaunchKernelEx", 11060, k_cuLaunchKernelEx, k_cuLaunchKernelEx_ptsz},
     {"cuLaunchCooperativeKernel", 9000, k_cuLaunchCooperativeKernel, k_cuLaunchCooperativeKernel_ptsz},

@@ -17,10 +17,8 @@ bool VmmEmulation::can_emulate(const CUmemAllocationProp& prop, std::string* why
     *why = "an allocation type other than CU_MEM_ALLOCATION_TYPE_PINNED";
   } else if (prop.location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
     *why = "memory located off the device";
-  } else if (prop.requestedHandleTypes != CU_MEM_HANDLE_TYPE_NONE) {
-    *why = "an exportable handle type (IPC): another process cannot map managed memory";
-  } else if (prop.allocFlags.gpuDirectRDMACapable) {
-    *why = "GPUDirect RDMA capable memory";
+  } else if (prop.requestedHandleTypes & ~(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | CU_MEM_HANDLE_TYPE_FABRIC)) {
+    *why = "a Windows handle type";
   } else if (prop.allocFlags.usage != 0) {
     *why = "a usage flag (tile pool, hardware decompression)";
   } else {
@@ -95,7 +93,10 @@ CUresult VmmEmulation::create(uint64_t bytes, const CUmemAllocationProp& prop, C
   if (!handle || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard lock(mutex_);
   Handle h{bytes, prop};
-  h.prop.allocFlags.compressionType = 0;  // a hint: managed memory is never compressible
+  // Hints the driver may decline, as it does here: managed memory is never compressible,
+  // nor reachable by GPUDirect RDMA.
+  h.prop.allocFlags.compressionType = 0;
+  h.prop.allocFlags.gpuDirectRDMACapable = 0;
   const CUmemGenericAllocationHandle value = kHandleTag | next_handle_++;
   handles_.emplace(value, h);
   *handle = value;

@@ -33,7 +33,9 @@ class VmmEmulation {
   explicit VmmEmulation(VmmMemory& memory) : memory_(memory) {}
 
   // Whether allocations of `prop` can be managed memory; if not, *why says what stands in
-  // the way (exportable handle types, memory not on a device, hardware-specific flags).
+  // the way (memory not on a device, Windows handle types, usage flags). Exportable POSIX
+  // and fabric handle types are emulated: PyTorch asks for them by default, and only an
+  // export itself (IPC) is then refused.
   static bool can_emulate(const CUmemAllocationProp& prop, std::string* why);
   // Whether `handle` is one of the emulation's (pump's values never collide with the driver's).
   static bool is_emulated_handle(CUmemGenericAllocationHandle handle);

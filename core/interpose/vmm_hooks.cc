@@ -6,8 +6,14 @@
 //
 // Decisions:
 // - What pump cannot emulate passes through as device memory, untracked, with one
-//   warning: exportable (IPC) handle types, memory off the device, RDMA or usage flags,
-//   and every call of a CUDA library allocating for itself (NCCL's buffers).
+//   warning: memory off the device, Windows handle types, usage flags, and every call of
+//   a CUDA library allocating for itself (NCCL's buffers).
+// - Exportable handle types (POSIX file descriptor, fabric) are emulated: PyTorch's
+//   expandable segments ask for them whether or not the program ever shares memory, and
+//   the driver's handles could not be mapped into an emulated reservation. Exporting an
+//   emulated handle (IPC) is refused, with one line: another process cannot map managed
+//   memory. GPUDirect RDMA and compression are hints the emulation declines (read back
+//   cleared).
 // - Calls naming an emulated address or handle are the emulation's even under another
 //   hook (inside_hook): the driver has never seen those values.
 // - A handle of the driver's mapped into an emulated reservation (or one of pump's into
@@ -221,6 +227,19 @@ CUresult on_cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* handle, vo
     return fn ? fn(handle, addr) : missing_symbol_status<CUresult>();
   }
   return emulation().retain(address, handle);
+}
+
+CUresult on_cuMemExportToShareableHandle(void* shareableHandle, CUmemGenericAllocationHandle handle,
+                                         CUmemAllocationHandleType handleType, unsigned long long flags) {
+  if (!VmmEmulation::is_emulated_handle(handle)) {
+    auto fn = real<k_cuMemExportToShareableHandle>();
+    return fn ? fn(shareableHandle, handle, handleType, flags) : missing_symbol_status<CUresult>();
+  }
+  PUMP_LOG_ONCE(LogLevel::kError,
+                "cuMemExportToShareableHandle: memory pump emulates on managed memory (e.g. PyTorch's expandable "
+                "segments) cannot be shared with another process: CUDA_ERROR_NOT_SUPPORTED (run without "
+                "expandable_segments to share CUDA tensors between processes under pump)");
+  return CUDA_ERROR_NOT_SUPPORTED;
 }
 
 CUresult on_cuMemGetAddressRange_v2(CUdeviceptr* pbase, size_t* psize, CUdeviceptr dptr) {

@@ -54,6 +54,7 @@ class VmmHooks : public ::testing::Test {
     ASSERT_TRUE(driver_->ok());
     std::lock_guard lock(g_lines_mutex);
     g_warnings.clear();
+    first_call_ = driver_->calls().size();
   }
 
   static std::vector<std::string> warnings() {
@@ -72,12 +73,16 @@ class VmmHooks : public ::testing::Test {
     ASSERT_EQ(cuMemSetAccess(*base, piece, &access, 1), CUDA_SUCCESS);
   }
   static Engine* engine() { return Runtime::get()->existing_engine(0); }
-  static uint64_t discards_at(uint64_t address) {
+  // Discards of `address` since the test began (the fake hands freed addresses out again).
+  uint64_t discards_at(uint64_t address) const {
+    const std::vector<FakeCall> calls = driver_->calls();
     uint64_t n = 0;
-    for (const FakeCall& c : driver_->calls_named("cuMemDiscardBatchAsync")) n += c.address == address;
+    for (size_t i = first_call_; i < calls.size(); ++i)
+      n += calls[i].address == address && std::string(calls[i].name) == "cuMemDiscardBatchAsync";
     return n;
   }
 
+  size_t first_call_ = 0;
   static FakeDriver* driver_;
 };
 FakeDriver* VmmHooks::driver_ = nullptr;
@@ -180,17 +185,18 @@ TEST_F(VmmHooks, WhatTheProgramReadsBackIsConsistent) {
   EXPECT_TRUE(warnings().empty()) << warnings().front();
 }
 
-TEST_F(VmmHooks, AnExportableHandlePassesThroughWithOneLine) {
+TEST_F(VmmHooks, AnOffDeviceAllocationPassesThroughWithOneLine) {
   CUmemAllocationProp prop = device_prop();
-  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  prop.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
   const uint64_t untracked = Runtime::get()->report().untracked_vmm_calls;
+  const size_t driver_creates = driver_->calls_named("cuMemCreate").size();
   CUmemGenericAllocationHandle first = 0, second = 0;
   ASSERT_EQ(cuMemCreate(&first, kGranule, &prop, 0), CUDA_SUCCESS);
   ASSERT_EQ(cuMemCreate(&second, kGranule, &prop, 0), CUDA_SUCCESS);
-  EXPECT_EQ(driver_->calls_named("cuMemCreate").size(), 2u) << "the driver made both";
+  EXPECT_EQ(driver_->calls_named("cuMemCreate").size(), driver_creates + 2) << "the driver made both";
   const std::vector<std::string> lines = warnings();
   ASSERT_EQ(lines.size(), 1u) << "one line for both";
-  EXPECT_NE(lines[0].find("exportable"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("off the device"), std::string::npos) << lines[0];
   EXPECT_EQ(Runtime::get()->report().untracked_vmm_calls, untracked + 2);
 
   CUdeviceptr base = 0;
@@ -198,9 +204,34 @@ TEST_F(VmmHooks, AnExportableHandlePassesThroughWithOneLine) {
   EXPECT_EQ(cuMemMap(base, kGranule, 0, first, 0), CUDA_ERROR_NOT_SUPPORTED)
       << "the driver's memory cannot appear in a managed reservation";
   ASSERT_EQ(cuMemAddressFree(base, 4 * kGranule), CUDA_SUCCESS);
+  const size_t driver_releases = driver_->calls_named("cuMemRelease").size();
   ASSERT_EQ(cuMemRelease(first), CUDA_SUCCESS);
   ASSERT_EQ(cuMemRelease(second), CUDA_SUCCESS);
-  EXPECT_EQ(driver_->calls_named("cuMemRelease").size(), 2u) << "its handles go back to the driver";
+  EXPECT_EQ(driver_->calls_named("cuMemRelease").size(), driver_releases + 2) << "its handles go back to the driver";
+}
+
+TEST_F(VmmHooks, PyTorchsExportableSegmentsAreEmulatedAndOnlyTheirExportIsRefused) {
+  CUmemAllocationProp prop = device_prop();
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_FABRIC;
+  prop.allocFlags.gpuDirectRDMACapable = 1;
+  const size_t driver_creates = driver_->calls_named("cuMemCreate").size();
+  CUdeviceptr base = 0;
+  CUmemGenericAllocationHandle handle = 0;
+  ASSERT_EQ(cuMemAddressReserve(&base, 8 * kGranule, 0, 0, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemCreate(&handle, kGranule, &prop, 0), CUDA_SUCCESS);
+  EXPECT_EQ(driver_->calls_named("cuMemCreate").size(), driver_creates) << "emulated";
+  ASSERT_EQ(cuMemMap(base, kGranule, 0, handle, 0), CUDA_SUCCESS);
+  pump_block_v1_t block{};
+  EXPECT_TRUE(Runtime::get()->find_block(base, &block));
+  CUmemFabricHandle exported{};
+  EXPECT_EQ(cuMemExportToShareableHandle(&exported, handle, CU_MEM_HANDLE_TYPE_FABRIC, 0), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(cuMemExportToShareableHandle(&exported, handle, CU_MEM_HANDLE_TYPE_FABRIC, 0), CUDA_ERROR_NOT_SUPPORTED);
+  const std::vector<std::string> lines = warnings();
+  ASSERT_EQ(lines.size(), 1u) << "one line";
+  EXPECT_NE(lines[0].find("cannot be shared with another process"), std::string::npos) << lines[0];
+  ASSERT_EQ(cuMemUnmap(base, kGranule), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemRelease(handle), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAddressFree(base, 8 * kGranule), CUDA_SUCCESS);
 }
 
 }  // namespace

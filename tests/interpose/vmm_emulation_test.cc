@@ -255,23 +255,40 @@ TEST_F(VmmEmulationTest, FreeingAReservationUnmapsWhatIsLeftAndFreesItsManagedAl
   EXPECT_FALSE(vmm_.in_reservation(base));
 }
 
-TEST(VmmEmulationSupport, ExportableOffDeviceAndSpecialAllocationsAreNotEmulated) {
+TEST(VmmEmulationSupport, OffDeviceWindowsAndSpecialUsageAllocationsAreNotEmulated) {
   std::string why;
   CUmemAllocationProp prop = device_prop(0);
   EXPECT_TRUE(VmmEmulation::can_emulate(prop, &why));
-  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-  EXPECT_FALSE(VmmEmulation::can_emulate(prop, &why));
-  EXPECT_NE(why.find("exportable"), std::string::npos) << why;
-  prop = device_prop(0);
   prop.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
   EXPECT_FALSE(VmmEmulation::can_emulate(prop, &why));
+  EXPECT_NE(why.find("off the device"), std::string::npos) << why;
   prop = device_prop(0);
-  prop.allocFlags.gpuDirectRDMACapable = 1;
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_WIN32;
   EXPECT_FALSE(VmmEmulation::can_emulate(prop, &why));
   prop = device_prop(0);
   prop.allocFlags.usage = CU_MEM_CREATE_USAGE_TILE_POOL;
   EXPECT_FALSE(VmmEmulation::can_emulate(prop, &why));
   EXPECT_FALSE(VmmEmulation::is_emulated_handle(0xffff800012345678ull)) << "a driver pointer-like handle";
+}
+
+TEST(VmmEmulationSupport, PyTorchsExpandableSegmentPropertiesAreEmulated) {
+  // What PyTorch asks for: a fabric handle first, then a POSIX file descriptor, with
+  // GPUDirect RDMA where the device offers it.
+  std::string why;
+  CUmemAllocationProp prop = device_prop(0);
+  prop.allocFlags.gpuDirectRDMACapable = 1;
+  for (auto type : {CU_MEM_HANDLE_TYPE_FABRIC, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR}) {
+    prop.requestedHandleTypes = type;
+    EXPECT_TRUE(VmmEmulation::can_emulate(prop, &why)) << why;
+  }
+  FakeMemory memory;
+  VmmEmulation vmm(memory);
+  CUmemGenericAllocationHandle h = 0;
+  ASSERT_EQ(vmm.create(kGranule, prop, &h), CUDA_SUCCESS);
+  CUmemAllocationProp got{};
+  ASSERT_EQ(vmm.properties(h, &got), CUDA_SUCCESS);
+  EXPECT_EQ(got.requestedHandleTypes, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  EXPECT_EQ(got.allocFlags.gpuDirectRDMACapable, 0) << "a hint the emulation declines, as a driver may";
 }
 
 }  // namespace
