@@ -124,13 +124,14 @@ CUresult VmmEmulation::map(uint64_t address, uint64_t bytes, uint64_t offset, CU
   if (h == handles_.end() || h->second.references == 0) return CUDA_ERROR_INVALID_VALUE;
   // The driver takes offset 0 only, and the handle's whole size.
   if (bytes == 0 || offset != 0 || bytes != h->second.bytes) return CUDA_ERROR_INVALID_VALUE;
-  if (reservation_of(address, bytes) == reservations_.end()) return CUDA_ERROR_INVALID_VALUE;
+  const auto reservation = reservation_of(address, bytes);
+  if (reservation == reservations_.end()) return CUDA_ERROR_INVALID_VALUE;
   auto next = mappings_.lower_bound(address);
   if (next != mappings_.end() && next->first < address + bytes) return CUDA_ERROR_INVALID_VALUE;
   if (mapping_at(address) != mappings_.end()) return CUDA_ERROR_INVALID_VALUE;
   // One handle at two addresses would be one memory seen twice: managed memory cannot alias.
   if (h->second.mappings > 0) return CUDA_ERROR_NOT_SUPPORTED;
-  if (!memory_.track(h->second.prop.location.id, address, bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (!memory_.track(h->second.prop.location.id, address, bytes, reservation->first)) return CUDA_ERROR_OUT_OF_MEMORY;
   mappings_[address] = {bytes, handle};
   ++h->second.mappings;
   mapped_bytes_ += bytes;

@@ -22,8 +22,10 @@ class VmmMemory {
   // A managed range of `bytes` at *address, nothing of it touched; or the driver's error.
   virtual CUresult allocate(uint64_t bytes, uint64_t* address) = 0;
   virtual void free(uint64_t address) = 0;
-  // A mapped piece becomes a block of `device`'s engine; false: refused (PUMP_MANAGED_LIMIT).
-  virtual bool track(int device, uint64_t address, uint64_t bytes) = 0;
+  // A mapped piece becomes an allocation of `device`'s engine, of `group` (its
+  // reservation: pieces that touch are one memory to the program); false: refused
+  // (PUMP_MANAGED_LIMIT).
+  virtual bool track(int device, uint64_t address, uint64_t bytes, uint64_t group) = 0;
   // An unmapped piece: the engine forgets it and its pages go back to the driver.
   virtual void untrack(int device, uint64_t address, uint64_t bytes) = 0;
 };

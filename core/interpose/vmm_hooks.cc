@@ -61,10 +61,10 @@ class ManagedVmmMemory final : public VmmMemory {
   void free(uint64_t address) override {
     if (auto real_free = real<k_cuMemFree_v2>()) real_free(address);
   }
-  bool track(int device, uint64_t address, uint64_t bytes) override {
+  bool track(int device, uint64_t address, uint64_t bytes, uint64_t group) override {
     Runtime* rt = Runtime::get();
     if (!rt || !rt->reserve_managed(device, bytes)) return false;
-    if (Engine* engine = rt->engine(device)) engine->on_alloc(address, bytes);
+    if (Engine* engine = rt->engine(device)) engine->on_alloc(address, bytes, group);
     if (TraceWriter* trace = rt->trace()) trace->record_alloc(address, bytes);
     return true;
   }

@@ -111,6 +111,29 @@ TEST_F(VmmHooks, AMappedPieceIsABlockOfTheEngineAndKernelsIntoItHaveKnownBlocks)
   ASSERT_EQ(cuMemAddressFree(base, 64 * kGranule), CUDA_SUCCESS);
 }
 
+TEST_F(VmmHooks, AnExtentAcrossTwoMappedPiecesTouchesBoth) {
+  // A tensor of PyTorch's may lie across two segments of its expandable segment.
+  CUdeviceptr base = 0;
+  ASSERT_EQ(cuMemAddressReserve(&base, 8 * kGranule, 0, 0, 0), CUDA_SUCCESS);
+  const CUmemAllocationProp prop = device_prop();
+  CUmemGenericAllocationHandle a = 0, b = 0;
+  ASSERT_EQ(cuMemCreate(&a, kGranule, &prop, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemCreate(&b, kGranule, &prop, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemMap(base, kGranule, 0, a, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemMap(base + kGranule, kGranule, 0, b, 0), CUDA_SUCCESS);
+  const EngineStats before = engine()->stats();
+  pump_extent_v1_t across{base + kGranule - kMiB, 2 * kMiB, PUMP_ACCESS_READ, PUMP_ROLE_UNKNOWN};
+  KernelTicket ticket;
+  engine()->before_kernel(&ticket, 0, &across, 1);
+  engine()->after_kernel(&ticket);
+  EXPECT_EQ(engine()->stats().bytes_touched - before.bytes_touched, 2 * kMiB) << "both halves are the kernel's";
+  EXPECT_EQ(engine()->stats().bytes_unknown, before.bytes_unknown);
+  ASSERT_EQ(cuMemUnmap(base, 2 * kGranule), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemRelease(a), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemRelease(b), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAddressFree(base, 8 * kGranule), CUDA_SUCCESS);
+}
+
 TEST_F(VmmHooks, UnmapDiscardsThePagesAndTheEngineForgetsTheBlock) {
   CUdeviceptr base = 0;
   CUmemGenericAllocationHandle handle = 0;

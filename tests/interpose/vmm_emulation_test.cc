@@ -24,10 +24,10 @@ class FakeMemory : public VmmMemory {
     return CUDA_SUCCESS;
   }
   void free(uint64_t address) override { freed.push_back(address); }
-  bool track(int device, uint64_t address, uint64_t bytes) override {
+  bool track(int device, uint64_t address, uint64_t bytes, uint64_t group) override {
     if (limit && tracked_bytes + bytes > limit) return false;
     tracked_bytes += bytes;
-    tracked.push_back({address, bytes, device});
+    tracked.push_back({address, bytes, device, group});
     return true;
   }
   void untrack(int device, uint64_t address, uint64_t bytes) override {
@@ -38,6 +38,7 @@ class FakeMemory : public VmmMemory {
   struct Piece {
     uint64_t address, bytes;
     int device = 0;
+    uint64_t group = 0;
   };
   std::vector<Piece> allocated, tracked, untracked;
   std::vector<uint64_t> freed;
@@ -106,6 +107,7 @@ TEST_F(VmmEmulationTest, CreateMapSetAccessMakesTheMappedPieceABlockOfTheHandles
   EXPECT_EQ(memory_.tracked[0].address, base + kGranule);
   EXPECT_EQ(memory_.tracked[0].bytes, kGranule);
   EXPECT_EQ(memory_.tracked[0].device, 1);
+  EXPECT_EQ(memory_.tracked[0].group, base) << "its reservation: the pieces of one memory";
   EXPECT_EQ(vmm_.mapped_bytes(), kGranule) << "mapped bytes count, not the reservation";
 }
 
