@@ -191,6 +191,28 @@ TEST_F(AsyncAllocHooks, UnderGraphCaptureAllocationsPassThroughAndFreesOfPumpsMe
   ASSERT_EQ(cuMemFreeAsync(mine, stream(captured)), CUDA_SUCCESS);
 }
 
+TEST_F(AsyncAllocHooks, WithoutAnEventTheFreeWaitsForTheDeviceAtOnce) {
+  CUdeviceptr p = 0;
+  ASSERT_EQ(cuMemAllocAsync(&p, kMiB, stream(0x5a0a)), CUDA_SUCCESS);
+  driver_->fail("cuEventRecord", 0, CUDA_ERROR_UNKNOWN, 1);
+  ASSERT_EQ(cuMemFreeAsync(p, stream(0x5a0a)), CUDA_SUCCESS);
+  EXPECT_EQ(calls_at("cuMemFree", p), 1u) << "the real free, which waits for the device itself";
+  EXPECT_FALSE(tracked(p));
+}
+
+TEST_F(AsyncAllocHooks, APerThreadFreeIsOrderedOnThePerThreadStream) {
+  CUdeviceptr p = 0;
+  ASSERT_EQ(cuMemAllocAsync_ptsz(&p, kMiB, nullptr), CUDA_SUCCESS);
+  EXPECT_TRUE(tracked(p));
+  ASSERT_EQ(cuMemFreeAsync_ptsz(p, nullptr), CUDA_SUCCESS);
+  size_t on_per_thread_stream = 0;
+  const std::vector<FakeCall> calls = driver_->calls();
+  for (size_t i = first_call_; i < calls.size(); ++i)
+    on_per_thread_stream += std::string(calls[i].name) == "cuEventRecord" &&
+                            calls[i].stream == reinterpret_cast<uint64_t>(CU_STREAM_PER_THREAD);
+  EXPECT_EQ(on_per_thread_stream, 1u) << "stream 0 of a _ptsz call is the thread's own";
+}
+
 CUmemPoolProps pool_props(CUmemAllocationHandleType handles) {
   CUmemPoolProps props{};
   props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
