@@ -15,6 +15,7 @@
 #include "core/common/log.h"
 #include "core/interpose/cuda_headers.h"
 #include "core/interpose/real_symbols.h"
+#include "core/interpose/reentry_guard.h"
 #include "core/interpose/runtime.h"
 #include "tests/cuda/fake_driver_handle.h"
 
@@ -56,6 +57,12 @@ class AsyncAllocHooks : public ::testing::Test {
     g_driver_free = reinterpret_cast<DriverFree>(dlsym(driver_->handle(), "cuMemFree_v2"));
     interpose::g_real_symbols[interpose::k_cudaMallocManaged].store(reinterpret_cast<void*>(&runtime_malloc_managed));
     interpose::g_real_symbols[interpose::k_cudaFree].store(reinterpret_cast<void*>(&runtime_free));
+    {
+      // The runtime starts here, not in the first test: what it says about the set-up
+      // (plugins present or not) is no test's business.
+      interpose::ReentryGuard guard;
+      ASSERT_NE(Runtime::get(), nullptr);
+    }
     set_log_sink([](LogLevel level, const char* line) {
       if (level > LogLevel::kWarn) return;
       std::lock_guard lock(g_lines_mutex);

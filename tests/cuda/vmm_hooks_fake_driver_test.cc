@@ -12,6 +12,7 @@
 
 #include "core/common/log.h"
 #include "core/interpose/cuda_headers.h"
+#include "core/interpose/reentry_guard.h"
 #include "core/interpose/runtime.h"
 #include "tests/cuda/fake_driver_handle.h"
 
@@ -43,6 +44,12 @@ class VmmHooks : public ::testing::Test {
     FakeDriverConfig config;
     config.devices = 2;
     driver_->reset(config);
+    {
+      // The runtime starts here, not in the first test: what it says about the set-up
+      // (plugins present or not) is no test's business.
+      interpose::ReentryGuard guard;
+      ASSERT_NE(Runtime::get(), nullptr);
+    }
     set_log_sink([](LogLevel level, const char* line) {
       if (level > LogLevel::kWarn) return;
       std::lock_guard lock(g_lines_mutex);
