@@ -76,9 +76,9 @@ Engine::~Engine() {
 
 // ---------------------------------------------------------------- allocations
 
-void Engine::on_alloc(uint64_t address, uint64_t bytes) {
+void Engine::on_alloc(uint64_t address, uint64_t bytes, uint64_t group) {
   std::lock_guard lock(mutex_);
-  if (!tracker_.add_allocation(address, bytes)) {
+  if (!tracker_.add_allocation(address, bytes, group)) {
     log(LogLevel::kWarn, "allocation [0x%llx, +%llu) overlaps a tracked block or is empty: not tracked",
         static_cast<unsigned long long>(address), static_cast<unsigned long long>(bytes));
     return;
@@ -340,11 +340,17 @@ void Engine::collect_pieces(const pump_extent_v1_t* extents, size_t count, const
   // runs, must not leave while it may run, and are not clean or dead after it.
   kernel_allocations_.clear();
   if (datapath_ != DataPath::kCopy) return;
+  kernel_allocation_set_.clear();
+  auto add = [&](uint64_t base) {
+    if (kernel_allocation_set_.insert(base).second) kernel_allocations_.push_back(base);
+  };
   for (size_t j = 0; j < pieces_.size(); ++j) {
     if (!extent_inexact_[piece_extent_[j]]) continue;
-    const uint64_t base = pieces_[j]->allocation;
-    if (std::find(kernel_allocations_.begin(), kernel_allocations_.end(), base) == kernel_allocations_.end())
-      kernel_allocations_.push_back(base);
+    if (kernel_allocation_set_.count(pieces_[j]->allocation)) continue;  // its whole run is in already
+    add(pieces_[j]->allocation);
+    // A pointer into one piece of a grouped memory may reach every piece it touches.
+    for (uint64_t b = tracker_.previous_in_group(*pieces_[j]); b; b = tracker_.previous_in_group(*tracker_.find(b))) add(b);
+    for (uint64_t b = tracker_.next_in_group(*pieces_[j]); b; b = tracker_.next_in_group(*tracker_.find(b))) add(b);
   }
 }
 

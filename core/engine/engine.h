@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/common/config.h"
@@ -83,7 +84,10 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  void on_alloc(uint64_t address, uint64_t bytes);
+  // `group` (nonzero): the allocation is a piece of one memory with the group's other
+  // allocations it touches (the mapped pieces of a virtual reservation): extents and
+  // pointers reach across their boundaries.
+  void on_alloc(uint64_t address, uint64_t bytes, uint64_t group = 0);
   // Forgets the allocation, waits until no transfer of it is queued or running, then
   // calls `free_memory` (the program's real free, if any): the driver may hand the same
   // addresses to the next allocation. Until `free_memory` returned, the room the
@@ -276,6 +280,7 @@ class Engine {
   std::vector<uint8_t> extent_inexact_;
   std::unordered_map<uint64_t, AllocationState> allocations_;  // by base address
   std::vector<uint64_t> kernel_allocations_;  // touched through pointers by the kernel being decided
+  std::unordered_set<uint64_t> kernel_allocation_set_;  // ... the same, to add each once
   Fence kernel_wait_;                   // latest prefetch fence the kernel must wait for
   struct TailFence {
     StreamId stream;

@@ -7,13 +7,10 @@
 // - cudaMemGetInfo / cuMemGetInfo are truthful: they report the device's real free and
 //   total memory. Reporting more would invite frameworks to size caches beyond what
 //   PUMP_MANAGED_LIMIT allows; the budget is enforced by eviction, not by lying.
-// - Stream-ordered allocations (cudaMallocAsync, cuMemAllocAsync) pass through untracked:
-//   they come from a driver memory pool whose memory cannot be managed memory, and
-//   emulating them with managed memory would change stream-ordered semantics (reuse
-//   across streams, pool attributes and IPC export, graph memory nodes under capture).
-//   One warning says so.
-// - cuMemCreate / cuMemMap (PyTorch's expandable segments) map physical device memory:
-//   it cannot be managed either. Passed through with one warning.
+// - Stream-ordered allocations (cudaMallocAsync, cuMemAllocAsync) are managed memory too,
+//   freed in stream order: async_alloc_hooks.cc.
+// - cuMemCreate / cuMemMap (PyTorch's expandable segments) are emulated on managed
+//   memory by vmm_hooks.cc.
 // - Zero-byte requests go to the real allocator: cudaMallocManaged rejects size 0
 //   where cudaMalloc succeeds.
 // - Memory a CUDA library (cuBLAS, cuDNN, NCCL, ...) allocates for itself passes through
@@ -25,6 +22,7 @@
 
 #include "core/common/byte_size.h"
 #include "core/common/log.h"
+#include "core/interpose/alloc_hooks.h"
 #include "core/interpose/cuda_library_files.h"
 #include "core/interpose/current_device.h"
 #include "core/interpose/custom_hooks.h"
@@ -42,6 +40,21 @@ constexpr size_t kPitchAlignment = 512;
 
 size_t pitch_for(size_t width) { return (width + kPitchAlignment - 1) / kPitchAlignment * kPitchAlignment; }
 
+// Frees a managed allocation pump made, with `free_memory` (the real free): the engine
+// forgets it first and keeps its room taken until the driver has the memory back. False,
+// and nothing freed, if pump did not make it.
+bool free_tracked(Runtime* rt, uint64_t address, const std::function<void()>& free_memory) {
+  auto known = rt->forget_allocation(address);
+  if (!known) return false;
+  if (Engine* engine = rt->engine(known->second)) engine->on_free(address, free_memory);
+  else free_memory();
+  if (TraceWriter* trace = rt->trace()) trace->record_free(address);
+  rt->release_managed(known->second, known->first);
+  return true;
+}
+
+}  // namespace
+
 // Memory a CUDA library allocates for itself (cuBLAS, cuDNN, NCCL...: its static
 // runtime reaches the driver hooks since lookups through libcuda's handle are
 // redirected) stays device memory: its kernels reach it through pointers pump never sees
@@ -57,59 +70,6 @@ bool wanted_by_cuda_library(Runtime* rt) {
                 file);
   return true;
 }
-
-enum class Managed { kDone, kRefused, kPassThrough };
-
-// Allocates `bytes` of managed memory with `allocate` (returns true on success,
-// writing the address), registers it. kPassThrough: pump cannot manage this one.
-template <typename Allocate>
-Managed allocate_managed(Runtime* rt, int device, size_t bytes, Allocate allocate, uint64_t* address,
-                         bool* failed_real) {
-  if (device < 0) return Managed::kPassThrough;
-  Engine* engine = rt->engine(device);
-  if (!engine) return Managed::kPassThrough;
-  if (!rt->reserve_managed(device, bytes)) return Managed::kRefused;
-  if (!allocate(address)) {
-    rt->release_managed(device, bytes);
-    *failed_real = true;
-    return Managed::kRefused;
-  }
-  rt->remember_allocation(*address, bytes, device);
-  engine->on_alloc(*address, bytes);
-  if (TraceWriter* trace = rt->trace()) trace->record_alloc(*address, bytes);
-  return Managed::kDone;
-}
-
-// Frees a managed allocation pump made, with `free_memory` (the real free): the engine
-// forgets it first and keeps its room taken until the driver has the memory back. False,
-// and nothing freed, if pump did not make it.
-bool free_tracked(Runtime* rt, uint64_t address, const std::function<void()>& free_memory) {
-  auto known = rt->forget_allocation(address);
-  if (!known) return false;
-  if (Engine* engine = rt->engine(known->second)) engine->on_free(address, free_memory);
-  else free_memory();
-  if (TraceWriter* trace = rt->trace()) trace->record_free(address);
-  rt->release_managed(known->second, known->first);
-  return true;
-}
-
-void warn_async_untracked(Runtime* rt) {
-  rt->count_untracked_async();
-  PUMP_LOG_ONCE(LogLevel::kWarn,
-                "stream-ordered allocations (cudaMallocAsync/cuMemAllocAsync) come from a device memory pool and "
-                "cannot be managed memory: they pass through, untracked, never prefetched or evicted");
-}
-
-void warn_vmm_untracked(Runtime* rt) {
-  rt->count_untracked_vmm();
-  PUMP_LOG_ONCE(LogLevel::kWarn,
-                "cuMemCreate/cuMemMap (e.g. PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) map physical device "
-                "memory, which cannot be managed memory: these allocations are not tracked, prefetched or evicted "
-                "and count against the GPU outside PUMP_GPU_BUDGET; turn expandable segments off to let pump "
-                "manage them");
-}
-
-}  // namespace
 
 // ------------------------------------------------------------------ runtime API
 
@@ -184,35 +144,6 @@ cudaError_t on_cudaFree(void* devPtr) {
     if (free_tracked(rt, reinterpret_cast<uint64_t>(devPtr), [&] { status = real_free(devPtr); })) return status;
   }
   return real_free(devPtr);
-}
-
-cudaError_t on_cudaMallocAsync(void** devPtr, size_t size, cudaStream_t hStream) {
-  auto fn = real<k_cudaMallocAsync>();
-  if (!fn) return missing_symbol_status<cudaError_t>();
-  if (inside_hook()) return fn(devPtr, size, hStream);
-  ReentryGuard guard;  // held over the real call: a runtime's cuMemAllocAsync underneath is not counted again
-  if (Runtime* rt = Runtime::get()) warn_async_untracked(rt);
-  return fn(devPtr, size, hStream);
-}
-
-cudaError_t on_cudaMallocAsync_ptsz(void** devPtr, size_t size, cudaStream_t hStream) {
-  auto fn = real<k_cudaMallocAsync_ptsz>();
-  if (!fn) return missing_symbol_status<cudaError_t>();
-  if (inside_hook()) return fn(devPtr, size, hStream);
-  ReentryGuard guard;  // held over the real call: a runtime's cuMemAllocAsync underneath is not counted again
-  if (Runtime* rt = Runtime::get()) warn_async_untracked(rt);
-  return fn(devPtr, size, hStream);
-}
-
-// Pool memory is never tracked, so frees need no bookkeeping.
-cudaError_t on_cudaFreeAsync(void* devPtr, cudaStream_t hStream) {
-  auto fn = real<k_cudaFreeAsync>();
-  return fn ? fn(devPtr, hStream) : missing_symbol_status<cudaError_t>();
-}
-
-cudaError_t on_cudaFreeAsync_ptsz(void* devPtr, cudaStream_t hStream) {
-  auto fn = real<k_cudaFreeAsync_ptsz>();
-  return fn ? fn(devPtr, hStream) : missing_symbol_status<cudaError_t>();
 }
 
 cudaError_t on_cudaMemGetInfo(size_t* free, size_t* total) {
@@ -298,57 +229,9 @@ CUresult on_cuMemFree_v2(CUdeviceptr dptr) {
   return real_free(dptr);
 }
 
-CUresult on_cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
-  auto fn = real<k_cuMemAllocAsync>();
-  if (!fn) return missing_symbol_status<CUresult>();
-  if (inside_hook()) return fn(dptr, bytesize, hStream);
-  ReentryGuard guard;
-  if (Runtime* rt = Runtime::get()) warn_async_untracked(rt);
-  return fn(dptr, bytesize, hStream);
-}
-
-CUresult on_cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
-  auto fn = real<k_cuMemAllocAsync_ptsz>();
-  if (!fn) return missing_symbol_status<CUresult>();
-  if (inside_hook()) return fn(dptr, bytesize, hStream);
-  ReentryGuard guard;
-  if (Runtime* rt = Runtime::get()) warn_async_untracked(rt);
-  return fn(dptr, bytesize, hStream);
-}
-
-CUresult on_cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
-  auto fn = real<k_cuMemFreeAsync>();
-  return fn ? fn(dptr, hStream) : missing_symbol_status<CUresult>();
-}
-
-CUresult on_cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
-  auto fn = real<k_cuMemFreeAsync_ptsz>();
-  return fn ? fn(dptr, hStream) : missing_symbol_status<CUresult>();
-}
-
 CUresult on_cuMemGetInfo_v2(size_t* free, size_t* total) {
   auto fn = real<k_cuMemGetInfo_v2>();
   return fn ? fn(free, total) : missing_symbol_status<CUresult>();
-}
-
-CUresult on_cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
-                        unsigned long long flags) {
-  auto fn = real<k_cuMemCreate>();
-  if (!fn) return missing_symbol_status<CUresult>();
-  if (inside_hook()) return fn(handle, size, prop, flags);
-  ReentryGuard guard;
-  if (Runtime* rt = Runtime::get()) warn_vmm_untracked(rt);
-  return fn(handle, size, prop, flags);
-}
-
-CUresult on_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
-                     unsigned long long flags) {
-  auto fn = real<k_cuMemMap>();
-  if (!fn) return missing_symbol_status<CUresult>();
-  if (inside_hook()) return fn(ptr, size, offset, handle, flags);
-  ReentryGuard guard;
-  if (Runtime* rt = Runtime::get()) warn_vmm_untracked(rt);
-  return fn(ptr, size, offset, handle, flags);
 }
 
 }  // namespace pump::interpose

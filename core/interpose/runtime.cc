@@ -202,6 +202,13 @@ bool Runtime::reserve_managed(int device, uint64_t bytes) {
   return true;
 }
 
+bool Runtime::fits_managed(int device, uint64_t bytes) const {
+  if (device < 0 || device >= kMaxDevices) return false;
+  const ManagedAccount& a = managed_[device];
+  const uint64_t limit = a.limit.load(std::memory_order_relaxed);
+  return !limit || a.bytes.load(std::memory_order_relaxed) + bytes <= limit;
+}
+
 void Runtime::release_managed(int device, uint64_t bytes) {
   if (device < 0 || device >= kMaxDevices) return;
   managed_[device].bytes.fetch_sub(bytes, std::memory_order_relaxed);

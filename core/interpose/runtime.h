@@ -60,6 +60,8 @@ class Runtime {
   // device's limit.
   bool reserve_managed(int device, uint64_t bytes);
   void release_managed(int device, uint64_t bytes);
+  // Whether `bytes` more would stay within the device's limit (nothing reserved).
+  bool fits_managed(int device, uint64_t bytes) const;
   // Managed allocations made by the hooks, by address (what cudaFree must tell the engine).
   void remember_allocation(uint64_t address, uint64_t bytes, int device);
   std::optional<std::pair<uint64_t, int>> forget_allocation(uint64_t address);

@@ -47,14 +47,19 @@ class BasicBlockTracker {
   BasicBlockTracker& operator=(const BasicBlockTracker&) = delete;
 
   // A new allocation [address, address + bytes). False if it overlaps a known block
-  // or is empty.
-  bool add_allocation(uint64_t address, uint64_t bytes);
+  // or is empty. Allocations of one nonzero `group` that touch end to start are one
+  // memory to the program (the mapped pieces of one virtual reservation): an extent
+  // running past one's end goes on into the next.
+  bool add_allocation(uint64_t address, uint64_t bytes, uint64_t group = 0);
   // Removes every piece of the allocation that starts at `address`; calls
   // `on_remove` for each before it goes. Returns the allocation's total bytes (0 if unknown).
   uint64_t remove_allocation(uint64_t address, const std::function<void(Block&)>& on_remove = {});
 
   // The block containing `address`, or nullptr.
   Block* find(uint64_t address);
+  // The allocations of `block`'s group adjacent to its own, each way (0: none).
+  uint64_t next_in_group(const Block& block);
+  uint64_t previous_in_group(const Block& block);
   Block* find_by_id(uint64_t id);  // O(1)
 
   // Splits blocks so that [address, address + bytes), widened to the granularity and
@@ -95,6 +100,7 @@ class BasicBlockTracker {
   std::deque<Block> storage_;       // stable addresses; recycled through free_
   std::vector<Block*> free_;
   std::unordered_map<uint64_t, Block*> by_id_;
+  std::unordered_map<uint64_t, uint64_t> groups_;  // allocation address -> its nonzero group
 };
 
 // ------------------------------------------------------------------ implementation
@@ -127,7 +133,7 @@ void BasicBlockTracker<State>::free_block(Block* block) {
 }
 
 template <typename State>
-bool BasicBlockTracker<State>::add_allocation(uint64_t address, uint64_t bytes) {
+bool BasicBlockTracker<State>::add_allocation(uint64_t address, uint64_t bytes, uint64_t group) {
   if (bytes == 0 || address + bytes < address) return false;
   // Overlap check: the first block ending after `address` must start at or past the new end.
   auto it = by_address_.upper_bound(address);
@@ -143,6 +149,7 @@ bool BasicBlockTracker<State>::add_allocation(uint64_t address, uint64_t bytes) 
   b->allocation_end = address + bytes;
   by_address_.insert(*b);
   tracked_bytes_ += bytes;
+  if (group) groups_[address] = group;
   return true;
 }
 
@@ -160,7 +167,26 @@ uint64_t BasicBlockTracker<State>::remove_allocation(uint64_t address, const std
     free_block(&b);
   }
   tracked_bytes_ -= total;
+  groups_.erase(address);
   return total;
+}
+
+template <typename State>
+uint64_t BasicBlockTracker<State>::next_in_group(const Block& block) {
+  auto group = groups_.find(block.allocation);
+  if (group == groups_.end()) return 0;
+  auto next = groups_.find(block.allocation_end);
+  return next != groups_.end() && next->second == group->second ? block.allocation_end : 0;
+}
+
+template <typename State>
+uint64_t BasicBlockTracker<State>::previous_in_group(const Block& block) {
+  auto group = groups_.find(block.allocation);
+  if (group == groups_.end() || block.allocation == 0) return 0;
+  Block* before = find(block.allocation - 1);
+  if (!before || before->allocation_end != block.allocation) return 0;
+  auto previous = groups_.find(before->allocation);
+  return previous != groups_.end() && previous->second == group->second ? before->allocation : 0;
 }
 
 template <typename State>
@@ -197,25 +223,33 @@ template <typename State>
 bool BasicBlockTracker<State>::cover(uint64_t address, uint64_t bytes, std::vector<Block*>* out) {
   Block* first = find(address);
   if (!first) return false;
-  // Widen to the granularity, then clip to the allocation holding `address`.
-  const uint64_t alloc_begin = first->allocation;
-  const uint64_t alloc_end = first->allocation_end;
-  const uint64_t want = bytes ? bytes : 1;
-  uint64_t end = want > alloc_end - address ? alloc_end : address + want;
-  if (end % granularity_) end += granularity_ - end % granularity_;
-  const uint64_t begin = std::max(address - address % granularity_, alloc_begin);
-  end = std::min(end, alloc_end);
+  uint64_t want = bytes ? bytes : 1;
+  for (;;) {
+    // Widen to the granularity, then clip to the allocation holding `address`.
+    const uint64_t alloc_begin = first->allocation;
+    const uint64_t alloc_end = first->allocation_end;
+    uint64_t end = want > alloc_end - address ? alloc_end : address + want;
+    if (end % granularity_) end += granularity_ - end % granularity_;
+    const uint64_t begin = std::max(address - address % granularity_, alloc_begin);
+    end = std::min(end, alloc_end);
 
-  Block* b = find(begin);
-  if (b->address < begin) b = split(*b, begin);
-  auto it = by_address_.iterator_to(*b);
-  while (it != by_address_.end() && it->address < end) {
-    Block& piece = *it;
-    if (piece.end() > end) split(piece, end);
-    out->push_back(&piece);
-    ++it;
+    Block* b = find(begin);
+    if (b->address < begin) b = split(*b, begin);
+    auto it = by_address_.iterator_to(*b);
+    while (it != by_address_.end() && it->address < end) {
+      Block& piece = *it;
+      if (piece.end() > end) split(piece, end);
+      out->push_back(&piece);
+      ++it;
+    }
+    // The rest goes on into the next piece of the same memory, if there is one.
+    if (want <= alloc_end - address) return true;
+    const uint64_t next = next_in_group(*first);
+    if (!next) return true;
+    want -= alloc_end - address;
+    address = next;
+    first = find(next);
   }
-  return true;
 }
 
 template <typename State>

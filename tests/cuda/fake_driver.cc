@@ -385,6 +385,43 @@ CUresult MemAllocManaged(CUdeviceptr* p, size_t n, unsigned int) {
   ENTER("cuMemAllocManaged");
   return allocate("cuMemAllocManaged", p, n);
 }
+// Stream-ordered allocations pump leaves to the driver (under graph capture): the memory of a pool.
+CUresult MemAllocAsync(CUdeviceptr* p, size_t n, CUstream s) {
+  ENTER("cuMemAllocAsync");
+  (void)s;
+  return allocate("cuMemAllocAsync", p, n);
+}
+CUresult MemFreeAsync(CUdeviceptr p, CUstream s) {
+  ENTER("cuMemFreeAsync");
+  record("cuMemFreeAsync", s, p, 0, 0, 0);
+  std::free(reinterpret_cast<void*>(p));
+  return CUDA_SUCCESS;
+}
+// Memory pools: a created pool is an object of the fake's, a device's default pool a fixed value.
+struct FakePool {
+  CUmemPoolProps props;
+};
+CUresult MemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props) {
+  ENTER("cuMemPoolCreate");
+  if (pool == nullptr || props == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *pool = reinterpret_cast<CUmemoryPool>(new FakePool{*props});
+  return CUDA_SUCCESS;
+}
+CUresult MemPoolDestroy(CUmemoryPool pool) {
+  ENTER("cuMemPoolDestroy");
+  delete reinterpret_cast<FakePool*>(pool);
+  return CUDA_SUCCESS;
+}
+CUresult DeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice device) {
+  ENTER("cuDeviceGetDefaultMemPool");
+  if (pool == nullptr || device < 0 || device >= config().devices) return CUDA_ERROR_INVALID_VALUE;
+  *pool = reinterpret_cast<CUmemoryPool>(uintptr_t{0xde0} + static_cast<uintptr_t>(device));
+  return CUDA_SUCCESS;
+}
+CUresult MemAllocFromPoolAsync(CUdeviceptr* p, size_t n, CUmemoryPool, CUstream) {
+  ENTER("cuMemAllocFromPoolAsync");
+  return allocate("cuMemAllocFromPoolAsync", p, n);
+}
 CUresult MemFree(CUdeviceptr p) {
   ENTER("cuMemFree");
   record("cuMemFree", nullptr, p, 0, 0, 0);
@@ -399,6 +436,30 @@ CUresult MemcpyHtoD(CUdeviceptr dst, const void* src, size_t n) {
 CUresult MemcpyDtoH(void* dst, CUdeviceptr src, size_t n) {
   ENTER("cuMemcpyDtoH");
   record("cuMemcpyDtoH", nullptr, src, n, reinterpret_cast<uint64_t>(dst), 0);
+  return CUDA_SUCCESS;
+}
+// The virtual memory management calls pump leaves to the driver: the granularity rule
+// (2 MiB, as on current GPUs) and handles it does not emulate (recorded: value = handle).
+constexpr size_t kVmmGranularity = 2 << 20;
+CUresult MemGetAllocationGranularity(size_t* g, const CUmemAllocationProp* prop, CUmemAllocationGranularity_flags) {
+  ENTER("cuMemGetAllocationGranularity");
+  if (g == nullptr || prop == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE && (prop->location.id < 0 || prop->location.id >= config().devices))
+    return CUDA_ERROR_INVALID_DEVICE;
+  *g = kVmmGranularity;
+  return CUDA_SUCCESS;
+}
+std::atomic<uint64_t> g_next_vmm_handle{0x5000};
+CUresult MemCreate(CUmemGenericAllocationHandle* h, size_t n, const CUmemAllocationProp* prop, unsigned long long) {
+  ENTER("cuMemCreate");
+  if (h == nullptr || prop == nullptr || n == 0 || n % kVmmGranularity) return CUDA_ERROR_INVALID_VALUE;
+  *h = g_next_vmm_handle += 0x100;
+  record("cuMemCreate", nullptr, 0, n, *h, 0);
+  return CUDA_SUCCESS;
+}
+CUresult MemRelease(CUmemGenericAllocationHandle h) {
+  ENTER("cuMemRelease");
+  record("cuMemRelease", nullptr, 0, 0, h, 0);
   return CUDA_SUCCESS;
 }
 CUresult CtxGetDevice(CUdevice* d) {
@@ -504,6 +565,12 @@ const Entry kEntries[] = {
     // What a program allocates and copies with (the cuda backend uses none of them).
     FAKE("cuMemAlloc", MemAlloc, 3020), FAKE("cuMemAllocManaged", MemAllocManaged, 6000),
     FAKE("cuMemFree", MemFree, 3020), FAKE("cuMemcpyHtoD", MemcpyHtoD, 3020), FAKE("cuMemcpyDtoH", MemcpyDtoH, 3020),
+    FAKE("cuMemAllocAsync", MemAllocAsync, 11020), FAKE("cuMemFreeAsync", MemFreeAsync, 11020),
+    FAKE("cuMemPoolCreate", MemPoolCreate, 11020), FAKE("cuMemPoolDestroy", MemPoolDestroy, 11020),
+    FAKE("cuDeviceGetDefaultMemPool", DeviceGetDefaultMemPool, 11020),
+    FAKE("cuMemAllocFromPoolAsync", MemAllocFromPoolAsync, 11020),
+    FAKE("cuMemGetAllocationGranularity", MemGetAllocationGranularity, 10020),
+    FAKE("cuMemCreate", MemCreate, 10020), FAKE("cuMemRelease", MemRelease, 10020),
     // CUDA 13's cuCtxGetDevice takes a context too (cuCtxGetDevice_v2): not faked.
     {"cuCtxGetDevice", reinterpret_cast<void*>(&CtxGetDevice), 2000, 13000},
     FAKE("cuGetProcAddress", GetProcAddress, 12000),
@@ -571,6 +638,38 @@ FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int 
                                     unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void** params,
                                     void** extra) {
   return LaunchKernel(f, gx, gy, gz, bx, by, bz, shared, s, params, extra);
+}
+FAKE_EXPORT CUresult cuMemAllocAsync(CUdeviceptr* p, size_t n, CUstream s) { return MemAllocAsync(p, n, s); }
+FAKE_EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) { return MemFreeAsync(p, s); }
+FAKE_EXPORT CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props) {
+  return MemPoolCreate(pool, props);
+}
+FAKE_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) { return MemPoolDestroy(pool); }
+FAKE_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice device) {
+  return DeviceGetDefaultMemPool(pool, device);
+}
+FAKE_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr* p, size_t n, CUmemoryPool pool, CUstream s) {
+  return MemAllocFromPoolAsync(p, n, pool, s);
+}
+// The events and the capture query pump's stream-ordered frees use.
+FAKE_EXPORT CUresult cuEventCreate(CUevent* e, unsigned int flags) { return EventCreate(e, flags); }
+FAKE_EXPORT CUresult cuEventRecord(CUevent e, CUstream s) { return EventRecord(e, s); }
+FAKE_EXPORT CUresult cuEventQuery(CUevent e) { return EventQuery(e); }
+FAKE_EXPORT CUresult cuEventSynchronize(CUevent e) { return EventSynchronize(e); }
+FAKE_EXPORT CUresult cuEventDestroy(CUevent e) { return EventDestroy(e); }
+FAKE_EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus* st) { return StreamIsCapturing(s, st); }
+FAKE_EXPORT CUresult cuMemGetAllocationGranularity(size_t* g, const CUmemAllocationProp* prop,
+                                                   CUmemAllocationGranularity_flags option) {
+  return MemGetAllocationGranularity(g, prop, option);
+}
+FAKE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* h, size_t n, const CUmemAllocationProp* prop,
+                                 unsigned long long flags) {
+  return MemCreate(h, n, prop, flags);
+}
+FAKE_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h) { return MemRelease(h); }
+FAKE_EXPORT CUresult cuMemDiscardBatchAsync(CUdeviceptr* p, size_t* sizes, size_t n, unsigned long long flags,
+                                            CUstream s) {
+  return MemDiscardBatchAsync(p, sizes, n, flags, s);
 }
 FAKE_EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t* offset, size_t* size) {
   return FuncGetParamInfo(f, index, offset, size);

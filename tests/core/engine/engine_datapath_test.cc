@@ -260,6 +260,23 @@ TEST_F(EngineDataPathTest, AnInexactExtentNamesItsWholeAllocation) {
   EXPECT_TRUE(b.discard.empty());
 }
 
+TEST_F(EngineDataPathTest, AnInexactExtentInAMappedPieceNamesEveryPieceItTouches) {
+  // Two 2 MiB pieces mapped end to end in one reservation (group kA): one memory to the
+  // program, so a pointer into the first may reach the second.
+  auto e = make(4 * kMiB);
+  e->on_alloc(kA, 2 * kMiB, kA);
+  e->on_alloc(kA + 2 * kMiB, 2 * kMiB, kA);
+  e->on_alloc(kB, 4 * kMiB);
+  run(*e, {writes(kA, 4 * kMiB)});
+  EXPECT_EQ(stub_.last_bytes, 4 * kMiB) << "an exact extent runs on across the seam";
+  TransferBatch b = run(*e, {reads(kB)});
+  EXPECT_EQ(total(b.save), 4 * kMiB);
+
+  b = run(*e, {reads(kA + 64 * 1024, 64 * 1024)}, {1});
+  EXPECT_EQ(stub_.last_bytes, 4 * kMiB) << "both pieces are the kernel's";
+  EXPECT_EQ(total(b.restore), 4 * kMiB) << "a piece left dropped could be read by the kernel";
+}
+
 // A policy may fetch a piece ahead, for a later kernel. A kernel in between with a
 // pointer into the same allocation may touch that piece too: it must wait for the copy
 // landing there (or read half-restored bytes, or see its writes overwritten).

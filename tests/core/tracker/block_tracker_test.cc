@@ -93,6 +93,35 @@ TEST(BlockTracker, CoverClipsToTheAllocationAndIgnoresUnknownAddresses) {
   EXPECT_TRUE(out.empty());
 }
 
+TEST(BlockTracker, CoverGoesOnIntoTheNextPieceOfTheSameGroupOnly) {
+  // The mapped pieces of one reservation (group kBase), then one of another touching it.
+  BlockTracker t(kGran);
+  ASSERT_TRUE(t.add_allocation(kBase, kMiB, kBase));
+  ASSERT_TRUE(t.add_allocation(kBase + kMiB, kMiB, kBase));
+  ASSERT_TRUE(t.add_allocation(kBase + 2 * kMiB, kMiB, kBase + 2 * kMiB));
+  std::vector<Block*> out;
+  ASSERT_TRUE(t.cover(kBase + kMiB / 2, 10 * kMiB, &out));
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0]->address, kBase + kMiB / 2);
+  EXPECT_EQ(out[1]->address, kBase + kMiB);
+  EXPECT_EQ(out[1]->end(), kBase + 2 * kMiB) << "not into another group's allocation";
+  EXPECT_EQ(t.find(kBase + 2 * kMiB)->bytes, kMiB);
+  EXPECT_EQ(t.next_in_group(*t.find(kBase)), kBase + kMiB);
+  EXPECT_EQ(t.previous_in_group(*t.find(kBase + kMiB)), kBase);
+  EXPECT_EQ(t.next_in_group(*t.find(kBase + kMiB)), 0u);
+  EXPECT_EQ(t.previous_in_group(*t.find(kBase + 2 * kMiB)), 0u);
+
+  out.clear();
+  ASSERT_TRUE(t.cover(kBase + kMiB - kGran, 2 * kGran, &out)) << "a short extent across the seam";
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0]->end(), kBase + kMiB);
+  EXPECT_EQ(out[1]->address, kBase + kMiB);
+  EXPECT_EQ(out[1]->end(), kBase + kMiB + kGran);
+
+  t.remove_allocation(kBase + kMiB);
+  EXPECT_EQ(t.next_in_group(*t.find(kBase)), 0u) << "unmapped: nothing follows";
+}
+
 TEST(BlockTracker, ZeroByteExtentCoversOneGranule) {
   BlockTracker t(kGran);
   ASSERT_TRUE(t.add_allocation(kBase, kMiB));

@@ -1,0 +1,279 @@
+// Stream-ordered allocations end to end on the CPU: cudaMallocAsync / cuMemAllocAsync
+// reach pump's hooks, the process's Runtime builds an engine on a CudaBackend over the
+// fake driver, each allocation is a managed one, each free waits for its stream (the
+// fake's held streams play work still running). PUMP_MANAGED_LIMIT is 8 MiB per device.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/common/log.h"
+#include "core/interpose/cuda_headers.h"
+#include "core/interpose/real_symbols.h"
+#include "core/interpose/reentry_guard.h"
+#include "core/interpose/runtime.h"
+#include "tests/cuda/fake_driver_handle.h"
+
+namespace pump {
+namespace {
+
+using interpose::Runtime;
+using testing::FakeDriver;
+
+constexpr uint64_t kMiB = 1 << 20;
+
+std::mutex g_lines_mutex;
+std::vector<std::string> g_warnings;
+
+// The runtime's functions pump calls, standing in for libcudart: the fake driver's.
+using DriverAlloc = CUresult (*)(CUdeviceptr*, size_t, unsigned int);
+using DriverFree = CUresult (*)(CUdeviceptr);
+DriverAlloc g_driver_managed = nullptr;
+DriverFree g_driver_free = nullptr;
+cudaError_t runtime_malloc_managed(void** p, size_t n, unsigned int flags) {
+  CUdeviceptr d = 0;
+  if (g_driver_managed(&d, n, flags) != CUDA_SUCCESS) return cudaErrorMemoryAllocation;
+  *p = reinterpret_cast<void*>(d);
+  return cudaSuccess;
+}
+cudaError_t runtime_free(void* p) {
+  return g_driver_free(reinterpret_cast<CUdeviceptr>(p)) == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+CUstream stream(uint64_t s) { return reinterpret_cast<CUstream>(s); }
+
+class AsyncAllocHooks : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    setenv("PUMP_MANAGED_LIMIT", "8MiB", 1);
+    driver_ = new FakeDriver;  // for the whole process: the runtime's backend outlives each test
+    driver_->reset({});
+    g_driver_managed = reinterpret_cast<DriverAlloc>(dlsym(driver_->handle(), "cuMemAllocManaged"));
+    g_driver_free = reinterpret_cast<DriverFree>(dlsym(driver_->handle(), "cuMemFree_v2"));
+    interpose::g_real_symbols[interpose::k_cudaMallocManaged].store(reinterpret_cast<void*>(&runtime_malloc_managed));
+    interpose::g_real_symbols[interpose::k_cudaFree].store(reinterpret_cast<void*>(&runtime_free));
+    {
+      // The runtime starts here, not in the first test: what it says about the set-up
+      // (plugins present or not) is no test's business.
+      interpose::ReentryGuard guard;
+      ASSERT_NE(Runtime::get(), nullptr);
+    }
+    set_log_sink([](LogLevel level, const char* line) {
+      if (level > LogLevel::kWarn) return;
+      std::lock_guard lock(g_lines_mutex);
+      g_warnings.emplace_back(line);
+    });
+  }
+  static void TearDownTestSuite() { set_log_sink(nullptr); }
+  void SetUp() override {
+    ASSERT_TRUE(driver_->ok());
+    ASSERT_NE(g_driver_managed, nullptr);
+    // Device 0 current on this thread, as the program's runtime leaves it.
+    using SetCurrent = CUresult (*)(CUcontext);
+    auto set_current = reinterpret_cast<SetCurrent>(dlsym(driver_->handle(), "cuCtxSetCurrent"));
+    ASSERT_NE(set_current, nullptr);
+    ASSERT_EQ(set_current(reinterpret_cast<CUcontext>(uintptr_t{0xc0})), CUDA_SUCCESS);
+    std::lock_guard lock(g_lines_mutex);
+    g_warnings.clear();
+    first_call_ = driver_->calls().size();
+  }
+
+  static std::vector<std::string> warnings() {
+    std::lock_guard lock(g_lines_mutex);
+    return g_warnings;
+  }
+  static bool tracked(uint64_t address) {
+    pump_block_v1_t block{};
+    return Runtime::get()->find_block(address, &block);
+  }
+  // Calls of the driver named `name` on `address` since the test began (the fake hands
+  // freed addresses out again).
+  size_t calls_at(const char* name, uint64_t address) const {
+    const std::vector<FakeCall> calls = driver_->calls();
+    size_t n = 0;
+    for (size_t i = first_call_; i < calls.size(); ++i)
+      n += calls[i].address == address && std::string(calls[i].name) == name;
+    return n;
+  }
+  size_t calls_named(const char* name) const {
+    const std::vector<FakeCall> calls = driver_->calls();
+    size_t n = 0;
+    for (size_t i = first_call_; i < calls.size(); ++i) n += std::string(calls[i].name) == name;
+    return n;
+  }
+
+  size_t first_call_ = 0;
+  static FakeDriver* driver_;
+};
+FakeDriver* AsyncAllocHooks::driver_ = nullptr;
+
+TEST_F(AsyncAllocHooks, ADriverStreamOrderedAllocationIsATrackedManagedBlock) {
+  const CUstream s = stream(0x5a01);
+  CUdeviceptr p = 0;
+  ASSERT_EQ(cuMemAllocAsync(&p, kMiB, s), CUDA_SUCCESS);
+  EXPECT_EQ(calls_at("cuMemAllocManaged", p), 1u) << "managed memory";
+  EXPECT_EQ(calls_named("cuMemAllocAsync"), 0u) << "no pool memory of the driver's";
+  EXPECT_TRUE(tracked(p));
+  EXPECT_TRUE(tracked(p + kMiB - 1));
+  ASSERT_EQ(cuMemFreeAsync(p, s), CUDA_SUCCESS);
+  EXPECT_FALSE(tracked(p));
+  EXPECT_TRUE(warnings().empty()) << warnings().front();
+}
+
+TEST_F(AsyncAllocHooks, TheFreeWaitsForTheWorkQueuedBeforeItOnItsStream) {
+  const CUstream s = stream(0x5a02);
+  CUdeviceptr p = 0;
+  ASSERT_EQ(cuMemAllocAsync(&p, kMiB, s), CUDA_SUCCESS);
+  driver_->hold(0x5a02, true);  // work queued on the stream is still running
+  ASSERT_EQ(cuMemFreeAsync(p, s), CUDA_SUCCESS);
+  EXPECT_FALSE(tracked(p)) << "the engine forgets it at once";
+  EXPECT_EQ(calls_at("cuMemFree", p), 0u) << "but the driver keeps it while the stream runs";
+  CUdeviceptr other = 0;
+  ASSERT_EQ(cuMemAllocAsync(&other, kMiB, stream(0x5a03)), CUDA_SUCCESS);
+  EXPECT_EQ(calls_at("cuMemFree", p), 0u) << "the next call finds the stream still busy";
+  driver_->hold(0x5a02, false);
+  ASSERT_EQ(cuMemFreeAsync(other, stream(0x5a03)), CUDA_SUCCESS);
+  EXPECT_EQ(calls_at("cuMemFree", p), 1u) << "collected once the stream got past the free";
+  EXPECT_EQ(calls_at("cuMemFree", other), 1u);
+}
+
+TEST_F(AsyncAllocHooks, AnAllocationNeedingTheRoomOfPendingFreesWaitsForThem) {
+  const CUstream s = stream(0x5a04);
+  std::vector<CUdeviceptr> blocks(4);
+  for (auto& b : blocks) ASSERT_EQ(cuMemAllocAsync(&b, 2 * kMiB, s), CUDA_SUCCESS);  // the whole 8 MiB
+  driver_->hold(0x5a04, true);
+  ASSERT_EQ(cuMemFreeAsync(blocks[0], s), CUDA_SUCCESS);
+  std::thread stream_finishes([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    driver_->hold(0x5a04, false);
+  });
+  CUdeviceptr next = 0;
+  EXPECT_EQ(cuMemAllocAsync(&next, 2 * kMiB, s), CUDA_SUCCESS) << "the freed room, once its stream finished";
+  stream_finishes.join();
+  EXPECT_EQ(calls_at("cuMemFree", blocks[0]), 1u);
+  EXPECT_TRUE(warnings().empty()) << "no refusal was logged: " << warnings().front();
+  CUdeviceptr over = 0;
+  EXPECT_EQ(cuMemAllocAsync(&over, 2 * kMiB, s), CUDA_ERROR_OUT_OF_MEMORY) << "nothing pending: over the limit";
+  for (CUdeviceptr b : {blocks[1], blocks[2], blocks[3], next}) ASSERT_EQ(cuMemFreeAsync(b, s), CUDA_SUCCESS);
+}
+
+TEST_F(AsyncAllocHooks, RuntimeStreamOrderedAllocationsAreTrackedAndFreedInStreamOrder) {
+  const cudaStream_t s = stream(0x5a05);
+  void* p = nullptr;
+  ASSERT_EQ(cudaMallocAsync(&p, kMiB, s), cudaSuccess);
+  const auto address = reinterpret_cast<uint64_t>(p);
+  EXPECT_EQ(calls_at("cuMemAllocManaged", address), 1u);
+  EXPECT_TRUE(tracked(address));
+  driver_->hold(0x5a05, true);
+  ASSERT_EQ(cudaFreeAsync(p, s), cudaSuccess);
+  EXPECT_EQ(calls_at("cuMemFree", address), 0u);
+  driver_->hold(0x5a05, false);
+  void* q = nullptr;
+  ASSERT_EQ(cudaMallocAsync(&q, kMiB, s), cudaSuccess);
+  EXPECT_EQ(calls_at("cuMemFree", address), 1u);
+  ASSERT_EQ(cudaFree(q), cudaSuccess) << "a synchronous free of stream-ordered memory is allowed";
+  EXPECT_FALSE(tracked(reinterpret_cast<uint64_t>(q)));
+}
+
+TEST_F(AsyncAllocHooks, UnderGraphCaptureAllocationsPassThroughAndFreesOfPumpsMemoryAreRefused) {
+  const uint64_t captured = 0x5a06;
+  CUdeviceptr mine = 0;
+  ASSERT_EQ(cuMemAllocAsync(&mine, kMiB, stream(captured)), CUDA_SUCCESS);
+  driver_->set_capturing(captured, true);
+  CUdeviceptr node = 0;
+  ASSERT_EQ(cuMemAllocAsync(&node, kMiB, stream(captured)), CUDA_SUCCESS);
+  EXPECT_EQ(calls_at("cuMemAllocAsync", node), 1u) << "the driver's graph memory";
+  EXPECT_FALSE(tracked(node));
+  EXPECT_EQ(cuMemFreeAsync(node, stream(captured)), CUDA_SUCCESS) << "its free is the driver's";
+  EXPECT_EQ(calls_at("cuMemFreeAsync", node), 1u);
+  EXPECT_EQ(cuMemFreeAsync(mine, stream(captured)), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  EXPECT_TRUE(tracked(mine)) << "still pump's, to free outside the capture";
+  EXPECT_EQ(warnings().size(), 2u) << "one line for the pass-through, one for the refusal";
+  driver_->set_capturing(captured, false);
+  ASSERT_EQ(cuMemFreeAsync(mine, stream(captured)), CUDA_SUCCESS);
+}
+
+TEST_F(AsyncAllocHooks, WithoutAnEventTheFreeWaitsForTheDeviceAtOnce) {
+  CUdeviceptr p = 0;
+  ASSERT_EQ(cuMemAllocAsync(&p, kMiB, stream(0x5a0a)), CUDA_SUCCESS);
+  driver_->fail("cuEventRecord", 0, CUDA_ERROR_UNKNOWN, 1);
+  ASSERT_EQ(cuMemFreeAsync(p, stream(0x5a0a)), CUDA_SUCCESS);
+  EXPECT_EQ(calls_at("cuMemFree", p), 1u) << "the real free, which waits for the device itself";
+  EXPECT_FALSE(tracked(p));
+}
+
+TEST_F(AsyncAllocHooks, APerThreadFreeIsOrderedOnThePerThreadStream) {
+  CUdeviceptr p = 0;
+  ASSERT_EQ(cuMemAllocAsync_ptsz(&p, kMiB, nullptr), CUDA_SUCCESS);
+  EXPECT_TRUE(tracked(p));
+  ASSERT_EQ(cuMemFreeAsync_ptsz(p, nullptr), CUDA_SUCCESS);
+  size_t on_per_thread_stream = 0;
+  const std::vector<FakeCall> calls = driver_->calls();
+  for (size_t i = first_call_; i < calls.size(); ++i)
+    on_per_thread_stream += std::string(calls[i].name) == "cuEventRecord" &&
+                            calls[i].stream == reinterpret_cast<uint64_t>(CU_STREAM_PER_THREAD);
+  EXPECT_EQ(on_per_thread_stream, 1u) << "stream 0 of a _ptsz call is the thread's own";
+}
+
+CUmemPoolProps pool_props(CUmemAllocationHandleType handles) {
+  CUmemPoolProps props{};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.handleTypes = handles;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = 0;
+  return props;
+}
+
+TEST_F(AsyncAllocHooks, PoolsStayTheDriversAndAllocationsFromThemAreManaged) {
+  const CUmemPoolProps props = pool_props(CU_MEM_HANDLE_TYPE_NONE);
+  const uint64_t creates = driver_->count("cuMemPoolCreate"), destroys = driver_->count("cuMemPoolDestroy");
+  CUmemoryPool pool = nullptr;
+  ASSERT_EQ(cuMemPoolCreate(&pool, &props), CUDA_SUCCESS);
+  EXPECT_EQ(driver_->count("cuMemPoolCreate"), creates + 1) << "the driver made the pool";
+  CUdeviceptr p = 0;
+  ASSERT_EQ(cuMemAllocFromPoolAsync(&p, kMiB, pool, stream(0x5a08)), CUDA_SUCCESS);
+  EXPECT_EQ(calls_at("cuMemAllocManaged", p), 1u);
+  EXPECT_EQ(calls_named("cuMemAllocFromPoolAsync"), 0u);
+  EXPECT_TRUE(tracked(p));
+  ASSERT_EQ(cuMemFreeAsync(p, stream(0x5a08)), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemPoolDestroy(pool), CUDA_SUCCESS);
+  EXPECT_EQ(driver_->count("cuMemPoolDestroy"), destroys + 1);
+
+  CUmemoryPool default_pool = nullptr;
+  ASSERT_EQ(cuDeviceGetDefaultMemPool(&default_pool, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAllocFromPoolAsync(&p, kMiB, default_pool, stream(0x5a08)), CUDA_SUCCESS);
+  EXPECT_TRUE(tracked(p)) << "the device's default pool";
+  ASSERT_EQ(cuMemFreeAsync(p, stream(0x5a08)), CUDA_SUCCESS);
+}
+
+TEST_F(AsyncAllocHooks, AllocationsFromAnExportablePoolStayTheDrivers) {
+  const CUmemPoolProps props = pool_props(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUmemoryPool pool = nullptr;
+  ASSERT_EQ(cuMemPoolCreate(&pool, &props), CUDA_SUCCESS);
+  CUdeviceptr p = 0;
+  ASSERT_EQ(cuMemAllocFromPoolAsync(&p, kMiB, pool, stream(0x5a09)), CUDA_SUCCESS);
+  EXPECT_EQ(calls_at("cuMemAllocFromPoolAsync", p), 1u) << "IPC pools' memory cannot be managed";
+  EXPECT_FALSE(tracked(p));
+  ASSERT_EQ(cuMemFreeAsync(p, stream(0x5a09)), CUDA_SUCCESS);
+  EXPECT_EQ(calls_at("cuMemFreeAsync", p), 1u) << "freed by the driver";
+  ASSERT_EQ(cuMemPoolDestroy(pool), CUDA_SUCCESS);
+  CUmemoryPool unknown = nullptr;
+  EXPECT_EQ(cuMemPoolCreate(&unknown, nullptr), CUDA_ERROR_INVALID_VALUE) << "the driver's error";
+}
+
+TEST_F(AsyncAllocHooks, BadArgumentsGetTheDriversOwnError) {
+  const uint64_t driver_calls = driver_->count("cuMemAllocAsync");
+  EXPECT_EQ(cuMemAllocAsync(nullptr, kMiB, stream(0x5a07)), CUDA_ERROR_INVALID_VALUE);
+  CUdeviceptr p = 0;
+  EXPECT_EQ(cuMemAllocAsync(&p, 0, stream(0x5a07)), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(driver_->count("cuMemAllocAsync"), driver_calls + 2) << "both went to the driver";
+  EXPECT_EQ(calls_named("cuMemAllocManaged"), 0u) << "nothing was made managed";
+}
+
+}  // namespace
+}  // namespace pump
