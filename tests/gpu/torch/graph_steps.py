@@ -16,7 +16,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train_steps import resnet50  # noqa: E402  (sets CUBLAS_WORKSPACE_CONFIG before torch loads)
+from train_steps import Report, resnet50  # noqa: E402  (sets CUBLAS_WORKSPACE_CONFIG before torch loads)
 
 import torch  # noqa: E402
 
@@ -61,20 +61,14 @@ def main():
     with torch.cuda.graph(graph):
         static_loss = step()
 
-    checksum = 0xCBF29CE484222325  # FNV-1a over the losses' hex texts
+    report = Report()
     for i in range(a.steps):
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         graph.replay()
         value = static_loss.item()  # synchronizes
-        ms = (time.perf_counter() - t0) * 1e3
-        print(f"pump-bench: iteration_ms={ms:.3f}")
-        print(f"loss {i} {float(value).hex()}")
-        for byte in float(value).hex().encode():
-            checksum = ((checksum ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-        sys.stdout.flush()
-    print(f"pump-bench: footprint_bytes={torch.cuda.max_memory_reserved()}")
-    print(f"pump-bench: checksum={checksum:016x}")
+        report.step(i, (time.perf_counter() - t0) * 1e3, value)
+    report.finish(torch.cuda.max_memory_reserved())
 
 
 if __name__ == "__main__":

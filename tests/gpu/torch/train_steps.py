@@ -104,6 +104,24 @@ def transformer(batch, dtype, seq=512, d=1024, layers=12, vocab=8192):
     return model, x, y, nn.CrossEntropyLoss()
 
 
+class Report:
+    """The pump-bench output contract (see the module's docstring), step by step."""
+
+    def __init__(self):
+        self.checksum = 0xCBF29CE484222325  # FNV-1a over the losses' hex texts
+
+    def step(self, step, ms, value):
+        print(f"pump-bench: iteration_ms={ms:.3f}")
+        print(f"loss {step} {float(value).hex()}")
+        for byte in float(value).hex().encode():
+            self.checksum = ((self.checksum ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+        sys.stdout.flush()
+
+    def finish(self, footprint_bytes):
+        print(f"pump-bench: footprint_bytes={footprint_bytes}")
+        print(f"pump-bench: checksum={self.checksum:016x}")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--model", choices=["resnet50", "transformer", "densenet121", "vgg16", "lstm", "gpt2",
@@ -136,7 +154,7 @@ def main():
     y = y.to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 
-    checksum = 0xCBF29CE484222325  # FNV-1a over the losses' hex texts
+    report = Report()
     for step in range(a.steps):
         torch.cuda.synchronize()
         t0 = time.perf_counter()
@@ -146,14 +164,8 @@ def main():
         loss.backward()
         opt.step()
         value = loss.item()  # synchronizes
-        ms = (time.perf_counter() - t0) * 1e3
-        print(f"pump-bench: iteration_ms={ms:.3f}")
-        print(f"loss {step} {float(value).hex()}")
-        for byte in float(value).hex().encode():
-            checksum = ((checksum ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-        sys.stdout.flush()
-    print(f"pump-bench: footprint_bytes={torch.cuda.max_memory_reserved()}")
-    print(f"pump-bench: checksum={checksum:016x}")
+        report.step(step, (time.perf_counter() - t0) * 1e3, value)
+    report.finish(torch.cuda.max_memory_reserved())
 
 
 if __name__ == "__main__":

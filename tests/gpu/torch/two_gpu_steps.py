@@ -102,7 +102,7 @@ def main():
     y = y.to(SECOND)  # the loss is computed where the output is
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 
-    checksum = 0xCBF29CE484222325  # FNV-1a over the losses' hex texts
+    report = train_steps.Report()
     for step in range(a.steps):
         for d in (FIRST, SECOND):
             torch.cuda.synchronize(d)
@@ -114,17 +114,11 @@ def main():
         value = loss.item()  # synchronizes cuda:1, which waited for cuda:0's part
         for d in (FIRST, SECOND):
             torch.cuda.synchronize(d)
-        ms = (time.perf_counter() - t0) * 1e3
-        print(f"pump-bench: iteration_ms={ms:.3f}")
-        print(f"loss {step} {float(value).hex()}")
-        for byte in float(value).hex().encode():
-            checksum = ((checksum ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-        sys.stdout.flush()
+        report.step(step, (time.perf_counter() - t0) * 1e3, value)
     footprints = [torch.cuda.max_memory_reserved(d) for d in (FIRST, SECOND)]
     for d, n in enumerate(footprints):
         print(f"footprint {d} {n}")
-    print(f"pump-bench: footprint_bytes={sum(footprints)}")
-    print(f"pump-bench: checksum={checksum:016x}")
+    report.finish(sum(footprints))
     return 0
 
 
