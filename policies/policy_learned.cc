@@ -149,50 +149,6 @@ struct LearnedPolicy {
 
 // ------------------------------------------------------------------ config
 
-bool is_blank(char c) { return c == ' ' || c == '\t'; }
-
-double unit_bytes(const char* s, size_t n) {
-  static const struct {
-    const char* name;
-    double bytes;
-  } units[] = {{"", 1.0},           {"b", 1.0},           {"k", 1024.0},           {"kib", 1024.0},
-               {"kb", 1e3},         {"m", 1048576.0},     {"mib", 1048576.0},      {"mb", 1e6},
-               {"g", 1073741824.0}, {"gib", 1073741824.0}, {"gb", 1e9},            {"t", 1099511627776.0},
-               {"tib", 1099511627776.0}, {"tb", 1e12}};
-  for (const auto& u : units) {
-    if (std::strlen(u.name) != n) continue;
-    size_t i = 0;
-    while (i < n && (s[i] | 0x20) == u.name[i]) ++i;
-    if (i == n) return u.bytes;
-  }
-  return 0.0;
-}
-
-// Strict: a plain decimal number, then a byte unit or '%', blanks around.
-bool parse_lookahead(const char* text, Lookahead* out) {
-  const char* p = text;
-  double number = 0.0, scale = 0.1;
-  int digits = 0;
-  while (is_blank(*p)) ++p;
-  for (; *p >= '0' && *p <= '9'; ++p, ++digits) number = number * 10.0 + (*p - '0');
-  if (*p == '.')
-    for (++p; *p >= '0' && *p <= '9'; ++p, ++digits, scale /= 10.0) number += (*p - '0') * scale;
-  if (digits == 0) return false;
-  while (is_blank(*p)) ++p;
-  size_t n = std::strlen(p);
-  while (n > 0 && is_blank(p[n - 1])) --n;
-  if (n == 1 && *p == '%') {
-    if (number > 100.0) return false;
-    *out = Lookahead{true, number, 0};
-    return true;
-  }
-  const double multiplier = unit_bytes(p, n);
-  const double bytes = number * multiplier;
-  if (multiplier == 0.0 || !(bytes < 18446744073709551615.0)) return false;
-  *out = Lookahead{false, 0.0, static_cast<uint64_t>(bytes)};
-  return true;
-}
-
 void configure(LearnedPolicy* s) {
   const pump_policy_host_v1_t* host = s->host;
   if (const char* age = PUMP_HAS_MEMBER(host, pump_policy_host_v1_t, get_config)
@@ -202,7 +158,16 @@ void configure(LearnedPolicy* s) {
   const char* text = PUMP_HAS_MEMBER(host, pump_policy_host_v1_t, get_config)
                          ? host->get_config(host, "LEARNED_LOOKAHEAD")
                          : nullptr;
-  if (text == nullptr || parse_lookahead(text, &s->lookahead)) return;
+  if (text == nullptr) return;
+  // Through the host's size parser (SDK 1.1): bytes, or a percentage of the budget.
+  pump_budget_v1_t budget{};
+  host->get_budget(host, &budget);
+  uint64_t bytes = 0;
+  if (PUMP_HAS_MEMBER(host, pump_policy_host_v1_t, parse_size) &&
+      host->parse_size(host, text, budget.budget_bytes, &bytes) == PUMP_OK) {
+    s->lookahead = Lookahead{false, 0.0, bytes};
+    return;
+  }
   s->lookahead = Lookahead{};
   char message[256];
   std::snprintf(message, sizeof message,

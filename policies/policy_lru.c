@@ -16,108 +16,39 @@
  * warning, the default is used.
  */
 #include <stdio.h>
-#include <string.h>
 
 #include "policy_common.h"
 
 #define LRU_DEFAULT_HEADROOM_PERCENT 0.0
 
-typedef struct lru_headroom {
-  int is_percent;
-  double percent; /* of the budget, when is_percent */
-  uint64_t bytes;
-} lru_headroom_t;
-
 typedef struct lru_state {
   policy_base_t base; /* first: policy_base_destroy frees the whole state */
-  lru_headroom_t headroom;
+  uint64_t headroom;  /* bytes kept free when the program does not fit */
 } lru_state_t;
 
-static int ascii_lower(int c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; }
-
-static int is_blank(char c) { return c == ' ' || c == '\t'; }
-
-/* Bytes per unit of a size suffix (case-insensitive); 0 if unknown. */
-static double unit_multiplier(const char* suffix, size_t length) {
-  static const struct {
-    const char* name;
-    double bytes;
-  } units[] = {
-      {"", 1.0},         {"b", 1.0},
-      {"k", 1024.0},     {"kib", 1024.0},         {"kb", 1e3},
-      {"m", 1048576.0},  {"mib", 1048576.0},      {"mb", 1e6},
-      {"g", 1073741824.0}, {"gib", 1073741824.0}, {"gb", 1e9},
-      {"t", 1099511627776.0}, {"tib", 1099511627776.0}, {"tb", 1e12},
-  };
-  size_t u, i;
-  for (u = 0; u < sizeof units / sizeof units[0]; ++u) {
-    if (strlen(units[u].name) != length) continue;
-    for (i = 0; i < length && ascii_lower((unsigned char)suffix[i]) == units[u].name[i]; ++i) {
-    }
-    if (i == length) return units[u].bytes;
-  }
-  return 0.0;
-}
-
-/* Strict: plain decimal number, optional unit or '%', blanks around; nothing else. */
-static int parse_headroom(const char* text, lru_headroom_t* out) {
-  const char* p = text;
-  double number = 0.0, scale = 0.1, multiplier, bytes;
-  int digits = 0;
-  size_t length;
-  while (is_blank(*p)) ++p;
-  for (; *p >= '0' && *p <= '9'; ++p, ++digits) number = number * 10.0 + (*p - '0');
-  if (*p == '.')
-    for (++p; *p >= '0' && *p <= '9'; ++p, ++digits, scale /= 10.0) number += (*p - '0') * scale;
-  if (digits == 0) return 0;
-  while (is_blank(*p)) ++p;
-  length = strlen(p);
-  while (length > 0 && is_blank(p[length - 1])) --length;
-  if (length == 1 && *p == '%') {
-    if (!(number < 100.0)) return 0;
-    out->is_percent = 1;
-    out->percent = number;
-    out->bytes = 0;
-    return 1;
-  }
-  multiplier = unit_multiplier(p, length);
-  bytes = number * multiplier;
-  if (multiplier == 0.0 || !(bytes < 18446744073709551615.0)) return 0;
-  out->is_percent = 0;
-  out->percent = 0.0;
-  out->bytes = (uint64_t)bytes;
-  return 1;
-}
-
-static uint64_t headroom_bytes(const lru_headroom_t* headroom, uint64_t budget_bytes) {
-  return headroom->is_percent ? (uint64_t)((double)budget_bytes * headroom->percent / 100.0) : headroom->bytes;
-}
-
+/* LRU_HEADROOM through the host's size parser (SDK 1.1): bytes, or a percentage of
+ * the budget; it must stay below the budget. A bad value: one warning, the default. */
 static void configure_headroom(lru_state_t* lru) {
   const pump_policy_host_v1_t* host = lru->base.host;
   const char* text = policy_config(host, "LRU_HEADROOM");
   pump_budget_v1_t budget = {0, 0, 0, 0};
+  uint64_t bytes = 0;
   char message[256];
-  lru->headroom.is_percent = 1;
-  lru->headroom.percent = LRU_DEFAULT_HEADROOM_PERCENT;
-  if (text == NULL) return;
   host->get_budget(host, &budget);
-  if (!parse_headroom(text, &lru->headroom)) {
-    snprintf(message, sizeof message,
-             "PUMP_LRU_HEADROOM='%.64s' is not a byte size (e.g. 256MiB) or a percentage below 100%% "
-             "(e.g. 5%%): using %.0f%% of the budget",
-             text, LRU_DEFAULT_HEADROOM_PERCENT);
-  } else if (!lru->headroom.is_percent && budget.budget_bytes > 0 && lru->headroom.bytes >= budget.budget_bytes) {
-    snprintf(message, sizeof message,
-             "PUMP_LRU_HEADROOM='%.64s' is not below the budget (%llu bytes): using %.0f%% of the budget", text,
-             (unsigned long long)budget.budget_bytes, LRU_DEFAULT_HEADROOM_PERCENT);
-  } else {
+  lru->headroom = (uint64_t)((double)budget.budget_bytes * LRU_DEFAULT_HEADROOM_PERCENT / 100.0);
+  if (text == NULL) return;
+  if (PUMP_HAS_MEMBER(host, pump_policy_host_v1_t, parse_size) &&
+      host->parse_size(host, text, budget.budget_bytes, &bytes) == PUMP_OK &&
+      (budget.budget_bytes == 0 || bytes < budget.budget_bytes)) {
+    lru->headroom = bytes;
     return;
   }
+  snprintf(message, sizeof message,
+           "PUMP_LRU_HEADROOM='%.64s' is not a byte size (e.g. 256MiB) or a percentage (e.g. 5%%) below the "
+           "budget: using %.0f%% of the budget",
+           text, LRU_DEFAULT_HEADROOM_PERCENT);
   policy_log(host, PUMP_LOG_WARN, message);
-  lru->headroom.is_percent = 1;
-  lru->headroom.percent = LRU_DEFAULT_HEADROOM_PERCENT;
-  lru->headroom.bytes = 0;
+  lru->headroom = (uint64_t)((double)budget.budget_bytes * LRU_DEFAULT_HEADROOM_PERCENT / 100.0);
 }
 
 /* Discarding a dead block costs no transfer, so those go before live ones. */
@@ -144,7 +75,7 @@ static void lru_on_kernel(void* ctx, const pump_kernel_v1_t* kernel) {
    * bring the same blocks back. */
   if (budget.managed_bytes <= budget.budget_bytes) return;
   free_bytes = budget.resident_bytes < budget.budget_bytes ? budget.budget_bytes - budget.resident_bytes : 0;
-  wanted = headroom_bytes(&lru->headroom, budget.budget_bytes);
+  wanted = lru->headroom;
   /* Idle blocks only: evicting one in use would stall the prefetch stream on it. */
   if (free_bytes < wanted) evict_dead_first(&lru->base, POLICY_IDLE_DEAD_BLOCKS, POLICY_IDLE_BLOCKS, wanted - free_bytes);
 }

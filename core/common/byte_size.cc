@@ -63,16 +63,29 @@ std::optional<uint64_t> parse_byte_size(std::string_view text) {
   return static_cast<uint64_t>(bytes);
 }
 
-std::optional<uint64_t> parse_budget(std::string_view text, uint64_t device_bytes) {
+namespace {
+
+// A byte size, or a percentage of `whole` up to 100 (and above 0 unless zero_percent).
+std::optional<uint64_t> size_or_percent(std::string_view text, uint64_t whole, bool zero_percent) {
   text = trim(text);
   if (!text.empty() && text.back() == '%') {
     double number = 0;
     std::string_view rest;
     if (!split_number(trim(text.substr(0, text.size() - 1)), &number, &rest) || !rest.empty()) return std::nullopt;
-    if (!(number > 0.0) || number > 100.0) return std::nullopt;
-    return static_cast<uint64_t>(std::floor(static_cast<double>(device_bytes) * number / 100.0));
+    if (!(zero_percent ? number >= 0.0 : number > 0.0) || number > 100.0) return std::nullopt;
+    return static_cast<uint64_t>(std::floor(static_cast<double>(whole) * number / 100.0));
   }
   return parse_byte_size(text);
+}
+
+}  // namespace
+
+std::optional<uint64_t> parse_budget(std::string_view text, uint64_t device_bytes) {
+  return size_or_percent(text, device_bytes, false);
+}
+
+std::optional<uint64_t> parse_size_or_percent(std::string_view text, uint64_t whole) {
+  return size_or_percent(text, whole, true);
 }
 
 std::string format_bytes(uint64_t bytes) {

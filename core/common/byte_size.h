@@ -20,6 +20,10 @@ inline constexpr uint64_t kMinBudgetBytes = 4096;
 // Percentages must lie in (0, 100].
 std::optional<uint64_t> parse_budget(std::string_view text, uint64_t device_bytes);
 
+// A byte size as above, or a percentage in [0, 100] of `whole` (what policies are
+// given through the host's parse_size: one grammar for every size pump reads).
+std::optional<uint64_t> parse_size_or_percent(std::string_view text, uint64_t whole);
+
 // 8589934592 -> "8.00 GiB"
 std::string format_bytes(uint64_t bytes);
 

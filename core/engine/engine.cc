@@ -55,6 +55,7 @@ Engine::Engine(DeviceBackend& backend, const pump_policy_v1_t* policy, const Eng
   t.eviction_candidates = &Engine::svc_eviction_candidates;
   t.prefetch = &Engine::svc_prefetch;
   t.evict = &Engine::svc_evict;
+  t.parse_size = &Engine::svc_parse_size;
   host_->engine = this;
 
   if (policy_) {
@@ -1045,6 +1046,15 @@ pump_status_v1_t Engine::svc_prefetch(const pump_policy_host_v1_t* host, uint64_
   pump_status_v1_t status = e.request_prefetch(*b, when);
   if (status == PUMP_ERR_REFUSED) ++e.stats_.policy_refusals;
   return status;
+}
+
+pump_status_v1_t Engine::svc_parse_size(const pump_policy_host_v1_t*, const char* text, uint64_t whole,
+                                        uint64_t* bytes) {
+  if (text == nullptr || bytes == nullptr) return PUMP_ERR_INVALID_ARGUMENT;
+  const std::optional<uint64_t> parsed = parse_size_or_percent(text, whole);
+  if (!parsed) return PUMP_ERR_INVALID_ARGUMENT;
+  *bytes = *parsed;
+  return PUMP_OK;
 }
 
 pump_status_v1_t Engine::svc_evict(const pump_policy_host_v1_t* host, uint64_t block_id, uint32_t flags) {

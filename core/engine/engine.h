@@ -221,6 +221,7 @@ class Engine {
   static size_t svc_eviction_candidates(const pump_policy_host_v1_t*, uint32_t, pump_block_v1_t*, size_t);
   static pump_status_v1_t svc_prefetch(const pump_policy_host_v1_t*, uint64_t, pump_when_v1_t);
   static pump_status_v1_t svc_evict(const pump_policy_host_v1_t*, uint64_t, uint32_t);
+  static pump_status_v1_t svc_parse_size(const pump_policy_host_v1_t*, const char* text, uint64_t whole, uint64_t* bytes);
   static Engine& from(const pump_policy_host_v1_t* host);
 
   DeviceBackend& backend_;

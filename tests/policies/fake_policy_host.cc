@@ -1,6 +1,9 @@
 #include "tests/policies/fake_policy_host.h"
 
 #include <algorithm>
+#include <cstddef>
+
+#include "core/common/byte_size.h"
 
 FakePolicyHost::FakePolicyHost(uint64_t budget_bytes) : budget_bytes_(budget_bytes) {
   pump_policy_host_v1_t& t = wrapper_.table;
@@ -13,7 +16,12 @@ FakePolicyHost::FakePolicyHost(uint64_t budget_bytes) : budget_bytes_(budget_byt
   t.eviction_candidates = &svc_eviction_candidates;
   t.prefetch = &svc_prefetch;
   t.evict = &svc_evict;
+  t.parse_size = &svc_parse_size;
   wrapper_.self = this;
+}
+
+void FakePolicyHost::pretend_sdk_1_0() {
+  wrapper_.table.struct_size = offsetof(pump_policy_host_v1_t, parse_size);
 }
 
 FakePolicyHost& FakePolicyHost::from(const pump_policy_host_v1_t* host) {
@@ -154,4 +162,13 @@ pump_status_v1_t FakePolicyHost::svc_evict(const pump_policy_host_v1_t* host, ui
   }
   self.evictions.push_back({id, flags, status});
   return status;
+}
+
+pump_status_v1_t FakePolicyHost::svc_parse_size(const pump_policy_host_v1_t*, const char* text, uint64_t whole,
+                                                uint64_t* bytes) {
+  // pump's own parser, as the Engine's host table offers it.
+  const std::optional<uint64_t> parsed = text ? pump::parse_size_or_percent(text, whole) : std::nullopt;
+  if (!parsed || bytes == nullptr) return PUMP_ERR_INVALID_ARGUMENT;
+  *bytes = *parsed;
+  return PUMP_OK;
 }

@@ -31,6 +31,8 @@ class FakePolicyHost {
   };
 
   explicit FakePolicyHost(uint64_t budget_bytes);
+  // The table an SDK 1.0 host passes: it ends before parse_size.
+  void pretend_sdk_1_0();
   FakePolicyHost(const FakePolicyHost&) = delete;
   FakePolicyHost& operator=(const FakePolicyHost&) = delete;
 
@@ -70,6 +72,8 @@ class FakePolicyHost {
   static void svc_log(const pump_policy_host_v1_t*, pump_log_level_v1_t, const char*);
   static const char* svc_get_config(const pump_policy_host_v1_t*, const char*);
   static void svc_get_budget(const pump_policy_host_v1_t*, pump_budget_v1_t*);
+  static pump_status_v1_t svc_parse_size(const pump_policy_host_v1_t*, const char* text, uint64_t whole,
+                                         uint64_t* bytes);
   static pump_status_v1_t svc_find_block(const pump_policy_host_v1_t*, uint64_t, pump_block_v1_t*);
   static size_t svc_eviction_candidates(const pump_policy_host_v1_t*, uint32_t, pump_block_v1_t*, size_t);
   static pump_status_v1_t svc_prefetch(const pump_policy_host_v1_t*, uint64_t, pump_when_v1_t);

@@ -165,6 +165,20 @@ TEST_P(PolicyLruHeadroomConfig, KeepsTheConfiguredHeadroomOrWarnsOnceAndUsesTheD
   EXPECT_EQ(warnings, c.warnings);
 }
 
+TEST(PolicyLru, OnAnSdk10HostWithoutParseSizeAHeadroomWarnsOnceAndTheDefaultHolds) {
+  FakePolicyHost host(1000);
+  host.pretend_sdk_1_0();
+  for (int i = 0; i < 100; ++i) host.add_block(10, PUMP_ROLE_ACTIVATION, true);
+  host.add_block(1000, PUMP_ROLE_ACTIVATION, false);
+  host.set_config("LRU_HEADROOM", "20%");
+  PolicyInstance policy("lru", host);
+  ASSERT_TRUE(policy.ready());
+  policy.on_kernel(host.begin_kernel({}));
+  EXPECT_TRUE(host.evicted_ids().empty()) << "the default headroom (0) holds";
+  ASSERT_EQ(host.logs.size(), 1u);
+  EXPECT_NE(host.logs[0].message.find("LRU_HEADROOM"), std::string::npos) << host.logs[0].message;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Values, PolicyLruHeadroomConfig,
     ::testing::Values(HeadroomCase{nullptr, 0, 0}, HeadroomCase{"100", 10, 0}, HeadroomCase{"20%", 20, 0},

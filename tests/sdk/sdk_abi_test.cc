@@ -25,7 +25,10 @@ TEST(SdkAbi, V1LayoutIsFrozen) {
   EXPECT_EQ(offsetof(pump_extractor_v1_t, apis), 24u);
   EXPECT_EQ(sizeof(pump_extractor_v1_t), 56u);
   EXPECT_EQ(sizeof(pump_extent_v1_t), 24u);
-  EXPECT_EQ(sizeof(pump_policy_host_v1_t), 64u);
+  // The host table grows by appending (1.1: parse_size); what 1.0 laid out stays put.
+  EXPECT_EQ(offsetof(pump_policy_host_v1_t, evict), 56u);
+  EXPECT_EQ(offsetof(pump_policy_host_v1_t, parse_size), 64u);
+  EXPECT_EQ(sizeof(pump_policy_host_v1_t), 72u);
 }
 
 TEST(SdkAbi, HasMemberChecksSizeAndNull) {

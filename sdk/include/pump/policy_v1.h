@@ -69,6 +69,14 @@ struct pump_policy_host_v1 {
   /* Queue an eviction to host. PUMP_ERR_REFUSED for blocks of the kernel being decided;
    * blocks of in-flight kernels are evicted only once those kernels complete. */
   pump_status_v1_t (*evict)(const pump_policy_host_v1_t* self, uint64_t block_id, uint32_t flags);
+
+  /* SDK 1.1 (check with PUMP_HAS_MEMBER): parses a size as pump parses its own settings,
+   * so a policy's knobs read like PUMP_GPU_BUDGET: bytes ("1048576", "256MiB", "1.5GiB",
+   * "64KB", "8K"; binary units unless a decimal "KB/MB/GB/TB"), or a percentage in
+   * [0, 100] of `whole` ("5%", "12.5%"). Blanks around are ignored. PUMP_OK with *bytes
+   * set; PUMP_ERR_INVALID_ARGUMENT for anything else. */
+  pump_status_v1_t (*parse_size)(const pump_policy_host_v1_t* self, const char* text, uint64_t whole,
+                                 uint64_t* bytes);
 };
 
 #define PUMP_ALL_ROLES 0xFu
