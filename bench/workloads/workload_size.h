@@ -1,12 +1,14 @@
 // --size for the built-in workloads, shared by pump-bench (sim) and the GPU
 // programs so both build the same shapes: a preset (small, medium, large) or a
-// target footprint in bytes ("3GiB", "512MiB", "1e9"). C++17, header-only.
+// target footprint in bytes ("3GiB", "512MiB", "1GB": pump's one size grammar,
+// core/common/byte_size.h, which the GPU programs compile in). C++17.
 #pragma once
 
 #include <cstdint>
-#include <cstdlib>
 #include <optional>
 #include <string>
+
+#include "core/common/byte_size.h"
 
 namespace pump::bench {
 
@@ -21,20 +23,9 @@ inline std::optional<WorkloadSize> parse_workload_size(const std::string& text) 
   if (text == "small") return WorkloadSize{SizePreset::kSmall, 0};
   if (text == "medium") return WorkloadSize{SizePreset::kMedium, 0};
   if (text == "large") return WorkloadSize{SizePreset::kLarge, 0};
-  char* end = nullptr;
-  const double number = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || !(number > 0)) return std::nullopt;
-  const std::string unit(end);
-  double scale = 0;
-  if (unit.empty() || unit == "B") scale = 1;
-  else if (unit == "KiB") scale = 1024.0;
-  else if (unit == "MiB") scale = 1024.0 * 1024;
-  else if (unit == "GiB") scale = 1024.0 * 1024 * 1024;
-  else if (unit == "KB") scale = 1e3;
-  else if (unit == "MB") scale = 1e6;
-  else if (unit == "GB") scale = 1e9;
-  if (scale == 0 || number * scale > 1e15) return std::nullopt;
-  return WorkloadSize{SizePreset::kBytes, static_cast<uint64_t>(number * scale)};
+  const std::optional<uint64_t> bytes = parse_byte_size(text);
+  if (!bytes || *bytes == 0 || *bytes > uint64_t{1000000000000000}) return std::nullopt;
+  return WorkloadSize{SizePreset::kBytes, *bytes};
 }
 
 // Stated compute rates used wherever a duration is estimated rather than measured.
