@@ -29,11 +29,9 @@ using cuda::OpKind;
 using cuda::TransferOp;
 
 struct CudaBackend::AtomicStats {
-  std::atomic<uint64_t> batches{0}, prefetch_calls{0}, prefetch_bytes{0}, evict_calls{0}, evict_bytes{0},
-      discard_calls{0}, discard_bytes{0}, batch_calls{0}, fence_waits{0}, failed_calls{0}, marks{0},
-      event_marks{0}, stream_waits{0}, queue_high_water{0}, blocked_submits{0}, prefetch_call_ns{0}, save_calls{0},
-      save_bytes{0}, restore_calls{0}, restore_bytes{0}, copy_failures{0}, pinned_bytes{0}, poisoned_bytes{0}, populate_calls{0},
-      populate_bytes{0}, kernel_save_launches{0}, kernel_save_bytes{0}, checked_clean_bytes{0}, clean_mismatches{0};
+#define PUMP_COUNTER_ATOMIC(name) std::atomic<uint64_t> name{0};
+  PUMP_CUDA_BACKEND_COUNTERS(PUMP_COUNTER_ATOMIC)
+#undef PUMP_COUNTER_ATOMIC
   std::atomic<bool> failure_logged{false};
 };
 
@@ -1020,55 +1018,19 @@ uint64_t CudaBackend::capture_id(StreamId stream) {
 
 std::vector<std::pair<std::string, uint64_t>> CudaBackend::counters() const {
   const CudaBackendStats s = stats();
-  return {{"prefetch_calls", s.prefetch_calls}, {"prefetch_bytes", s.prefetch_bytes},
-          {"evict_calls", s.evict_calls},       {"evict_bytes", s.evict_bytes},
-          {"discard_calls", s.discard_calls},   {"discard_bytes", s.discard_bytes},
-          {"batch_calls", s.batch_calls},       {"failed_calls", s.failed_calls},
-          {"marks", s.marks},                   {"stream_waits", s.stream_waits},
-          {"queue_high_water", s.queue_high_water}, {"blocked_submits", s.blocked_submits},
-          {"prefetch_call_ns", s.prefetch_call_ns},
-          {"save_calls", s.save_calls},         {"save_bytes", s.save_bytes},
-          {"restore_calls", s.restore_calls},   {"restore_bytes", s.restore_bytes},
-          {"copy_failures", s.copy_failures},   {"pinned_bytes", s.pinned_bytes},
-          {"poisoned_bytes", s.poisoned_bytes}, {"populate_calls", s.populate_calls},
-          {"populate_bytes", s.populate_bytes}, {"kernel_save_launches", s.kernel_save_launches},
-          {"kernel_save_bytes", s.kernel_save_bytes},
-          {"checked_clean_bytes", s.checked_clean_bytes}, {"clean_mismatches", s.clean_mismatches}};
+  return {
+#define PUMP_COUNTER_NAMED(name) {#name, s.name},
+      PUMP_CUDA_BACKEND_COUNTERS(PUMP_COUNTER_NAMED)
+#undef PUMP_COUNTER_NAMED
+  };
 }
 
 CudaBackendStats CudaBackend::stats() const {
   const AtomicStats& s = *stats_;
-  auto get = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
   CudaBackendStats out;
-  out.batches = get(s.batches);
-  out.prefetch_calls = get(s.prefetch_calls);
-  out.prefetch_bytes = get(s.prefetch_bytes);
-  out.evict_calls = get(s.evict_calls);
-  out.evict_bytes = get(s.evict_bytes);
-  out.discard_calls = get(s.discard_calls);
-  out.discard_bytes = get(s.discard_bytes);
-  out.batch_calls = get(s.batch_calls);
-  out.fence_waits = get(s.fence_waits);
-  out.failed_calls = get(s.failed_calls);
-  out.marks = get(s.marks);
-  out.event_marks = get(s.event_marks);
-  out.stream_waits = get(s.stream_waits);
-  out.queue_high_water = get(s.queue_high_water);
-  out.blocked_submits = get(s.blocked_submits);
-  out.prefetch_call_ns = get(s.prefetch_call_ns);
-  out.save_calls = get(s.save_calls);
-  out.save_bytes = get(s.save_bytes);
-  out.restore_calls = get(s.restore_calls);
-  out.restore_bytes = get(s.restore_bytes);
-  out.copy_failures = get(s.copy_failures);
-  out.pinned_bytes = get(s.pinned_bytes);
-  out.poisoned_bytes = get(s.poisoned_bytes);
-  out.populate_calls = get(s.populate_calls);
-  out.populate_bytes = get(s.populate_bytes);
-  out.kernel_save_launches = get(s.kernel_save_launches);
-  out.kernel_save_bytes = get(s.kernel_save_bytes);
-  out.checked_clean_bytes = get(s.checked_clean_bytes);
-  out.clean_mismatches = get(s.clean_mismatches);
+#define PUMP_COUNTER_LOAD(name) out.name = s.name.load(std::memory_order_relaxed);
+  PUMP_CUDA_BACKEND_COUNTERS(PUMP_COUNTER_LOAD)
+#undef PUMP_COUNTER_LOAD
   return out;
 }
 

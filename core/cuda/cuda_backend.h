@@ -129,37 +129,44 @@ struct CudaBackendOptions {
   uint64_t copy_chunk_bytes = 1ull << 20;  // work unit of one block
 };
 
+// Every counter of the backend, once: the stats struct, its atomic twin, the copy
+// between them and the names in PUMP_STATS (backend_<name>) all come from this list.
+#define PUMP_CUDA_BACKEND_COUNTERS(X) \
+  X(batches)              /* submitted */ \
+  X(prefetch_calls)       /* driver calls issued, per kind (a batch call counts once) */ \
+  X(prefetch_bytes) \
+  X(evict_calls) \
+  X(evict_bytes) \
+  X(discard_calls) \
+  X(discard_bytes) \
+  X(batch_calls)          /* how many of the calls above were cuMem*BatchAsync */ \
+  X(fence_waits)          /* waits the worker enqueued for batch.wait_for */ \
+  X(failed_calls)         /* driver calls that returned an error (each logged or counted) */ \
+  X(marks) \
+  X(event_marks)          /* ... of which recorded an event (all but failed ones) */ \
+  X(stream_waits) \
+  X(queue_high_water)     /* most batches ever waiting for the worker */ \
+  X(blocked_submits)      /* submit() calls that found the queue full and waited */ \
+  X(prefetch_call_ns)     /* worker time spent inside prefetch/evict/discard calls */ \
+  X(save_calls)           /* device -> shadow copies */ \
+  X(save_bytes) \
+  X(restore_calls)        /* shadow -> device copies */ \
+  X(restore_bytes) \
+  X(copy_failures)        /* copies that failed and were done by the host instead */ \
+  X(pinned_bytes)         /* host memory allocated for shadows */ \
+  X(poisoned_bytes)       /* PUMP_VERIFY=poison: bytes filled instead of discarded */ \
+  X(checked_clean_bytes)  /* PUMP_VERIFY=checksum: clean bytes compared with their shadow */ \
+  X(clean_mismatches)     /* ... ranges that differed (each one a bug) */ \
+  X(kernel_save_launches) /* copy-kernel launches for saves */ \
+  X(kernel_save_bytes) \
+  X(populate_calls)       /* driver calls that populated dropped pages */ \
+  X(populate_bytes)
+
 // Counters since creation, for PUMP_STATS and pump-bench.
 struct CudaBackendStats {
-  uint64_t batches = 0;            // submitted
-  uint64_t prefetch_calls = 0;     // driver calls issued, per kind (a batch call counts once)
-  uint64_t prefetch_bytes = 0;
-  uint64_t evict_calls = 0;
-  uint64_t evict_bytes = 0;
-  uint64_t discard_calls = 0;
-  uint64_t discard_bytes = 0;
-  uint64_t batch_calls = 0;        // how many of the calls above were cuMem*BatchAsync
-  uint64_t fence_waits = 0;        // waits the worker enqueued for batch.wait_for
-  uint64_t failed_calls = 0;       // driver calls that returned an error (each logged or counted)
-  uint64_t marks = 0;
-  uint64_t event_marks = 0;        // ... of which recorded an event (all but failed ones)
-  uint64_t stream_waits = 0;
-  uint64_t queue_high_water = 0;   // most batches ever waiting for the worker
-  uint64_t blocked_submits = 0;    // submit() calls that found the queue full and waited
-  uint64_t prefetch_call_ns = 0;   // worker time spent inside prefetch/evict/discard calls
-  uint64_t save_calls = 0;         // device -> shadow copies
-  uint64_t save_bytes = 0;
-  uint64_t restore_calls = 0;      // shadow -> device copies
-  uint64_t restore_bytes = 0;
-  uint64_t copy_failures = 0;      // copies that failed and were done by the host instead
-  uint64_t pinned_bytes = 0;       // host memory allocated for shadows
-  uint64_t poisoned_bytes = 0;     // PUMP_VERIFY=poison: bytes filled instead of discarded
-  uint64_t checked_clean_bytes = 0;  // PUMP_VERIFY=checksum: clean bytes compared with their shadow
-  uint64_t clean_mismatches = 0;     // ... ranges that differed (each one a bug)
-  uint64_t kernel_save_launches = 0;  // copy-kernel launches for saves
-  uint64_t kernel_save_bytes = 0;
-  uint64_t populate_calls = 0;     // driver calls that populated dropped pages
-  uint64_t populate_bytes = 0;
+#define PUMP_COUNTER_FIELD(name) uint64_t name = 0;
+  PUMP_CUDA_BACKEND_COUNTERS(PUMP_COUNTER_FIELD)
+#undef PUMP_COUNTER_FIELD
 };
 
 class CudaBackend final : public DeviceBackend {

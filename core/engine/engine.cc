@@ -659,9 +659,17 @@ pump_block_v1_t Engine::snapshot(const Block& b, bool used) const {
   v.role = b.role;
   v.residency = b.residency;
   v.access = current_seq_ && b.kernel_mark == current_seq_ ? b.kernel_access : 0;
-  v.flags = (used ? PUMP_BLOCK_IN_USE : 0u) | (b.dead ? PUMP_BLOCK_DEAD : 0u) | (clean_now(b) ? PUMP_BLOCK_CLEAN : 0u);
+  v.flags = (used ? PUMP_BLOCK_IN_USE : 0u) | (b.dead ? PUMP_BLOCK_DEAD : 0u);
   v.last_use = b.last_use;
   v.uses = b.uses;
+  return v;
+}
+
+pump_block_v1_t Engine::victim_view(const Block& b) {
+  // Only what a policy may choose to evict carries CLEAN: its lookup costs a map search,
+  // which the kernel's own view and the extractors' per-word lookups need not pay.
+  pump_block_v1_t v = snapshot(b, in_use(b));
+  if (clean_now(b)) v.flags |= PUMP_BLOCK_CLEAN;
   return v;
 }
 
@@ -1018,7 +1026,7 @@ pump_status_v1_t Engine::svc_find_block(const pump_policy_host_v1_t* host, uint6
   if (!out) return PUMP_ERR_INVALID_ARGUMENT;
   Block* b = e.tracker_.find(address);
   if (!b) return PUMP_ERR_NOT_FOUND;
-  *out = e.snapshot(*b, e.in_use(*b));
+  *out = e.victim_view(*b);
   return PUMP_OK;
 }
 
@@ -1034,7 +1042,7 @@ size_t Engine::svc_eviction_candidates(const pump_policy_host_v1_t* host, uint32
     if (!e.kernel_allocations_.empty() && std::find(e.kernel_allocations_.begin(), e.kernel_allocations_.end(),
                                                     b.allocation) != e.kernel_allocations_.end())
       continue;
-    out[n++] = e.snapshot(b, e.in_use(b));
+    out[n++] = e.victim_view(b);
   }
   return n;
 }

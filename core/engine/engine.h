@@ -179,6 +179,7 @@ class Engine {
   };
   AllocationState* allocation_of(const Block& b);
   bool clean_now(const Block& b) const;  // saved, and no write since that pump may have missed
+  pump_block_v1_t victim_view(const Block& b);  // snapshot with IN_USE and CLEAN, for the policy's lookups
   void add_dropped_pieces_of_inexact_allocations(uint64_t seq);
   // Makes every piece of `a` that an access through a pointer may reach and that is not
   // ready on the device (dropped, or a fetch of it still landing) a block of kernel `seq`.

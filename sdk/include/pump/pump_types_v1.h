@@ -60,7 +60,8 @@ typedef enum pump_residency_v1 {
 #define PUMP_BLOCK_IN_USE 0x1u   /* touched by a kernel that has not completed */
 #define PUMP_BLOCK_DEAD 0x2u     /* last use was as a workspace: contents are dead */
 #define PUMP_BLOCK_CLEAN 0x4u    /* a host copy holds its bytes: evicting it moves nothing out
-                                    (added in SDK 1.1; older hosts never set it) */
+                                    (SDK 1.1; set on what find_block and eviction_candidates
+                                    return, the blocks a policy may evict; older hosts never) */
 
 /* A block as plugins see it: a snapshot, valid only during the call that gave it. */
 typedef struct pump_block_v1 {

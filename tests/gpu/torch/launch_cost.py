@@ -7,6 +7,7 @@ interleaved over --rounds rounds so drift on the machine hits every configuratio
   disabled     libpump preloaded, PUMP_DISABLE=1
   extractors   cudnn, cublas and launch extractors, policy none (no prefetch, no eviction)
   <policy>     the extractors and that policy, no budget set (everything fits)
+Every pumped run caps managed memory at half the GPU's free memory (PUMP_MANAGED_LIMIT).
 Prints per configuration the median ms/step, the 10th-90th percentile spread, the step time
 added against native, kernels per step (from PUMP_STATS) and the median cost added per launch:
 (median - native median) / kernels per step. Exits 1 if any run fails or a run's loss
@@ -23,10 +24,13 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from check_policies import free_gpu_bytes  # noqa: E402
 
 
-def configs(libpump, policies):
-    pump = {"LD_PRELOAD": libpump}
+def configs(libpump, policies, managed_limit):
+    # SAFETY (shared GPU): pump never takes more managed memory than half the free memory.
+    pump = {"LD_PRELOAD": libpump, "PUMP_MANAGED_LIMIT": str(managed_limit)}
     extract = dict(pump, PUMP_PLUGINS="cudnn,cublas,launch")
     rows = [("native", {}),
             ("disabled", dict(pump, PUMP_DISABLE="1")),
@@ -81,7 +85,8 @@ def main():
     p.add_argument("--cpus", default="2-5", help="CPUs every run is pinned to (empty: no pinning)")
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    rows = configs(os.path.abspath(a.libpump), [x for x in a.policies.split(",") if x])
+    free, _ = free_gpu_bytes()
+    rows = configs(os.path.abspath(a.libpump), [x for x in a.policies.split(",") if x], free // 2)
     cpus = set()
     for part in filter(None, a.cpus.split(",")):
         lo, _, hi = part.partition("-")
