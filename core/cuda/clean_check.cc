@@ -12,17 +12,17 @@
 namespace pump {
 
 std::pair<uint64_t, uint64_t> CudaBackend::check_clean_ranges(const std::vector<ShadowRange>& ranges) {
-  const uint64_t kCheckChunk = options_.check_chunk_bytes;
+  const uint64_t chunk = options_.check_chunk_bytes;
   uint64_t checked = 0, mismatches = 0;
-  if (!check_buffer_ && api_.cuMemHostAlloc(&check_buffer_, kCheckChunk, 0) != CUDA_SUCCESS) {
+  if (!check_buffer_ && api_.cuMemHostAlloc(&check_buffer_, chunk, 0) != CUDA_SUCCESS) {
     check_buffer_ = nullptr;
     log(LogLevel::kError, "PUMP_VERIFY=checksum: no pinned buffer to read ranges back: nothing is checked");
     return {0, 0};
   }
   // The waits for the kernels still using these ranges are queued on the out stream.
   for (const ShadowRange& s : ranges) {
-    for (uint64_t at = 0; at < s.bytes; at += kCheckChunk) {
-      const uint64_t n = std::min(kCheckChunk, s.bytes - at);
+    for (uint64_t at = 0; at < s.bytes; at += chunk) {
+      const uint64_t n = std::min(chunk, s.bytes - at);
       CUresult r = api_.cuMemcpyDtoHAsync(check_buffer_, s.address + at, n, out_stream_);
       if (r == CUDA_SUCCESS) r = api_.cuStreamSynchronize(out_stream_);
       if (r != CUDA_SUCCESS) {
