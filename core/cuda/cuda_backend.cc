@@ -374,7 +374,7 @@ void CudaBackend::issue_plan(CUstream stream, const TransferBatch& part) {
 
 void CudaBackend::load_copy_kernels() {
 #if PUMP_HAVE_COPY_KERNELS
-  if (!options_.save_with_kernel || !api_.cuModuleLoadData || !api_.cuModuleGetFunction || !api_.cuLaunchKernel) return;
+  if ((!options_.save_with_kernel && !options_.restore_with_kernel) || !api_.cuModuleLoadData || !api_.cuModuleGetFunction || !api_.cuLaunchKernel) return;
   // Each step names its call; the first that fails ends the set-up (what it got is freed
   // with the backend) and saves use the copy engines.
   const char* call = "cuDeviceGetAttribute(CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING)";
@@ -410,19 +410,23 @@ void CudaBackend::load_copy_kernels() {
     if (r != CUDA_SUCCESS) slot.done = nullptr;
   }
   if (r != CUDA_SUCCESS) {
-    note_failure(call, "the copy kernels are not used: saves use the copy engines", r);
+    note_failure(call, "the copy kernels are not used: copies use the copy engines", r);
     return;
   }
-  kernel_saves_ = true;
+  copy_kernels_ = true;
 #endif
 }
 
-bool CudaBackend::issue_kernel_saves(const std::vector<ShadowRange>& saves) {
+bool CudaBackend::issue_kernel_copies(const std::vector<ShadowRange>& ranges, bool to_host) {
+  CUstream stream = to_host ? out_stream_ : prefetch_stream_;
   // Chunks of copy_chunk_bytes, at most kChunksPerSlot per launch.
   std::vector<PumpCopyChunk> chunks;
-  for (const ShadowRange& s : saves)
-    for (uint64_t at = 0; at < s.bytes; at += options_.copy_chunk_bytes)
-      chunks.push_back({s.address + at, s.shadow + at, std::min(options_.copy_chunk_bytes, s.bytes - at)});
+  for (const ShadowRange& s : ranges)
+    for (uint64_t at = 0; at < s.bytes; at += options_.copy_chunk_bytes) {
+      const uint64_t bytes = std::min(options_.copy_chunk_bytes, s.bytes - at);
+      chunks.push_back(to_host ? PumpCopyChunk{s.address + at, s.shadow + at, bytes}
+                               : PumpCopyChunk{s.shadow + at, s.address + at, bytes});
+    }
   for (size_t first = 0; first < chunks.size(); first += kChunksPerSlot) {
     const unsigned count = static_cast<unsigned>(std::min(kChunksPerSlot, chunks.size() - first));
     ChunkSlot& slot = chunk_slots_[next_chunk_slot_];
@@ -431,56 +435,63 @@ bool CudaBackend::issue_kernel_saves(const std::vector<ShadowRange>& saves) {
       // The launch that read this slot's list must be done before the list is rewritten.
       const CUresult r = api_.cuEventSynchronize(slot.done);
       if (r != CUDA_SUCCESS) {
-        note_failure("cuEventSynchronize", "waiting for the copy kernel's whole stream instead", r);
+        note_failure("cuEventSynchronize", "waiting for the copy kernel's streams instead", r);
         if (context_lost_) return false;
         api_.cuStreamSynchronize(out_stream_);
+        api_.cuStreamSynchronize(prefetch_stream_);
       }
     }
     std::memcpy(slot.host, chunks.data() + first, count * sizeof(PumpCopyChunk));
     void* args[] = {&slot.device, const_cast<unsigned*>(&count)};
     const unsigned blocks = std::min(options_.copy_kernel_blocks, count);
     const char* call = "cuLaunchKernel";
-    CUresult r = api_.cuLaunchKernel(copy_function_, blocks, 1, 1, options_.copy_kernel_threads, 1, 1, 0, out_stream_,
-                                     args, nullptr);
+    CUresult r =
+        api_.cuLaunchKernel(copy_function_, blocks, 1, 1, options_.copy_kernel_threads, 1, 1, 0, stream, args, nullptr);
     if (r == CUDA_SUCCESS) {
       call = "cuEventRecord";
-      r = api_.cuEventRecord(slot.done, out_stream_);
+      r = api_.cuEventRecord(slot.done, stream);
     }
     slot.used = r == CUDA_SUCCESS;
     if (r != CUDA_SUCCESS) {
       // Only the first launch can fail before anything was copied by it: later ones
       // leave earlier chunks copied, which the copy engines then copy again (harmless).
-      note_failure(call, "the copy kernel is not used from now on: saves use the copy engines", r);
+      note_failure(call, "the copy kernel is not used from now on: copies use the copy engines", r);
       if (!context_lost_) {
-        api_.cuStreamSynchronize(out_stream_);
-        kernel_saves_ = false;
+        api_.cuStreamSynchronize(stream);
+        copy_kernels_ = false;
       }
       return false;
     }
-    stats_->kernel_save_launches.fetch_add(1, std::memory_order_relaxed);
+    (to_host ? stats_->kernel_save_launches : stats_->kernel_restore_launches).fetch_add(1, std::memory_order_relaxed);
   }
-  stats_->kernel_save_bytes.fetch_add(total_bytes(saves), std::memory_order_relaxed);
+  (to_host ? stats_->kernel_save_bytes : stats_->kernel_restore_bytes)
+      .fetch_add(total_bytes(ranges), std::memory_order_relaxed);
   return true;
+}
+
+// Splits `ranges` into those the copy kernel can move (16-byte aligned both sides) and
+// the rest, and launches the kernel over the first; what it did not take is returned.
+std::vector<ShadowRange> CudaBackend::copy_by_kernel(const std::vector<ShadowRange>& ranges, bool to_host,
+                                                     std::vector<ShadowRange>* by_kernel) {
+  std::vector<ShadowRange> by_engine;
+  for (const ShadowRange& s : ranges) ((s.address | s.shadow) % 16 ? by_engine : *by_kernel).push_back(s);
+  if (!by_kernel->empty() && !issue_kernel_copies(*by_kernel, to_host)) {
+    by_engine.insert(by_engine.end(), by_kernel->begin(), by_kernel->end());
+    by_kernel->clear();
+  }
+  return by_engine;
 }
 
 void CudaBackend::issue_saves(const std::vector<ShadowRange>& saves, std::vector<Range>* saved) {
   if (saves.empty()) return;
-  TrafficRange nvtx(kernel_saves_ ? "out: save (copy kernel to host)" : "out: save (copy to host)", total_bytes(saves),
+  const bool kernel = saves_with_kernel();
+  TrafficRange nvtx(kernel ? "out: save (copy kernel to host)" : "out: save (copy to host)", total_bytes(saves),
                     saves.size());
-  std::vector<ShadowRange> by_engine;
-  if (kernel_saves_) {
-    std::vector<ShadowRange> by_kernel;
-    for (const ShadowRange& s : saves) ((s.address | s.shadow) % 16 ? by_engine : by_kernel).push_back(s);
-    if (!by_kernel.empty() && issue_kernel_saves(by_kernel)) {
-      for (const ShadowRange& s : by_kernel) {
-        saved->push_back({s.address, s.bytes});
-        stats_->save_bytes.fetch_add(s.bytes, std::memory_order_relaxed);
-      }
-    } else {
-      by_engine.insert(by_engine.end(), by_kernel.begin(), by_kernel.end());
-    }
-  } else {
-    by_engine = saves;
+  std::vector<ShadowRange> by_kernel;
+  const std::vector<ShadowRange> by_engine = kernel ? copy_by_kernel(saves, /*to_host=*/true, &by_kernel) : saves;
+  for (const ShadowRange& s : by_kernel) {
+    saved->push_back({s.address, s.bytes});
+    stats_->save_bytes.fetch_add(s.bytes, std::memory_order_relaxed);
   }
   for (const ShadowRange& s : by_engine) {
     if (!copy_or_host_fallback(s, /*to_host=*/true)) {
@@ -592,8 +603,14 @@ void CudaBackend::issue_populate(CUstream stream, std::vector<Range> ranges) {
 
 void CudaBackend::issue_restores(const std::vector<ShadowRange>& restores) {
   if (restores.empty() || context_lost_) return;
-  TrafficRange nvtx("in: restore (copy from host)", total_bytes(restores), restores.size());
-  for (const ShadowRange& s : restores) {
+  const bool kernel = restores_with_kernel();
+  TrafficRange nvtx(kernel ? "in: restore (copy kernel from host)" : "in: restore (copy from host)",
+                    total_bytes(restores), restores.size());
+  std::vector<ShadowRange> by_kernel;
+  const std::vector<ShadowRange> by_engine =
+      kernel ? copy_by_kernel(restores, /*to_host=*/false, &by_kernel) : restores;
+  for (const ShadowRange& s : by_kernel) stats_->restore_bytes.fetch_add(s.bytes, std::memory_order_relaxed);
+  for (const ShadowRange& s : by_engine) {
     if (copy_or_host_fallback(s, /*to_host=*/false)) {
       stats_->restore_calls.fetch_add(1, std::memory_order_relaxed);
       stats_->restore_bytes.fetch_add(s.bytes, std::memory_order_relaxed);
@@ -940,9 +957,9 @@ uint64_t CudaBackend::allocate_host(uint64_t bytes) {
   make_context_current();
   void* host = nullptr;
   // Portable: the worker thread copies from it as well as the application's threads;
-  // mapped: the copy kernel writes it through its (unified) address.
+  // mapped: the copy kernel reads and writes it through its (unified) address.
   CUresult r = api_.cuMemHostAlloc(&host, bytes,
-                                   CU_MEMHOSTALLOC_PORTABLE | (kernel_saves_ ? CU_MEMHOSTALLOC_DEVICEMAP : 0u));
+                                   CU_MEMHOSTALLOC_PORTABLE | (copy_kernels_ ? CU_MEMHOSTALLOC_DEVICEMAP : 0u));
   if (r != CUDA_SUCCESS || !host) {
     // The engine's shadow store asks no more after a refusal: this is the one message.
     char consequence[160];

@@ -124,7 +124,10 @@ struct CudaBackendOptions {
   // Saves (device -> host) by a copy kernel on the SMs instead of the copy engines, which
   // serialize both directions on managed memory: restores then run beside them.
   bool save_with_kernel = true;
-  unsigned copy_kernel_blocks = 16;     // 16 x 1024 threads reach the link one way (facts)
+  // Restores (host -> device) by the copy kernel too (after their populate): with both
+  // directions on the SMs, neither waits for the copy engines' turn on managed memory.
+  bool restore_with_kernel = false;
+  unsigned copy_kernel_blocks = 16;     // per launch; 16 x 1024 threads reach the link one way (facts)
   unsigned copy_kernel_threads = 1024;
   uint64_t copy_chunk_bytes = 1ull << 20;  // work unit of one block
 };
@@ -159,6 +162,8 @@ struct CudaBackendOptions {
   X(clean_mismatches)     /* ... ranges that differed (each one a bug) */ \
   X(kernel_save_launches) /* copy-kernel launches for saves */ \
   X(kernel_save_bytes) \
+  X(kernel_restore_launches) /* copy-kernel launches for restores */ \
+  X(kernel_restore_bytes) \
   X(populate_calls)       /* driver calls that populated dropped pages */ \
   X(populate_bytes)
 
@@ -204,7 +209,8 @@ class CudaBackend final : public DeviceBackend {
   // The device's free memory when the backend started (cuMemGetInfo in its context).
   uint64_t free_memory_at_start() const { return free_at_start_; }
   bool has_copy_path() const { return api_.cuMemcpyDtoHAsync && api_.cuMemcpyHtoDAsync && api_.cuMemDiscardBatchAsync; }
-  bool saves_with_kernel() const { return kernel_saves_; }
+  bool saves_with_kernel() const { return copy_kernels_ && options_.save_with_kernel; }
+  bool restores_with_kernel() const { return copy_kernels_ && options_.restore_with_kernel; }
   std::vector<std::pair<std::string, uint64_t>> counters() const override;
   bool has_batch_prefetch() const { return api_.cuMemPrefetchBatchAsync != nullptr; }
   bool has_batch_discard() const { return api_.cuMemDiscardBatchAsync != nullptr; }
@@ -233,8 +239,14 @@ class CudaBackend final : public DeviceBackend {
   void issue_discard(CUstream stream, const cuda::TransferOp& op);
   void issue_plan(CUstream stream, const TransferBatch& part);
   void issue_saves(const std::vector<ShadowRange>& saves, std::vector<Range>* saved);
-  // Launches the copy kernel over `saves` (all 16-byte aligned). False: nothing launched.
-  bool issue_kernel_saves(const std::vector<ShadowRange>& saves);
+  // Launches the copy kernel over `ranges` (all 16-byte aligned) on the out stream (saves,
+  // to_host) or the in stream. False: the kernel is unusable from now on and what it did
+  // not launch is for the copy engines.
+  bool issue_kernel_copies(const std::vector<ShadowRange>& ranges, bool to_host);
+  // Launches the copy kernel over the aligned ones of `ranges` (left in *by_kernel) and
+  // returns the ranges left for the copy engines.
+  std::vector<ShadowRange> copy_by_kernel(const std::vector<ShadowRange>& ranges, bool to_host,
+                                          std::vector<ShadowRange>* by_kernel);
   void load_copy_kernels();
   void issue_restores(const std::vector<ShadowRange>& restores);
   // One copy between a range and its shadow (a save: to_host); false when the driver
@@ -289,7 +301,7 @@ class CudaBackend final : public DeviceBackend {
   std::vector<ChunkSlot> chunk_slots_;
   void* check_buffer_ = nullptr;  // PUMP_VERIFY=checksum: pinned, for reading ranges back
   size_t next_chunk_slot_ = 0;
-  std::atomic<bool> kernel_saves_{false};  // read by allocate_host on application threads
+  std::atomic<bool> copy_kernels_{false};  // loaded and usable; read by allocate_host on application threads
   StreamId out_key_ = 0;
   std::unique_ptr<cuda::EventFenceRing> out_events_;
   uint64_t total_memory_ = 0;

@@ -189,6 +189,15 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes,
     else if (*v == "um") o.datapath = DataPath::kUnified;
     else log(LogLevel::kError, "PUMP_DATAPATH='%s' is not copy or um; using copy", v->c_str());
   }
+  if (auto v = config.get("COPY_KERNELS")) {
+    if (*v == "both" || *v == "save" || *v == "off") {
+      o.save_with_kernel = *v != "off";
+      o.restore_with_kernel = *v == "both";
+    } else {
+      log(LogLevel::kError, "PUMP_COPY_KERNELS='%s' is not both, save or off; using %s", v->c_str(),
+          o.restore_with_kernel ? "both" : "save");
+    }
+  }
   o.host_limit_bytes = parse_budget(o.host_limit, physical_bytes).value_or(0);
   if (auto v = config.get("HOST_LIMIT")) {
     if (auto bytes = parse_budget(*v, physical_bytes)) {

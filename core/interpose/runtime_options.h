@@ -27,6 +27,10 @@ struct RuntimeOptions {
   std::string stats_path;                                   // PUMP_STATS, %r and %p expanded
   std::string trace_path;                                   // PUMP_TRACE, likewise
   DataPath datapath = DataPath::kCopy;                      // PUMP_DATAPATH: copy | um
+  // PUMP_COPY_KERNELS: which copies of the copy path run as a kernel on the SMs rather than
+  // on the copy engines (which serialize the two directions on managed memory).
+  bool save_with_kernel = true;                             // save | both
+  bool restore_with_kernel = false;                         // both
   std::string host_limit = "50%";                           // PUMP_HOST_LIMIT, as given (checked)
   uint64_t host_limit_bytes = 0;                            // ... resolved against host memory
   bool verify_poison = false;                               // PUMP_VERIFY: off | poison | checksum

@@ -74,9 +74,19 @@ struct CallCounts {
 };
 
 // How pump is set up around the program: the copy data path (the default), the same
-// under PUMP_VERIFY=poison, or the unified-memory path (PUMP_DATAPATH=um).
-enum class Variant { kCopy, kPoison, kUnified };
-const char* name(Variant v) { return v == Variant::kCopy ? "copy" : v == Variant::kPoison ? "poison" : "um"; }
+// under PUMP_VERIFY=poison, the same with restores by the copy kernel too
+// (PUMP_COPY_KERNELS=both), or the unified-memory path (PUMP_DATAPATH=um).
+enum class Variant { kCopy, kPoison, kKernelRestores, kUnified };
+const char* name(Variant v) {
+  switch (v) {
+    case Variant::kCopy: return "copy";
+    case Variant::kPoison: return "poison";
+    case Variant::kKernelRestores: return "kernel_restores";
+    case Variant::kUnified: return "um";
+  }
+  return "?";
+}
+constexpr Variant kVariants[] = {Variant::kCopy, Variant::kPoison, Variant::kKernelRestores, Variant::kUnified};
 
 // The fake offers the real driver's calls (copy kernels included); the backend has the
 // runtime's options.
@@ -89,6 +99,7 @@ FakeDriverConfig driver_config() {
 CudaBackendOptions backend_options(Variant v) {
   CudaBackendOptions options;
   options.poison = v == Variant::kPoison;
+  options.restore_with_kernel = v == Variant::kKernelRestores;
   return options;
 }
 
@@ -225,6 +236,7 @@ const CallCase kCalls[] = {
     {"cuEventQuery"},         {"cuEventSynchronize"},
     {"cuEventDestroy"},       {"cuModuleLoadData"},
     {"cuModuleGetFunction"},  {"cuLaunchKernel"},
+    {"cuLaunchKernel", Variant::kKernelRestores}, {"cuEventSynchronize", Variant::kKernelRestores},
     {"cuMemHostAlloc"},       {"cuMemHostGetDevicePointer"},
     {"cuMemFreeHost"},        {"cuMemPrefetchAsync"},
     {"cuMemPrefetchAsync", Variant::kUnified},  // evictions by unified memory
@@ -285,7 +297,7 @@ TEST(DriverFailures, TheCleanProgramExercisesEveryWayInAndOutWithoutALostByte) {
   FakeDriver driver;
   ASSERT_TRUE(driver.ok());
   Runner runner(driver);
-  for (Variant v : {Variant::kCopy, Variant::kPoison, Variant::kUnified}) {
+  for (Variant v : kVariants) {
     SCOPED_TRACE(name(v));
     const Outcome clean = runner.run(v, nullptr);
     ASSERT_TRUE(clean.backend);
@@ -298,6 +310,11 @@ TEST(DriverFailures, TheCleanProgramExercisesEveryWayInAndOutWithoutALostByte) {
   for (const char* call : {"cuLaunchKernel", "cuMemcpyDtoHAsync", "cuMemcpyHtoDAsync", "cuMemDiscardBatchAsync",
                            "cuMemPrefetchAsync", "cuMemPrefetchBatchAsync", "cuMemHostAlloc", "cuStreamWaitEvent"})
     EXPECT_GT(copy.counts.run.count(call), 0u) << call << " is not reached by the program";
+  // With restores by the copy kernel, the copy engines restore nothing (the calls left
+  // are the program's own).
+  const Outcome kernel = runner.run(Variant::kKernelRestores, nullptr);
+  EXPECT_LT(kernel.counts.run.at("cuMemcpyHtoDAsync"), copy.counts.run.at("cuMemcpyHtoDAsync"));
+  EXPECT_GT(kernel.counts.run.at("cuLaunchKernel"), copy.counts.run.at("cuLaunchKernel"));
 }
 
 TEST(DriverFailures, CoversEveryCallPumpMakes) {
@@ -305,7 +322,7 @@ TEST(DriverFailures, CoversEveryCallPumpMakes) {
   ASSERT_TRUE(driver.ok());
   Runner runner(driver);
   std::set<std::string> made, covered;
-  for (Variant v : {Variant::kCopy, Variant::kPoison, Variant::kUnified}) {
+  for (Variant v : kVariants) {
     const Outcome clean = runner.run(v, nullptr);
     ASSERT_TRUE(clean.backend);
     for (Phase p : {Phase::kSetUp, Phase::kRun, Phase::kTeardown})

@@ -18,7 +18,7 @@ using testing_support::LogCapture;
 std::unique_ptr<Config> config_with(std::initializer_list<std::pair<const char*, const char*>> values) {
   auto c = std::make_unique<Config>();
   for (const char* key : {"DISABLE", "PLUGINS", "POLICY", "GPU_BUDGET", "MANAGED_LIMIT", "PREFETCH_ON_ALLOC",
-                          "SPLIT_GRANULARITY", "STATS", "DATAPATH", "HOST_LIMIT", "VERIFY"})
+                          "SPLIT_GRANULARITY", "STATS", "DATAPATH", "HOST_LIMIT", "VERIFY", "COPY_KERNELS"})
     c->set(key, "");
   for (auto& [k, v] : values) c->set(k, v);
   return c;
@@ -62,6 +62,20 @@ TEST(RuntimeOptions, DataPathAndVerifyAcceptTheirWords) {
   RuntimeOptions copy = parse_runtime_options(*config_with({{"DATAPATH", "copy"}, {"VERIFY", "off"}}));
   EXPECT_EQ(copy.datapath, DataPath::kCopy);
   EXPECT_FALSE(copy.verify_poison);
+  EXPECT_TRUE(log.lines().empty());
+}
+
+TEST(RuntimeOptions, CopyKernelsNameTheDirectionsCopiedOnTheSMs) {
+  LogCapture log;
+  RuntimeOptions defaults = parse_runtime_options(*config_with({}));
+  EXPECT_TRUE(defaults.save_with_kernel);
+  EXPECT_FALSE(defaults.restore_with_kernel);
+  RuntimeOptions both = parse_runtime_options(*config_with({{"COPY_KERNELS", "both"}}));
+  EXPECT_TRUE(both.save_with_kernel);
+  EXPECT_TRUE(both.restore_with_kernel);
+  RuntimeOptions off = parse_runtime_options(*config_with({{"COPY_KERNELS", "off"}}));
+  EXPECT_FALSE(off.save_with_kernel);
+  EXPECT_FALSE(off.restore_with_kernel);
   EXPECT_TRUE(log.lines().empty());
 }
 
@@ -120,6 +134,8 @@ TEST_P(RuntimeOptionsBadValue, GivesOneMessageNamingTheVariableAndValueThenTheDe
   EXPECT_EQ(o.host_limit, defaults.host_limit);
   EXPECT_EQ(o.host_limit_bytes, host_physical_bytes() / 2);
   EXPECT_EQ(o.verify_poison, defaults.verify_poison);
+  EXPECT_EQ(o.save_with_kernel, defaults.save_with_kernel);
+  EXPECT_EQ(o.restore_with_kernel, defaults.restore_with_kernel);
 }
 
 INSTANTIATE_TEST_SUITE_P(Interpose, RuntimeOptionsBadValue,
@@ -130,7 +146,7 @@ INSTANTIATE_TEST_SUITE_P(Interpose, RuntimeOptionsBadValue,
                                            BadValue{"SPLIT_GRANULARITY", "1KiB"}, BadValue{"DATAPATH", "fast"},
                                            BadValue{"DATAPATH", "UM"}, BadValue{"HOST_LIMIT", "lots"},
                                            BadValue{"HOST_LIMIT", "150%"}, BadValue{"HOST_LIMIT", "-1GiB"},
-                                           BadValue{"VERIFY", "on"},
+                                           BadValue{"VERIFY", "on"}, BadValue{"COPY_KERNELS", "restore"},
                                            // below one page: a budget that holds nothing
                                            BadValue{"GPU_BUDGET", "0"}, BadValue{"GPU_BUDGET", "0B"},
                                            BadValue{"GPU_BUDGET", "0.0001"}, BadValue{"GPU_BUDGET", "4095"},
