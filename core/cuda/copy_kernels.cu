@@ -35,3 +35,33 @@ extern "C" __global__ void pump_copy_chunks(const PumpCopyChunk* chunks, unsigne
     for (unsigned long long j = n * 16 + threadIdx.x; j < k.bytes; j += step) d8[j] = s8[j];
   }
 }
+
+// The staged copies (core/cuda/staged_copies.cc): a list passed by value (no host list to
+// keep alive), every thread of the grid on each chunk in turn. One side of each chunk is
+// a staging buffer of plain device memory, the other managed memory, both on this device:
+// an on-device copy at memory speed, while the copy engines move the staging buffers over
+// the link (they reach the link's duplex rate on plain device memory, not on managed).
+constexpr unsigned kPumpCopyListMax = 32;
+struct PumpCopyList {
+  unsigned long long count;
+  PumpCopyChunk chunks[kPumpCopyListMax];
+};
+
+extern "C" __global__ void pump_copy_list(const PumpCopyList list) {
+  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  const unsigned long long first = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (unsigned long long c = 0; c < list.count; ++c) {
+    const PumpCopyChunk k = list.chunks[c];
+    unsigned long long done = 0;
+    if (((k.src | k.dst) & 15) == 0) {
+      const uint4* __restrict__ src = reinterpret_cast<const uint4*>(k.src);
+      uint4* __restrict__ dst = reinterpret_cast<uint4*>(k.dst);
+      const unsigned long long n = k.bytes / 16;
+      for (unsigned long long i = first; i < n; i += stride) dst[i] = src[i];
+      done = n * 16;
+    }
+    const unsigned char* s8 = reinterpret_cast<const unsigned char*>(k.src);
+    unsigned char* d8 = reinterpret_cast<unsigned char*>(k.dst);
+    for (unsigned long long j = done + first; j < k.bytes; j += stride) d8[j] = s8[j];
+  }
+}

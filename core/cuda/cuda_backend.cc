@@ -142,6 +142,8 @@ class CudaBackend::OwnContextForDefaultStream {
 CudaBackend::CudaBackend(const CudaBackendOptions& options, int ordinal)
     : options_(options),
       ordinal_(ordinal),
+      staged_out_(api_, [this](const char* call, const char* what, CUresult r) { note_failure(call, what, r); }),
+      staged_in_(api_, [this](const char* call, const char* what, CUresult r) { note_failure(call, what, r); }),
       stats_(std::make_unique<AtomicStats>()) {}
 
 std::unique_ptr<CudaBackend> CudaBackend::create(int device) { return create(device, CudaBackendOptions{}); }
@@ -253,13 +255,16 @@ void CudaBackend::worker_main(std::promise<std::string> ready) {
     {
       std::unique_lock lock(queue_mutex_);
       work_cv_.wait(lock, [&] { return !queue_.empty() || stopping_; });
-      if (queue_.empty()) return;  // stopping, and drained
+      if (queue_.empty()) break;  // stopping, and drained
       job = std::move(queue_.front());
       queue_.pop_front();
     }
     space_cv_.notify_one();
     run_job(job);
   }
+  // Device memory is freed here, where the context is current.
+  staged_out_.release(context_lost_);
+  staged_in_.release(context_lost_);
 }
 
 std::string CudaBackend::setup_on_worker() {
@@ -374,21 +379,39 @@ void CudaBackend::issue_plan(CUstream stream, const TransferBatch& part) {
 
 void CudaBackend::load_copy_kernels() {
 #if PUMP_HAVE_COPY_KERNELS
-  if ((!options_.save_with_kernel && !options_.restore_with_kernel) || !api_.cuModuleLoadData || !api_.cuModuleGetFunction || !api_.cuLaunchKernel) return;
+  using CopyVia = CudaBackendOptions::CopyVia;
+  if (options_.copy_via == CopyVia::kEngines || !api_.cuModuleLoadData || !api_.cuModuleGetFunction ||
+      !api_.cuLaunchKernel)
+    return;
   // Each step names its call; the first that fails ends the set-up (what it got is freed
-  // with the backend) and saves use the copy engines.
-  const char* call = "cuDeviceGetAttribute(CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING)";
+  // with the backend) and the copies use the copy engines.
+  const char* call = "cuModuleLoadData";
+  CUresult r = api_.cuModuleLoadData(&copy_module_, kCopyKernelsFatbin);
+  if (r == CUDA_SUCCESS && options_.copy_via == CopyVia::kStaging) {
+    CUfunction list = nullptr;
+    call = "cuModuleGetFunction";
+    r = api_.cuModuleGetFunction(&list, copy_module_, "pump_copy_list");
+    if (r == CUDA_SUCCESS &&
+        staged_out_.set_up(list, options_.staging_slot_bytes, options_.staging_kernel_blocks, options_.copy_kernel_threads) &&
+        staged_in_.set_up(list, options_.staging_slot_bytes, options_.staging_kernel_blocks, options_.copy_kernel_threads)) {
+      stats_->staging_device_bytes.store(staged_out_.device_bytes() + staged_in_.device_bytes(), std::memory_order_relaxed);
+    } else if (r == CUDA_SUCCESS) {
+      staged_out_.release(context_lost_);  // one direction alone is not worth its memory
+    }
+  }
+  if (r != CUDA_SUCCESS) {
+    note_failure(call, "the copy kernels are not used: copies use the copy engines", r);
+    return;
+  }
+  if (options_.copy_via != CopyVia::kKernel) return;
+  call = "cuDeviceGetAttribute(CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING)";
   int unified = 0, can_map = 0;
-  CUresult r = api_.cuDeviceGetAttribute(&unified, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, device_);
+  r = api_.cuDeviceGetAttribute(&unified, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, device_);
   if (r == CUDA_SUCCESS) {
     call = "cuDeviceGetAttribute(CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY)";
     r = api_.cuDeviceGetAttribute(&can_map, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, device_);
   }
   if (r == CUDA_SUCCESS && (!unified || !can_map)) return;  // the kernel writes shadows through their host addresses
-  if (r == CUDA_SUCCESS) {
-    call = "cuModuleLoadData";
-    r = api_.cuModuleLoadData(&copy_module_, kCopyKernelsFatbin);
-  }
   if (r == CUDA_SUCCESS) {
     call = "cuModuleGetFunction";
     r = api_.cuModuleGetFunction(&copy_function_, copy_module_, "pump_copy_chunks");
@@ -410,23 +433,24 @@ void CudaBackend::load_copy_kernels() {
     if (r != CUDA_SUCCESS) slot.done = nullptr;
   }
   if (r != CUDA_SUCCESS) {
-    note_failure(call, "the copy kernels are not used: copies use the copy engines", r);
+    note_failure(call, "the copy kernel is not used: saves use the copy engines", r);
     return;
   }
   copy_kernels_ = true;
 #endif
 }
 
-bool CudaBackend::issue_kernel_copies(const std::vector<ShadowRange>& ranges, bool to_host) {
-  CUstream stream = to_host ? out_stream_ : prefetch_stream_;
+const char* CudaBackend::copy_path() const {
+  if (staged_out_.usable() && staged_in_.usable()) return "staging";
+  return copy_kernels_ ? "kernel" : "engines";
+}
+
+bool CudaBackend::issue_kernel_saves(const std::vector<ShadowRange>& saves) {
   // Chunks of copy_chunk_bytes, at most kChunksPerSlot per launch.
   std::vector<PumpCopyChunk> chunks;
-  for (const ShadowRange& s : ranges)
-    for (uint64_t at = 0; at < s.bytes; at += options_.copy_chunk_bytes) {
-      const uint64_t bytes = std::min(options_.copy_chunk_bytes, s.bytes - at);
-      chunks.push_back(to_host ? PumpCopyChunk{s.address + at, s.shadow + at, bytes}
-                               : PumpCopyChunk{s.shadow + at, s.address + at, bytes});
-    }
+  for (const ShadowRange& s : saves)
+    for (uint64_t at = 0; at < s.bytes; at += options_.copy_chunk_bytes)
+      chunks.push_back({s.address + at, s.shadow + at, std::min(options_.copy_chunk_bytes, s.bytes - at)});
   for (size_t first = 0; first < chunks.size(); first += kChunksPerSlot) {
     const unsigned count = static_cast<unsigned>(std::min(kChunksPerSlot, chunks.size() - first));
     ChunkSlot& slot = chunk_slots_[next_chunk_slot_];
@@ -435,63 +459,66 @@ bool CudaBackend::issue_kernel_copies(const std::vector<ShadowRange>& ranges, bo
       // The launch that read this slot's list must be done before the list is rewritten.
       const CUresult r = api_.cuEventSynchronize(slot.done);
       if (r != CUDA_SUCCESS) {
-        note_failure("cuEventSynchronize", "waiting for the copy kernel's streams instead", r);
+        note_failure("cuEventSynchronize", "waiting for the copy kernel's whole stream instead", r);
         if (context_lost_) return false;
         api_.cuStreamSynchronize(out_stream_);
-        api_.cuStreamSynchronize(prefetch_stream_);
       }
     }
     std::memcpy(slot.host, chunks.data() + first, count * sizeof(PumpCopyChunk));
     void* args[] = {&slot.device, const_cast<unsigned*>(&count)};
     const unsigned blocks = std::min(options_.copy_kernel_blocks, count);
     const char* call = "cuLaunchKernel";
-    CUresult r =
-        api_.cuLaunchKernel(copy_function_, blocks, 1, 1, options_.copy_kernel_threads, 1, 1, 0, stream, args, nullptr);
+    CUresult r = api_.cuLaunchKernel(copy_function_, blocks, 1, 1, options_.copy_kernel_threads, 1, 1, 0, out_stream_,
+                                     args, nullptr);
     if (r == CUDA_SUCCESS) {
       call = "cuEventRecord";
-      r = api_.cuEventRecord(slot.done, stream);
+      r = api_.cuEventRecord(slot.done, out_stream_);
     }
     slot.used = r == CUDA_SUCCESS;
     if (r != CUDA_SUCCESS) {
       // Only the first launch can fail before anything was copied by it: later ones
       // leave earlier chunks copied, which the copy engines then copy again (harmless).
-      note_failure(call, "the copy kernel is not used from now on: copies use the copy engines", r);
+      note_failure(call, "the copy kernel is not used from now on: saves use the copy engines", r);
       if (!context_lost_) {
-        api_.cuStreamSynchronize(stream);
+        api_.cuStreamSynchronize(out_stream_);
         copy_kernels_ = false;
       }
       return false;
     }
-    (to_host ? stats_->kernel_save_launches : stats_->kernel_restore_launches).fetch_add(1, std::memory_order_relaxed);
+    stats_->kernel_save_launches.fetch_add(1, std::memory_order_relaxed);
   }
-  (to_host ? stats_->kernel_save_bytes : stats_->kernel_restore_bytes)
-      .fetch_add(total_bytes(ranges), std::memory_order_relaxed);
+  stats_->kernel_save_bytes.fetch_add(total_bytes(saves), std::memory_order_relaxed);
   return true;
 }
 
-// Splits `ranges` into those the copy kernel can move (16-byte aligned both sides) and
-// the rest, and launches the kernel over the first; what it did not take is returned.
-std::vector<ShadowRange> CudaBackend::copy_by_kernel(const std::vector<ShadowRange>& ranges, bool to_host,
-                                                     std::vector<ShadowRange>* by_kernel) {
-  std::vector<ShadowRange> by_engine;
-  for (const ShadowRange& s : ranges) ((s.address | s.shadow) % 16 ? by_engine : *by_kernel).push_back(s);
-  if (!by_kernel->empty() && !issue_kernel_copies(*by_kernel, to_host)) {
-    by_engine.insert(by_engine.end(), by_kernel->begin(), by_kernel->end());
-    by_kernel->clear();
-  }
-  return by_engine;
+std::vector<ShadowRange> CudaBackend::copy_staged(cuda::StagedCopies& staged, const std::vector<ShadowRange>& ranges,
+                                                  bool to_host, CUstream stream, std::vector<Range>* done) {
+  if (!staged.usable()) return ranges;
+  cuda::StagedCopies::Result result = staged.copy(ranges, to_host, stream);
+  if (done)
+    for (const ShadowRange& r : result.done) done->push_back({r.address, r.bytes});
+  stats_->staged_launches.fetch_add(result.launches, std::memory_order_relaxed);
+  stats_->staged_bytes.fetch_add(total_bytes(result.done), std::memory_order_relaxed);
+  (to_host ? stats_->save_bytes : stats_->restore_bytes).fetch_add(total_bytes(result.done), std::memory_order_relaxed);
+  return std::move(result.left);
 }
 
 void CudaBackend::issue_saves(const std::vector<ShadowRange>& saves, std::vector<Range>* saved) {
   if (saves.empty()) return;
-  const bool kernel = saves_with_kernel();
-  TrafficRange nvtx(kernel ? "out: save (copy kernel to host)" : "out: save (copy to host)", total_bytes(saves),
-                    saves.size());
-  std::vector<ShadowRange> by_kernel;
-  const std::vector<ShadowRange> by_engine = kernel ? copy_by_kernel(saves, /*to_host=*/true, &by_kernel) : saves;
-  for (const ShadowRange& s : by_kernel) {
-    saved->push_back({s.address, s.bytes});
-    stats_->save_bytes.fetch_add(s.bytes, std::memory_order_relaxed);
+  const char* how = staged_out_.usable() ? "out: save (staged)" : copy_kernels_ ? "out: save (copy kernel to host)"
+                                                                                 : "out: save (copy to host)";
+  TrafficRange nvtx(how, total_bytes(saves), saves.size());
+  std::vector<ShadowRange> by_engine = copy_staged(staged_out_, saves, /*to_host=*/true, out_stream_, saved);
+  if (copy_kernels_ && !by_engine.empty()) {
+    std::vector<ShadowRange> by_kernel, rest;
+    for (const ShadowRange& s : by_engine) ((s.address | s.shadow) % 16 ? rest : by_kernel).push_back(s);
+    if (!by_kernel.empty() && issue_kernel_saves(by_kernel)) {
+      for (const ShadowRange& s : by_kernel) {
+        saved->push_back({s.address, s.bytes});
+        stats_->save_bytes.fetch_add(s.bytes, std::memory_order_relaxed);
+      }
+      by_engine = std::move(rest);
+    }
   }
   for (const ShadowRange& s : by_engine) {
     if (!copy_or_host_fallback(s, /*to_host=*/true)) {
@@ -603,14 +630,9 @@ void CudaBackend::issue_populate(CUstream stream, std::vector<Range> ranges) {
 
 void CudaBackend::issue_restores(const std::vector<ShadowRange>& restores) {
   if (restores.empty() || context_lost_) return;
-  const bool kernel = restores_with_kernel();
-  TrafficRange nvtx(kernel ? "in: restore (copy kernel from host)" : "in: restore (copy from host)",
+  TrafficRange nvtx(staged_in_.usable() ? "in: restore (staged)" : "in: restore (copy from host)",
                     total_bytes(restores), restores.size());
-  std::vector<ShadowRange> by_kernel;
-  const std::vector<ShadowRange> by_engine =
-      kernel ? copy_by_kernel(restores, /*to_host=*/false, &by_kernel) : restores;
-  for (const ShadowRange& s : by_kernel) stats_->restore_bytes.fetch_add(s.bytes, std::memory_order_relaxed);
-  for (const ShadowRange& s : by_engine) {
+  for (const ShadowRange& s : copy_staged(staged_in_, restores, /*to_host=*/false, prefetch_stream_, nullptr)) {
     if (copy_or_host_fallback(s, /*to_host=*/false)) {
       stats_->restore_calls.fetch_add(1, std::memory_order_relaxed);
       stats_->restore_bytes.fetch_add(s.bytes, std::memory_order_relaxed);

@@ -85,6 +85,7 @@
 
 #include "core/cuda/driver_api.h"
 #include "core/cuda/event_fence_ring.h"
+#include "core/cuda/staged_copies.h"
 #include "core/cuda/stream_key.h"
 #include "core/cuda/transfer_plan.h"
 #include "core/engine/device_backend.h"
@@ -121,13 +122,19 @@ struct CudaBackendOptions {
   uint64_t populate_chunk_bytes = 8ull << 20;
   // false: drop nothing (pages stay, a measurement of the copies alone; never for users).
   bool discard = true;
-  // Saves (device -> host) by a copy kernel on the SMs instead of the copy engines, which
-  // serialize both directions on managed memory: restores then run beside them.
-  bool save_with_kernel = true;
-  // Restores (host -> device) by the copy kernel too (after their populate): with both
-  // directions on the SMs, neither waits for the copy engines' turn on managed memory.
-  bool restore_with_kernel = false;
-  unsigned copy_kernel_blocks = 16;     // per launch; 16 x 1024 threads reach the link one way (facts)
+  // How bytes travel between managed memory and the pinned shadows (measured on the H100:
+  // docs/architecture.md, "The data path"):
+  //   kStaging: through staging buffers of plain device memory, an on-device copy kernel
+  //     plus the copy engines (which reach the link's duplex rate on plain device memory);
+  //   kKernel: saves by a copy kernel writing mapped host memory over the link, restores
+  //     by the copy engines;
+  //   kEngines: the copy engines on managed memory (they serialize the two directions).
+  // Each falls back to the next when what it needs cannot be had.
+  enum class CopyVia { kStaging, kKernel, kEngines };
+  CopyVia copy_via = CopyVia::kStaging;
+  uint64_t staging_slot_bytes = 16ull << 20;  // two slots per direction (64 MiB of device memory)
+  unsigned staging_kernel_blocks = 32;
+  unsigned copy_kernel_blocks = 16;     // kKernel, per launch: 16 x 1024 threads reach the link one way (facts)
   unsigned copy_kernel_threads = 1024;
   uint64_t copy_chunk_bytes = 1ull << 20;  // work unit of one block
 };
@@ -162,8 +169,9 @@ struct CudaBackendOptions {
   X(clean_mismatches)     /* ... ranges that differed (each one a bug) */ \
   X(kernel_save_launches) /* copy-kernel launches for saves */ \
   X(kernel_save_bytes) \
-  X(kernel_restore_launches) /* copy-kernel launches for restores */ \
-  X(kernel_restore_bytes) \
+  X(staged_launches)      /* on-device copy kernels of the staged copies, both directions */ \
+  X(staged_bytes)         /* bytes saved or restored through the staging buffers */ \
+  X(staging_device_bytes) /* device memory held by the staging buffers */ \
   X(populate_calls)       /* driver calls that populated dropped pages */ \
   X(populate_bytes)
 
@@ -209,8 +217,8 @@ class CudaBackend final : public DeviceBackend {
   // The device's free memory when the backend started (cuMemGetInfo in its context).
   uint64_t free_memory_at_start() const { return free_at_start_; }
   bool has_copy_path() const { return api_.cuMemcpyDtoHAsync && api_.cuMemcpyHtoDAsync && api_.cuMemDiscardBatchAsync; }
-  bool saves_with_kernel() const { return copy_kernels_ && options_.save_with_kernel; }
-  bool restores_with_kernel() const { return copy_kernels_ && options_.restore_with_kernel; }
+  // How copies travel now: "staging", "kernel" (saves by the mapped copy kernel) or "engines".
+  const char* copy_path() const;
   std::vector<std::pair<std::string, uint64_t>> counters() const override;
   bool has_batch_prefetch() const { return api_.cuMemPrefetchBatchAsync != nullptr; }
   bool has_batch_discard() const { return api_.cuMemDiscardBatchAsync != nullptr; }
@@ -239,14 +247,13 @@ class CudaBackend final : public DeviceBackend {
   void issue_discard(CUstream stream, const cuda::TransferOp& op);
   void issue_plan(CUstream stream, const TransferBatch& part);
   void issue_saves(const std::vector<ShadowRange>& saves, std::vector<Range>* saved);
-  // Launches the copy kernel over `ranges` (all 16-byte aligned) on the out stream (saves,
-  // to_host) or the in stream. False: the kernel is unusable from now on and what it did
-  // not launch is for the copy engines.
-  bool issue_kernel_copies(const std::vector<ShadowRange>& ranges, bool to_host);
-  // Launches the copy kernel over the aligned ones of `ranges` (left in *by_kernel) and
-  // returns the ranges left for the copy engines.
-  std::vector<ShadowRange> copy_by_kernel(const std::vector<ShadowRange>& ranges, bool to_host,
-                                          std::vector<ShadowRange>* by_kernel);
+  // Launches the copy kernel over `saves` (all 16-byte aligned). False: nothing launched.
+  bool issue_kernel_saves(const std::vector<ShadowRange>& saves);
+  // Queues `ranges` through the staging buffers of one direction (what it queued appended
+  // to *done when given); returns what is left for the copy engines (everything when
+  // staging is off or failed).
+  std::vector<ShadowRange> copy_staged(cuda::StagedCopies& staged, const std::vector<ShadowRange>& ranges,
+                                       bool to_host, CUstream stream, std::vector<Range>* done);
   void load_copy_kernels();
   void issue_restores(const std::vector<ShadowRange>& restores);
   // One copy between a range and its shadow (a save: to_host); false when the driver
@@ -301,7 +308,9 @@ class CudaBackend final : public DeviceBackend {
   std::vector<ChunkSlot> chunk_slots_;
   void* check_buffer_ = nullptr;  // PUMP_VERIFY=checksum: pinned, for reading ranges back
   size_t next_chunk_slot_ = 0;
-  std::atomic<bool> copy_kernels_{false};  // loaded and usable; read by allocate_host on application threads
+  std::atomic<bool> copy_kernels_{false};  // kKernel saves usable; read by allocate_host on application threads
+  cuda::StagedCopies staged_out_;  // kStaging, one per direction (core/cuda/staged_copies.h)
+  cuda::StagedCopies staged_in_;
   StreamId out_key_ = 0;
   std::unique_ptr<cuda::EventFenceRing> out_events_;
   uint64_t total_memory_ = 0;

@@ -102,6 +102,8 @@ bool DriverApi::load(const char* library_name, std::string* error) {
   resolve(get, "cuMemcpyHtoDAsync", &cuMemcpyHtoDAsync, false, error);
   resolve(get, "cuMemsetD8Async", &cuMemsetD8Async, false, error);
   resolve(get, "cuMemsetD32Async", &cuMemsetD32Async, false, error);
+  resolve(get, "cuMemAlloc", &cuMemAlloc, false, error);
+  resolve(get, "cuMemFree", &cuMemFree, false, error);
   resolve(get, "cuModuleLoadData", &cuModuleLoadData, false, error);
   resolve(get, "cuModuleGetFunction", &cuModuleGetFunction, false, error);
   resolve(get, "cuLaunchKernel", &cuLaunchKernel, false, error);

@@ -70,6 +70,9 @@ struct DriverApi {
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, CUstream) = nullptr;
   CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream) = nullptr;
   CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned int, size_t, CUstream) = nullptr;
+  // Optional: staging buffers of plain device memory (core/cuda/staged_copies.h).
+  CUresult (*cuMemAlloc)(CUdeviceptr*, size_t) = nullptr;
+  CUresult (*cuMemFree)(CUdeviceptr) = nullptr;
   // Optional: the copy kernels (core/cuda/copy_kernels.cu).
   CUresult (*cuModuleLoadData)(CUmodule*, const void*) = nullptr;
   CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*) = nullptr;

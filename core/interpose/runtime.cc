@@ -121,8 +121,7 @@ Engine* Runtime::engine(int device) {
   CudaBackendOptions backend_options;
   backend_options.poison = options_.verify_poison;
   backend_options.check_clean = options_.verify_checksum;
-  backend_options.save_with_kernel = options_.save_with_kernel;
-  backend_options.restore_with_kernel = options_.restore_with_kernel;
+  backend_options.copy_via = options_.copy_via;
   std::string why;
   std::unique_ptr<CudaBackend> backend = CudaBackend::create(device, backend_options, &why);
   if (!backend) {

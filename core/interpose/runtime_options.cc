@@ -189,14 +189,12 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes,
     else if (*v == "um") o.datapath = DataPath::kUnified;
     else log(LogLevel::kError, "PUMP_DATAPATH='%s' is not copy or um; using copy", v->c_str());
   }
-  if (auto v = config.get("COPY_KERNELS")) {
-    if (*v == "both" || *v == "save" || *v == "off") {
-      o.save_with_kernel = *v != "off";
-      o.restore_with_kernel = *v == "both";
-    } else {
-      log(LogLevel::kError, "PUMP_COPY_KERNELS='%s' is not both, save or off; using %s", v->c_str(),
-          o.restore_with_kernel ? "both" : "save");
-    }
+  if (auto v = config.get("COPY_VIA")) {
+    using CopyVia = CudaBackendOptions::CopyVia;
+    if (*v == "staging") o.copy_via = CopyVia::kStaging;
+    else if (*v == "kernel") o.copy_via = CopyVia::kKernel;
+    else if (*v == "engines") o.copy_via = CopyVia::kEngines;
+    else log(LogLevel::kError, "PUMP_COPY_VIA='%s' is not staging, kernel or engines; using %s", v->c_str(), copy_via_name(o.copy_via));
   }
   o.host_limit_bytes = parse_budget(o.host_limit, physical_bytes).value_or(0);
   if (auto v = config.get("HOST_LIMIT")) {
@@ -217,6 +215,15 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes,
     else log(LogLevel::kError, "PUMP_VERIFY='%s' is not off, poison or checksum; using off", v->c_str());
   }
   return o;
+}
+
+const char* copy_via_name(CudaBackendOptions::CopyVia via) {
+  switch (via) {
+    case CudaBackendOptions::CopyVia::kStaging: return "staging";
+    case CudaBackendOptions::CopyVia::kKernel: return "kernel";
+    case CudaBackendOptions::CopyVia::kEngines: return "engines";
+  }
+  return "?";
 }
 
 uint64_t budget_for_device(const RuntimeOptions& options, int device, uint64_t device_bytes) {

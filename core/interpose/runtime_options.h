@@ -10,6 +10,7 @@
 
 #include "core/common/config.h"
 #include "core/common/per_device.h"
+#include "core/cuda/cuda_backend.h"
 #include "core/engine/engine.h"
 
 namespace pump::interpose {
@@ -27,15 +28,15 @@ struct RuntimeOptions {
   std::string stats_path;                                   // PUMP_STATS, %r and %p expanded
   std::string trace_path;                                   // PUMP_TRACE, likewise
   DataPath datapath = DataPath::kCopy;                      // PUMP_DATAPATH: copy | um
-  // PUMP_COPY_KERNELS: which copies of the copy path run as a kernel on the SMs rather than
-  // on the copy engines (which serialize the two directions on managed memory).
-  bool save_with_kernel = true;                             // save | both
-  bool restore_with_kernel = false;                         // both
+  CudaBackendOptions::CopyVia copy_via = CudaBackendOptions::CopyVia::kStaging;  // PUMP_COPY_VIA: staging | kernel | engines
   std::string host_limit = "50%";                           // PUMP_HOST_LIMIT, as given (checked)
   uint64_t host_limit_bytes = 0;                            // ... resolved against host memory
   bool verify_poison = false;                               // PUMP_VERIFY: off | poison | checksum
   bool verify_checksum = false;
 };
+
+// PUMP_COPY_VIA as text, for messages.
+const char* copy_via_name(CudaBackendOptions::CopyVia via);
 
 // The host's physical memory: sysconf(_SC_PHYS_PAGES) * page size (0 if unknown).
 uint64_t host_physical_bytes();

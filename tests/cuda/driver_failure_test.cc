@@ -73,20 +73,20 @@ struct CallCounts {
   }
 };
 
-// How pump is set up around the program: the copy data path (the default), the same
-// under PUMP_VERIFY=poison, the same with restores by the copy kernel too
-// (PUMP_COPY_KERNELS=both), or the unified-memory path (PUMP_DATAPATH=um).
-enum class Variant { kCopy, kPoison, kKernelRestores, kUnified };
+// How pump is set up around the program: the copy data path (the default: through
+// staging buffers), the same under PUMP_VERIFY=poison, the copy path with saves by the
+// mapped copy kernel (PUMP_COPY_VIA=kernel), or the unified-memory path (PUMP_DATAPATH=um).
+enum class Variant { kCopy, kPoison, kKernelSaves, kUnified };
 const char* name(Variant v) {
   switch (v) {
     case Variant::kCopy: return "copy";
     case Variant::kPoison: return "poison";
-    case Variant::kKernelRestores: return "kernel_restores";
+    case Variant::kKernelSaves: return "kernel_saves";
     case Variant::kUnified: return "um";
   }
   return "?";
 }
-constexpr Variant kVariants[] = {Variant::kCopy, Variant::kPoison, Variant::kKernelRestores, Variant::kUnified};
+constexpr Variant kVariants[] = {Variant::kCopy, Variant::kPoison, Variant::kKernelSaves, Variant::kUnified};
 
 // The fake offers the real driver's calls (copy kernels included); the backend has the
 // runtime's options.
@@ -99,7 +99,7 @@ FakeDriverConfig driver_config() {
 CudaBackendOptions backend_options(Variant v) {
   CudaBackendOptions options;
   options.poison = v == Variant::kPoison;
-  options.restore_with_kernel = v == Variant::kKernelRestores;
+  if (v == Variant::kKernelSaves) options.copy_via = CudaBackendOptions::CopyVia::kKernel;
   return options;
 }
 
@@ -233,12 +233,14 @@ const CallCase kCalls[] = {
     {"cuStreamCreate"},       {"cuStreamDestroy"},
     {"cuStreamIsCapturing"},  {"cuStreamWaitEvent"},
     {"cuEventCreate"},        {"cuEventRecord"},
-    {"cuEventQuery"},         {"cuEventSynchronize"},
+    {"cuEventQuery"},
     {"cuEventDestroy"},       {"cuModuleLoadData"},
     {"cuModuleGetFunction"},  {"cuLaunchKernel"},
-    {"cuLaunchKernel", Variant::kKernelRestores}, {"cuEventSynchronize", Variant::kKernelRestores},
-    {"cuMemHostAlloc"},       {"cuMemHostGetDevicePointer"},
-    {"cuMemFreeHost"},        {"cuMemPrefetchAsync"},
+    {"cuLaunchKernel", Variant::kKernelSaves}, {"cuEventSynchronize", Variant::kKernelSaves},
+    {"cuMemHostGetDevicePointer", Variant::kKernelSaves},
+    {"cuMemHostAlloc"},
+    {"cuMemFreeHost", Variant::kKernelSaves}, {"cuMemPrefetchAsync"},
+    {"cuMemAlloc"},           {"cuMemFree"},
     {"cuMemPrefetchAsync", Variant::kUnified},  // evictions by unified memory
     {"cuMemPrefetchBatchAsync"}, {"cuMemDiscardBatchAsync"},
     {"cuMemcpyDtoHAsync"},    {"cuMemcpyHtoDAsync"},
@@ -310,11 +312,12 @@ TEST(DriverFailures, TheCleanProgramExercisesEveryWayInAndOutWithoutALostByte) {
   for (const char* call : {"cuLaunchKernel", "cuMemcpyDtoHAsync", "cuMemcpyHtoDAsync", "cuMemDiscardBatchAsync",
                            "cuMemPrefetchAsync", "cuMemPrefetchBatchAsync", "cuMemHostAlloc", "cuStreamWaitEvent"})
     EXPECT_GT(copy.counts.run.count(call), 0u) << call << " is not reached by the program";
-  // With restores by the copy kernel, the copy engines restore nothing (the calls left
-  // are the program's own).
-  const Outcome kernel = runner.run(Variant::kKernelRestores, nullptr);
-  EXPECT_LT(kernel.counts.run.at("cuMemcpyHtoDAsync"), copy.counts.run.at("cuMemcpyHtoDAsync"));
-  EXPECT_GT(kernel.counts.run.at("cuLaunchKernel"), copy.counts.run.at("cuLaunchKernel"));
+  // The default copies through staging buffers (two slots per direction, device memory
+  // taken at set-up); PUMP_COPY_VIA=kernel takes none.
+  EXPECT_EQ(copy.counts.set_up.count("cuMemAlloc") ? copy.counts.set_up.at("cuMemAlloc") : 0u, 4u);
+  const Outcome kernel = runner.run(Variant::kKernelSaves, nullptr);
+  EXPECT_EQ(kernel.counts.set_up.count("cuMemAlloc"), 0u);
+  EXPECT_GT(kernel.counts.run.at("cuLaunchKernel"), 0u);
 }
 
 TEST(DriverFailures, CoversEveryCallPumpMakes) {

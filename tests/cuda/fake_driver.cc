@@ -487,7 +487,12 @@ CUresult FuncGetParamInfo(CUfunction f, size_t index, size_t* offset, size_t* si
 struct CopyChunk {
   unsigned long long src, dst, bytes;
 };
-int g_module, g_copy_function;
+// The staged copies' kernel takes its list by value (copy_kernels.cu: PumpCopyList).
+struct CopyList {
+  unsigned long long count;
+  CopyChunk chunks[32];
+};
+int g_module, g_copy_function, g_copy_list_function;
 CUresult ModuleLoadData(CUmodule* m, const void*) {
   ENTER("cuModuleLoadData");
   *m = reinterpret_cast<CUmodule>(&g_module);
@@ -495,13 +500,25 @@ CUresult ModuleLoadData(CUmodule* m, const void*) {
 }
 CUresult ModuleGetFunction(CUfunction* f, CUmodule, const char* name) {
   ENTER("cuModuleGetFunction");
-  if (std::string_view(name) != "pump_copy_chunks") return CUDA_ERROR_NOT_FOUND;
-  *f = reinterpret_cast<CUfunction>(&g_copy_function);
+  if (std::string_view(name) == "pump_copy_chunks") *f = reinterpret_cast<CUfunction>(&g_copy_function);
+  else if (std::string_view(name) == "pump_copy_list") *f = reinterpret_cast<CUfunction>(&g_copy_list_function);
+  else return CUDA_ERROR_NOT_FOUND;
   return CUDA_SUCCESS;
 }
 CUresult LaunchKernel(CUfunction f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                       CUstream s, void** params, void**) {
   ENTER("cuLaunchKernel");
+  if (f == reinterpret_cast<CUfunction>(&g_copy_list_function)) {
+    if (!params) return CUDA_ERROR_INVALID_VALUE;
+    const auto* list = static_cast<const CopyList*>(params[0]);
+    uint64_t bytes = 0;
+    for (unsigned long long i = 0; i < list->count; ++i) {
+      bytes += list->chunks[i].bytes;
+      if (config().model_memory) std::memmove(bytes_at(list->chunks[i].dst), bytes_at(list->chunks[i].src), list->chunks[i].bytes);
+    }
+    record("cuLaunchKernel", s, list->count ? list->chunks[0].src : 0, bytes, list->count, 0);
+    return CUDA_SUCCESS;
+  }
   if (f != reinterpret_cast<CUfunction>(&g_copy_function)) {
     // A program's kernel: recorded, address = its first parameter's first 8 bytes.
     uint64_t first = 0;

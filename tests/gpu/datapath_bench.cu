@@ -174,9 +174,7 @@ struct Options {
   uint64_t discard_chunk = 0;                 // discards cut into pieces of this size (0: backend default)
   uint64_t populate_chunk = 0;                // populates likewise; "none" = uncut
   bool keep_pages = false;                    // no discard at all: the copies alone
-  bool save_with_kernel = true;               // saves by the copy kernel (else the copy engines)
-  bool restore_with_kernel = false;           // restores by the copy kernel (else the copy engines)
-  unsigned kernel_blocks = 0;                 // blocks per copy-kernel launch (0: backend default)
+  std::string copy_via = "staging";           // staging | kernel | engines (CudaBackendOptions::CopyVia)
   bool require_targets = false;
   int timeout_s = 480;
   std::string json;
@@ -188,7 +186,7 @@ void usage() {
       "                           [--compute-ms 75] [--compute-block 64MiB] [--merge-adjacent]\n"
       "                           [--populate discard-prefetch|prefetch-batch|prefetch-each]\n"
       "                           [--discard-chunk 2MiB] [--populate-chunk 2MiB|none] [--keep-pages]\n"
-      "                           [--save-with kernel|engines] [--restore-with kernel|engines] [--kernel-blocks 16]\n"
+      "                           [--copy-via staging|kernel|engines]\n"
       "                           [--json PATH] [--require-targets] [--timeout-s 480]\n");
 }
 
@@ -235,14 +233,9 @@ bool parse_args(int argc, char** argv, Options* o) {
       if (!o->populate_chunk) return false;
     } else if (a == "--discard-chunk") {
       if (!value(&v) || !(o->discard_chunk = parse_size(v))) return false;
-    } else if (a == "--save-with") {
-      if (!value(&v) || (v != "kernel" && v != "engines")) return false;
-      o->save_with_kernel = v == "kernel";
-    } else if (a == "--restore-with") {
-      if (!value(&v) || (v != "kernel" && v != "engines")) return false;
-      o->restore_with_kernel = v == "kernel";
-    } else if (a == "--kernel-blocks") {
-      if (!value(&v) || !(o->kernel_blocks = static_cast<unsigned>(std::atoi(v.c_str())))) return false;
+    } else if (a == "--copy-via") {
+      if (!value(&v) || (v != "staging" && v != "kernel" && v != "engines")) return false;
+      o->copy_via = v;
     } else if (a == "--keep-pages") {
       o->keep_pages = true;
     } else if (a == "--populate") {
@@ -783,9 +776,9 @@ int main(int argc, char** argv) {
   if (o.discard_chunk) bo.discard_chunk_bytes = o.discard_chunk;
   if (o.populate_chunk) bo.populate_chunk_bytes = o.populate_chunk == ~0ull ? 0 : o.populate_chunk;
   bo.discard = !o.keep_pages;
-  bo.save_with_kernel = o.save_with_kernel;
-  bo.restore_with_kernel = o.restore_with_kernel;
-  if (o.kernel_blocks) bo.copy_kernel_blocks = o.kernel_blocks;
+  bo.copy_via = o.copy_via == "staging"  ? pump::CudaBackendOptions::CopyVia::kStaging
+                : o.copy_via == "kernel" ? pump::CudaBackendOptions::CopyVia::kKernel
+                                         : pump::CudaBackendOptions::CopyVia::kEngines;
   auto backend = pump::CudaBackend::create(device, bo);
   if (!backend) {
     std::printf("FAIL: a GPU is present but the CUDA backend could not be created\n");
@@ -793,7 +786,7 @@ int main(int argc, char** argv) {
   }
   pump::CudaBackend& b = *backend;
   std::printf("backend %.*s: merge_adjacent %s, populate %s, batch prefetch %s, batch discard %s; median of %d after a warm-up\n",
-              int(b.name().size()), b.name().data(), o.merge_adjacent ? "on" : "off", (o.populate + " discard chunk " + size_str(bo.discard_chunk_bytes) + " populate chunk " + (bo.populate_chunk_bytes ? size_str(bo.populate_chunk_bytes) : std::string("none")) + (o.keep_pages ? " keep-pages" : "") + (b.saves_with_kernel() ? ", saves by copy kernel" : ", saves by copy engines") + (b.restores_with_kernel() ? ", restores by copy kernel" : ", restores by copy engines") + ", " + std::to_string(bo.copy_kernel_blocks) + " blocks per copy kernel").c_str(),
+              int(b.name().size()), b.name().data(), o.merge_adjacent ? "on" : "off", (o.populate + " discard chunk " + size_str(bo.discard_chunk_bytes) + " populate chunk " + (bo.populate_chunk_bytes ? size_str(bo.populate_chunk_bytes) : std::string("none")) + (o.keep_pages ? " keep-pages" : "") + ", copies via " + b.copy_path()).c_str(),
               b.has_batch_prefetch() ? "yes" : "no", b.has_batch_discard() ? "yes" : "no", o.repeats);
 
   int failures = 0;

@@ -18,7 +18,7 @@ using testing_support::LogCapture;
 std::unique_ptr<Config> config_with(std::initializer_list<std::pair<const char*, const char*>> values) {
   auto c = std::make_unique<Config>();
   for (const char* key : {"DISABLE", "PLUGINS", "POLICY", "GPU_BUDGET", "MANAGED_LIMIT", "PREFETCH_ON_ALLOC",
-                          "SPLIT_GRANULARITY", "STATS", "DATAPATH", "HOST_LIMIT", "VERIFY", "COPY_KERNELS"})
+                          "SPLIT_GRANULARITY", "STATS", "DATAPATH", "HOST_LIMIT", "VERIFY", "COPY_VIA"})
     c->set(key, "");
   for (auto& [k, v] : values) c->set(k, v);
   return c;
@@ -65,17 +65,13 @@ TEST(RuntimeOptions, DataPathAndVerifyAcceptTheirWords) {
   EXPECT_TRUE(log.lines().empty());
 }
 
-TEST(RuntimeOptions, CopyKernelsNameTheDirectionsCopiedOnTheSMs) {
+TEST(RuntimeOptions, CopyViaNamesHowTheCopyPathMovesBytes) {
   LogCapture log;
-  RuntimeOptions defaults = parse_runtime_options(*config_with({}));
-  EXPECT_TRUE(defaults.save_with_kernel);
-  EXPECT_FALSE(defaults.restore_with_kernel);
-  RuntimeOptions both = parse_runtime_options(*config_with({{"COPY_KERNELS", "both"}}));
-  EXPECT_TRUE(both.save_with_kernel);
-  EXPECT_TRUE(both.restore_with_kernel);
-  RuntimeOptions off = parse_runtime_options(*config_with({{"COPY_KERNELS", "off"}}));
-  EXPECT_FALSE(off.save_with_kernel);
-  EXPECT_FALSE(off.restore_with_kernel);
+  using CopyVia = CudaBackendOptions::CopyVia;
+  EXPECT_EQ(parse_runtime_options(*config_with({})).copy_via, CopyVia::kStaging);
+  EXPECT_EQ(parse_runtime_options(*config_with({{"COPY_VIA", "staging"}})).copy_via, CopyVia::kStaging);
+  EXPECT_EQ(parse_runtime_options(*config_with({{"COPY_VIA", "kernel"}})).copy_via, CopyVia::kKernel);
+  EXPECT_EQ(parse_runtime_options(*config_with({{"COPY_VIA", "engines"}})).copy_via, CopyVia::kEngines);
   EXPECT_TRUE(log.lines().empty());
 }
 
@@ -134,8 +130,7 @@ TEST_P(RuntimeOptionsBadValue, GivesOneMessageNamingTheVariableAndValueThenTheDe
   EXPECT_EQ(o.host_limit, defaults.host_limit);
   EXPECT_EQ(o.host_limit_bytes, host_physical_bytes() / 2);
   EXPECT_EQ(o.verify_poison, defaults.verify_poison);
-  EXPECT_EQ(o.save_with_kernel, defaults.save_with_kernel);
-  EXPECT_EQ(o.restore_with_kernel, defaults.restore_with_kernel);
+  EXPECT_EQ(o.copy_via, defaults.copy_via);
 }
 
 INSTANTIATE_TEST_SUITE_P(Interpose, RuntimeOptionsBadValue,
@@ -146,7 +141,7 @@ INSTANTIATE_TEST_SUITE_P(Interpose, RuntimeOptionsBadValue,
                                            BadValue{"SPLIT_GRANULARITY", "1KiB"}, BadValue{"DATAPATH", "fast"},
                                            BadValue{"DATAPATH", "UM"}, BadValue{"HOST_LIMIT", "lots"},
                                            BadValue{"HOST_LIMIT", "150%"}, BadValue{"HOST_LIMIT", "-1GiB"},
-                                           BadValue{"VERIFY", "on"}, BadValue{"COPY_KERNELS", "restore"},
+                                           BadValue{"VERIFY", "on"}, BadValue{"COPY_VIA", "bounce"},
                                            // below one page: a budget that holds nothing
                                            BadValue{"GPU_BUDGET", "0"}, BadValue{"GPU_BUDGET", "0B"},
                                            BadValue{"GPU_BUDGET", "0.0001"}, BadValue{"GPU_BUDGET", "4095"},
