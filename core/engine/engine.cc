@@ -336,11 +336,11 @@ void Engine::collect_pieces(const pump_extent_v1_t* extents, size_t count, const
       piece_extent_.resize(pieces_.size(), static_cast<uint32_t>(i));
     }
   }
-  // On the copy path a guessed extent stands for its whole allocation: the kernel got a
-  // pointer into it and may reach any piece. Those pieces must not be dropped when it
-  // runs, must not leave while it may run, and are not clean or dead after it.
+  // A guessed extent stands for its whole allocation: the kernel got a pointer into it and
+  // may reach any piece. Those pieces must not be dropped when it runs, must not leave
+  // while it may run, and are not clean or dead after it. On the unified path too: it
+  // discards dead pieces, and a piece a pointer reached is not dead.
   kernel_allocations_.clear();
-  if (datapath_ != DataPath::kCopy) return;
   kernel_allocation_set_.clear();
   auto add = [&](uint64_t base) {
     if (kernel_allocation_set_.insert(base).second) kernel_allocations_.push_back(base);
@@ -782,7 +782,7 @@ pump_status_v1_t Engine::request_evict(Block& b, uint32_t flags, bool by_policy)
     if (by_policy) ++stats_.policy_refusals;
     return PUMP_ERR_REFUSED;  // its kernel is being queued on another thread, or captured
   }
-  if (datapath_ == DataPath::kCopy && !settle_allocation_for_eviction(b)) {
+  if (!settle_allocation_for_eviction(b)) {
     if (by_policy) ++stats_.policy_refusals;
     return PUMP_ERR_REFUSED;  // a kernel with a pointer into its allocation may use it
   }

@@ -155,7 +155,7 @@ class Engine {
 
   pump_block_v1_t snapshot(const Block& b, bool in_use) const;
   bool in_use(const Block& b);
-  // Per managed allocation, what kernels that got a pointer into it did (copy path):
+  // Per managed allocation, what kernels that got a pointer into it did (both data paths):
   // such a kernel may touch any byte of the allocation, not only the piece it named.
   struct AllocationState {
     uint64_t end = 0;
