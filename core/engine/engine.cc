@@ -186,7 +186,7 @@ void Engine::kernel_locked(KernelTicket* ticket, StreamId stream, const pump_ext
     return;
   }
   ++stats_.kernels_with_blocks;
-  add_dropped_pieces_of_inexact_allocations(seq);
+  add_pieces_of_inexact_allocations(seq);
   decide_and_order(stream, seq, ticket);
 }
 
@@ -218,7 +218,7 @@ void Engine::unattributed_locked(KernelTicket* ticket, StreamId stream) {
   for (auto& [base, a] : allocations_) {
     kernel_allocations_.push_back(base);
     a.kernel_mark = seq;
-    stats_.bytes_unattributed_restored += add_pieces_a_pointer_may_reach(a, base, seq);
+    stats_.bytes_unattributed_restored += add_pieces_a_pointer_may_reach(a, base, seq, false);
   }
   decide_and_order(stream, seq, ticket);
 }
@@ -360,17 +360,22 @@ Engine::AllocationState* Engine::allocation_of(const Block& b) {
   return it == allocations_.end() ? nullptr : &it->second;
 }
 
-void Engine::add_dropped_pieces_of_inexact_allocations(uint64_t seq) {
+void Engine::add_pieces_of_inexact_allocations(uint64_t seq) {
+  // Under pressure every piece is the kernel's block, as it may use any: policies then see
+  // the allocation used (its recency, its place in the learned sequence) and do not evict
+  // a piece the next pointer into it brings straight back. While everything fits nothing
+  // leaves, and only the pieces not ready are taken (O(1) in the steady state).
+  const bool every = tracker_.tracked_bytes() > budget_;
   for (uint64_t base : kernel_allocations_) {
     auto it = allocations_.find(base);
     if (it == allocations_.end()) continue;
     it->second.kernel_mark = seq;
-    add_pieces_a_pointer_may_reach(it->second, base, seq);
+    add_pieces_a_pointer_may_reach(it->second, base, seq, every);
   }
 }
 
-uint64_t Engine::add_pieces_a_pointer_may_reach(AllocationState& a, uint64_t base, uint64_t seq) {
-  if (!a.maybe_dropped && !a.maybe_fetching) return 0;  // the steady state: O(1)
+uint64_t Engine::add_pieces_a_pointer_may_reach(AllocationState& a, uint64_t base, uint64_t seq, bool every) {
+  if (!every && !a.maybe_dropped && !a.maybe_fetching) return 0;  // the steady state: O(1)
   uint64_t dropped = 0;
   bool fetching = false;
   for (Block* p = tracker_.find(base); p && p->address < a.end; p = tracker_.find(p->end())) {
@@ -378,12 +383,9 @@ uint64_t Engine::add_pieces_a_pointer_may_reach(AllocationState& a, uint64_t bas
     if (!p->dropped) {
       // A fetch still landing (a policy's, ahead of the kernel that needs it): the kernel
       // waits for it like for its own blocks' fetches.
-      if (p->ready.empty()) continue;
-      if (backend_.done(p->ready)) {
-        p->ready = Fence{};
-        continue;
-      }
-      fetching = true;
+      if (!p->ready.empty() && backend_.done(p->ready)) p->ready = Fence{};
+      if (!p->ready.empty()) fetching = true;
+      else if (!every || p->residency != PUMP_RESIDENT_DEVICE) continue;  // elsewhere: unified memory serves it
     } else {
       dropped += p->bytes;
     }
