@@ -7,6 +7,22 @@
 
 namespace pump {
 
+namespace {
+
+// Traces that do not mark which extents were guessed from a pointer (written before the
+// header said "inexact"): the launch extractor's are whole blocks read and written with no
+// role, and a kernel of it has nothing else; cuBLAS, cuDNN and copies always name a
+// read-only, write-only or role-carrying extent. Replayed as exact, a launch would reach
+// only the piece it named, where the engine must bring and keep its whole allocation.
+bool launch_guess(const TraceRecord& r) {
+  if (r.extents.empty()) return false;
+  for (const pump_extent_v1_t& e : r.extents)
+    if (e.access != PUMP_ACCESS_READ_WRITE || e.role != PUMP_ROLE_UNKNOWN) return false;
+  return true;
+}
+
+}  // namespace
+
 SimWorkload trace_to_workload(const Trace& trace, const std::string& name, const TraceReplayOptions& options,
                               TraceReplayReport* report) {
   TraceReplayReport local;
@@ -51,7 +67,10 @@ SimWorkload trace_to_workload(const Trace& trace, const std::string& name, const
     k.stream = r.stream;
     k.name = r.name.empty() ? "kernel" + std::to_string(rep.kernels) : r.name;
     uint64_t bytes = 0;
-    for (const pump_extent_v1_t& e : r.extents) {
+    const bool guessed_all = !trace.marks_inexact && launch_guess(r);
+    for (size_t i = 0; i < r.extents.size(); ++i) {
+      const pump_extent_v1_t& e = r.extents[i];
+      const bool guessed = guessed_all || (i < r.inexact.size() && r.inexact[i]);
       if (!inside(e)) {
         ++rep.extents_dropped;
         continue;
@@ -62,6 +81,8 @@ SimWorkload trace_to_workload(const Trace& trace, const std::string& name, const
       pump_extent_v1_t clipped = e;
       clipped.bytes = std::min(e.bytes, it->second - e.address);
       k.extents.push_back(clipped);
+      k.inexact.push_back(guessed ? 1 : 0);
+      rep.extents_inexact += guessed ? 1 : 0;
       bytes += clipped.bytes;
     }
     if (r.seconds >= 0) {

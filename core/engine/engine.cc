@@ -186,7 +186,7 @@ void Engine::kernel_locked(KernelTicket* ticket, StreamId stream, const pump_ext
     return;
   }
   ++stats_.kernels_with_blocks;
-  add_dropped_pieces_of_inexact_allocations(seq);
+  add_pieces_of_inexact_allocations(seq);
   decide_and_order(stream, seq, ticket);
 }
 
@@ -218,7 +218,7 @@ void Engine::unattributed_locked(KernelTicket* ticket, StreamId stream) {
   for (auto& [base, a] : allocations_) {
     kernel_allocations_.push_back(base);
     a.kernel_mark = seq;
-    stats_.bytes_unattributed_restored += add_pieces_a_pointer_may_reach(a, base, seq);
+    stats_.bytes_unattributed_restored += add_pieces_a_pointer_may_reach(a, base, seq, false);
   }
   decide_and_order(stream, seq, ticket);
 }
@@ -336,11 +336,11 @@ void Engine::collect_pieces(const pump_extent_v1_t* extents, size_t count, const
       piece_extent_.resize(pieces_.size(), static_cast<uint32_t>(i));
     }
   }
-  // On the copy path a guessed extent stands for its whole allocation: the kernel got a
-  // pointer into it and may reach any piece. Those pieces must not be dropped when it
-  // runs, must not leave while it may run, and are not clean or dead after it.
+  // A guessed extent stands for its whole allocation: the kernel got a pointer into it and
+  // may reach any piece. Those pieces must not be dropped when it runs, must not leave
+  // while it may run, and are not clean or dead after it. On the unified path too: it
+  // discards dead pieces, and a piece a pointer reached is not dead.
   kernel_allocations_.clear();
-  if (datapath_ != DataPath::kCopy) return;
   kernel_allocation_set_.clear();
   auto add = [&](uint64_t base) {
     if (kernel_allocation_set_.insert(base).second) kernel_allocations_.push_back(base);
@@ -360,17 +360,22 @@ Engine::AllocationState* Engine::allocation_of(const Block& b) {
   return it == allocations_.end() ? nullptr : &it->second;
 }
 
-void Engine::add_dropped_pieces_of_inexact_allocations(uint64_t seq) {
+void Engine::add_pieces_of_inexact_allocations(uint64_t seq) {
+  // Under pressure every piece is the kernel's block, as it may use any: policies then see
+  // the allocation used (its recency, its place in the learned sequence) and do not evict
+  // a piece the next pointer into it brings straight back. While everything fits nothing
+  // leaves, and only the pieces not ready are taken (O(1) in the steady state).
+  const bool every = tracker_.tracked_bytes() > budget_;
   for (uint64_t base : kernel_allocations_) {
     auto it = allocations_.find(base);
     if (it == allocations_.end()) continue;
     it->second.kernel_mark = seq;
-    add_pieces_a_pointer_may_reach(it->second, base, seq);
+    add_pieces_a_pointer_may_reach(it->second, base, seq, every);
   }
 }
 
-uint64_t Engine::add_pieces_a_pointer_may_reach(AllocationState& a, uint64_t base, uint64_t seq) {
-  if (!a.maybe_dropped && !a.maybe_fetching) return 0;  // the steady state: O(1)
+uint64_t Engine::add_pieces_a_pointer_may_reach(AllocationState& a, uint64_t base, uint64_t seq, bool every) {
+  if (!every && !a.maybe_dropped && !a.maybe_fetching) return 0;  // the steady state: O(1)
   uint64_t dropped = 0;
   bool fetching = false;
   for (Block* p = tracker_.find(base); p && p->address < a.end; p = tracker_.find(p->end())) {
@@ -378,12 +383,9 @@ uint64_t Engine::add_pieces_a_pointer_may_reach(AllocationState& a, uint64_t bas
     if (!p->dropped) {
       // A fetch still landing (a policy's, ahead of the kernel that needs it): the kernel
       // waits for it like for its own blocks' fetches.
-      if (p->ready.empty()) continue;
-      if (backend_.done(p->ready)) {
-        p->ready = Fence{};
-        continue;
-      }
-      fetching = true;
+      if (!p->ready.empty() && backend_.done(p->ready)) p->ready = Fence{};
+      if (!p->ready.empty()) fetching = true;
+      else if (!every || p->residency != PUMP_RESIDENT_DEVICE) continue;  // elsewhere: unified memory serves it
     } else {
       dropped += p->bytes;
     }
@@ -782,7 +784,7 @@ pump_status_v1_t Engine::request_evict(Block& b, uint32_t flags, bool by_policy)
     if (by_policy) ++stats_.policy_refusals;
     return PUMP_ERR_REFUSED;  // its kernel is being queued on another thread, or captured
   }
-  if (datapath_ == DataPath::kCopy && !settle_allocation_for_eviction(b)) {
+  if (!settle_allocation_for_eviction(b)) {
     if (by_policy) ++stats_.policy_refusals;
     return PUMP_ERR_REFUSED;  // a kernel with a pointer into its allocation may use it
   }

@@ -155,7 +155,7 @@ class Engine {
 
   pump_block_v1_t snapshot(const Block& b, bool in_use) const;
   bool in_use(const Block& b);
-  // Per managed allocation, what kernels that got a pointer into it did (copy path):
+  // Per managed allocation, what kernels that got a pointer into it did (both data paths):
   // such a kernel may touch any byte of the allocation, not only the piece it named.
   struct AllocationState {
     uint64_t end = 0;
@@ -180,11 +180,11 @@ class Engine {
   AllocationState* allocation_of(const Block& b);
   bool clean_now(const Block& b) const;  // saved, and no write since that pump may have missed
   pump_block_v1_t victim_view(const Block& b);  // snapshot with IN_USE and CLEAN, for the policy's lookups
-  void add_dropped_pieces_of_inexact_allocations(uint64_t seq);
+  void add_pieces_of_inexact_allocations(uint64_t seq);
   // Makes every piece of `a` that an access through a pointer may reach and that is not
-  // ready on the device (dropped, or a fetch of it still landing) a block of kernel `seq`.
-  // Returns the bytes of dropped pieces among them.
-  uint64_t add_pieces_a_pointer_may_reach(AllocationState& a, uint64_t base, uint64_t seq);
+  // ready on the device (dropped, or a fetch of it still landing) a block of kernel `seq`;
+  // with `every`, the ready ones too. Returns the bytes of dropped pieces among them.
+  uint64_t add_pieces_a_pointer_may_reach(AllocationState& a, uint64_t base, uint64_t seq, bool every);
   // Whether an in-flight or being-queued kernel may still touch `b` through a pointer
   // into its allocation: REFUSED if it cannot be evicted now; otherwise adds the wait.
   bool settle_allocation_for_eviction(Block& b);

@@ -231,7 +231,7 @@ bool begin_extracted_call(SymbolId id, const void* const* args, uint32_t num_arg
   }
   scope->stream = stream_of(stream_context);
   if (rt) {
-    if (TraceWriter* trace = rt->trace()) trace->record_kernel(scope->stream, extents.data(), extents.size());
+    if (TraceWriter* trace = rt->trace()) trace->record_kernel(scope->stream, extents.data(), extents.size(), nullptr, -1, inexact.data());
   }
   if (test) {
     t_last_dispatch.id = id;

@@ -167,13 +167,20 @@ Fence SimBackend::launch(StreamId id, double compute_seconds, std::span<const Ra
   op.compute_seconds = std::max(0.0, compute_seconds);
   op.ranges = merged_pages(pages_, touched);
   // Ranges that read their old bytes and ranges written, kept apart for the checks.
-  std::vector<Range> read_ranges, write_ranges;
+  std::vector<Range> read_ranges, write_ranges, scratch_ranges;
   for (size_t i = 0; i < touched.size(); ++i) {
     if (reads.empty() || (i < reads.size() && reads[i])) read_ranges.push_back(touched[i]);
     if (i < writes.size() && writes[i]) write_ranges.push_back(touched[i]);
+    if (i < writes.size() && writes[i] == kWritesScratch) {
+      // Only whole pages become scratch: a page the workspace shares may hold live bytes.
+      const uint64_t page = pages_.page_bytes();
+      const uint64_t lo = (touched[i].address + page - 1) / page * page, hi = touched[i].end() / page * page;
+      if (hi > lo) scratch_ranges.push_back({lo, hi - lo});
+    }
   }
   op.read_ranges = merged_pages(pages_, read_ranges);
   op.write_ranges = merged_pages(pages_, write_ranges);
+  op.scratch_ranges = merged_pages(pages_, scratch_ranges);
   return enqueue(id, std::move(op));
 }
 
@@ -348,7 +355,10 @@ double SimBackend::run_kernel(const Op& op) {
         restore_race("kernel #" + std::to_string(op.seq) + " touches " + describe(r) + " while the restore of " +
                      describe(restoring) + " is still in flight");
   for (const Range& r : op.read_ranges) {
-    const uint64_t dropped = pages_.count(r).dropped;
+    // Scratch bytes (last written as a workspace) are meaningless wherever they are.
+    uint64_t dropped = 0;
+    for (const Range& d : pages_.ranges_in(r, PageState::kDropped))
+      dropped += d.bytes - shadow_.count(d, ShadowState::kScratch);
     const uint64_t lost = shadow_.count(r, ShadowState::kLost);
     if (!dropped && !lost) continue;
     ++stats_.violations_read_discarded;
@@ -362,13 +372,14 @@ double SimBackend::run_kernel(const Op& op) {
   uint64_t faulted = 0;
   for (const Range& r : op.ranges) {
     // Dropped pages populated here hold nothing meaningful (written below, if written).
-    for (const Range& d : pages_.ranges_in(r, PageState::kDropped)) shadow_.set(d, ShadowState::kLost);
+    for (const Range& d : pages_.ranges_in(r, PageState::kDropped)) lose_unless_scratch(d);
     const PageCounts before = pages_.set(r, PageState::kDevice);
     faulted += before.host;
     stats_.bytes_populated += before.untouched + before.dropped;
   }
   // Written pages hold new bytes: the shadow is stale, and what was lost is replaced.
   for (const Range& r : op.write_ranges) shadow_.set(r, ShadowState::kNone);
+  for (const Range& r : op.scratch_ranges) shadow_.set(r, ShadowState::kScratch);
   stats_.bytes_faulted += faulted;
   double seconds = op.compute_seconds;
   if (faulted) {
@@ -378,10 +389,15 @@ double SimBackend::run_kernel(const Op& op) {
   return seconds;
 }
 
+void SimBackend::lose_unless_scratch(const Range& range) {
+  shadow_.convert(range, ShadowState::kNone, ShadowState::kLost);
+  shadow_.convert(range, ShadowState::kValid, ShadowState::kLost);
+}
+
 double SimBackend::run_prefetch(const Range& range) {
   ++stats_.prefetch_calls;
   // Populating dropped pages gives fresh ones: whatever they held is gone until written.
-  for (const Range& d : pages_.ranges_in(range, PageState::kDropped)) shadow_.set(d, ShadowState::kLost);
+  for (const Range& d : pages_.ranges_in(range, PageState::kDropped)) lose_unless_scratch(d);
   const PageCounts before = pages_.set(range, PageState::kDevice);
   stats_.bytes_prefetch_skipped += before.device;
   stats_.bytes_populated += before.untouched + before.dropped;
@@ -415,7 +431,7 @@ double SimBackend::run_restore(const Op& op) {
   // Device pages that hold bytes newer than the shadow (written since, or never saved)
   // would be overwritten by old ones.
   for (const Range& d : pages_.ranges_in(r, PageState::kDevice))
-    if (shadow_.count(d, ShadowState::kValid) != d.bytes)
+    if (shadow_.count(d, ShadowState::kValid) + shadow_.count(d, ShadowState::kScratch) != d.bytes)
       restore_race("restore of " + describe(r) + " lands on device bytes newer than its shadow in " + describe(d));
   restores_in_flight_[op.seq] = r;
   // Copied pages match their shadow (lost bytes stay lost: the shadow never had them).

@@ -27,7 +27,8 @@
 //             bandwidth), never-touched pages are populated (no transfer). A kernel
 //             that reads dropped pages (not restored or populated first), or pages
 //             whose bytes were lost, reads bytes that are gone: a "read of discarded
-//             data" violation. Workspace is not read (sim_workloads' reads_of).
+//             data" violation. Workspace is not read (sim_workloads' reads_of), and
+//             leaves its bytes meaningless (ShadowState::kScratch): no later read of them is one.
 // Shadows: a save makes the pages' shadow valid at its end, a restore too (shadow and
 // device then match); a kernel write makes it stale.
 // Transfers run on two streams of the backend's own, out (device -> host) and in
@@ -151,6 +152,7 @@ class SimBackend final : public DeviceBackend {
   // for callers that do not know; the check of the engine's "clean" claims then trusts
   // every shadow). A write makes the page's shadow stale: a later discard of that page
   // without a save in between loses its bytes.
+  static constexpr uint8_t kWritesScratch = 2;
   Fence launch(StreamId stream, double compute_seconds, std::span<const Range> touched,
                std::span<const uint8_t> reads = {}, std::span<const uint8_t> writes = {});
   // Host waits until everything queued has completed (a training loop's loss.item()).
@@ -185,6 +187,7 @@ class SimBackend final : public DeviceBackend {
     std::vector<Range> ranges; // kernel: touched; transfer: its one range
     std::vector<Range> read_ranges;   // kernel: pages whose old bytes it reads (merged)
     std::vector<Range> write_ranges;  // kernel: pages it writes (merged)
+    std::vector<Range> scratch_ranges;  // kernel: pages it uses as its workspace (merged)
     double compute_seconds = 0;
   };
 
@@ -232,6 +235,8 @@ class SimBackend final : public DeviceBackend {
 
   double run_kernel(const Op& op);
   double run_prefetch(const Range& range);
+  // Dropped pages populated afresh: their bytes are lost, unless they were scratch anyway.
+  void lose_unless_scratch(const Range& range);
   double run_evict(const Op& op, double now);
   double run_discard(const Op& op, double now);
   double run_save(const Op& op, double now);

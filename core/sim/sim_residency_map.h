@@ -75,6 +75,10 @@ enum class ShadowState : uint8_t {
   kValid = 1,  // the shadow holds exactly the page's current bytes
   kLost = 2,   // the current bytes are gone: a discard without a valid shadow, or a populate
                // of dropped pages (fresh, meaningless device pages)
+  kScratch = 3,  // the bytes mean nothing since a kernel used them as its workspace: losing them
+                 // loses nothing, and a program reads them only after writing them (a caching
+                 // allocator hands the memory to a new tensor, whose first kernel may look like a
+                 // read when its extent was guessed from a pointer)
 };
 
 class SimShadowMap {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/sim/sim_backend.h"
+
 namespace pump {
 
 std::vector<uint8_t> reads_of(const SimKernel& k) {
@@ -16,7 +18,10 @@ std::vector<uint8_t> reads_of(const SimKernel& k) {
 std::vector<uint8_t> writes_of(const SimKernel& k) {
   std::vector<uint8_t> writes;
   writes.reserve(k.extents.size());
-  for (const pump_extent_v1_t& e : k.touched()) writes.push_back((e.access & PUMP_ACCESS_WRITE) ? 1 : 0);
+  for (const pump_extent_v1_t& e : k.touched()) {
+    const bool written = e.access & PUMP_ACCESS_WRITE;
+    writes.push_back(!written ? 0 : e.role == PUMP_ROLE_WORKSPACE ? SimBackend::kWritesScratch : 1);
+  }
   return writes;
 }
 

@@ -39,7 +39,8 @@ struct SimKernel {
 // checks against dropped pages). Workspaces are scratch: written before they are read.
 std::vector<uint8_t> reads_of(const SimKernel& k);
 // Per extent of `k`: whether the kernel writes it (SimBackend::launch: the shadow of a
-// written page is stale, so dropping it without a save loses its bytes).
+// written page is stale, so dropping it without a save loses its bytes);
+// SimBackend::kWritesScratch for a workspace, whose bytes mean nothing afterwards.
 std::vector<uint8_t> writes_of(const SimKernel& k);
 
 struct SimWorkload {

@@ -61,7 +61,7 @@ std::optional<uint32_t> parse_trace_role(std::string_view name) {
 }
 
 std::string format_trace_header() {
-  return "{\"pump_trace\":" + std::to_string(kTraceFormatVersion) + ",\"writer\":\"pump\"}";
+  return "{\"pump_trace\":" + std::to_string(kTraceFormatVersion) + ",\"writer\":\"pump\",\"inexact\":true}";
 }
 
 std::string format_trace_record(const TraceRecord& r) {
@@ -95,7 +95,9 @@ std::string format_trace_record(const TraceRecord& r) {
         out += "{\"address\":";
         append_address(&out, e.address);
         out += ",\"bytes\":" + std::to_string(e.bytes) + ",\"access\":\"" + trace_access_name(e.access) +
-               "\",\"role\":\"" + trace_role_name(e.role) + "\"}";
+               "\",\"role\":\"" + trace_role_name(e.role) + "\"";
+        if (i < r.inexact.size() && r.inexact[i]) out += ",\"inexact\":true";
+        out += "}";
       }
       out += "]}";
       break;

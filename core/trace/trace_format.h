@@ -8,6 +8,9 @@
 //   {"op":"free","address":"0x7f0000000000"}
 //   {"op":"kernel","stream":1,"name":"cublasSgemm_v2","seconds":0.00012,
 //    "extents":[{"address":"0x7f0000000000","bytes":4096,"access":"r","role":"weight"}]}
+// A header with "inexact":true says the writer marks each extent that was only guessed
+// from a pointer (a launch's parameter: the whole block it points into, which the kernel
+// may reach beyond) with "inexact":true; older writers did not, and a replay must guess.
 // Fields:
 //   address   hex string "0x..." or a non-negative integer (exact to 64 bits)
 //   bytes     non-negative integer
@@ -44,6 +47,7 @@ struct TraceRecord {
   std::string name;      // kernel, optional
   double seconds = -1;   // kernel; < 0: unknown
   std::vector<pump_extent_v1_t> extents;  // kernel
+  std::vector<uint8_t> inexact;            // kernel: 1 per guessed extent; empty: none marked
 };
 
 const char* trace_access_name(uint32_t access);

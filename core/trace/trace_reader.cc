@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 
@@ -54,7 +55,7 @@ uint64_t to_address(const Json& v, const char* op, const char* field) {
   return to_uint(v, op, field);
 }
 
-pump_extent_v1_t to_extent(const Json& v, size_t index) {
+pump_extent_v1_t to_extent(const Json& v, size_t index, uint8_t* inexact) {
   const std::string where = "extent " + std::to_string(index);
   if (!v.is_object()) throw LineError{"kernel record: " + where + " is not an object"};
   pump_extent_v1_t e{};
@@ -70,6 +71,9 @@ pump_extent_v1_t to_extent(const Json& v, size_t index) {
     std::optional<uint32_t> r = role.is_string() ? parse_trace_role(role.get_ref<const std::string&>()) : std::nullopt;
     if (!r) throw LineError{"kernel record: \"role\" must be unknown, weight, activation or workspace"};
     e.role = *r;
+    const Json* guessed = find(v, "inexact");
+    if (guessed && !guessed->is_boolean()) throw LineError{"kernel record: \"inexact\" must be true or false"};
+    *inexact = guessed && guessed->get<bool>() ? 1 : 0;
   } catch (LineError& error) {
     error.what = where + ": " + error.what;
     throw;
@@ -104,7 +108,9 @@ TraceRecord to_record(const Json& v) {
     }
     const Json& extents = required(v, "kernel", "extents");
     if (!extents.is_array()) throw LineError{"kernel record: \"extents\" must be an array"};
-    for (size_t i = 0; i < extents.size(); ++i) r.extents.push_back(to_extent(extents[i], i));
+    r.inexact.assign(extents.size(), 0);
+    for (size_t i = 0; i < extents.size(); ++i) r.extents.push_back(to_extent(extents[i], i, &r.inexact[i]));
+    if (std::find(r.inexact.begin(), r.inexact.end(), 1) == r.inexact.end()) r.inexact.clear();
   } else {
     throw LineError{"unknown op \"" + name + "\" (this reader knows alloc, free, kernel)"};
   }
@@ -146,6 +152,8 @@ std::optional<Trace> read_trace(std::istream& in, const std::string& source, std
       const Json v = parse_line(line);
       if (!have_header) {
         trace.version = to_header(v);
+        const Json* marks = v.is_object() ? find(v, "inexact") : nullptr;
+        trace.marks_inexact = marks && marks->is_boolean() && marks->get<bool>();
         have_header = true;
       } else {
         trace.records.push_back(to_record(v));

@@ -46,13 +46,14 @@ void TraceWriter::record_free(uint64_t address) {
 }
 
 void TraceWriter::record_kernel(StreamId stream, const pump_extent_v1_t* extents, size_t count, const char* name,
-                                double seconds) {
+                                double seconds, const uint8_t* inexact) {
   TraceRecord r;
   r.op = TraceRecord::Op::kKernel;
   r.stream = stream;
   if (name != nullptr) r.name = name;
   r.seconds = seconds;
   if (extents != nullptr) r.extents.assign(extents, extents + count);
+  if (extents != nullptr && inexact != nullptr) r.inexact.assign(inexact, inexact + count);
   append_line(format_trace_record(r));
 }
 

@@ -27,9 +27,10 @@ class TraceWriter {
 
   void record_alloc(uint64_t address, uint64_t bytes);
   void record_free(uint64_t address);
-  // `seconds` < 0: duration unknown. `name` may be null.
+  // `seconds` < 0: duration unknown. `name` may be null. `inexact` (null: none) marks the
+  // extents guessed from a pointer.
   void record_kernel(StreamId stream, const pump_extent_v1_t* extents, size_t count, const char* name = nullptr,
-                     double seconds = -1);
+                     double seconds = -1, const uint8_t* inexact = nullptr);
   // Writes the buffer out (fflush too). Also done when the buffer passes kFlushBytes.
   void flush();
 

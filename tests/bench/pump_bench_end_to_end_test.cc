@@ -72,6 +72,30 @@ TEST(PumpBenchEndToEnd, SimTrainingLoopHasEveryConfigurationAndLruBeatsNoneAtTwo
   std::filesystem::remove(json);
 }
 
+// A program's own recording (bench/traces/gpu/lstm.trace: PyTorch's cuDNN LSTM on an H100,
+// whose caching allocator reuses cuDNN workspaces for new tensors) replays with no
+// violation under every policy.
+TEST(PumpBenchEndToEnd, RecordedLstmTraceReplaysWithoutViolations) {
+  const std::string json = (std::filesystem::temp_directory_path() /
+                            ("pump_bench_e2e_lstm_" + std::to_string(getpid()) + ".json")).string();
+  const ProcessResult p =
+      run_process({PUMP_BENCH_BINARY, "--trace", PUMP_SOURCE_DIR "/bench/traces/gpu/lstm.trace", "--oversubscription",
+                   "1.5,2", "--policies", "none,lazy,eager,lru,activations,learned", "--json", json},
+                  {{"PUMP_PLUGIN_DIR", PUMP_PLUGIN_DIR}});
+  ASSERT_TRUE(p.started) << p.error;
+  ASSERT_EQ(p.exit_code, 0) << p.output;
+  const Json v = read_json(json);
+  ASSERT_FALSE(v.is_discarded()) << json;
+  size_t rows = 0;
+  for (const Json& r : v.at("results")) {
+    if (!r.at("ran").get<bool>()) continue;
+    ++rows;
+    EXPECT_EQ(as_uint(r.at("violations")), 0u) << r.at("config") << " x" << r.at("ratio");
+  }
+  EXPECT_GE(rows, 12u);
+  std::filesystem::remove(json);
+}
+
 // --datapath copy,um: every policy on both paths, none on um only; each row's own
 // bound lies under its time; the link's rates are the model's and in the JSON.
 TEST(PumpBenchEndToEnd, SimRunsEachPolicyOnEachDataPathWithItsOwnBound) {

@@ -62,6 +62,28 @@ TEST(TraceReplay, ReusedAddressesMergeAndStrayExtentsAreDroppedOrClipped) {
   EXPECT_EQ(w.iteration[0].extents[0].bytes, 0x10000u);  // clipped at the allocation's end
 }
 
+// Extents guessed from a pointer replay as inexact: marked by the writer, or, in a trace
+// whose header does not say it marks them, inferred for kernels made only of rw extents
+// without a role (what the launch extractor reports).
+TEST(TraceReplay, GuessedExtentsReplayInexact) {
+  const pump_extent_v1_t guess{0x100000, 0x1000, PUMP_ACCESS_READ_WRITE, PUMP_ROLE_UNKNOWN};
+  const pump_extent_v1_t weight{0x101000, 0x1000, PUMP_ACCESS_READ, PUMP_ROLE_WEIGHT};
+  Trace old;
+  old.records = {alloc(0x100000, 0x100000), kernel({guess}), kernel({guess, weight})};
+  SimWorkload w = trace_to_workload(old, "old", {});
+  EXPECT_EQ(w.iteration.at(0).inexact, (std::vector<uint8_t>{1}));
+  EXPECT_EQ(w.iteration.at(1).inexact, (std::vector<uint8_t>{0, 0}));  // a library call's
+
+  Trace marked = old;
+  marked.marks_inexact = true;
+  marked.records[2].inexact = {0, 1};
+  TraceReplayReport report;
+  w = trace_to_workload(marked, "marked", {}, &report);
+  EXPECT_EQ(w.iteration.at(0).inexact, (std::vector<uint8_t>{0}));  // the writer said: exact
+  EXPECT_EQ(w.iteration.at(1).inexact, (std::vector<uint8_t>{0, 1}));
+  EXPECT_EQ(report.extents_inexact, 1u);
+}
+
 TEST(TraceReplay, ReplayedTrainingLoopRunsLikeTheOriginal) {
   TrainingLoopSpec spec;
   spec.layers = 3;

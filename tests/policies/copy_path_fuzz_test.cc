@@ -109,6 +109,31 @@ TEST_P(CopyPathFuzz, NoPolicyMakesAKernelReadLostBytes) {
   }
 }
 
+// The same programs on the unified path: nothing is saved, but dead blocks are still
+// discarded, so a kernel given a pointer into an allocation must keep every piece of it
+// from leaving while it may run, and must make none of them count as dead after it.
+TEST_P(CopyPathFuzz, OnUnifiedMemoryNoPolicyDiscardsWhatAPointerReached) {
+  const auto& [policy, seed] = GetParam();
+  std::vector<Tensor> tensors;
+  const SimWorkload w = random_program(seed, &tensors);
+  static PluginHost host(PUMP_PLUGIN_DIR);
+  auto loaded = host.load_policy(policy);
+  ASSERT_TRUE(loaded.has_value());
+  for (double ratio : {2.0, 3.0, 4.0}) {
+    SCOPED_TRACE(std::string("x").append(std::to_string(ratio)));
+    SimBackend backend;
+    EngineOptions options;
+    options.budget_bytes = static_cast<uint64_t>(static_cast<double>(w.footprint_bytes()) / ratio);
+    options.datapath = DataPath::kUnified;
+    Config config;
+    Engine engine(backend, loaded->api, options, &config);
+    const SimRun run = run_workload(w, engine, backend);
+    EXPECT_EQ(run.sim.violations_read_discarded, 0u);
+    EXPECT_EQ(run.sim.violations_evicted_in_use, 0u);
+    for (size_t i = 0; i < run.violations.size() && i < 3; ++i) ADD_FAILURE() << run.violations[i];
+  }
+}
+
 std::string name_of(const ::testing::TestParamInfo<Param>& info) {
   return std::get<0>(info.param) + "_seed" + std::to_string(std::get<1>(info.param));
 }

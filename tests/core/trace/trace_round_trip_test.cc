@@ -66,6 +66,34 @@ TEST(Trace, RoundTripKeepsEveryFieldExactly) {
   std::filesystem::remove(path);
 }
 
+TEST(Trace, GuessedExtentsKeepTheirMark) {
+  const std::string path = temp_path("inexact");
+  const pump_extent_v1_t extents[] = {{0x7f0000000000ull, 4096, PUMP_ACCESS_READ_WRITE, PUMP_ROLE_UNKNOWN},
+                                      {0x7f0000100000ull, 512, PUMP_ACCESS_READ, PUMP_ROLE_WEIGHT}};
+  const uint8_t inexact[] = {1, 0};
+  {
+    std::unique_ptr<TraceWriter> w = TraceWriter::open(path);
+    ASSERT_TRUE(w);
+    w->record_kernel(3, extents, 2, nullptr, -1, inexact);
+    w->record_kernel(3, extents, 2);
+  }
+  std::string error;
+  std::optional<Trace> t = read_trace_file(path, &error);
+  ASSERT_TRUE(t) << error;
+  EXPECT_TRUE(t->marks_inexact);
+  ASSERT_EQ(t->records.size(), 2u);
+  EXPECT_EQ(t->records[0].inexact, (std::vector<uint8_t>{1, 0}));
+  EXPECT_TRUE(t->records[1].inexact.empty());  // none marked
+  std::filesystem::remove(path);
+  // A trace from an older writer does not say it marks them.
+  std::optional<Trace> old = parse("{\"pump_trace\":1,\"writer\":\"pump\"}\n", &error);
+  ASSERT_TRUE(old) << error;
+  EXPECT_FALSE(old->marks_inexact);
+  EXPECT_FALSE(parse("{\"pump_trace\":1}\n{\"op\":\"kernel\",\"stream\":0,\"extents\":[{\"address\":1,"
+                     "\"bytes\":1,\"access\":\"r\",\"role\":\"unknown\",\"inexact\":1}]}\n",
+                     &error));
+}
+
 TEST(Trace, ConcurrentWritersProduceWholeLines) {
   const std::string path = temp_path("threads");
   constexpr int kThreads = 4, kPerThread = 5000;  // > kFlushBytes in total: several write-outs
