@@ -107,9 +107,13 @@ struct CudaBackendOptions {
   bool check_clean = false;
   uint64_t check_chunk_bytes = 8ull << 20;  // read back in pieces of this size (pinned)
   // How dropped pages are populated before a restore's copy (or for a populate): a copy
-  // into unpopulated managed pages faults page by page (0.5 GB/s, facts).
+  // into unpopulated managed pages faults page by page (0.5 GB/s, facts). One
+  // cuMemPrefetchAsync per piece: with staged restores (pump-datapath-bench, H100) it
+  // fetched at 42-43 GB/s for 16-128 MiB blocks, where one batch call per group left
+  // pages that the on-device copy then faulted in at 1-2 GB/s (and discard-and-prefetch
+  // did so for 64 MiB blocks).
   enum class Populate { kDiscardAndPrefetch, kPrefetchBatch, kPrefetchEach };
-  Populate populate = Populate::kPrefetchBatch;
+  Populate populate = Populate::kPrefetchEach;
   // Restores are populated and copied in groups of about this many bytes, the populate
   // of one group overlapping the copy of the one before (two streams).
   uint64_t restore_group_bytes = 64ull << 20;

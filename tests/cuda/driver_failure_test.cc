@@ -75,7 +75,8 @@ struct CallCounts {
 
 // How pump is set up around the program: the copy data path (the default: through
 // staging buffers), the same under PUMP_VERIFY=poison, the copy path with saves by the
-// mapped copy kernel (PUMP_COPY_VIA=kernel), or the unified-memory path (PUMP_DATAPATH=um).
+// mapped copy kernel (PUMP_COPY_VIA=kernel) and populates by batch calls, or the
+// unified-memory path (PUMP_DATAPATH=um).
 enum class Variant { kCopy, kPoison, kKernelSaves, kUnified };
 const char* name(Variant v) {
   switch (v) {
@@ -99,7 +100,10 @@ FakeDriverConfig driver_config() {
 CudaBackendOptions backend_options(Variant v) {
   CudaBackendOptions options;
   options.poison = v == Variant::kPoison;
-  if (v == Variant::kKernelSaves) options.copy_via = CudaBackendOptions::CopyVia::kKernel;
+  if (v == Variant::kKernelSaves) {
+    options.copy_via = CudaBackendOptions::CopyVia::kKernel;
+    options.populate = CudaBackendOptions::Populate::kPrefetchBatch;
+  }
   return options;
 }
 
@@ -242,7 +246,7 @@ const CallCase kCalls[] = {
     {"cuMemFreeHost", Variant::kKernelSaves}, {"cuMemPrefetchAsync"},
     {"cuMemAlloc"},           {"cuMemFree"},
     {"cuMemPrefetchAsync", Variant::kUnified},  // evictions by unified memory
-    {"cuMemPrefetchBatchAsync"}, {"cuMemDiscardBatchAsync"},
+    {"cuMemPrefetchBatchAsync", Variant::kKernelSaves}, {"cuMemDiscardBatchAsync"},
     {"cuMemcpyDtoHAsync"},    {"cuMemcpyHtoDAsync"},
     {"cuMemsetD32Async", Variant::kPoison},
 };
@@ -310,7 +314,7 @@ TEST(DriverFailures, TheCleanProgramExercisesEveryWayInAndOutWithoutALostByte) {
   // The program reaches each way in and out that the failures are meant to break.
   const Outcome copy = runner.run(Variant::kCopy, nullptr);
   for (const char* call : {"cuLaunchKernel", "cuMemcpyDtoHAsync", "cuMemcpyHtoDAsync", "cuMemDiscardBatchAsync",
-                           "cuMemPrefetchAsync", "cuMemPrefetchBatchAsync", "cuMemHostAlloc", "cuStreamWaitEvent"})
+                           "cuMemPrefetchAsync", "cuMemHostAlloc", "cuStreamWaitEvent"})
     EXPECT_GT(copy.counts.run.count(call), 0u) << call << " is not reached by the program";
   // The default copies through staging buffers (two slots per direction, device memory
   // taken at set-up); PUMP_COPY_VIA=kernel takes none.
@@ -318,6 +322,7 @@ TEST(DriverFailures, TheCleanProgramExercisesEveryWayInAndOutWithoutALostByte) {
   const Outcome kernel = runner.run(Variant::kKernelSaves, nullptr);
   EXPECT_EQ(kernel.counts.set_up.count("cuMemAlloc"), 0u);
   EXPECT_GT(kernel.counts.run.at("cuLaunchKernel"), 0u);
+  EXPECT_GT(kernel.counts.run.count("cuMemPrefetchBatchAsync"), 0u);
 }
 
 TEST(DriverFailures, CoversEveryCallPumpMakes) {

@@ -170,7 +170,7 @@ struct Options {
   double compute_ms = 75;
   uint64_t compute_block = 64 * kMiB;
   bool merge_adjacent = false;
-  std::string populate = "prefetch-batch";    // how dropped pages are populated before a restore
+  std::string populate = "prefetch-each";    // how dropped pages are populated before a restore
   uint64_t discard_chunk = 0;                 // discards cut into pieces of this size (0: backend default)
   uint64_t populate_chunk = 0;                // populates likewise; "none" = uncut
   bool keep_pages = false;                    // no discard at all: the copies alone
