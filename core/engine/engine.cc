@@ -86,6 +86,10 @@ void Engine::on_alloc(uint64_t address, uint64_t bytes, uint64_t group) {
   }
   ++stats_.allocations;
   allocations_[address] = AllocationState{address + bytes};
+  // Only ever widened (a freed range may stay inside): a lock-free "not ours" for most words.
+  if (address < lowest_tracked_.load(std::memory_order_relaxed)) lowest_tracked_.store(address, std::memory_order_release);
+  if (address + bytes > tracked_end_.load(std::memory_order_relaxed))
+    tracked_end_.store(address + bytes, std::memory_order_release);
   stats_.peak_tracked_bytes = std::max(stats_.peak_tracked_bytes, tracker_.tracked_bytes());
   Block* block = tracker_.find(address);
   if (policy_ && policy_->on_alloc) {
@@ -963,6 +967,10 @@ void Engine::submit_pending(StreamId stream) {
 // ---------------------------------------------------------------- queries
 
 bool Engine::find_block(uint64_t address, pump_block_v1_t* out) {
+  // The launch extractor asks for every parameter word that could be a pointer; most are
+  // sizes, strides or other devices' addresses, outside every block this engine ever had.
+  if (address < lowest_tracked_.load(std::memory_order_acquire) || address >= tracked_end_.load(std::memory_order_acquire))
+    return false;
   std::lock_guard lock(mutex_);
   Block* b = tracker_.find(address);
   if (!b) return false;

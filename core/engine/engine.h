@@ -6,6 +6,7 @@
 // Thread-safe: one mutex; policy callbacks run under it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -238,6 +239,10 @@ class Engine {
   std::unique_ptr<PolicyHost> host_;
 
   mutable std::mutex mutex_;
+  // [lowest_tracked_, tracked_end_): covers every allocation ever tracked (written under
+  // mutex_, read without it by find_block).
+  std::atomic<uint64_t> lowest_tracked_{UINT64_MAX};
+  std::atomic<uint64_t> tracked_end_{0};
   EngineStats stats_;
   uint64_t seq_ = 0;
   uint64_t current_seq_ = 0;            // kernel being decided (0 outside before_kernel)

@@ -23,7 +23,8 @@
 # of weights, default 6.5, DECODE_TOKENS tokens, default 24): native; HF accelerate offload with
 # half the weights on the GPU; pump with PUMP_GPU_BUDGET = half the weights under none (plain
 # unified memory, PUMP_DATAPATH=um) and lru, learned (PUMP_DATAPATH=copy). Prints the median
-# ms/token of each and checks every run's token checksum against native.
+# ms/token of each and checks every run's token checksum against native. DECODE_CONFIGS picks the
+# rows after native (default: accelerate pump-none pump-lru pump-learned).
 # Writes logs under $OUT (or /tmp/pump-device). SAFETY: every run caps managed memory
 # (PUMP_MANAGED_LIMIT) well below the card's free memory; oversubscription is emulated
 # with PUMP_GPU_BUDGET. pump-datapath-bench (datapath) caps itself: all its device memory
@@ -73,11 +74,17 @@ decode_suite() {
   local args=(--weights-gib "$w" --tokens "$t")
   decode_run native -- "${args[@]}" || return 1
   local ref; ref=$(decode_checksum native)
-  decode_run accelerate -- "${args[@]}" --offload accelerate --gpu-budget-gib "$half" || failures=$((failures + 1))
+  local configs=" ${DECODE_CONFIGS:-accelerate pump-none pump-lru pump-learned} "
+  if [[ $configs == *" accelerate "* ]]; then
+    decode_run accelerate -- "${args[@]}" --offload accelerate --gpu-budget-gib "$half" || failures=$((failures + 1))
+  fi
   local pump=(LD_PRELOAD="$LIBPUMP" PUMP_GPU_BUDGET="$budget" PUMP_MANAGED_LIMIT="$limit" PUMP_PLUGINS=cudnn,cublas,launch)
-  decode_run pump-none "${pump[@]}" PUMP_POLICY=none PUMP_DATAPATH=um PUMP_STATS="$OUT/decode-pump-none.stats.json" -- "${args[@]}" ||
-    failures=$((failures + 1))
+  if [[ $configs == *" pump-none "* ]]; then
+    decode_run pump-none "${pump[@]}" PUMP_POLICY=none PUMP_DATAPATH=um PUMP_STATS="$OUT/decode-pump-none.stats.json" -- "${args[@]}" ||
+      failures=$((failures + 1))
+  fi
   for policy in lru learned; do
+    [[ $configs == *" pump-$policy "* ]] || continue
     decode_run "pump-$policy" "${pump[@]}" PUMP_POLICY=$policy PUMP_DATAPATH=copy PUMP_STATS="$OUT/decode-pump-$policy.stats.json" \
       -- "${args[@]}" || failures=$((failures + 1))
   done

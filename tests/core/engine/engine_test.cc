@@ -106,6 +106,23 @@ TEST_F(EngineTest, PrefetchedKernelWaitsForItsTransferBatch) {
   EXPECT_EQ(e->resident_bytes(), 8 * kMiB);
 }
 
+TEST_F(EngineTest, FindBlockAnswersForEveryAllocationWhereverItLies) {
+  // find_block rejects words outside the range of tracked allocations without its lock:
+  // that range must follow allocations made below and above the first one, and gaps
+  // inside it still answer "no block".
+  auto e = make(64 * kMiB);
+  pump_block_v1_t b{};
+  EXPECT_FALSE(e->find_block(kBase, &b));
+  e->on_alloc(kBase + 64 * kMiB, 4 * kMiB);
+  e->on_alloc(kBase, 4 * kMiB);
+  e->on_alloc(kBase + 256 * kMiB, 4 * kMiB);
+  for (uint64_t at : {kBase, kBase + 64 * kMiB + 1, kBase + 260 * kMiB - 1}) EXPECT_TRUE(e->find_block(at, &b)) << at;
+  for (uint64_t at : {kBase - 1, kBase + 32 * kMiB, kBase + 260 * kMiB, uint64_t{12345}})
+    EXPECT_FALSE(e->find_block(at, &b)) << at;
+  e->on_free(kBase);
+  EXPECT_FALSE(e->find_block(kBase, &b));
+}
+
 TEST_F(EngineTest, NeighbouringPiecesMergeOnlyWithinOneAllocation) {
   auto e = make(64 * kMiB);
   policy_.on_kernel = [](auto* host, auto* k) { prefetch_all(host, k, PUMP_WHEN_NOW); };
