@@ -1,5 +1,7 @@
 #include "core/interpose/runtime.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <string_view>
 
@@ -279,8 +281,20 @@ void Runtime::finish() {
 
 void Runtime::write_stats() {
   if (!stats_enabled()) return;
-  if (write_file_atomically(options_.stats_path, render_stats_json(report())))
-    log(LogLevel::kInfo, "statistics written to %s", options_.stats_path.c_str());
+  std::string path = options_.stats_path;
+  if (const long pid = static_cast<long>(getpid()); pid != options_.process.pid) {
+    // A forked child: its report must not replace its parent's. With %p it has a path of
+    // its own; without, it writes none.
+    if (options_.stats_template.find("%p") == std::string::npos) {
+      log(LogLevel::kInfo, "forked process %ld writes no PUMP_STATS report (its parent's path has no %%p)", pid);
+      return;
+    }
+    ProcessIdentity child = options_.process;
+    child.pid = pid;
+    path = expand_process_placeholders(options_.stats_template, child);
+  }
+  if (write_file_atomically(path, render_stats_json(report())))
+    log(LogLevel::kInfo, "statistics written to %s", path.c_str());
 }
 
 }  // namespace pump::interpose

@@ -104,6 +104,7 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes,
     }
   } config{raw};
   RuntimeOptions o;
+  o.process = process;
   if (auto v = config.get("DISABLE")) {
     if (auto flag = parse_flag(*v)) o.disabled = *flag;
     else log(LogLevel::kError, "PUMP_DISABLE='%s' is not 0 or 1: pump stays enabled", v->c_str());
@@ -178,6 +179,7 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes,
     auto v = config.get(key);
     if (!v) continue;
     *path = expand_process_placeholders(*v, process);
+    if (path == &o.stats_path) o.stats_template = *v;
     if (process.world_size > 1 && v->find("%r") == std::string::npos && v->find("%p") == std::string::npos)
       log(LogLevel::kWarn,
           "PUMP_%s='%s' is written by each of the %d processes of this job: put %%r (the rank) or %%p (the pid) in "

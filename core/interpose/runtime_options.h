@@ -15,6 +15,14 @@
 
 namespace pump::interpose {
 
+// Which process of a multi-process job this is, as launchers say it (torchrun sets RANK
+// and WORLD_SIZE; mpirun OMPI_COMM_WORLD_*; Slurm SLURM_PROCID/SLURM_NTASKS).
+struct ProcessIdentity {
+  std::string rank = "0";  // "0" when no launcher set one
+  int world_size = 1;
+  long pid = 0;
+};
+
 struct RuntimeOptions {
   bool disabled = false;                                    // PUMP_DISABLE=1: pure pass-through
   std::vector<std::string> plugins{"cudnn", "cublas", "launch", "nccl"};  // PUMP_PLUGINS
@@ -26,6 +34,8 @@ struct RuntimeOptions {
   bool prefetch_on_alloc = false;                           // PUMP_PREFETCH_ON_ALLOC
   uint64_t split_granularity = 64 * 1024;                   // PUMP_SPLIT_GRANULARITY
   std::string stats_path;                                   // PUMP_STATS, %r and %p expanded
+  std::string stats_template;                               // ... as given (a forked child expands it again)
+  ProcessIdentity process;                                  // the process these paths were expanded for
   std::string trace_path;                                   // PUMP_TRACE, likewise
   DataPath datapath = DataPath::kCopy;                      // PUMP_DATAPATH: copy | um
   CudaBackendOptions::CopyVia copy_via = CudaBackendOptions::CopyVia::kStaging;  // PUMP_COPY_VIA: staging | kernel | engines
@@ -40,14 +50,6 @@ const char* copy_via_name(CudaBackendOptions::CopyVia via);
 
 // The host's physical memory: sysconf(_SC_PHYS_PAGES) * page size (0 if unknown).
 uint64_t host_physical_bytes();
-
-// Which process of a multi-process job this is, as launchers say it (torchrun sets RANK
-// and WORLD_SIZE; mpirun OMPI_COMM_WORLD_*; Slurm SLURM_PROCID/SLURM_NTASKS).
-struct ProcessIdentity {
-  std::string rank = "0";  // "0" when no launcher set one
-  int world_size = 1;
-  long pid = 0;
-};
 ProcessIdentity this_process();
 
 // PUMP_STATS and PUMP_TRACE name one file per process: "%r" becomes its rank, "%p" its
