@@ -494,7 +494,9 @@ bool CudaBackend::issue_kernel_saves(const std::vector<ShadowRange>& saves) {
 std::vector<ShadowRange> CudaBackend::copy_staged(cuda::StagedCopies& staged, const std::vector<ShadowRange>& ranges,
                                                   bool to_host, CUstream stream, std::vector<Range>* done) {
   if (!staged.usable()) return ranges;
+  const auto t0 = std::chrono::steady_clock::now();
   cuda::StagedCopies::Result result = staged.copy(ranges, to_host, stream);
+  count_call_time(t0);
   if (done)
     for (const ShadowRange& r : result.done) done->push_back({r.address, r.bytes});
   stats_->staged_launches.fetch_add(result.launches, std::memory_order_relaxed);
@@ -537,7 +539,7 @@ bool CudaBackend::copy_or_host_fallback(const ShadowRange& s, bool to_host) {
   const auto t0 = std::chrono::steady_clock::now();
   CUresult r = to_host ? api_.cuMemcpyDtoHAsync(shadow, s.address, s.bytes, stream)
                        : api_.cuMemcpyHtoDAsync(s.address, shadow, s.bytes, stream);
-  stats_->prefetch_call_ns.fetch_add(elapsed_ns(t0), std::memory_order_relaxed);
+  count_call_time(t0);
   if (r == CUDA_SUCCESS) return true;
   // The engine counts on these bytes (in the shadow after a save, in the range after a
   // restore): the host copies them through the managed mapping once the stream got there
@@ -612,7 +614,7 @@ void CudaBackend::issue_populate(CUstream stream, std::vector<Range> ranges) {
     const auto t0 = std::chrono::steady_clock::now();
     CUresult r = api_.cuMemDiscardAndPrefetchBatchAsync(batch.addresses.data(), batch.sizes.data(), batch.addresses.size(), &device,
                                                         &first_index, 1, 0, stream);
-    stats_->prefetch_call_ns.fetch_add(elapsed_ns(t0), std::memory_order_relaxed);
+    count_call_time(t0);
     if (r == CUDA_SUCCESS) {
       count(1, total_bytes(ranges));
       return;
@@ -678,7 +680,7 @@ void CudaBackend::issue_ranges(CUstream stream, const TransferOp& op, CUmemLocat
     const auto t0 = std::chrono::steady_clock::now();
     CUresult r = api_.cuMemPrefetchBatchAsync(batch.addresses.data(), batch.sizes.data(), batch.addresses.size(), &location,
                                               &first_index, 1, 0, stream);
-    stats_->prefetch_call_ns.fetch_add(elapsed_ns(t0), std::memory_order_relaxed);
+    count_call_time(t0);
     if (r == CUDA_SUCCESS) {
       count(op.bytes());
       stats_->batch_calls.fetch_add(1, std::memory_order_relaxed);
@@ -692,7 +694,7 @@ void CudaBackend::issue_ranges(CUstream stream, const TransferOp& op, CUmemLocat
   for (const Range& range : op.ranges) {
     const auto t0 = std::chrono::steady_clock::now();
     CUresult r = api_.cuMemPrefetchAsync(range.address, range.bytes, location, 0, stream);
-    stats_->prefetch_call_ns.fetch_add(elapsed_ns(t0), std::memory_order_relaxed);
+    count_call_time(t0);
     if (r == CUDA_SUCCESS) count(range.bytes);
     else
       note_failure("cuMemPrefetchAsync",
@@ -713,7 +715,7 @@ void CudaBackend::issue_discard(CUstream stream, const TransferOp& op) {
     BatchArguments batch(chunked(op.ranges, options_.discard_chunk_bytes));
     const auto t0 = std::chrono::steady_clock::now();
     CUresult r = api_.cuMemDiscardBatchAsync(batch.addresses.data(), batch.sizes.data(), batch.addresses.size(), 0, stream);
-    stats_->prefetch_call_ns.fetch_add(elapsed_ns(t0), std::memory_order_relaxed);
+    stats_->discard_call_ns.fetch_add(count_call_time(t0), std::memory_order_relaxed);
     if (r == CUDA_SUCCESS) {
       stats_->discard_calls.fetch_add(1, std::memory_order_relaxed);
       stats_->discard_bytes.fetch_add(op.bytes(), std::memory_order_relaxed);
@@ -730,6 +732,15 @@ void CudaBackend::issue_discard(CUstream stream, const TransferOp& op) {
   evict.kind = OpKind::kEvict;
   evict.batched = false;
   issue_ranges(stream, evict, CUmemLocation{CU_MEM_LOCATION_TYPE_HOST, 0});
+}
+
+uint64_t CudaBackend::count_call_time(std::chrono::steady_clock::time_point since) {
+  const uint64_t ns = elapsed_ns(since);
+  stats_->prefetch_call_ns.fetch_add(ns, std::memory_order_relaxed);
+  uint64_t longest = stats_->longest_call_ns.load(std::memory_order_relaxed);
+  while (ns > longest && !stats_->longest_call_ns.compare_exchange_weak(longest, ns, std::memory_order_relaxed)) {
+  }
+  return ns;
 }
 
 void CudaBackend::publish_batch_done(uint64_t value) {

@@ -161,7 +161,9 @@ struct CudaBackendOptions {
   X(stream_waits) \
   X(queue_high_water)     /* most batches ever waiting for the worker */ \
   X(blocked_submits)      /* submit() calls that found the queue full and waited */ \
-  X(prefetch_call_ns)     /* worker time spent inside prefetch/evict/discard calls */ \
+  X(prefetch_call_ns)     /* worker time spent inside prefetch/evict/discard/populate/copy calls */ \
+  X(discard_call_ns)      /* ... of which inside cuMemDiscardBatchAsync */ \
+  X(longest_call_ns)      /* the longest of those calls: a call that waits for the GPU shows here */ \
   X(save_calls)           /* device -> shadow copies */ \
   X(save_bytes) \
   X(restore_calls)        /* shadow -> device copies */ \
@@ -273,6 +275,8 @@ class CudaBackend final : public DeviceBackend {
   // On the issuing thread: the context current (the application's threads may have none).
   void make_context_current();
   void publish_batch_done(uint64_t value);
+  // Adds the time since `since` to the worker's driver-call time (and its longest call); returns it.
+  uint64_t count_call_time(std::chrono::steady_clock::time_point since);
   // Records a batch's fence on `stream`; if that fails, drains the stream and completes it.
   void record_batch_fence(cuda::EventFenceRing& ring, CUstream stream, uint64_t value);
   // Counts a failed driver call and logs the first (and every one that switches_mode).

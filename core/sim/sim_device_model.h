@@ -43,7 +43,9 @@ struct SimDeviceModel {
   // The copy data path (facts: datapath-2026-11.md). Copy-engine copies of managed
   // memory: device -> pinned host 52 GB/s, pinned host -> device 50.7 GB/s; with both
   // directions busy they serialize on managed memory (50-51 GB/s total), so a copy in
-  // one direction runs at copy_duplex_fraction of its rate while the other runs.
+  // one direction runs at copy_duplex_fraction of its rate while the other runs. Copies
+  // through device staging (the default since 2026-11-23) measured the same total with
+  // restores populating (49 GB/s; docs/results), so the model stands.
   double copy_out_bytes_per_second = 52e9;
   double copy_in_bytes_per_second = 50.7e9;
   double copy_duplex_fraction = 0.5;

@@ -197,6 +197,35 @@ int main(int argc, char** argv) {
       }
     }
   }
+  // Does a stream-ordered UVM call return at once, or wait on the host for the stream to
+  // reach it? Each call is queued behind 2 GiB of copies (~40 ms) on the same stream.
+  {
+    prepare(false);
+    auto behind_copies = [&](const char* what, auto&& call) {
+      CHECK(cudaDeviceSynchronize());
+      CHECK(cudaMemcpyAsync(h_out, ref_d0, per_dir, cudaMemcpyDeviceToHost, s_out[0]));
+      auto t = Clock::now();
+      call();
+      const double host_ms = seconds_since(t) * 1e3;
+      CHECK(cudaDeviceSynchronize());
+      std::printf("host time of %-44s queued behind 2 GiB of copies: %8.3f ms\n", what, host_ms);
+    };
+    behind_copies("cudaMemcpyAsync (64 MiB, device -> host)", [&] {
+      CHECK(cudaMemcpyAsync(h_out, ref_d1, 64 << 20, cudaMemcpyDeviceToHost, s_out[0]));
+    });
+    behind_copies("cudaMemDiscardBatchAsync (64 MiB, 8 MiB pieces)", [&] {
+      std::vector<void*> p;
+      std::vector<size_t> z;
+      for (size_t at = 0; at < (64u << 20); at += 8 << 20) {
+        p.push_back(reinterpret_cast<char*>(in_m) + at);
+        z.push_back(8 << 20);
+      }
+      CHECK(cudaMemDiscardBatchAsync(p.data(), z.data(), p.size(), 0, s_out[0]));
+    });
+    behind_copies("cudaMemPrefetchAsync (64 MiB, populate)", [&] {
+      CHECK(cudaMemPrefetchAsync(in_m, 64 << 20, gpu, 0, s_out[0]));
+    });
+  }
   std::printf("done\n");
   return 0;
 }
