@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/common/log.h"
+#include "core/cuda/stream_order.h"
 #if PUMP_HAVE_COPY_KERNELS
 #include "core/cuda/copy_kernels_fatbin.h"
 #endif
@@ -565,12 +566,8 @@ void CudaBackend::issue_fetch_in_groups(const TransferBatch& batch, const std::v
   for (const Fence& f : waits) issue_wait(populate_stream_, f);
   if (after_out) issue_wait(populate_stream_, Fence{out_key_, value});
   auto hand_over = [&] {  // the in stream's next copies wait for what was populated so far
-    const char* r_call = "cuEventRecord";
-    CUresult r = api_.cuEventRecord(populated_, populate_stream_);
-    if (r == CUDA_SUCCESS) {
-      r_call = "cuStreamWaitEvent";
-      r = api_.cuStreamWaitEvent(prefetch_stream_, populated_, 0);
-    }
+    const char* r_call = nullptr;
+    const CUresult r = cuda::wait_for_stream(api_, populated_, populate_stream_, prefetch_stream_, &r_call);
     if (r != CUDA_SUCCESS) {
       note_failure(r_call, "the populate stream is synchronized instead (order kept the slow way)", r);
       api_.cuStreamSynchronize(populate_stream_);

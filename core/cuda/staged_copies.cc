@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/cuda/stream_order.h"
+
 namespace pump::cuda {
 
 namespace {
@@ -98,12 +100,8 @@ StagedCopies::Result StagedCopies::copy(const std::vector<ShadowRange>& ranges, 
     }
   }
   // The helper stream starts where the caller's stream is (after its waits).
-  const char* call = "cuEventRecord";
-  CUresult r = api_.cuEventRecord(fork_, stream);
-  if (r == CUDA_SUCCESS) {
-    call = "cuStreamWaitEvent";
-    r = api_.cuStreamWaitEvent(helper_, fork_, 0);
-  }
+  const char* call = nullptr;
+  CUresult r = wait_for_stream(api_, fork_, stream, helper_, &call);
   if (r != CUDA_SUCCESS) {
     fail(call, r);
     result.left = ranges;
@@ -119,12 +117,7 @@ StagedCopies::Result StagedCopies::copy(const std::vector<ShadowRange>& ranges, 
   for (; f < fills.size(); ++f)
     for (const Piece& p : fills[f]) result.left.push_back(p.range);
   // Join: the caller's stream continues after everything queued on the helper.
-  call = "cuEventRecord";
-  r = api_.cuEventRecord(join_, helper_);
-  if (r == CUDA_SUCCESS) {
-    call = "cuStreamWaitEvent";
-    r = api_.cuStreamWaitEvent(stream, join_, 0);
-  }
+  r = wait_for_stream(api_, join_, helper_, stream, &call);
   if (r != CUDA_SUCCESS) {
     fail(call, r);
     api_.cuStreamSynchronize(helper_);  // the order kept the slow way

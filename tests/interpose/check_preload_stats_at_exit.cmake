@@ -3,13 +3,8 @@
 # and child both exit (each writes its own report with %p). Every report that exists
 # parses as JSON and no temporary file is left; without %p a forked child writes none, so
 # its parent's report is never replaced. -DPROBE -DLIBPUMP -DOUT_DIR.
-set(preload "${LIBPUMP}")
-execute_process(COMMAND ldd "${LIBPUMP}" OUTPUT_VARIABLE deps)
-foreach(runtime asan tsan)  # a sanitized libpump.so needs its runtime loaded first
-  if(deps MATCHES "(/[^ \n]*lib${runtime}\\.so[^ \n]*)")
-    set(preload "${CMAKE_MATCH_1}:${preload}")
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/preload_list.cmake)
+pump_preload_list("${LIBPUMP}" preload)
 
 function(run_mode mode expect_reports name)
   set(dir "${OUT_DIR}/${mode}-${expect_reports}")

@@ -1,13 +1,8 @@
 # Two "ranks" of a job (RANK 0 and 1, WORLD_SIZE 2, as torchrun sets them) run the
 # cudaMalloc probe under LD_PRELOAD=libpump.so with one PUMP_STATS path holding %r: each
 # process writes its own report, named by its rank. -DPROBE -DLIBPUMP -DOUT_DIR.
-set(preload "${LIBPUMP}")
-execute_process(COMMAND ldd "${LIBPUMP}" OUTPUT_VARIABLE deps)
-foreach(runtime asan tsan)  # a sanitized libpump.so needs its runtime loaded first
-  if(deps MATCHES "(/[^ \n]*lib${runtime}\\.so[^ \n]*)")
-    set(preload "${CMAKE_MATCH_1}:${preload}")
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/preload_list.cmake)
+pump_preload_list("${LIBPUMP}" preload)
 file(REMOVE_RECURSE "${OUT_DIR}")
 file(MAKE_DIRECTORY "${OUT_DIR}")
 foreach(rank 0 1)

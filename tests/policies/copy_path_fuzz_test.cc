@@ -6,6 +6,8 @@
 // kernel read bytes that were lost, nor evict under a running kernel.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <random>
 #include <string>
 #include <vector>
@@ -81,8 +83,10 @@ SimWorkload random_program(uint32_t seed, std::vector<Tensor>* tensors_out) {
 using Param = std::tuple<std::string, uint32_t>;
 class CopyPathFuzz : public ::testing::TestWithParam<Param> {};
 
-TEST_P(CopyPathFuzz, NoPolicyMakesAKernelReadLostBytes) {
-  const auto& [policy, seed] = GetParam();
+// Runs the test's random program under its policy at budgets of 1/2, 1/3 and 1/4 of the
+// footprint on `datapath`, handing each run to `check`.
+void run_at_each_ratio(DataPath datapath, const std::function<void(const SimRun&)>& check) {
+  const auto& [policy, seed] = ::testing::TestWithParam<Param>::GetParam();
   std::vector<Tensor> tensors;
   const SimWorkload w = random_program(seed, &tensors);
   static PluginHost host(PUMP_PLUGIN_DIR);
@@ -93,11 +97,18 @@ TEST_P(CopyPathFuzz, NoPolicyMakesAKernelReadLostBytes) {
     SimBackend backend;
     EngineOptions options;
     options.budget_bytes = static_cast<uint64_t>(static_cast<double>(w.footprint_bytes()) / ratio);
-    options.datapath = DataPath::kCopy;
-    options.host_limit_bytes = 2 * w.footprint_bytes();
+    options.datapath = datapath;
+    if (datapath == DataPath::kCopy) options.host_limit_bytes = 2 * w.footprint_bytes();
     Config config;
     Engine engine(backend, loaded->api, options, &config);
     const SimRun run = run_workload(w, engine, backend);
+    check(run);
+    for (size_t i = 0; i < run.violations.size() && i < 3; ++i) ADD_FAILURE() << run.violations[i];
+  }
+}
+
+TEST_P(CopyPathFuzz, NoPolicyMakesAKernelReadLostBytes) {
+  run_at_each_ratio(DataPath::kCopy, [](const SimRun& run) {
     // The program really went through the copy path: it saved, restored and dropped.
     EXPECT_GT(run.engine.bytes_saved, 0u);
     EXPECT_GT(run.engine.bytes_restored, 0u);
@@ -105,33 +116,17 @@ TEST_P(CopyPathFuzz, NoPolicyMakesAKernelReadLostBytes) {
     EXPECT_EQ(run.sim.violations_read_discarded, 0u);
     EXPECT_EQ(run.sim.violations_evicted_in_use, 0u);
     EXPECT_EQ(run.sim.violations_restore_race, 0u);
-    for (size_t i = 0; i < run.violations.size() && i < 3; ++i) ADD_FAILURE() << run.violations[i];
-  }
+  });
 }
 
 // The same programs on the unified path: nothing is saved, but dead blocks are still
 // discarded, so a kernel given a pointer into an allocation must keep every piece of it
 // from leaving while it may run, and must make none of them count as dead after it.
 TEST_P(CopyPathFuzz, OnUnifiedMemoryNoPolicyDiscardsWhatAPointerReached) {
-  const auto& [policy, seed] = GetParam();
-  std::vector<Tensor> tensors;
-  const SimWorkload w = random_program(seed, &tensors);
-  static PluginHost host(PUMP_PLUGIN_DIR);
-  auto loaded = host.load_policy(policy);
-  ASSERT_TRUE(loaded.has_value());
-  for (double ratio : {2.0, 3.0, 4.0}) {
-    SCOPED_TRACE(std::string("x").append(std::to_string(ratio)));
-    SimBackend backend;
-    EngineOptions options;
-    options.budget_bytes = static_cast<uint64_t>(static_cast<double>(w.footprint_bytes()) / ratio);
-    options.datapath = DataPath::kUnified;
-    Config config;
-    Engine engine(backend, loaded->api, options, &config);
-    const SimRun run = run_workload(w, engine, backend);
+  run_at_each_ratio(DataPath::kUnified, [](const SimRun& run) {
     EXPECT_EQ(run.sim.violations_read_discarded, 0u);
     EXPECT_EQ(run.sim.violations_evicted_in_use, 0u);
-    for (size_t i = 0; i < run.violations.size() && i < 3; ++i) ADD_FAILURE() << run.violations[i];
-  }
+  });
 }
 
 std::string name_of(const ::testing::TestParamInfo<Param>& info) {
