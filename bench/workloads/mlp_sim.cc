@@ -1,7 +1,7 @@
 #include "bench/workloads/mlp_sim.h"
 
 #include "bench/workloads/sim_layout.h"
-#include "extractors/common/extent_reporter.h"
+#include "pump/extent_math.h"
 
 namespace pump::bench {
 
@@ -13,8 +13,8 @@ pump_role_v1_t role_hint(MlpBufferKind kind) {
 
 // What the cublas extractor computes for one operand (see cublas_extractor.cc).
 uint64_t gemm_operand_bytes(bool transposed, int rows, int cols, int ld) {
-  return transposed ? extractors::column_major_bytes(cols, rows, ld, 4)
-                    : extractors::column_major_bytes(rows, cols, ld, 4);
+  return transposed ? pump_column_major_bytes(cols, rows, ld, 4)
+                    : pump_column_major_bytes(rows, cols, ld, 4);
 }
 
 }  // namespace
@@ -40,7 +40,7 @@ SimWorkload mlp_sim_workload(const MlpShape& shape, int iterations) {
       const MlpGemm& g = op.gemm;
       k.extents = {extent(g.a, gemm_operand_bytes(g.transa, g.m, g.k, g.lda), PUMP_ACCESS_READ),
                    extent(g.b, gemm_operand_bytes(g.transb, g.k, g.n, g.ldb), PUMP_ACCESS_READ),
-                   extent(g.c, extractors::column_major_bytes(g.m, g.n, g.ldc, 4), PUMP_ACCESS_READ_WRITE)};
+                   extent(g.c, pump_column_major_bytes(g.m, g.n, g.ldc, 4), PUMP_ACCESS_READ_WRITE)};
       k.compute_seconds = 2.0 * g.m * g.n * static_cast<double>(g.k) / kFlopsPerSecond;
     } else {
       uint64_t bytes = 0;

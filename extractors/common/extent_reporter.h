@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "pump/extent_math.h"
 #include "pump/pump_sdk.h"
 
 namespace pump::extractors {
@@ -87,13 +88,9 @@ class ExtentReporter {
   unsigned inexact_ = 0;
 };
 
-// Bytes spanned by a column-major matrix of `rows` x `cols` with leading dimension
-// `ld` (in elements): the last column starts at (cols-1)*ld and holds `rows`.
+// Bytes spanned by a column-major matrix (the SDK's arithmetic, shared with the sim).
 inline uint64_t column_major_bytes(int64_t rows, int64_t cols, int64_t ld, uint64_t elem) {
-  if (rows <= 0 || cols <= 0 || elem == 0) return 0;
-  if (ld < rows) ld = rows;  // the library rejects this; never under-report
-  return (static_cast<uint64_t>(cols - 1) * static_cast<uint64_t>(ld) + static_cast<uint64_t>(rows)) *
-         elem;
+  return pump_column_major_bytes(rows, cols, ld, elem);
 }
 
 // `count` matrices `stride` elements apart, each `one_bytes` long.
