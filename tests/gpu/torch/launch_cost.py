@@ -5,6 +5,7 @@ Runs train_steps.py (a model with 1,000+ short kernels per step) under each conf
 interleaved over --rounds rounds so drift on the machine hits every configuration alike:
   native       no pump
   disabled     libpump preloaded, PUMP_DISABLE=1
+  managed      allocations made managed, no extractor that sees this program (PUMP_PLUGINS=nccl)
   extractors   cudnn, cublas and launch extractors, policy none (no prefetch, no eviction)
   <policy>     the extractors and that policy, no budget set (everything fits)
 Every pumped run caps managed memory at half the GPU's free memory (PUMP_MANAGED_LIMIT).
@@ -34,6 +35,9 @@ def configs(libpump, policies, managed_limit):
     extract = dict(pump, PUMP_PLUGINS="cudnn,cublas,launch")
     rows = [("native", {}),
             ("disabled", dict(pump, PUMP_DISABLE="1")),
+            # Managed memory without the launch/cuDNN/cuBLAS extractors (only NCCL's, which
+            # this program never calls): the GPU-side cost of managed pages, apart from extraction.
+            ("managed", dict(pump, PUMP_PLUGINS="nccl", PUMP_POLICY="none")),
             ("extractors", dict(extract, PUMP_POLICY="none"))]
     rows += [(p, dict(extract, PUMP_POLICY=p)) for p in policies]
     return rows
