@@ -171,8 +171,11 @@ Engine* Runtime::current_engine(Library library, int* device_out) {
 }
 
 bool Runtime::find_block(uint64_t address, pump_block_v1_t* out) {
-  for (auto& slot : engines_) {
-    Engine* e = slot.load(std::memory_order_acquire);
+  // The engines that exist, not all kMaxDevices slots: the launch extractor asks once per
+  // parameter word that could be a pointer, dozens of times per launch.
+  for (int i = 0, n = engine_count(); i < n; ++i) {
+    int device = -1;
+    Engine* e = engine_at(i, &device);
     if (e && e->find_block(address, out)) return true;
   }
   return false;

@@ -691,6 +691,10 @@ FAKE_EXPORT CUresult cuMemDiscardBatchAsync(CUdeviceptr* p, size_t* sizes, size_
 FAKE_EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t* offset, size_t* size) {
   return FuncGetParamInfo(f, index, offset, size);
 }
+// A CUkernel (what nvcc's __cudaLaunchKernel passes) made by fake_cuda_function, cast.
+FAKE_EXPORT CUresult cuKernelGetParamInfo(CUkernel k, size_t index, size_t* offset, size_t* size) {
+  return FuncGetParamInfo(reinterpret_cast<CUfunction>(k), index, offset, size);
+}
 
 FAKE_EXPORT void fake_cuda_reset(const FakeDriverConfig* config) {
   std::lock_guard lock(g_mutex);
