@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # On a GPU machine, from the repo root, with .device/ carried (scripts/device_bundle.sh):
-#   tests/gpu/device_suite.sh [part...]     parts: check static-cudart torch-resnet torch-gpt bench datapath decode verify ddp ddp-bench graphs
-# static-cudart, datapath, decode, verify, ddp, ddp-bench and graphs are not in the default list: run them by name.
+#   tests/gpu/device_suite.sh [part...]     parts: check static-cudart torch-resnet torch-gpt bench datapath decode verify ddp ddp-bench graphs compile dataloader
+# static-cudart, datapath, decode, verify, ddp, ddp-bench, graphs, compile and dataloader are not in the default list: run them by name.
+# compile: as graphs, with the model under torch.compile(mode="reduce-overhead") (graph_steps.py --mode compile).
+# dataloader: a DataLoader forking its workers after CUDA init (dataloader_suite below).
 # graphs: a ResNet-50 step captured whole with torch.cuda.graph and replayed
 # (tests/gpu/torch/graph_steps.py, GRAPH_STEPS replays, default 12): native, then under pump at
 # PUMP_GPU_BUDGET = half the native footprint for each of POLICIES (default lru,learned) with
@@ -41,6 +43,30 @@ LIBDIRS=$( (ls -d /usr/local/cuda/lib64 2>/dev/null;
               xargs -r -n1 dirname) | sort -u | paste -sd: )
 export LD_LIBRARY_PATH=$LIBDIRS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 nvidia-smi --query-gpu=name,driver_version,memory.total,memory.free --format=csv,noheader
+# A DataLoader forking its workers after CUDA init (tests/gpu/torch/dataloader_steps.py):
+# native, then under pump at half the native footprint with lru: losses bit for bit, every
+# worker's exit code 0, and one whole PUMP_STATS report (the parent's; no %p in the path).
+dataloader_suite() {
+  local free limit footprint budget rc
+  free=$(nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits | head -1)  # MiB
+  limit=$((free * 1024 * 1024 / 2))  # SAFETY: half the free memory
+  timeout 300 python3 tests/gpu/torch/dataloader_steps.py > "$OUT/dataloader-native.txt" 2> "$OUT/dataloader-native.err" ||
+    { echo "native: FAILED: $(tail -3 "$OUT/dataloader-native.err" | tr '\n' ' ')"; return 1; }
+  footprint=$(sed -n 's/^pump-bench: footprint_bytes=//p' "$OUT/dataloader-native.txt")
+  budget=$((footprint / 2))
+  env LD_PRELOAD="$LIBPUMP" PUMP_GPU_BUDGET="$budget" PUMP_MANAGED_LIMIT="$limit" PUMP_POLICY=lru \
+    PUMP_STATS="$OUT/dataloader-pump.stats.json" timeout 300 python3 tests/gpu/torch/dataloader_steps.py \
+    > "$OUT/dataloader-pump.txt" 2> "$OUT/dataloader-pump.err"
+  rc=$?
+  tail -1 "$OUT/dataloader-pump.err"
+  [ $rc -eq 0 ] || { echo "pump: FAILED rc=$rc"; return 1; }
+  if diff <(grep '^loss ' "$OUT/dataloader-native.txt") <(grep '^loss ' "$OUT/dataloader-pump.txt") > /dev/null; then
+    echo "dataloader: losses identical to native (budget $((budget >> 20)) MiB)"
+  else echo "dataloader: LOSSES DIFFER FROM NATIVE"; return 1; fi
+  python3 -c "import json,sys; json.load(open(sys.argv[1])); print('dataloader: one whole stats report')" \
+    "$OUT/dataloader-pump.stats.json" || return 1
+}
+
 # One decode run: decode_run NAME [ENV=VALUE...] -- ARGS...; prints "NAME: <median> ms/token <checksum>"
 # and leaves the output in $OUT/decode-NAME.txt. Each is capped at 9 minutes.
 decode_run() {
@@ -97,30 +123,31 @@ decode_suite() {
   [ $failures -eq 0 ]
 }
 
-graphs_suite() {
-  local steps=${GRAPH_STEPS:-12} failures=0 free limit footprint budget
+graphs_suite() {  # graphs_suite [capture|compile]
+  local mode=${1:-capture} steps=${GRAPH_STEPS:-12} failures=0 free limit footprint budget
+  local tag=graphs; [ "$mode" = capture ] || tag=$mode
   free=$(nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits | head -1)  # MiB
   limit=$((free * 1024 * 1024 / 2))  # SAFETY: half the free memory
-  timeout 540 python3 tests/gpu/torch/graph_steps.py --steps "$steps" > "$OUT/graphs-native.txt" 2> "$OUT/graphs-native.err" ||
-    { echo "native: FAILED: $(tail -3 "$OUT/graphs-native.err" | tr '\n' ' ')"; return 1; }
-  footprint=$(sed -n 's/^pump-bench: footprint_bytes=//p' "$OUT/graphs-native.txt")
+  timeout 540 python3 tests/gpu/torch/graph_steps.py --mode "$mode" --steps "$steps" > "$OUT/$tag-native.txt" 2> "$OUT/$tag-native.err" ||
+    { echo "native: FAILED: $(tail -3 "$OUT/$tag-native.err" | tr '\n' ' ')"; return 1; }
+  footprint=$(sed -n 's/^pump-bench: footprint_bytes=//p' "$OUT/$tag-native.txt")
   budget=$((footprint / 2))
-  echo "graphs: footprint $((footprint >> 20)) MiB, budget $((budget >> 20)) MiB, managed limit $((limit >> 20)) MiB"
-  grep '^loss ' "$OUT/graphs-native.txt" > "$OUT/graphs-native.losses"
+  echo "$tag: footprint $((footprint >> 20)) MiB, budget $((budget >> 20)) MiB, managed limit $((limit >> 20)) MiB"
+  grep '^loss ' "$OUT/$tag-native.txt" > "$OUT/$tag-native.losses"
   local policy verify name
   for policy in $(echo "${POLICIES:-lru,learned}" | tr ',' ' '); do
     for verify in off poison; do
       name="pump-$policy-$verify"
       env LD_PRELOAD="$LIBPUMP" PUMP_GPU_BUDGET="$budget" PUMP_MANAGED_LIMIT="$limit" PUMP_PLUGINS=cudnn,cublas,launch \
-        PUMP_POLICY="$policy" PUMP_DATAPATH=copy PUMP_VERIFY="$verify" PUMP_STATS="$OUT/graphs-$name.stats.json" \
-        timeout 540 python3 tests/gpu/torch/graph_steps.py --steps "$steps" > "$OUT/graphs-$name.txt" 2> "$OUT/graphs-$name.err"
+        PUMP_POLICY="$policy" PUMP_DATAPATH=copy PUMP_VERIFY="$verify" PUMP_STATS="$OUT/$tag-$name.stats.json" \
+        timeout 540 python3 tests/gpu/torch/graph_steps.py --mode "$mode" --steps "$steps" > "$OUT/$tag-$name.txt" 2> "$OUT/$tag-$name.err"
       local rc=$?
       if [ $rc -ne 0 ]; then
-        echo "$name: FAILED rc=$rc: $(tail -3 "$OUT/graphs-$name.err" | tr '\n' ' ')"; failures=$((failures + 1)); continue
+        echo "$name: FAILED rc=$rc: $(tail -3 "$OUT/$tag-$name.err" | tr '\n' ' ')"; failures=$((failures + 1)); continue
       fi
-      if grep '^loss ' "$OUT/graphs-$name.txt" | cmp -s - "$OUT/graphs-native.losses"; then echo "$name: losses identical to native"
+      if grep '^loss ' "$OUT/$tag-$name.txt" | cmp -s - "$OUT/$tag-native.losses"; then echo "$name: losses identical to native"
       else echo "$name: LOSSES DIFFER FROM NATIVE"; failures=$((failures + 1)); fi
-      python3 tests/gpu/torch/check_graph_stats.py "$OUT/graphs-$name.stats.json" "$steps" || failures=$((failures + 1))
+      python3 tests/gpu/torch/check_graph_stats.py "$OUT/$tag-$name.stats.json" "$steps" || failures=$((failures + 1))
     done
   done
   [ $failures -eq 0 ]
@@ -157,7 +184,9 @@ for part in "${@:-check torch-resnet torch-gpt bench}"; do
       datapath) .device/bin/pump-datapath-bench ${DATAPATH_ARGS:-} --json "$OUT/datapath.json" 2>&1 | tee "$OUT/datapath.txt"
                 rc=${PIPESTATUS[0]} ;;
       decode) decode_suite 2>&1 | tee "$OUT/decode.txt"; rc=${PIPESTATUS[0]} ;;
-      graphs) graphs_suite 2>&1 | tee "$OUT/graphs.txt"; rc=${PIPESTATUS[0]} ;;
+      graphs) graphs_suite capture 2>&1 | tee "$OUT/graphs.txt"; rc=${PIPESTATUS[0]} ;;
+      compile) graphs_suite compile 2>&1 | tee "$OUT/compile.txt"; rc=${PIPESTATUS[0]} ;;
+      dataloader) dataloader_suite 2>&1 | tee "$OUT/dataloader.txt"; rc=${PIPESTATUS[0]} ;;
       ddp) rc=0
            for run in "ddp resnet50 fp32" "ddp transformer bf16" "two-gpu transformer bf16"; do
              set -- $run

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""A ResNet-50 training step captured whole with torch.cuda.graph, then replayed.
+"""A ResNet-50 training step captured whole with torch.cuda.graph, then replayed; or
+(--mode compile) the model under torch.compile(mode="reduce-overhead"), whose forward and
+backward run as CUDA graphs that inductor's Triton kernels are captured into.
 
 Prints what train_steps.py prints, one per line:
   pump-bench: iteration_ms=<ms>          every replay
@@ -26,6 +28,7 @@ def main():
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--warmup", type=int, default=3, help="eager steps on a side stream before the capture")
+    p.add_argument("--mode", choices=["capture", "compile"], default="capture")
     a = p.parse_args()
 
     torch.manual_seed(0)
@@ -39,6 +42,9 @@ def main():
     model = model.to(dev)
     static_x, static_y = x.to(dev), y.to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    if a.mode == "compile":
+        compiled_steps(torch.compile(model, mode="reduce-overhead"), opt, loss_fn, static_x, static_y, a.steps)
+        return
 
     def step():
         opt.zero_grad(set_to_none=True)
@@ -67,6 +73,21 @@ def main():
         t0 = time.perf_counter()
         graph.replay()
         value = static_loss.item()  # synchronizes
+        report.step(i, (time.perf_counter() - t0) * 1e3, value)
+    report.finish(torch.cuda.max_memory_reserved())
+
+
+def compiled_steps(model, opt, loss_fn, x, y, steps):
+    """Every step runs the compiled forward and backward (CUDA graph replays once warm)."""
+    report = Report()
+    for i in range(steps):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        value = loss.item()  # synchronizes
         report.step(i, (time.perf_counter() - t0) * 1e3, value)
     report.finish(torch.cuda.max_memory_reserved())
 
