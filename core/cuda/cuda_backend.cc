@@ -303,14 +303,14 @@ std::string CudaBackend::setup_on_worker() {
     bridge_tail_ = nullptr;
     return fail("cuEventCreate", r);
   }
-  size_t free_bytes = 0, total_bytes = 0;
-  if ((r = api_.cuMemGetInfo(&free_bytes, &total_bytes)) == CUDA_SUCCESS) free_at_start_ = free_bytes;
-  else note_failure("cuMemGetInfo", "the device's free memory is unknown (a PUMP_MANAGED_LIMIT is applied as given)", r);
-
   compute_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring);
   prefetch_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring);
   out_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring);
   load_copy_kernels();
+  // After the staging buffers took their device memory: the managed-memory cap is set from this.
+  size_t free_bytes = 0, total_bytes = 0;
+  if ((r = api_.cuMemGetInfo(&free_bytes, &total_bytes)) == CUDA_SUCCESS) free_at_start_ = free_bytes;
+  else note_failure("cuMemGetInfo", "the device's free memory is unknown (a PUMP_MANAGED_LIMIT is applied as given)", r);
 
   plan_options_.prefetch_stream_key = prefetch_key_;
   plan_options_.merge_adjacent = options_.merge_adjacent;

@@ -84,17 +84,21 @@ StagedCopies::Result StagedCopies::copy(const std::vector<ShadowRange>& ranges, 
   }
   // Cut the ranges into slot fills: at most kListMax pieces and slot_bytes_ each.
   std::vector<std::vector<Piece>> fills(1);
+  std::vector<std::vector<size_t>> range_of(1);  // per fill, the index in `ranges` of each piece
   uint64_t used = 0;
-  for (const ShadowRange& r : ranges) {
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const ShadowRange& r = ranges[i];
     for (uint64_t at = 0; at < r.bytes;) {
       const uint64_t offset = align_up(used);
       if (offset >= slot_bytes_ || fills.back().size() == kListMax) {
         fills.emplace_back();
+        range_of.emplace_back();
         used = 0;
         continue;
       }
       const uint64_t n = std::min(r.bytes - at, slot_bytes_ - offset);
       fills.back().push_back({ShadowRange{r.address + at, n, r.shadow + at}, offset});
+      range_of.back().push_back(i);
       used = offset + n;
       at += n;
     }
@@ -112,10 +116,14 @@ StagedCopies::Result StagedCopies::copy(const std::vector<ShadowRange>& ranges, 
     const unsigned k = f % 2;  // slot k always on the same stream: its reuse is stream-ordered
     if (!issue_slot(fills[f], slots_[k], to_host, k ? helper_ : stream)) break;
     ++result.launches;
-    for (const Piece& p : fills[f]) result.done.push_back(p.range);
   }
-  for (; f < fills.size(); ++f)
-    for (const Piece& p : fills[f]) result.left.push_back(p.range);
+  // Whole ranges only: one queued entirely is done; one with a piece not queued is left
+  // whole (its queued pieces are copied again: the same bytes). So a save's discard
+  // covers the range as given, not pieces cut at slot boundaries.
+  std::vector<bool> complete(ranges.size(), true);
+  for (size_t g = f; g < fills.size(); ++g)
+    for (size_t i : range_of[g]) complete[i] = false;
+  for (size_t i = 0; i < ranges.size(); ++i) (complete[i] ? result.done : result.left).push_back(ranges[i]);
   // Join: the caller's stream continues after everything queued on the helper.
   r = wait_for_stream(api_, join_, helper_, stream, &call);
   if (r != CUDA_SUCCESS) {

@@ -45,9 +45,10 @@ class StagedCopies {
   uint64_t device_bytes() const { return usable_ ? 2 * slot_bytes_ : 0; }
 
   struct Result {
-    std::vector<ShadowRange> done;  // queued (pieces of the ranges given)
-    std::vector<ShadowRange> left;  // not queued: a driver call failed, the copier is unusable
-                                    // from then on, and the caller copies these another way
+    std::vector<ShadowRange> done;  // ranges (as given) queued whole
+    std::vector<ShadowRange> left;  // ranges not queued whole: a driver call failed, the copier
+                                    // is unusable from then on, and the caller copies these
+                                    // another way
     uint64_t launches = 0;          // kernel launches made
   };
   // Queues the copies of `ranges` (to the shadows when to_host, else from them) on

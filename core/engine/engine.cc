@@ -211,8 +211,8 @@ void Engine::unattributed_locked(KernelTicket* ticket, StreamId stream) {
     if (named_capture(stream, &capture)) graphs_.add_unattributed(capture);
     return;
   }
-  // On the unified path nothing is ever dropped: unified memory serves any access.
-  if (datapath_ != DataPath::kCopy) return;
+  // On the unified path too: dead pieces may be discarded there (to make room), and a call
+  // that may write any byte must make none of them count as dead, nor leave while it runs.
   const uint64_t seq = ++seq_;
   ++stats_.unattributed_accesses;
   // It may touch any byte of any allocation: every dropped block comes back first, and

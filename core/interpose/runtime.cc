@@ -150,10 +150,12 @@ Engine* Runtime::engine(int device) {
   backend_of_[device].store(backend.get(), std::memory_order_release);
   backends_.push_back(std::move(backend));
   engine_storage_.push_back(std::move(engine));
-  engines_[device].store(raw, std::memory_order_release);
+  // Counted before it is visible: a thread that finds the engine (and allocates through
+  // it) must find its blocks through find_block's scan of the first engine_count() engines.
   const int index = engine_count_.load(std::memory_order_relaxed);  // written under engines_mutex_ only
   engine_devices_[index].store(device, std::memory_order_relaxed);
   engine_count_.store(index + 1, std::memory_order_release);
+  engines_[device].store(raw, std::memory_order_release);
   return raw;
 }
 
@@ -279,7 +281,9 @@ StatsReport Runtime::report() {
 
 void Runtime::finish() {
   if (stats_enabled()) write_stats();
-  if (trace_) trace_->flush();
+  // A forked child holds a copy of its parent's unwritten trace lines: flushing them would
+  // write them twice.
+  if (trace_ && static_cast<long>(getpid()) == options_.process.pid) trace_->flush();
 }
 
 void Runtime::write_stats() {

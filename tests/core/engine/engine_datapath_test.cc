@@ -441,7 +441,7 @@ TEST_F(EngineDataPathTest, TheUnifiedPathNeverSavesOrRestores) {
   }
   KernelTicket t;
   e->before_unattributed_access(&t, kStream);
-  EXPECT_EQ(t.seq, 0u) << "unified memory serves any access: nothing to bring back";
+  e->after_kernel(&t);
   for (const TransferBatch& b : backend_.batches) {
     EXPECT_TRUE(b.save.empty());
     EXPECT_TRUE(b.restore.empty());
@@ -453,6 +453,21 @@ TEST_F(EngineDataPathTest, TheUnifiedPathNeverSavesOrRestores) {
   EXPECT_EQ(s.bytes_populated, 0u);
   EXPECT_GT(s.bytes_evicted, 0u);
   EXPECT_EQ(s.shadow_pinned_bytes, 0u);
+}
+
+TEST_F(EngineDataPathTest, OnTheUnifiedPathAnUnattributedCallRevivesADeadWorkspace) {
+  // kB's last use was as a workspace: dead, so evicting it would discard it. A call pump
+  // cannot size may write it: afterwards kB must leave by write-back, not by a discard.
+  auto e = make(4 * kMiB, DataPath::kUnified);
+  e->on_alloc(kA, 4 * kMiB);
+  e->on_alloc(kB, 4 * kMiB);
+  run(*e, {extent(kB, 4 * kMiB, PUMP_ACCESS_READ_WRITE, PUMP_ROLE_WORKSPACE)});
+  KernelTicket t;
+  e->before_unattributed_access(&t, kStream);
+  e->after_kernel(&t);
+  const TransferBatch b = run(*e, {writes(kA)});
+  EXPECT_TRUE(names(b.evict, kB)) << "written back";
+  EXPECT_FALSE(names(b.discard, kB)) << "not thrown away";
 }
 
 }  // namespace
