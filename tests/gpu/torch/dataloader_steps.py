@@ -13,7 +13,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train_steps import Report  # noqa: E402  (sets CUBLAS_WORKSPACE_CONFIG before torch loads)
+from train_steps import Report, deterministic  # noqa: E402  (sets CUBLAS_WORKSPACE_CONFIG before torch loads)
 
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
@@ -43,11 +43,7 @@ def main():
     p.add_argument("--workers", type=int, default=2)
     a = p.parse_args()
 
-    torch.manual_seed(0)
-    torch.use_deterministic_algorithms(True)
-    torch.backends.cudnn.benchmark = False
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    deterministic()
 
     dev = torch.device("cuda")
     model = nn.Sequential(

@@ -18,7 +18,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train_steps import Report, resnet50  # noqa: E402  (sets CUBLAS_WORKSPACE_CONFIG before torch loads)
+from train_steps import Report, deterministic, resnet50  # noqa: E402  (sets CUBLAS_WORKSPACE_CONFIG before torch loads)
 
 import torch  # noqa: E402
 
@@ -31,11 +31,7 @@ def main():
     p.add_argument("--mode", choices=["capture", "compile"], default="capture")
     a = p.parse_args()
 
-    torch.manual_seed(0)
-    torch.use_deterministic_algorithms(True)
-    torch.backends.cudnn.benchmark = False
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    deterministic()
 
     model, x, y, loss_fn = resnet50(a.batch, torch.float32)
     dev = torch.device("cuda")

@@ -104,6 +104,15 @@ def transformer(batch, dtype, seq=512, d=1024, layers=12, vocab=8192):
     return model, x, y, nn.CrossEntropyLoss()
 
 
+def deterministic(seed=0):
+    """Same seed, same algorithms, no TF32: the same bits on every run (native or under pump)."""
+    torch.manual_seed(seed)
+    torch.use_deterministic_algorithms(True)
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+
 class Report:
     """The pump-bench output contract (see the module's docstring), step by step."""
 
@@ -131,11 +140,7 @@ def main():
     p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
     a = p.parse_args()
 
-    torch.manual_seed(0)
-    torch.use_deterministic_algorithms(True)
-    torch.backends.cudnn.benchmark = False
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    deterministic()
     dtype = torch.bfloat16 if a.dtype == "bf16" else torch.float32
 
     builders = {"resnet50": (resnet50, 64), "transformer": (transformer, 16),

@@ -86,11 +86,7 @@ def main():
         print("two_gpu_steps.py needs two GPUs", file=sys.stderr)
         return 2
 
-    torch.manual_seed(0)
-    torch.use_deterministic_algorithms(True)
-    torch.backends.cudnn.benchmark = False
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    train_steps.deterministic()
     dtype = torch.bfloat16 if a.dtype == "bf16" else torch.float32
 
     build, default_batch = {"resnet50": (train_steps.resnet50, 32), "transformer": (train_steps.transformer, 8)}[a.model]
