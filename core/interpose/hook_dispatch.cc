@@ -1,6 +1,7 @@
 #include "core/interpose/hook_dispatch.h"
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -170,6 +171,25 @@ void set_engine_for_testing(Engine* engine) {
 }
 
 const DispatchRecord& last_dispatch_for_testing() { return t_last_dispatch; }
+
+bool hook_timing_enabled() {
+  if (g_test_devices.load(std::memory_order_relaxed)) return false;
+  const Runtime* rt = Runtime::get();
+  return rt && rt->stats_enabled();
+}
+
+uint64_t hook_clock_ns() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
+void add_hook_time(SymbolId id, uint64_t pump_ns, uint64_t real_ns) {
+  Runtime* rt = Runtime::get();
+  if (!rt) return;
+  HookCounter& c = rt->counter(id);
+  c.pump_ns.fetch_add(pump_ns, std::memory_order_relaxed);
+  c.real_ns.fetch_add(real_ns, std::memory_order_relaxed);
+}
 
 void count_guarded_call(SymbolId id) {
   if (g_test_devices.load(std::memory_order_acquire)) return;

@@ -116,6 +116,12 @@ struct DispatchRecord {
 };
 const DispatchRecord& last_dispatch_for_testing();
 
+// Host time of extracted calls, for PUMP_STATS (hooks.<name>.pump_ns / real_ns): measured
+// only while a report is asked for, so the clock reads cost nothing otherwise.
+bool hook_timing_enabled();
+uint64_t hook_clock_ns();
+void add_hook_time(SymbolId id, uint64_t pump_ns, uint64_t real_ns);
+
 template <SymbolId id, typename CallReal, typename StreamOf>
 inline typename Sym<id>::Ret run_extract_hook(const void* const* args, uint32_t num_args, CallReal call_real,
                                               StreamOf stream_of) {
@@ -126,9 +132,20 @@ inline typename Sym<id>::Ret run_extract_hook(const void* const* args, uint32_t 
   ReentryGuard guard;
   CallScope scope;
   StreamThunk thunk = [](void* p) -> uint64_t { return (*static_cast<StreamOf*>(p))(); };
-  if (!begin_extracted_call(id, args, num_args, thunk, &stream_of, &scope)) return call_real(fn);
+  const bool timed = hook_timing_enabled();
+  const uint64_t t0 = timed ? hook_clock_ns() : 0;
+  if (!begin_extracted_call(id, args, num_args, thunk, &stream_of, &scope)) {
+    if (!timed) return call_real(fn);
+    const uint64_t t1 = hook_clock_ns();
+    Ret result = call_real(fn);
+    add_hook_time(id, t1 - t0, hook_clock_ns() - t1);
+    return result;
+  }
+  const uint64_t t1 = timed ? hook_clock_ns() : 0;
   Ret result = call_real(fn);
+  const uint64_t t2 = timed ? hook_clock_ns() : 0;
   end_extracted_call(scope, static_cast<int>(result) == 0);  // every library's success is 0
+  if (timed) add_hook_time(id, (t1 - t0) + (hook_clock_ns() - t2), t2 - t1);
   return result;
 }
 

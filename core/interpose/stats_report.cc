@@ -130,6 +130,10 @@ std::string render_stats_json(const StatsReport& r) {
     o["extents"] = h.extents;
     o["bytes_known"] = h.bytes_known;
     o["bytes_unknown"] = h.bytes_unknown;
+    if (h.pump_ns || h.real_ns) {
+      o["pump_ns"] = h.pump_ns;
+      o["real_ns"] = h.real_ns;
+    }
   }
 
   Json& devices = root["devices"] = Json::array();

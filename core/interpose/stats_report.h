@@ -20,12 +20,17 @@ struct HookCounter {
   std::atomic<uint64_t> extents{0};
   std::atomic<uint64_t> bytes_known{0};    // extent bytes starting inside a tracked block
   std::atomic<uint64_t> bytes_unknown{0};  // ... starting outside every tracked block
+  // Host time of extracted calls (measured only while PUMP_STATS is set): in pump before
+  // and after the real call, and in the real call itself.
+  std::atomic<uint64_t> pump_ns{0};
+  std::atomic<uint64_t> real_ns{0};
 };
 
 struct HookReport {
   std::string name;
   std::string library;
   uint64_t calls = 0, calls_with_extents = 0, extents = 0, bytes_known = 0, bytes_unknown = 0;
+  uint64_t pump_ns = 0, real_ns = 0;
 };
 
 struct DeviceReport {
