@@ -5,14 +5,10 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "core/common/text.h"
+
 namespace pump {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 // Splits "1.5GiB" into 1.5 and "GiB". The number must be plain decimal.
 bool split_number(std::string_view s, double* number, std::string_view* suffix) {
@@ -29,7 +25,7 @@ bool split_number(std::string_view s, double* number, std::string_view* suffix) 
   char* end = nullptr;
   *number = std::strtod(num.c_str(), &end);
   if (end != num.c_str() + num.size()) return false;
-  *suffix = trim(s.substr(i));
+  *suffix = trim_spaces(s.substr(i));
   return true;
 }
 
@@ -52,7 +48,7 @@ std::optional<double> multiplier(std::string_view suffix) {
 }  // namespace
 
 std::optional<uint64_t> parse_byte_size(std::string_view text) {
-  text = trim(text);
+  text = trim_spaces(text);
   double number = 0;
   std::string_view suffix;
   if (!split_number(text, &number, &suffix)) return std::nullopt;
@@ -67,11 +63,11 @@ namespace {
 
 // A byte size, or a percentage of `whole` up to 100 (and above 0 unless zero_percent).
 std::optional<uint64_t> size_or_percent(std::string_view text, uint64_t whole, bool zero_percent) {
-  text = trim(text);
+  text = trim_spaces(text);
   if (!text.empty() && text.back() == '%') {
     double number = 0;
     std::string_view rest;
-    if (!split_number(trim(text.substr(0, text.size() - 1)), &number, &rest) || !rest.empty()) return std::nullopt;
+    if (!split_number(trim_spaces(text.substr(0, text.size() - 1)), &number, &rest) || !rest.empty()) return std::nullopt;
     if (!(zero_percent ? number >= 0.0 : number > 0.0) || number > 100.0) return std::nullopt;
     return static_cast<uint64_t>(std::floor(static_cast<double>(whole) * number / 100.0));
   }

@@ -3,14 +3,10 @@
 #include <cctype>
 #include <set>
 
+#include "core/common/text.h"
+
 namespace pump {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 // A device ordinal: decimal digits, below 1024 (no machine has more GPUs).
 std::optional<int> device_number(std::string_view text) {
@@ -34,12 +30,12 @@ std::optional<std::vector<PerDeviceItem>> split_per_device(std::string_view text
   std::vector<PerDeviceItem> items;
   std::set<int> named;
   bool bare = false;
-  text = trim(text);
+  text = trim_spaces(text);
   if (text.empty()) return items;
   size_t start = 0;
   while (start <= text.size()) {
     const size_t comma = text.find(',', start);
-    const std::string_view item = trim(text.substr(start, comma == std::string_view::npos ? comma : comma - start));
+    const std::string_view item = trim_spaces(text.substr(start, comma == std::string_view::npos ? comma : comma - start));
     start = comma == std::string_view::npos ? text.size() + 1 : comma + 1;
     if (item.empty()) return fail("has an empty item");
     PerDeviceItem parsed;
@@ -49,8 +45,8 @@ std::optional<std::vector<PerDeviceItem>> split_per_device(std::string_view text
       bare = true;
       parsed.value = std::string(item);
     } else {
-      const std::string_view device = trim(item.substr(0, colon));
-      parsed.value = std::string(trim(item.substr(colon + 1)));
+      const std::string_view device = trim_spaces(item.substr(0, colon));
+      parsed.value = std::string(trim_spaces(item.substr(colon + 1)));
       parsed.device = device_number(device);
       if (!parsed.device) {
         std::string why(1, '\'');  // appended, not prepended: GCC 12's -Wrestrict misfires on that

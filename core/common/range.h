@@ -5,6 +5,9 @@
 
 namespace pump {
 
+// `v` rounded up to a multiple of `multiple` (> 0).
+inline uint64_t round_up(uint64_t v, uint64_t multiple) { return (v + multiple - 1) / multiple * multiple; }
+
 struct Range {
   uint64_t address = 0;
   uint64_t bytes = 0;

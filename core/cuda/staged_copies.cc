@@ -21,7 +21,6 @@ struct CopyList {
 };
 
 constexpr uint64_t kPieceAlignment = 256;  // slot offsets: the kernel's 16-byte path, and whole cache lines
-uint64_t align_up(uint64_t v) { return (v + kPieceAlignment - 1) / kPieceAlignment * kPieceAlignment; }
 
 }  // namespace
 
@@ -89,7 +88,7 @@ StagedCopies::Result StagedCopies::copy(const std::vector<ShadowRange>& ranges, 
   for (size_t i = 0; i < ranges.size(); ++i) {
     const ShadowRange& r = ranges[i];
     for (uint64_t at = 0; at < r.bytes;) {
-      const uint64_t offset = align_up(used);
+      const uint64_t offset = round_up(used, kPieceAlignment);
       if (offset >= slot_bytes_ || fills.back().size() == kListMax) {
         fills.emplace_back();
         range_of.emplace_back();

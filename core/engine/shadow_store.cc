@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <iterator>
 
+#include "core/common/range.h"
+
 namespace pump {
 namespace {
 constexpr uint64_t kAlignment = 4096;  // copies of page-aligned blocks stay page-aligned
-uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 }  // namespace
 
 ShadowStore::ShadowStore(SlabAllocator allocate_slab, uint64_t limit_bytes, uint64_t slab_bytes, HostLimit* shared)

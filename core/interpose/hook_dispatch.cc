@@ -245,7 +245,9 @@ bool begin_extracted_call(SymbolId id, const void* const* args, uint32_t num_arg
   if (rt && rt->stats_enabled()) {
     uint64_t known = 0, unknown = 0;
     pump_block_v1_t block;
-    for (const pump_extent_v1_t& e : extents) (rt->find_block(e.address, &block) ? known : unknown) += e.bytes;
+    // An inexact extent is a block find_block already answered: known without asking again.
+    for (size_t i = 0; i < extents.size(); ++i)
+      (inexact[i] || rt->find_block(extents[i].address, &block) ? known : unknown) += extents[i].bytes;
     counter->bytes_known.fetch_add(known, std::memory_order_relaxed);
     counter->bytes_unknown.fetch_add(unknown, std::memory_order_relaxed);
   }

@@ -9,6 +9,7 @@
 
 #include "core/common/byte_size.h"
 #include "core/common/log.h"
+#include "core/common/text.h"
 
 namespace pump::interpose {
 namespace {
@@ -25,10 +26,8 @@ std::vector<std::string> split_list(const std::string& text) {
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
     if (comma == std::string::npos) comma = text.size();
-    std::string item = text.substr(start, comma - start);
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
-    if (!item.empty()) out.push_back(item);
+    const std::string_view item = trim_spaces(std::string_view(text).substr(start, comma - start));
+    if (!item.empty()) out.emplace_back(item);
     start = comma + 1;
   }
   return out;

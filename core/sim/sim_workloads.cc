@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/common/range.h"
 #include "core/sim/sim_backend.h"
 
 namespace pump {
@@ -31,7 +32,6 @@ namespace {
 constexpr uint64_t kBaseAddress = 0x7f0000000000ull;
 constexpr uint64_t kAlignment = 2ull << 20;
 
-uint64_t align_up(uint64_t bytes, uint64_t alignment) { return (bytes + alignment - 1) / alignment * alignment; }
 
 class WorkloadBuilder {
  public:
@@ -41,7 +41,7 @@ class WorkloadBuilder {
   int allocate(uint64_t bytes, pump_role_v1_t role, std::string name) {
     if (bytes == 0) return -1;
     w_->allocations.push_back({next_, bytes, role, std::move(name)});
-    next_ += align_up(bytes, kAlignment);
+    next_ += round_up(bytes, kAlignment);
     return static_cast<int>(w_->allocations.size()) - 1;
   }
 
@@ -189,7 +189,7 @@ SimWorkload training_loop_oversubscribed(uint64_t budget_bytes, double oversubsc
 SimWorkload training_loop_with_oversized_block(uint64_t budget_bytes, int layers, int iterations) {
   TrainingLoopSpec spec = training_loop_spec_for_footprint(
       static_cast<uint64_t>(0.6 * static_cast<double>(budget_bytes)), layers, iterations);
-  spec.first_layer_weight_bytes = align_up(budget_bytes + budget_bytes / 4, kAlignment);
+  spec.first_layer_weight_bytes = round_up(budget_bytes + budget_bytes / 4, kAlignment);
   SimWorkload w = training_loop(spec);
   w.name = "training_loop_with_oversized_block";
   return w;

@@ -7,7 +7,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,6 +17,7 @@
 #include "core/interpose/reentry_guard.h"
 #include "core/interpose/runtime.h"
 #include "tests/cuda/fake_driver_handle.h"
+#include "tests/cuda/warning_capture.h"
 
 namespace pump {
 namespace {
@@ -27,8 +27,6 @@ using testing::FakeDriver;
 
 constexpr uint64_t kMiB = 1 << 20;
 
-std::mutex g_lines_mutex;
-std::vector<std::string> g_warnings;
 
 // The runtime's functions pump calls, standing in for libcudart: the fake driver's.
 using DriverAlloc = CUresult (*)(CUdeviceptr*, size_t, unsigned int);
@@ -63,13 +61,12 @@ class AsyncAllocHooks : public ::testing::Test {
       interpose::ReentryGuard guard;
       ASSERT_NE(Runtime::get(), nullptr);
     }
-    set_log_sink([](LogLevel level, const char* line) {
-      if (level > LogLevel::kWarn) return;
-      std::lock_guard lock(g_lines_mutex);
-      g_warnings.emplace_back(line);
-    });
+    warnings_ = new testing::WarningCapture;
   }
-  static void TearDownTestSuite() { set_log_sink(nullptr); }
+  static void TearDownTestSuite() {
+    delete warnings_;
+    warnings_ = nullptr;
+  }
   void SetUp() override {
     ASSERT_TRUE(driver_->ok());
     ASSERT_NE(g_driver_managed, nullptr);
@@ -78,15 +75,11 @@ class AsyncAllocHooks : public ::testing::Test {
     auto set_current = reinterpret_cast<SetCurrent>(dlsym(driver_->handle(), "cuCtxSetCurrent"));
     ASSERT_NE(set_current, nullptr);
     ASSERT_EQ(set_current(reinterpret_cast<CUcontext>(uintptr_t{0xc0})), CUDA_SUCCESS);
-    std::lock_guard lock(g_lines_mutex);
-    g_warnings.clear();
+    warnings_->clear();
     first_call_ = driver_->calls().size();
   }
 
-  static std::vector<std::string> warnings() {
-    std::lock_guard lock(g_lines_mutex);
-    return g_warnings;
-  }
+  static std::vector<std::string> warnings() { return warnings_->taken(); }
   static bool tracked(uint64_t address) {
     pump_block_v1_t block{};
     return Runtime::get()->find_block(address, &block);
@@ -109,8 +102,10 @@ class AsyncAllocHooks : public ::testing::Test {
 
   size_t first_call_ = 0;
   static FakeDriver* driver_;
+  static testing::WarningCapture* warnings_;
 };
 FakeDriver* AsyncAllocHooks::driver_ = nullptr;
+testing::WarningCapture* AsyncAllocHooks::warnings_ = nullptr;
 
 TEST_F(AsyncAllocHooks, ADriverStreamOrderedAllocationIsATrackedManagedBlock) {
   const CUstream s = stream(0x5a01);

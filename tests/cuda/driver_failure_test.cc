@@ -14,7 +14,6 @@
 
 #include <chrono>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -22,6 +21,7 @@
 #include "core/common/log.h"
 #include "tests/cuda/tight_budget_program.h"
 #include "tests/cuda/fake_driver_handle.h"
+#include "tests/cuda/warning_capture.h"
 
 namespace pump {
 namespace {
@@ -29,38 +29,11 @@ namespace {
 using testing::TightBudgetProgram;
 using testing::TightBudgetResult;
 using testing::FakeDriver;
+using testing::WarningCapture;
 
 constexpr CUresult kInjected = CUDA_ERROR_UNKNOWN;
 constexpr const char* kInjectedName = "CUDA_ERROR_UNKNOWN";
 
-// The warnings and errors pump logs (the backend logs from its worker thread too).
-class WarningCapture {
- public:
-  WarningCapture() {
-    std::lock_guard lock(mutex());
-    lines().clear();
-    set_log_sink([](LogLevel level, const char* line) {
-      if (level > LogLevel::kWarn) return;
-      std::lock_guard lock(mutex());
-      lines().emplace_back(line);
-    });
-  }
-  ~WarningCapture() { set_log_sink(nullptr); }
-  std::vector<std::string> taken() const {
-    std::lock_guard lock(mutex());
-    return lines();
-  }
-
- private:
-  static std::mutex& mutex() {
-    static std::mutex m;
-    return m;
-  }
-  static std::vector<std::string>& lines() {
-    static std::vector<std::string> l;
-    return l;
-  }
-};
 
 enum class Phase { kSetUp, kRun, kTeardown };
 const char* name(Phase p) { return p == Phase::kSetUp ? "set-up" : p == Phase::kRun ? "run" : "teardown"; }

@@ -46,18 +46,30 @@ void ahead_on_kernel(void* ctx, const pump_kernel_v1_t*) {
 const pump_policy_v1_t kLookAhead = {sizeof(pump_policy_v1_t), PUMP_POLICY_ABI_V1, "look-ahead", "1", ahead_init,
                                      nullptr, ahead_on_kernel, nullptr, nullptr, nullptr};
 
-TEST(EngineOnFakeDriver, FreedMemoryIsNoLongerTouchedByItsTransfersStillQueued) {
-  FakeDriver driver;
+// The fake driver acting on real bytes, and a backend on it.
+void start_on_real_bytes(FakeDriver& driver, std::unique_ptr<CudaBackend>* backend) {
   ASSERT_TRUE(driver.ok());
   FakeDriverConfig config;
   config.model_memory = 1;
   driver.reset(config);
-  std::unique_ptr<CudaBackend> backend = driver.backend();
-  ASSERT_NE(backend, nullptr);
+  *backend = driver.backend();
+  ASSERT_NE(*backend, nullptr);
+}
+
+// The copy path, 2 MiB of budget, room for 4 MiB of shadows.
+EngineOptions copy_path_options() {
   EngineOptions options;
   options.budget_bytes = 2 * kMiB;
   options.datapath = DataPath::kCopy;
   options.host_limit_bytes = 4 * kMiB;
+  return options;
+}
+
+TEST(EngineOnFakeDriver, FreedMemoryIsNoLongerTouchedByItsTransfersStillQueued) {
+  FakeDriver driver;
+  std::unique_ptr<CudaBackend> backend;
+  ASSERT_NO_FATAL_FAILURE(start_on_real_bytes(driver, &backend));
+  const EngineOptions options = copy_path_options();
   Engine engine(*backend, &kLookAhead, options, nullptr);
 
   std::vector<uint8_t> memory(8 * kMiB);
@@ -99,16 +111,9 @@ TEST(EngineOnFakeDriver, FreedMemoryIsNoLongerTouchedByItsTransfersStillQueued) 
 
 TEST(EngineOnFakeDriver, AGraphLaunchFindsTheBytesItsCaptureReadsAndKeepsTheBudget) {
   FakeDriver driver;
-  ASSERT_TRUE(driver.ok());
-  FakeDriverConfig config;
-  config.model_memory = 1;
-  driver.reset(config);
-  std::unique_ptr<CudaBackend> backend = driver.backend();
-  ASSERT_NE(backend, nullptr);
-  EngineOptions options;
-  options.budget_bytes = 2 * kMiB;
-  options.datapath = DataPath::kCopy;
-  options.host_limit_bytes = 4 * kMiB;
+  std::unique_ptr<CudaBackend> backend;
+  ASSERT_NO_FATAL_FAILURE(start_on_real_bytes(driver, &backend));
+  const EngineOptions options = copy_path_options();
   Engine engine(*backend, nullptr, options, nullptr);
 
   std::vector<uint8_t> memory(8 * kMiB);

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -15,6 +14,7 @@
 #include "core/interpose/reentry_guard.h"
 #include "core/interpose/runtime.h"
 #include "tests/cuda/fake_driver_handle.h"
+#include "tests/cuda/warning_capture.h"
 
 namespace pump {
 namespace {
@@ -25,8 +25,6 @@ using testing::FakeDriver;
 constexpr uint64_t kMiB = 1 << 20;
 constexpr uint64_t kGranule = 2 * kMiB;
 
-std::mutex g_lines_mutex;
-std::vector<std::string> g_warnings;
 
 CUmemAllocationProp device_prop(int device = 0) {
   CUmemAllocationProp prop{};
@@ -50,24 +48,19 @@ class VmmHooks : public ::testing::Test {
       interpose::ReentryGuard guard;
       ASSERT_NE(Runtime::get(), nullptr);
     }
-    set_log_sink([](LogLevel level, const char* line) {
-      if (level > LogLevel::kWarn) return;
-      std::lock_guard lock(g_lines_mutex);
-      g_warnings.emplace_back(line);
-    });
+    warnings_ = new testing::WarningCapture;
   }
-  static void TearDownTestSuite() { set_log_sink(nullptr); }
+  static void TearDownTestSuite() {
+    delete warnings_;
+    warnings_ = nullptr;
+  }
   void SetUp() override {
     ASSERT_TRUE(driver_->ok());
-    std::lock_guard lock(g_lines_mutex);
-    g_warnings.clear();
+    warnings_->clear();
     first_call_ = driver_->calls().size();
   }
 
-  static std::vector<std::string> warnings() {
-    std::lock_guard lock(g_lines_mutex);
-    return g_warnings;
-  }
+  static std::vector<std::string> warnings() { return warnings_->taken(); }
   // A reservation of `bytes` and a handle of `piece` bytes mapped at its start, with access.
   static void reserve_and_map(uint64_t bytes, uint64_t piece, CUdeviceptr* base, CUmemGenericAllocationHandle* handle) {
     ASSERT_EQ(cuMemAddressReserve(base, bytes, 0, 0, 0), CUDA_SUCCESS);
@@ -91,8 +84,10 @@ class VmmHooks : public ::testing::Test {
 
   size_t first_call_ = 0;
   static FakeDriver* driver_;
+  static testing::WarningCapture* warnings_;
 };
 FakeDriver* VmmHooks::driver_ = nullptr;
+testing::WarningCapture* VmmHooks::warnings_ = nullptr;
 
 TEST_F(VmmHooks, AMappedPieceIsABlockOfTheEngineAndKernelsIntoItHaveKnownBlocks) {
   CUdeviceptr base = 0;

@@ -17,35 +17,21 @@ SAFETY (shared GPUs): PUMP_MANAGED_LIMIT is half of each device's free memory, g
 device, and a run is refused unless each device's footprint lies well below its limit.
 """
 import argparse
-import ctypes
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from check_policies import free_gpu_bytes, run_logged  # noqa: E402
 DEVICES = 2
 
 
 def free_bytes_per_device(count):
-    """cuMemGetInfo of each device, through its primary context (released afterwards)."""
-    cuda = ctypes.CDLL("libcuda.so.1")
-    assert cuda.cuInit(0) == 0, "cuInit failed"
-    free = []
-    for ordinal in range(count):
-        dev, ctx = ctypes.c_int(), ctypes.c_void_p()
-        assert cuda.cuDeviceGet(ctypes.byref(dev), ordinal) == 0, f"no device {ordinal}"
-        assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0
-        assert cuda.cuCtxPushCurrent_v2(ctx) == 0
-        f, t = ctypes.c_size_t(), ctypes.c_size_t()
-        cuda.cuMemGetInfo_v2(ctypes.byref(f), ctypes.byref(t))
-        popped = ctypes.c_void_p()
-        cuda.cuCtxPopCurrent_v2(ctypes.byref(popped))
-        cuda.cuDevicePrimaryCtxRelease_v2(dev)
-        free.append(f.value)
-    return free
+    """Each device's free memory (check_policies.free_gpu_bytes)."""
+    return [free_gpu_bytes(ordinal)[0] for ordinal in range(count)]
 
 
 def command(mode, model, dtype, steps, libpump=None):
@@ -61,11 +47,7 @@ def command(mode, model, dtype, steps, libpump=None):
 
 def run(cmd, env, log):
     """(returncode, losses {(rank, step): hex}, footprints {device: bytes}, stderr tail)."""
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    with open(log, "w") as f:
-        f.write(p.stdout)
-        f.write("\n--- stderr ---\n")
-        f.write(p.stderr)
+    p = run_logged(cmd, env, log)
     losses, footprints = {}, {}
     for line in p.stdout.splitlines():
         parts = line.split()

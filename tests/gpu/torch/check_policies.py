@@ -19,12 +19,18 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run(cmd, env, log):
+def run_logged(cmd, env, log):
+    """Runs cmd; its stdout then its stderr go to the file `log`. Returns the CompletedProcess."""
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     with open(log, "w") as f:
         f.write(p.stdout)
         f.write("\n--- stderr ---\n")
         f.write(p.stderr)
+    return p
+
+
+def run(cmd, env, log):
+    p = run_logged(cmd, env, log)
     losses, times, footprint = [], [], None
     for line in p.stdout.splitlines():
         if line.startswith("loss "):
@@ -36,16 +42,20 @@ def run(cmd, env, log):
     return p.returncode, losses, times, footprint, p.stderr
 
 
-def free_gpu_bytes():
+def free_gpu_bytes(ordinal=0):
+    """(free, total) bytes of a device: cuMemGetInfo through its primary context, released afterwards."""
     import ctypes
     cuda = ctypes.CDLL("libcuda.so.1")
-    assert cuda.cuInit(0) == 0
+    assert cuda.cuInit(0) == 0, "cuInit failed"
     dev, ctx = ctypes.c_int(), ctypes.c_void_p()
-    cuda.cuDeviceGet(ctypes.byref(dev), 0)
-    cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev)
-    cuda.cuCtxSetCurrent(ctx)
+    assert cuda.cuDeviceGet(ctypes.byref(dev), ordinal) == 0, f"no device {ordinal}"
+    assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0
+    assert cuda.cuCtxPushCurrent_v2(ctx) == 0
     free, total = ctypes.c_size_t(), ctypes.c_size_t()
     cuda.cuMemGetInfo_v2(ctypes.byref(free), ctypes.byref(total))
+    popped = ctypes.c_void_p()
+    cuda.cuCtxPopCurrent_v2(ctypes.byref(popped))
+    cuda.cuDevicePrimaryCtxRelease_v2(dev)
     return free.value, total.value
 
 
