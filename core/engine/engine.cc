@@ -141,19 +141,38 @@ void Engine::on_free(uint64_t address, const std::function<void()>& free_memory)
 
 // ---------------------------------------------------------------- kernels
 
-void Engine::before_kernel(KernelTicket* ticket, StreamId stream, const pump_extent_v1_t* extents, size_t count,
-                           const uint8_t* inexact) {
+// The driver's capture query and the waits a launch owes (which may block until the
+// worker has issued a prefetch) are made outside the lock: the lock covers only the
+// engine's own state, so launches on other threads never queue behind a migration.
+void Engine::reset_ticket(KernelTicket* ticket) {
   ticket->seq = 0;
   ticket->stream = 0;
   ticket->open_ = false;
-  std::lock_guard lock(mutex_);
-  kernel_locked(ticket, stream, extents, count, inexact);
+  ticket->waits_[0] = ticket->waits_[1] = Fence{};
 }
 
-void Engine::kernel_locked(KernelTicket* ticket, StreamId stream, const pump_extent_v1_t* extents, size_t count,
+void Engine::issue_waits(KernelTicket* ticket) {
+  for (Fence& w : ticket->waits_) {
+    if (!w.empty()) backend_.stream_wait(ticket->stream, w);
+    w = Fence{};
+  }
+}
+
+void Engine::before_kernel(KernelTicket* ticket, StreamId stream, const pump_extent_v1_t* extents, size_t count,
                            const uint8_t* inexact) {
+  reset_ticket(ticket);
+  const bool capturing = backend_.capturing(stream);
+  {
+    std::lock_guard lock(mutex_);
+    kernel_locked(ticket, stream, capturing, extents, count, inexact);
+  }
+  issue_waits(ticket);
+}
+
+void Engine::kernel_locked(KernelTicket* ticket, StreamId stream, bool capturing, const pump_extent_v1_t* extents,
+                           size_t count, const uint8_t* inexact) {
   ++stats_.kernels;
-  if (backend_.capturing(stream)) {
+  if (capturing) {
     // Nothing may be queued on it now; what it touches becomes its graph's.
     ++stats_.kernels_captured;
     uint64_t capture = 0;
@@ -195,16 +214,18 @@ void Engine::kernel_locked(KernelTicket* ticket, StreamId stream, const pump_ext
 }
 
 void Engine::before_unattributed_access(KernelTicket* ticket, StreamId stream) {
-  ticket->seq = 0;
-  ticket->stream = 0;
-  ticket->open_ = false;
-  std::lock_guard lock(mutex_);
-  unattributed_locked(ticket, stream);
+  reset_ticket(ticket);
+  const bool capturing = backend_.capturing(stream);
+  {
+    std::lock_guard lock(mutex_);
+    unattributed_locked(ticket, stream, capturing);
+  }
+  issue_waits(ticket);
 }
 
-void Engine::unattributed_locked(KernelTicket* ticket, StreamId stream) {
+void Engine::unattributed_locked(KernelTicket* ticket, StreamId stream, bool capturing) {
   ++stats_.kernels;
-  if (backend_.capturing(stream)) {
+  if (capturing) {
     // Its graph cannot be sized either: its launches take this path too.
     ++stats_.kernels_captured;
     uint64_t capture = 0;
@@ -284,11 +305,17 @@ void Engine::note_unnamed_capture_call() {
 }
 
 void Engine::before_graph_launch(KernelTicket* ticket, StreamId stream, uint64_t exec) {
-  ticket->seq = 0;
-  ticket->stream = 0;
-  ticket->open_ = false;
-  std::lock_guard lock(mutex_);
-  if (backend_.capturing(stream)) {
+  reset_ticket(ticket);
+  const bool capturing = backend_.capturing(stream);
+  {
+    std::lock_guard lock(mutex_);
+    graph_launch_locked(ticket, stream, capturing, exec);
+  }
+  issue_waits(ticket);
+}
+
+void Engine::graph_launch_locked(KernelTicket* ticket, StreamId stream, bool capturing, uint64_t exec) {
+  if (capturing) {
     // A graph launched into a capture: its accesses become the outer graph's.
     ++stats_.kernels;
     ++stats_.kernels_captured;
@@ -299,13 +326,13 @@ void Engine::before_graph_launch(KernelTicket* ticket, StreamId stream, uint64_t
   const GraphExtents::Record* graph = graphs_.of_exec(exec);
   if (!graph || graph->unattributed) {
     ++stats_.graph_launches_unattributed;
-    unattributed_locked(ticket, stream);
+    unattributed_locked(ticket, stream, false);
     return;
   }
   // One unit: its blocks are made room for and prefetched before it, left alone while it
   // may run; a graph whose blocks exceed the budget is an oversized kernel.
   ++stats_.graph_launches;
-  kernel_locked(ticket, stream, graph->extents.data(), graph->extents.size(), graph->inexact.data());
+  kernel_locked(ticket, stream, false, graph->extents.data(), graph->extents.size(), graph->inexact.data());
 }
 
 void Engine::collect_pieces(const pump_extent_v1_t* extents, size_t count, const uint8_t* inexact) {
@@ -522,8 +549,9 @@ void Engine::decide_and_order(StreamId stream, uint64_t seq, KernelTicket* ticke
     else
       kernel_ranges.push_back({b->address, b->bytes});
   }
-  for (const Fence& w : waits)
-    if (!w.empty() && !backend_.done(w)) backend_.stream_wait(stream, w);
+  // Queued by the caller once the lock is released (issue_waits).
+  for (size_t i = 0; i < 2; ++i)
+    if (!waits[i].empty() && !backend_.done(waits[i])) ticket->waits_[i] = waits[i];
   for (uint64_t base : kernel_allocations_) {
     AllocationState& a = allocations_[base];
     a.inexact_seq = seq;

@@ -62,6 +62,7 @@ class KernelTicket {
   std::vector<Block*> blocks_;     // the kernel's blocks (valid while the layout holds)
   std::vector<Range> ranges_;      // ... and their ranges, adjacent ones joined
   std::vector<uint64_t> allocations_;  // allocations it touched through pointers
+  Fence waits_[2];                 // transfers the launch must wait for, one per transfer stream
 };
 
 // How much the engine holds, by container: a long run must keep each of these flat.
@@ -197,9 +198,12 @@ class Engine {
   bool other_streams_settled(Block& b);  // adds their waits to the batch; false if one is captured
   void decide_and_order(StreamId stream, uint64_t seq, KernelTicket* ticket);
   // The bodies of before_kernel and before_unattributed_access, the lock held.
-  void kernel_locked(KernelTicket* ticket, StreamId stream, const pump_extent_v1_t* extents, size_t count,
+  void kernel_locked(KernelTicket* ticket, StreamId stream, bool capturing, const pump_extent_v1_t* extents, size_t count,
                      const uint8_t* inexact);
-  void unattributed_locked(KernelTicket* ticket, StreamId stream);
+  void unattributed_locked(KernelTicket* ticket, StreamId stream, bool capturing);
+  void graph_launch_locked(KernelTicket* ticket, StreamId stream, bool capturing, uint64_t exec);
+  static void reset_ticket(KernelTicket* ticket);
+  void issue_waits(KernelTicket* ticket);
   // The capture of `stream` (being captured) into *capture; false when the backend cannot
   // name it (then every open capture, and the next to end, is tainted).
   bool named_capture(StreamId stream, uint64_t* capture);

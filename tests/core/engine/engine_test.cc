@@ -2,9 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <functional>
+#include <future>
+#include <memory>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "core/common/log.h"
 #include "tests/core/engine/recording_backend.h"
@@ -480,6 +484,31 @@ TEST_F(EngineTest, FreeingAnAllocationDropsItsResidency) {
   pump_block_v1_t b{};
   EXPECT_FALSE(e->find_block(kBase, &b));
   EXPECT_EQ(e->stats().frees, 1u);
+}
+
+// The driver's capture query and the waits a launch owes (which on the GPU may block
+// until the worker issues a prefetch) are made with the engine lock released: another
+// thread's call into the engine goes through meanwhile.
+TEST_F(EngineTest, ALaunchAsksTheDriverAndWaitsForItsTransfersOutsideTheEngineLock) {
+  auto e = make(64 * kMiB);
+  policy_.on_kernel = [](auto* host, auto* k) { prefetch_all(host, k, PUMP_WHEN_NOW); };
+  e->on_alloc(kBase, 4 * kMiB);
+  int through = 0, blocked = 0;
+  backend_.on_query = [&] {
+    // Detached, so a probe stuck on a held lock finishes once the caller releases it.
+    auto done = std::make_shared<std::promise<void>>();
+    std::future<void> reached = done->get_future();
+    std::thread([engine = e.get(), done] {
+      (void)engine->resident_bytes();  // takes the engine lock
+      done->set_value();
+    }).detach();
+    ++(reached.wait_for(std::chrono::seconds(2)) == std::future_status::ready ? through : blocked);
+  };
+  run(*e, {extent(kBase, 4 * kMiB)});
+  backend_.on_query = nullptr;
+  ASSERT_EQ(backend_.waits.size(), 1u);  // the launch waited for its prefetch
+  EXPECT_EQ(through, 2);                 // capturing() and stream_wait()
+  EXPECT_EQ(blocked, 0);
 }
 
 }  // namespace

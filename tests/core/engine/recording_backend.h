@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -34,14 +35,20 @@ class RecordingBackend : public DeviceBackend {
     next_host_ += bytes;
     return at;
   }
-  void stream_wait(StreamId stream, const Fence& fence) override { waits.push_back({stream, fence}); }
+  void stream_wait(StreamId stream, const Fence& fence) override {
+    if (on_query) on_query();
+    waits.push_back({stream, fence});
+  }
   Fence mark(StreamId stream) override {
     marks.push_back(stream);
     note("mark", stream);
     return {stream, ++mark_counter_};
   }
   bool done(const Fence& fence) override { return all_done || completed.count({fence.stream, fence.value}); }
-  bool capturing(StreamId stream) override { return capturing_streams.count(stream) > 0; }
+  bool capturing(StreamId stream) override {
+    if (on_query) on_query();
+    return capturing_streams.count(stream) > 0;
+  }
   // A capturing stream without an entry in capture_ids is one the backend cannot name.
   uint64_t capture_id(StreamId stream) override {
     auto it = capture_ids.find(stream);
@@ -72,6 +79,9 @@ class RecordingBackend : public DeviceBackend {
   std::set<StreamId> capturing_streams;
   std::map<StreamId, uint64_t> capture_ids;
   bool all_done = false;
+  // Called at the start of each stream_wait() and capturing(): what the engine asks the
+  // driver for a launch (a test checks what holds meanwhile).
+  std::function<void()> on_query;
   bool host_memory = false;  // allocate_host hands out (fake) addresses
   StreamId bridge = 0;
   // When set, gets "<name> <prefix>:<stream in hex>" for each mark and bridge ordering, so a
