@@ -128,11 +128,13 @@ void add_part(CallScope* scope, Engine* engine, int device, bool other_device, b
     return;
   }
   const StreamId seen_on = bridged ? bridge : scope->stream;
+  const uint64_t start = scope->timed ? hook_clock_ns() : 0;
   KernelTicket* ticket = t_tickets.take();
   if (unsized && graph_exec) engine->before_graph_launch(ticket, seen_on, graph_exec);
   else if (unsized) engine->before_unattributed_access(ticket, seen_on);
   else engine->before_kernel(ticket, seen_on, extents.data(), extents.size(), inexact.data());
   if (bridged && ticket->seq != 0) backend.bridge_before_access(scope->stream);
+  if (scope->timed) scope->timed->engine_ns.fetch_add(hook_clock_ns() - start, std::memory_order_relaxed);
   scope->add({engine, ticket, bridged});
   if (recording) t_last_dispatch.parts.push_back({device, bridged, seen_on, extents});
 }
@@ -209,6 +211,8 @@ bool begin_extracted_call(SymbolId id, const void* const* args, uint32_t num_arg
   if (!rt && !test) return false;
   HookCounter* counter = rt ? &rt->counter(id) : nullptr;
   if (counter) counter->calls.fetch_add(1, std::memory_order_relaxed);
+  const bool timed = counter && rt->stats_enabled();
+  scope->timed = timed ? counter : nullptr;
 
   bool unsized = kind == HookKind::kUnsized;
   const uint64_t graph_exec = unsized ? launched_graph(id, args) : 0;
@@ -217,8 +221,10 @@ bool begin_extracted_call(SymbolId id, const void* const* args, uint32_t num_arg
   } else {
     const ExtractorRegistry* registry = rt ? &rt->extractors() : test->extractors;
     const ExtractorRegistry::Route* route = registry ? &registry->route(id) : nullptr;
+      const uint64_t extract_start = timed ? hook_clock_ns() : 0;
     const bool extracted =
         route && route->api && ExtractorRegistry::extract(*route, args, num_args, &extents, &inexact);
+    if (timed) counter->extract_ns.fetch_add(hook_clock_ns() - extract_start, std::memory_order_relaxed);
     if (!extracted) extents.clear();
     if (kind == HookKind::kCollective && !(route && route->api)) {
       // NCCL's kernels reach their buffers through structures no launch shows: a collective
@@ -307,6 +313,7 @@ bool begin_extracted_call(SymbolId id, const void* const* args, uint32_t num_arg
 }
 
 void end_extracted_call(CallScope& scope, bool launched) {
+  const uint64_t start = scope.timed ? hook_clock_ns() : 0;
   for (size_t i = 0; i < scope.size(); ++i) {
     CallScope::Part& part = scope[i];
     // The bridge first waits for the call, so the fence after_kernel records follows it.
@@ -314,6 +321,7 @@ void end_extracted_call(CallScope& scope, bool launched) {
     part.engine->after_kernel(part.ticket, launched);
     t_tickets.give(part.ticket);
   }
+  if (scope.timed) scope.timed->engine_ns.fetch_add(hook_clock_ns() - start, std::memory_order_relaxed);
   scope = CallScope{};
 }
 

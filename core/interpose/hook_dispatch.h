@@ -38,6 +38,8 @@
 
 namespace pump::interpose {
 
+struct HookCounter;  // stats_report.h
+
 class ExtractorRegistry;
 
 // The engines one call was handed to, and how to settle them after it.
@@ -54,6 +56,7 @@ class CallScope {
   CallScope(CallScope&& other) noexcept { *this = std::move(other); }
   CallScope& operator=(CallScope&& other) noexcept {
     stream = other.stream;
+    timed = other.timed;
     first_ = other.first_;
     more_ = std::move(other.more_);
     count_ = std::exchange(other.count_, 0);
@@ -62,6 +65,7 @@ class CallScope {
   }
 
   StreamId stream = 0;  // the call's own stream
+  HookCounter* timed = nullptr;  // PUMP_STATS on: the call's counter, for the engines' host time
   bool empty() const { return count_ == 0; }
   size_t size() const { return count_; }
   Part& operator[](size_t i) { return i == 0 ? first_ : more_[i - 1]; }

@@ -133,6 +133,8 @@ std::string render_stats_json(const StatsReport& r) {
     if (h.pump_ns || h.real_ns) {
       o["pump_ns"] = h.pump_ns;
       o["real_ns"] = h.real_ns;
+      o["extract_ns"] = h.extract_ns;
+      o["engine_ns"] = h.engine_ns;
     }
   }
 

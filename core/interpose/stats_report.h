@@ -24,13 +24,17 @@ struct HookCounter {
   // and after the real call, and in the real call itself.
   std::atomic<uint64_t> pump_ns{0};
   std::atomic<uint64_t> real_ns{0};
+  // Parts of pump_ns: in the extractor plugin, and in the engines (before and after the
+  // call, their backends' driver queries included); the rest is the dispatch between them.
+  std::atomic<uint64_t> extract_ns{0};
+  std::atomic<uint64_t> engine_ns{0};
 };
 
 struct HookReport {
   std::string name;
   std::string library;
   uint64_t calls = 0, calls_with_extents = 0, extents = 0, bytes_known = 0, bytes_unknown = 0;
-  uint64_t pump_ns = 0, real_ns = 0;
+  uint64_t pump_ns = 0, real_ns = 0, extract_ns = 0, engine_ns = 0;
 };
 
 struct DeviceReport {

@@ -21,7 +21,7 @@ StatsReport sample() {
   r.budget = "8GiB";
   r.managed_limit = "0:8GiB,1:123";
   r.managed_allocations = 4;
-  r.hooks.push_back({"cublasSgemm_v2", "cublas", 10, 9, 27, 1000, 24, 5000, 7000});
+  r.hooks.push_back({"cublasSgemm_v2", "cublas", 10, 9, 27, 1000, 24, 5000, 7000, 1200, 2100});
   DeviceReport d;
   d.device = 0;
   d.policy = "lru \"quoted\"";
@@ -75,7 +75,8 @@ TEST(StatsReport, RendersHooksDevicesAndConfiguration) {
         "\"shadow_fallbacks\": 106", "\"shadow_used_peak_bytes\": 107", "\"shadow_pinned_bytes\": 108",
         "\"unattributed_accesses\": 109", "\"bytes_unattributed_restored\": 110",
         "\"graph_launches\": 112", "\"graph_launches_unattributed\": 113", "\"datapath\": \"um\"",
-        "\"host_limit_bytes\": 2048", "\"verify\": \"poison\"", "\"pump_ns\": 5000", "\"real_ns\": 7000"})
+        "\"host_limit_bytes\": 2048", "\"verify\": \"poison\"", "\"pump_ns\": 5000", "\"real_ns\": 7000",
+        "\"extract_ns\": 1200", "\"engine_ns\": 2100"})
     EXPECT_NE(json.find(needle), std::string::npos) << needle << "\n" << json;
 }
 

@@ -12,7 +12,9 @@ Every pumped run caps managed memory at half the GPU's free memory (PUMP_MANAGED
 Prints per configuration the median ms/step, the 10th-90th percentile spread, the step time
 added against native, kernels per step (from PUMP_STATS) and the median cost added per launch:
 (median - native median) / kernels per step, beside the host time spent inside pump's hooks
-per launch (PUMP_STATS hooks.*.pump_ns): what pump's own code costs, the rest being the GPU's. Exits 1 if any run fails or a run's loss
+per launch (PUMP_STATS hooks.*.pump_ns), split into the extractor plugins' part (extract_ns), the
+engines' (engine_ns, their driver queries included) and the dispatch between them: what pump's
+own code costs, the rest being the GPU's. Exits 1 if any run fails or a run's loss
 checksum differs from native's.
 
 usage: launch_cost.py --libpump PATH --model densenet121-small [--rounds 3] [--steps 14]
@@ -64,13 +66,15 @@ def run_once(model, steps, batch, env_extra, stats_path, cpus):
             ms.append(float(line.split("=", 1)[1]))
         elif line.startswith("pump-bench: checksum="):
             checksum = line.split("=", 1)[1].strip()
-    kernels = pump_ms = None
+    kernels = host = None
     if "LD_PRELOAD" in env_extra and env_extra.get("PUMP_DISABLE") != "1" and os.path.exists(stats_path):
         report = json.load(open(stats_path))
         kernels = sum(d["kernels"] for d in report["devices"]) / steps
-        # Host time inside pump's hooks (before and after each real call), per step.
-        pump_ms = sum(h.get("pump_ns", 0) for h in report["hooks"].values()) / 1e6 / steps
-    return ms, checksum, kernels, pump_ms, r.stderr
+        # Host time inside pump's hooks (before and after each real call), ms per step: all of
+        # it, in the extractor plugins, in the engines (their driver queries included).
+        host = {part: sum(h.get(f"{part}_ns", 0) for h in report["hooks"].values()) / 1e6 / steps
+                for part in ("pump", "extract", "engine")}
+    return ms, checksum, kernels, host, r.stderr
 
 
 def percentile(xs, q):
@@ -103,14 +107,14 @@ def main():
         rows = [r for r in rows if r[0] in keep]
     times = {name: [] for name, _ in rows}
     kernels = {}
-    host_ms = {}  # per configuration, per run: ms per step spent inside pump's hooks on the host
+    host_ms = {}  # per configuration, per run: ms per step spent inside pump's hooks on the host, by part
     checksums = {}
     failed = []
     for rnd in range(a.rounds):
         for name, env in rows:
             stats = os.path.join(a.out, f"stats-{a.model}-{name}-{rnd}.json")
             try:
-                ms, checksum, k, pump_ms, err = run_once(a.model, a.steps, a.batch, env, stats, cpus)
+                ms, checksum, k, host, err = run_once(a.model, a.steps, a.batch, env, stats, cpus)
             except (RuntimeError, subprocess.TimeoutExpired) as e:
                 print(f"{name} round {rnd}: FAILED {e}", flush=True)
                 failed.append(name)
@@ -119,8 +123,8 @@ def main():
             checksums.setdefault(name, set()).add(checksum)
             if k is not None:
                 kernels[name] = k
-            if pump_ms is not None:
-                host_ms.setdefault(name, []).append(pump_ms)
+            if host is not None:
+                host_ms.setdefault(name, []).append(host)
             print(f"round {rnd} {name}: median {statistics.median(ms[a.warmup:]):.2f} ms", flush=True)
             if err.strip():
                 with open(os.path.join(a.out, f"stderr-{a.model}-{name}.txt"), "a") as f:
@@ -129,7 +133,8 @@ def main():
     kps = kernels.get("extractors") or (max(kernels.values()) if kernels else None)
     print(f"\n{a.model}: {a.rounds} rounds x {a.steps - a.warmup} steps per configuration, "
           f"kernels/step {kps:.0f}" if kps else f"\n{a.model}")
-    print(f"{'config':<12} {'median ms':>10} {'p10-p90 ms':>16} {'vs native':>10} {'us/launch':>10} {'in hooks us/launch':>19}")
+    print(f"{'config':<12} {'median ms':>10} {'p10-p90 ms':>16} {'vs native':>10} {'us/launch':>10} "
+          f"{'in hooks us/launch (extractor + engine + dispatch)':>52}")
     result = {"model": a.model, "kernels_per_step": kps, "rows": {}}
     for name, _ in rows:
         xs = times[name]
@@ -139,10 +144,15 @@ def main():
         med = statistics.median(xs)
         extra = f"{(med / native - 1) * 100:+.1f}%" if native else "-"
         per = f"{(med - native) * 1e3 / kps:.2f}" if native and kps and name != "native" else "-"
-        hooks = statistics.median(host_ms[name]) if host_ms.get(name) else None
-        in_hooks = f"{hooks * 1e3 / kps:.2f}" if hooks is not None and kps else "-"
+        hooks = None
+        in_hooks = "-"
+        if host_ms.get(name) and kps:
+            hooks = {part: statistics.median(run[part] for run in host_ms[name]) for part in ("pump", "extract", "engine")}
+            us = {part: v * 1e3 / kps for part, v in hooks.items()}
+            in_hooks = (f"{us['pump']:.2f} ({us['extract']:.2f} + {us['engine']:.2f} + "
+                        f"{us['pump'] - us['extract'] - us['engine']:.2f})")
         print(f"{name:<12} {med:>10.2f} {percentile(xs, 0.1):>7.2f}-{percentile(xs, 0.9):<8.2f} {extra:>10} {per:>10} "
-              f"{in_hooks:>19}")
+              f"{in_hooks:>52}")
         result["rows"][name] = {"median_ms": med, "p10_ms": percentile(xs, 0.1), "p90_ms": percentile(xs, 0.9),
                                 "steps": len(xs), "hook_host_ms_per_step": hooks,
                                 "checksums": sorted(c or "" for c in checksums.get(name, []))}
