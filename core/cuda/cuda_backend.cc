@@ -322,6 +322,11 @@ std::string CudaBackend::setup_on_worker() {
 
 void CudaBackend::run_job(Job& job) {
   TransferBatch& batch = job.batch;
+  const std::vector<Fence> in_waits = cuda::newest_fence_per_stream(batch.fetch_wait_for, prefetch_key_);
+  const bool after_out = batch.fetch_after_out && batch.has_out();
+  const bool populated = options_.populate_first && !after_out && !context_lost_ &&
+                         (!batch.populate.empty() || !batch.restore.empty());
+  if (populated) issue_populate_first(batch, in_waits);
   if (!context_lost_ && batch.has_out()) {
     // Out: wait for the kernels still using what leaves, copy dirty data to its shadow,
     // then drop the pages (a discard is queued after its copy on this stream, and only
@@ -342,14 +347,12 @@ void CudaBackend::run_job(Job& job) {
   if (!context_lost_) {
     // In: wait for earlier transfers out of the same blocks, and for this batch's out
     // work when it frees the room the fetches take; then populate + copy back.
-    const std::vector<Fence> waits = cuda::newest_fence_per_stream(batch.fetch_wait_for, prefetch_key_);
-    const bool after_out = batch.fetch_after_out && batch.has_out();
-    for (const Fence& f : waits) issue_wait(prefetch_stream_, f);
+    for (const Fence& f : in_waits) issue_wait(prefetch_stream_, f);
     if (after_out) issue_wait(prefetch_stream_, Fence{out_key_, job.value});
     TransferBatch part;
     part.prefetch = std::move(batch.prefetch);
     issue_plan(prefetch_stream_, part);
-    issue_fetch_in_groups(batch, waits, after_out, job.value);
+    issue_fetch_in_groups(batch, in_waits, after_out, job.value, populated);
   }
   publish_batch_done(job.value);
 }
@@ -558,13 +561,23 @@ bool CudaBackend::copy_or_host_fallback(const ShadowRange& s, bool to_host) {
   return false;
 }
 
+void CudaBackend::issue_populate_first(const TransferBatch& batch, const std::vector<Fence>& waits) {
+  for (const Fence& f : waits) issue_wait(populate_stream_, f);
+  std::vector<Range> ranges = batch.populate;
+  for (const ShadowRange& r : batch.restore) ranges.push_back({r.address, r.bytes});
+  issue_populate(populate_stream_, std::move(ranges));
+}
+
 void CudaBackend::issue_fetch_in_groups(const TransferBatch& batch, const std::vector<Fence>& waits, bool after_out,
-                                        uint64_t value) {
+                                        uint64_t value, bool populated) {
   if ((batch.populate.empty() && batch.restore.empty()) || context_lost_) return;
   // The populate stream owes the same waits as the in stream: nothing may be populated
   // while a transfer out of it still runs.
-  for (const Fence& f : waits) issue_wait(populate_stream_, f);
-  if (after_out) issue_wait(populate_stream_, Fence{out_key_, value});
+  // (issue_populate_first queued them already, with its populates.)
+  if (!populated) {
+    for (const Fence& f : waits) issue_wait(populate_stream_, f);
+    if (after_out) issue_wait(populate_stream_, Fence{out_key_, value});
+  }
   auto hand_over = [&] {  // the in stream's next copies wait for what was populated so far
     const char* r_call = nullptr;
     const CUresult r = cuda::wait_for_stream(api_, populated_, populate_stream_, prefetch_stream_, &r_call);
@@ -573,6 +586,18 @@ void CudaBackend::issue_fetch_in_groups(const TransferBatch& batch, const std::v
       api_.cuStreamSynchronize(populate_stream_);
     }
   };
+  if (populated) {  // issue_populate_first did it: the restores wait for all of it
+    hand_over();
+    for (size_t i = 0; i < batch.restore.size();) {
+      std::vector<ShadowRange> group;
+      for (uint64_t bytes = 0; i < batch.restore.size() && bytes < options_.restore_group_bytes; ++i) {
+        group.push_back(batch.restore[i]);
+        bytes += batch.restore[i].bytes;
+      }
+      issue_restores(group);
+    }
+    return;
+  }
   issue_populate(populate_stream_, batch.populate);
   std::vector<ShadowRange> group;
   uint64_t group_bytes = 0;

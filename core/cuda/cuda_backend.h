@@ -117,6 +117,11 @@ struct CudaBackendOptions {
   // Restores are populated and copied in groups of about this many bytes, the populate
   // of one group overlapping the copy of the one before (two streams).
   uint64_t restore_group_bytes = 64ull << 20;
+  // When the in direction need not wait for the out one (no fetch_after_out): populate the
+  // whole batch's in ranges before anything of its out side is queued. A populate is a
+  // unified-memory call, and (bounce_probe) those queued behind the out side's discards
+  // wait for them, leaving the restores at half the link while the saves run.
+  bool populate_first = false;
   // Discards (and populates) cut into pieces of at most this many bytes at aligned
   // boundaries (0: as given). Measured on the H100 (tests/gpu/datapath_bench.cu): a
   // populate of pages discarded and populated as ranges of 16 MiB or more left them
@@ -267,7 +272,10 @@ class CudaBackend final : public DeviceBackend {
   bool copy_or_host_fallback(const ShadowRange& s, bool to_host);
   void issue_populate(CUstream stream, std::vector<Range> ranges);
   // Populates on the populate stream, group by group, each group's copies waiting for it.
-  void issue_fetch_in_groups(const TransferBatch& batch, const std::vector<Fence>& waits, bool after_out, uint64_t value);
+  void issue_fetch_in_groups(const TransferBatch& batch, const std::vector<Fence>& waits, bool after_out, uint64_t value,
+                             bool populated);
+  // populate_first: the batch's populates and restores' pages, on the populate stream after `waits`.
+  void issue_populate_first(const TransferBatch& batch, const std::vector<Fence>& waits);
   void poison(CUstream stream, const Range& range);
   // PUMP_VERIFY=checksum (core/cuda/clean_check.cc): compares each range with its shadow;
   // returns {bytes checked, ranges that differed}.
