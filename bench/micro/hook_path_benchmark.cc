@@ -2,7 +2,7 @@
 // hooks (__cudaLaunchKernel, cudnnBackend*), which run hook dispatch, the process's Runtime
 // (PUMP_PLUGINS / PUMP_POLICY read from the environment as under LD_PRELOAD), the real
 // launch/cudnn/cublas extractor plugins, the Engine with its policy, and a CudaBackend over
-// the fake driver (tests/cuda/fake_driver.cc: every driver call there takes a mutex and a
+// the fake driver (tests/core/cuda/fake_driver.cc: every driver call there takes a mutex and a
 // map lookup, so driver calls cost more than on a real driver's fast paths; the counter
 // driver_calls says how many a hook call makes). The program's "real" CUDA/cuDNN functions
 // are no-ops. Nothing is ever moved: every block fits (as in tests/gpu/torch/launch_cost.py).
@@ -29,7 +29,7 @@
 #include "core/interpose/real_symbols.h"
 #include "core/interpose/reentry_guard.h"
 #include "core/interpose/runtime.h"
-#include "tests/cuda/fake_driver_handle.h"
+#include "tests/core/cuda/fake_driver_handle.h"
 
 namespace pump {
 namespace {

@@ -4,7 +4,7 @@
 // functions are found at run time in the libnccl.so.2 the application loaded.
 //
 // Where NCCL's own header was included first (NCCL_H_), its types are used and these
-// declarations must agree with it: tests/interpose/nccl_api_matches_nccl_h.cc compiles
+// declarations must agree with it: tests/core/interpose/nccl_api_matches_nccl_h_test.cc compiles
 // exactly that, so a wrong signature here fails the build where nccl.h is installed.
 #pragma once
 

@@ -151,12 +151,12 @@ std::optional<Loaded> load(std::string_view name_or_path, const std::string& plu
   return loaded;
 }
 
-// The file holding this code: the executable (tests, pump-bench link pump_core
+// The file holding this code: the executable (tests, pump-bench link pump_plugin_host
 // statically) or libpump.so.
-fs::path binary_holding_pump_core() {
+fs::path binary_holding_plugin_host() {
   Dl_info info;
   link_map* map = nullptr;
-  if (dladdr1(reinterpret_cast<const void*>(&binary_holding_pump_core), &info, reinterpret_cast<void**>(&map),
+  if (dladdr1(reinterpret_cast<const void*>(&binary_holding_plugin_host), &info, reinterpret_cast<void**>(&map),
               RTLD_DL_LINKMAP) != 0 && map && map->l_name && map->l_name[0] != '\0')
     return fs::path(map->l_name);
   // The main program's link_map has an empty name (dladdr would give argv[0], which may be
@@ -187,7 +187,7 @@ std::optional<LoadedExtractor> PluginHost::load_extractor(std::string_view name_
 // "not found" message names where plugins were expected.
 std::string PluginHost::default_plugin_dir() {
   if (const char* env = std::getenv("PUMP_PLUGIN_DIR"); env && *env) return env;
-  fs::path binary = binary_holding_pump_core();
+  fs::path binary = binary_holding_plugin_host();
   if (binary.empty()) return "pump";
   const fs::path dir = binary.parent_path();
   const fs::path candidates[] = {dir / "pump", dir / ".." / PUMP_INSTALL_LIBDIR / "pump", dir / ".." / "lib" / "pump"};

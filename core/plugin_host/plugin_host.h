@@ -36,7 +36,7 @@ class PluginHost {
   std::optional<LoadedPolicy> load_policy(std::string_view name_or_path);
   std::optional<LoadedExtractor> load_extractor(std::string_view name_or_path);
 
-  // PUMP_PLUGIN_DIR if set, else "<directory of the binary holding pump_core>/pump"
+  // PUMP_PLUGIN_DIR if set, else "<directory of the binary holding pump_plugin_host>/pump"
   // (libpump.so in <libdir> next to <libdir>/pump); if that does not exist,
   // "<dir>/../<libdir>/pump" or "<dir>/../lib/pump" (an executable in bin/: pump-bench,
   // test binaries in build/bin find build/lib/pump).

@@ -4,7 +4,7 @@
 // legacy and per-thread default streams work, the event fallback orders too; then a
 // small bandwidth table through the backend (2 MiB x N, merged vs unmerged).
 // Exit codes: 0 all passed, 1 a check failed, 77 skipped (no GPU, or too little free memory).
-// Standalone (no GoogleTest on GPU machines): build with nvcc, see tests/cuda/CMakeLists.txt.
+// Standalone (no GoogleTest on GPU machines): build with nvcc, see tests/core/cuda/CMakeLists.txt.
 #include <cuda.h>
 #include <cuda_runtime.h>
 

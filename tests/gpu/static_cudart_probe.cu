@@ -6,7 +6,7 @@
 // Prints what it computed (checksums, bit-exact across runs) and exits 0. With --check
 // it also verifies every result against the host and exits 1 on a mismatch or a failed
 // call, 77 where there is no GPU. Without --check, a missing device is just printed:
-// the CPU test runs it against a fake driver (tests/interpose/check_static_cudart.cmake);
+// the CPU test runs it against a fake driver (tests/core/interpose/check_static_cudart.cmake);
 // tests/gpu/static_cudart_check.sh runs it on a GPU, natively and under libpump.so.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>

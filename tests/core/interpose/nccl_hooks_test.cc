@@ -15,7 +15,7 @@
 #include "core/interpose/nccl_groups.h"
 #include "core/plugin_host/plugin_host.h"
 #include "tests/core/engine/recording_backend.h"
-#include "tests/interpose/log_capture.h"
+#include "tests/core/interpose/log_capture.h"
 
 extern "C" {
 extern int fake_nccl_result;

@@ -15,7 +15,7 @@
 
 #include "core/engine/engine.h"
 #include "tests/core/engine/concurrent_program.h"
-#include "tests/cuda/fake_driver_handle.h"
+#include "tests/core/cuda/fake_driver_handle.h"
 
 namespace pump {
 namespace {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/common/log.h"
-#include "tests/cuda/fake_driver_handle.h"
+#include "tests/core/cuda/fake_driver_handle.h"
 
 namespace pump {
 namespace {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/engine/engine.h"
-#include "tests/cuda/fake_driver_handle.h"
+#include "tests/core/cuda/fake_driver_handle.h"
 
 namespace pump {
 namespace {

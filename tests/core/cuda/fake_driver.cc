@@ -3,7 +3,7 @@
 // ABI appeared in (as the real driver does). The few a program allocates, copies and
 // launches with are also exported by name, for programs that look them up through
 // the library's handle. Contexts are per device (0xc0 + ordinal). See fake_driver.h.
-#include "tests/cuda/fake_driver.h"
+#include "tests/core/cuda/fake_driver.h"
 
 #include <cuda.h>
 

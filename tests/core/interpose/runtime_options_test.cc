@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "tests/interpose/log_capture.h"
+#include "tests/core/interpose/log_capture.h"
 
 namespace pump::interpose {
 namespace {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/cuda/cuda_backend.h"
-#include "tests/cuda/fake_driver.h"
+#include "tests/core/cuda/fake_driver.h"
 
 namespace pump::testing {
 

@@ -1,4 +1,4 @@
-#include "tests/cuda/tight_budget_program.h"
+#include "tests/core/cuda/tight_budget_program.h"
 
 #include <cstdio>
 #include <cstdlib>

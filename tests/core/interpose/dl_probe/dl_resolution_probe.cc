@@ -14,7 +14,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "tests/cuda/fake_driver.h"
+#include "tests/core/cuda/fake_driver.h"
 
 extern "C" int pump_probe_next_of_a(void);
 extern "C" int pump_probe_vnext_of_a(void);

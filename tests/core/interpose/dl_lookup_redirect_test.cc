@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "core/interpose/real_symbols.h"
-#include "tests/interpose/log_capture.h"
+#include "tests/core/interpose/log_capture.h"
 
 namespace pump::interpose {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "tests/interpose/log_capture.h"
+#include "tests/core/interpose/log_capture.h"
 
 extern "C" int pump_fake_linked_symbol(void);
 

@@ -1,4 +1,4 @@
-#include "tests/cuda/fake_driver_handle.h"
+#include "tests/core/cuda/fake_driver_handle.h"
 
 #include <dlfcn.h>
 

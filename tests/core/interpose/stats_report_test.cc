@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "tests/interpose/log_capture.h"
+#include "tests/core/interpose/log_capture.h"
 
 namespace pump::interpose {
 namespace {
