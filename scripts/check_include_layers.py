@@ -3,7 +3,8 @@
 
 core/'s layers, lowest first (docs/architecture.md, "Layers"):
   core/common <- core/tracker <- core/engine <- core/sim, core/cuda (backends)
-  core/plugin_host (on core/common)
+  core/plugin_host (on common, tracker, engine: its adapters turn the C ABI into the
+    engine's C++ Policy; the interposer hands the extractor adapter its services)
   core/trace (beside interpose: on common, tracker, engine and plugin_host)
   core/interpose on top (may include any of core)
 A folder may include its own files and those of the folders it stands on; the
@@ -25,7 +26,7 @@ ALLOWED = {
     "engine": {"common", "tracker"},
     "sim": {"common", "tracker", "engine"},
     "cuda": {"common", "tracker", "engine"},
-    "plugin_host": {"common"},
+    "plugin_host": {"common", "tracker", "engine"},
     "trace": {"common", "tracker", "engine", "plugin_host"},
     "interpose": {"common", "tracker", "engine", "sim", "cuda", "plugin_host", "trace"},
 }
