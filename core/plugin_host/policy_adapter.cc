@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <type_traits>
 
 #include "core/common/byte_size.h"
 #include "core/common/log.h"
@@ -56,6 +57,7 @@ PolicyAdapter::~PolicyAdapter() {
 }
 
 const PolicyAdapter::Host& PolicyAdapter::from(const pump_policy_host_v1_t* table) {
+  static_assert(std::is_standard_layout_v<Host>, "the table pointer is cast to its Host");
   return *reinterpret_cast<const Host*>(table);
 }
 
