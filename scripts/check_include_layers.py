@@ -4,7 +4,8 @@ include_layers).
 
 core/'s layers, lowest first (docs/architecture.md, "Layers"):
   core/common <- core/tracker <- core/engine <- core/sim, core/cuda (backends)
-  core/plugin_host (on common, tracker and engine: it adapts policies to the engine)
+  core/plugin_host (on common, tracker, engine: its adapters turn the C ABI into the
+    engine's C++ Policy; the interposer hands the extractor adapter its services)
   core/trace (beside interpose: on common, tracker, engine and plugin_host)
   core/interpose on top (may include any of core but the sim: libpump.so has no sim)
 A folder may include its own files and those of the folders it stands on; the

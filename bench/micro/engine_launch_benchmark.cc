@@ -10,6 +10,7 @@
 #include "core/common/config.h"
 #include "core/engine/engine.h"
 #include "core/plugin_host/plugin_host.h"
+#include "core/plugin_host/policy_adapter.h"
 #include "core/sim/sim_backend.h"
 
 namespace {
@@ -25,7 +26,7 @@ void run_hot_path(benchmark::State& state, const pump_policy_v1_t* policy) {
   pump::EngineOptions options;
   options.budget_bytes = 8ull << 30;  // everything fits
   pump::Config config;
-  pump::Engine engine(backend, policy, options, &config);
+  pump::Engine engine(backend, pump::make_policy_adapter(policy), options, &config);
   for (int i = 0; i < kAllocations; ++i) engine.on_alloc(kBase + i * kAllocBytes, kAllocBytes);
 
   // 64 distinct kernels cycling over the allocations, like a model's layers.

@@ -14,6 +14,7 @@
 #include "core/common/config.h"
 #include "core/engine/engine.h"
 #include "core/plugin_host/plugin_host.h"
+#include "core/plugin_host/policy_adapter.h"
 #include "core/trace/trace_reader.h"
 
 namespace {
@@ -70,7 +71,7 @@ void replay(benchmark::State& state, const char* policy_name) {
   pump::EngineOptions options;
   options.budget_bytes = 1ull << 40;  // everything fits
   pump::Config config;
-  pump::Engine engine(backend, policy ? policy->api : nullptr, options, &config);
+  pump::Engine engine(backend, pump::make_policy_adapter(policy ? policy->api : nullptr), options, &config);
   // PyTorch's caching allocator keeps its segments: every allocation stays, frees are ignored.
   std::vector<const pump::TraceRecord*> kernels;
   for (const pump::TraceRecord& r : trace->records) {

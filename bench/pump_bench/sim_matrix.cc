@@ -7,6 +7,7 @@
 #include "core/common/config.h"
 #include "core/engine/shadow_store.h"
 #include "core/plugin_host/plugin_host.h"
+#include "core/plugin_host/policy_adapter.h"
 #include "core/sim/sim_runner.h"
 #include "bench/pump_bench/oracle.h"
 
@@ -204,7 +205,7 @@ std::vector<ConfigResult> run_sim_matrix(const SimMatrix& matrix, const SimProgr
         }
         SimBackend backend(matrix.model);
         Config config_values;  // policies read their knobs from the environment, as under libpump
-        Engine engine(backend, api, engine_options(budget, datapath, w), &config_values);
+        Engine engine(backend, make_policy_adapter(api), engine_options(budget, datapath, w), &config_values);
         // An init that fails leaves the engine without a policy (it logs "failed to
         // initialize"): policy_name() is then not the plugin's own name pointer.
         if (api && engine.policy_name() != api->name) {

@@ -8,11 +8,6 @@
 
 namespace pump {
 
-struct Engine::PolicyHost {
-  pump_policy_host_v1_t table;  // first member: the C side holds a pointer to it
-  Engine* engine;
-};
-
 namespace {
 
 const Config& default_config() {
@@ -28,14 +23,10 @@ constexpr bool writes(uint32_t access) { return (access & PUMP_ACCESS_WRITE) != 
 
 const char* datapath_name(DataPath path) { return path == DataPath::kCopy ? "copy" : "um"; }
 
-Engine& Engine::from(const pump_policy_host_v1_t* host) {
-  return *reinterpret_cast<const PolicyHost*>(host)->engine;
-}
-
-Engine::Engine(DeviceBackend& backend, const pump_policy_v1_t* policy, const EngineOptions& options,
+Engine::Engine(DeviceBackend& backend, std::unique_ptr<Policy> policy, const EngineOptions& options,
                const Config* config)
     : backend_(backend),
-      policy_(policy),
+      policy_(std::move(policy)),
       config_(config ? config : &default_config()),
       budget_(options.budget_bytes ? options.budget_bytes : backend.device_memory_bytes()),
       tracker_(options.split_granularity),
@@ -43,37 +34,13 @@ Engine::Engine(DeviceBackend& backend, const pump_policy_v1_t* policy, const Eng
       datapath_(options.datapath),
       verify_clean_(options.verify_clean),
       shadows_([&backend](uint64_t bytes) { return backend.allocate_host(bytes); }, options.host_limit_bytes,
-               ShadowStore::kDefaultSlabBytes, options.shared_host_limit),
-      host_(std::make_unique<PolicyHost>()) {
-  pump_policy_host_v1_t& t = host_->table;
-  t.struct_size = sizeof(pump_policy_host_v1_t);
-  t.abi_version = PUMP_POLICY_ABI_V1;
-  t.log = &Engine::svc_log;
-  t.get_config = &Engine::svc_get_config;
-  t.get_budget = &Engine::svc_get_budget;
-  t.find_block = &Engine::svc_find_block;
-  t.eviction_candidates = &Engine::svc_eviction_candidates;
-  t.prefetch = &Engine::svc_prefetch;
-  t.evict = &Engine::svc_evict;
-  t.parse_size = &Engine::svc_parse_size;
-  host_->engine = this;
-
-  if (policy_) {
-    pump_status_v1_t status = policy_->init ? policy_->init(&host_->table, &policy_ctx_) : PUMP_ERR_INTERNAL;
-    if (status != PUMP_OK) {
-      log(LogLevel::kError,
-          "policy '%s' failed to initialize (status %d): running without a policy "
-          "(no prefetch, least-recently-used eviction under the budget)",
-          policy_->name ? policy_->name : "?", static_cast<int>(status));
-      policy_ = nullptr;
-      policy_ctx_ = nullptr;
-    }
-  }
+               ShadowStore::kDefaultSlabBytes, options.shared_host_limit) {
+  // Last: the policy may use the engine's services while it starts.
+  if (policy_ && !policy_->attach(*this)) policy_.reset();
 }
 
-Engine::~Engine() {
-  if (policy_ && policy_->fini) policy_->fini(policy_ctx_);
-}
+// The policy goes first, while everything its teardown might still look at exists.
+Engine::~Engine() { policy_.reset(); }
 
 // ---------------------------------------------------------------- allocations
 
@@ -92,10 +59,7 @@ void Engine::on_alloc(uint64_t address, uint64_t bytes, uint64_t group) {
     tracked_end_.store(address + bytes, std::memory_order_release);
   stats_.peak_tracked_bytes = std::max(stats_.peak_tracked_bytes, tracker_.tracked_bytes());
   Block* block = tracker_.find(address);
-  if (policy_ && policy_->on_alloc) {
-    pump_block_v1_t view = snapshot(*block, false);
-    policy_->on_alloc(policy_ctx_, &view);
-  }
+  if (policy_) policy_->on_alloc(snapshot(*block, false));
   block = tracker_.find(address);  // the policy cannot split, but stay safe
   if (prefetch_on_alloc_ && block && block->residency == PUMP_RESIDENT_HOST &&
       occupied_bytes() + block->bytes <= budget_)
@@ -122,10 +86,7 @@ void Engine::on_free(uint64_t address, const std::function<void()>& free_memory)
     keep_pending(b.out_fence);
     if (b.residency == PUMP_RESIDENT_DEVICE) resident += b.bytes;
     release_shadow(b);
-    if (policy_ && policy_->on_free) {
-      pump_block_v1_t view = snapshot(b, false);
-      policy_->on_free(policy_ctx_, &view);
-    }
+    if (policy_) policy_->on_free(snapshot(b, false));
   });
   if (bytes) ++stats_.frees;
   allocations_.erase(address);
@@ -468,8 +429,7 @@ void Engine::decide_and_order(StreamId stream, uint64_t seq, KernelTicket* ticke
   // Room first: every block of the kernel will be resident once it runs. (A kernel
   // that brings nothing in leaves an earlier overrun for the next one to fix.)
   if (kernel_missing_bytes_ && occupied_bytes() + kernel_missing_bytes_ > budget_) {
-    if (policy_ && policy_->on_pressure)
-      policy_->on_pressure(policy_ctx_, &kernel, occupied_bytes() + kernel_missing_bytes_ - budget_);
+    if (policy_) policy_->on_pressure(kernel, occupied_bytes() + kernel_missing_bytes_ - budget_);
     if (occupied_bytes() + kernel_missing_bytes_ > budget_)
       fallback_make_room(occupied_bytes() + kernel_missing_bytes_ - budget_);
     if (occupied_bytes() + kernel_missing_bytes_ > budget_) {
@@ -482,7 +442,7 @@ void Engine::decide_and_order(StreamId stream, uint64_t seq, KernelTicket* ticke
     }
   }
 
-  if (policy_) policy_->on_kernel(policy_ctx_, &kernel);
+  if (policy_) policy_->on_kernel(kernel);
 
   // What the policy did not prefetch faults in when the kernel runs; except dropped
   // blocks, whose device pages hold nothing: those are brought back here, always.
@@ -1021,7 +981,7 @@ EngineStats Engine::stats() const {
 
 pump_budget_v1_t Engine::budget() const {
   std::lock_guard lock(mutex_);
-  return {budget_, occupied_bytes(), backend_.device_memory_bytes(), tracker_.tracked_bytes()};
+  return budget_locked();
 }
 
 EngineFootprint Engine::footprint() const {
@@ -1042,72 +1002,45 @@ uint64_t Engine::resident_bytes() const {
   return tracker_.resident_bytes();
 }
 
-// ---------------------------------------------------------------- host services
+// ---------------------------------------------------------------- policy services
 
-void Engine::svc_log(const pump_policy_host_v1_t* host, pump_log_level_v1_t level, const char* message) {
-  Engine& e = from(host);
-  log(static_cast<LogLevel>(std::clamp(static_cast<int>(level), 0, 3)), "policy %s: %s",
-      e.policy_ && e.policy_->name ? e.policy_->name : "?", message ? message : "");
+pump_budget_v1_t Engine::budget_locked() const {
+  return {budget_, occupied_bytes(), backend_.device_memory_bytes(), tracker_.tracked_bytes()};
 }
 
-const char* Engine::svc_get_config(const pump_policy_host_v1_t* host, const char* key) {
-  return key ? from(host).config_->get_c_str(key) : nullptr;
+bool Engine::find_block_locked(uint64_t address, pump_block_v1_t* out) {
+  Block* b = tracker_.find(address);
+  if (!b) return false;
+  *out = victim_view(*b);
+  return true;
 }
 
-void Engine::svc_get_budget(const pump_policy_host_v1_t* host, pump_budget_v1_t* out) {
-  Engine& e = from(host);
-  if (out) *out = {e.budget_, e.occupied_bytes(), e.backend_.device_memory_bytes(), e.tracker_.tracked_bytes()};
-}
-
-pump_status_v1_t Engine::svc_find_block(const pump_policy_host_v1_t* host, uint64_t address, pump_block_v1_t* out) {
-  Engine& e = from(host);
-  if (!out) return PUMP_ERR_INVALID_ARGUMENT;
-  Block* b = e.tracker_.find(address);
-  if (!b) return PUMP_ERR_NOT_FOUND;
-  *out = e.victim_view(*b);
-  return PUMP_OK;
-}
-
-size_t Engine::svc_eviction_candidates(const pump_policy_host_v1_t* host, uint32_t role_mask, pump_block_v1_t* out,
-                                       size_t max) {
-  Engine& e = from(host);
-  if (!out) return 0;
+size_t Engine::eviction_candidates_locked(uint32_t role_mask, pump_block_v1_t* out, size_t max) {
   size_t n = 0;
-  for (Block& b : e.tracker_.lru()) {
+  for (Block& b : tracker_.lru()) {
     if (n == max) break;
-    if ((e.current_seq_ && b.kernel_mark == e.current_seq_) || b.launches_pending) continue;
+    if ((current_seq_ && b.kernel_mark == current_seq_) || b.launches_pending) continue;
     if (!(role_mask & (1u << b.role))) continue;
-    if (!e.kernel_allocations_.empty() && std::find(e.kernel_allocations_.begin(), e.kernel_allocations_.end(),
-                                                    b.allocation) != e.kernel_allocations_.end())
+    if (!kernel_allocations_.empty() &&
+        std::find(kernel_allocations_.begin(), kernel_allocations_.end(), b.allocation) != kernel_allocations_.end())
       continue;
-    out[n++] = e.victim_view(b);
+    out[n++] = victim_view(b);
   }
   return n;
 }
 
-pump_status_v1_t Engine::svc_prefetch(const pump_policy_host_v1_t* host, uint64_t block_id, pump_when_v1_t when) {
-  Engine& e = from(host);
-  Block* b = e.tracker_.find_by_id(block_id);
+pump_status_v1_t Engine::prefetch_locked(uint64_t block_id, pump_when_v1_t when) {
+  Block* b = tracker_.find_by_id(block_id);
   if (!b) return PUMP_ERR_NOT_FOUND;
-  pump_status_v1_t status = e.request_prefetch(*b, when);
-  if (status == PUMP_ERR_REFUSED) ++e.stats_.policy_refusals;
+  pump_status_v1_t status = request_prefetch(*b, when);
+  if (status == PUMP_ERR_REFUSED) ++stats_.policy_refusals;
   return status;
 }
 
-pump_status_v1_t Engine::svc_parse_size(const pump_policy_host_v1_t*, const char* text, uint64_t whole,
-                                        uint64_t* bytes) {
-  if (text == nullptr || bytes == nullptr) return PUMP_ERR_INVALID_ARGUMENT;
-  const std::optional<uint64_t> parsed = parse_size_or_percent(text, whole);
-  if (!parsed) return PUMP_ERR_INVALID_ARGUMENT;
-  *bytes = *parsed;
-  return PUMP_OK;
-}
-
-pump_status_v1_t Engine::svc_evict(const pump_policy_host_v1_t* host, uint64_t block_id, uint32_t flags) {
-  Engine& e = from(host);
-  Block* b = e.tracker_.find_by_id(block_id);
+pump_status_v1_t Engine::evict_locked(uint64_t block_id, uint32_t flags) {
+  Block* b = tracker_.find_by_id(block_id);
   if (!b) return PUMP_ERR_NOT_FOUND;
-  return e.request_evict(*b, flags, true);
+  return request_evict(*b, flags, true);
 }
 
 }  // namespace pump

@@ -21,6 +21,7 @@
 #include "core/engine/engine_block.h"
 #include "core/engine/engine_stats.h"
 #include "core/engine/graph_extents.h"
+#include "core/engine/policy.h"
 #include "core/engine/shadow_store.h"
 #include "pump/policy_v1.h"
 #include "pump/extractor_v1.h"
@@ -79,8 +80,9 @@ struct EngineFootprint {
 class Engine {
  public:
   // `policy` may be null: no prefetching, least-recently-used eviction under the budget.
-  // The policy's init runs here; if it fails, the engine logs why and runs without it.
-  Engine(DeviceBackend& backend, const pump_policy_v1_t* policy, const EngineOptions& options,
+  // It is attached here; if that fails, the engine runs without it. (A C policy plugin:
+  // make_policy_adapter, core/plugin_host/policy_adapter.h.)
+  Engine(DeviceBackend& backend, std::unique_ptr<Policy> policy, const EngineOptions& options,
          const Config* config);
   ~Engine();
   Engine(const Engine&) = delete;
@@ -146,15 +148,26 @@ class Engine {
   pump_budget_v1_t budget() const;
   DataPath datapath() const { return datapath_; }
   DeviceBackend& backend() const { return backend_; }
-  const char* policy_name() const { return policy_ ? policy_->name : "none (no policy)"; }
+  const char* policy_name() const { return policy_ ? policy_->name() : "none (no policy)"; }
+
+  // The policy's services: only from inside a Policy callback (the lock is held) or its
+  // attach (the engine is being constructed). They take no lock.
+  const Config& config() const { return *config_; }
+  pump_budget_v1_t budget_locked() const;
+  // The block containing `address`, as the policy's lookups see it (with IN_USE and CLEAN).
+  bool find_block_locked(uint64_t address, pump_block_v1_t* out);
+  // Up to `max` resident blocks whose role bit is in `role_mask`, least recently used
+  // first, none the kernel being decided may touch. Returns how many were written.
+  size_t eviction_candidates_locked(uint32_t role_mask, pump_block_v1_t* out, size_t max);
+  // Requests by the policy: a refusal counts in EngineStats::policy_refusals.
+  pump_status_v1_t prefetch_locked(uint64_t block_id, pump_when_v1_t when);
+  pump_status_v1_t evict_locked(uint64_t block_id, uint32_t flags);
 
   // For invariant checks in tests: the sum of bytes resident in stream order.
   uint64_t resident_bytes() const;
   EngineFootprint footprint() const;
 
  private:
-  struct PolicyHost;  // pump_policy_host_v1_t + back pointer
-
   pump_block_v1_t snapshot(const Block& b, bool in_use) const;
   bool in_use(const Block& b);
   // Per managed allocation, what kernels that got a pointer into it did (both data paths):
@@ -219,20 +232,8 @@ class Engine {
   static void append_ranges(std::vector<Block*>* blocks, std::vector<Range>* ranges);
   void append_shadow_ranges(std::vector<Block*>* blocks, std::vector<ShadowRange>* ranges) const;
 
-  // Policy host services (C ABI trampolines).
-  static void svc_log(const pump_policy_host_v1_t*, pump_log_level_v1_t, const char*);
-  static const char* svc_get_config(const pump_policy_host_v1_t*, const char*);
-  static void svc_get_budget(const pump_policy_host_v1_t*, pump_budget_v1_t*);
-  static pump_status_v1_t svc_find_block(const pump_policy_host_v1_t*, uint64_t, pump_block_v1_t*);
-  static size_t svc_eviction_candidates(const pump_policy_host_v1_t*, uint32_t, pump_block_v1_t*, size_t);
-  static pump_status_v1_t svc_prefetch(const pump_policy_host_v1_t*, uint64_t, pump_when_v1_t);
-  static pump_status_v1_t svc_evict(const pump_policy_host_v1_t*, uint64_t, uint32_t);
-  static pump_status_v1_t svc_parse_size(const pump_policy_host_v1_t*, const char* text, uint64_t whole, uint64_t* bytes);
-  static Engine& from(const pump_policy_host_v1_t* host);
-
   DeviceBackend& backend_;
-  const pump_policy_v1_t* policy_;
-  void* policy_ctx_ = nullptr;
+  std::unique_ptr<Policy> policy_;
   const Config* config_;
   uint64_t budget_;
   BlockTracker tracker_;
@@ -240,7 +241,6 @@ class Engine {
   DataPath datapath_;
   bool verify_clean_;
   ShadowStore shadows_;
-  std::unique_ptr<PolicyHost> host_;
 
   mutable std::mutex mutex_;
   // [lowest_tracked_, tracked_end_): covers every allocation ever tracked (written under

@@ -1,7 +1,5 @@
 #include "core/interpose/extractor_registry.h"
 
-#include <algorithm>
-
 #include "core/common/log.h"
 #include "core/interpose/real_symbols.h"
 
@@ -13,33 +11,15 @@ thread_local bool t_recording = false;
 thread_local std::vector<std::pair<uint64_t, uint64_t>> t_found_blocks;
 }  // namespace
 
-struct ExtractorRegistry::Host {
-  pump_extractor_host_v1_t table;  // first: the plugin holds a pointer to it
-  ExtractorRegistry* registry;
-  std::string name;
+const char* ExtractorRegistry::config(const char* key) { return config_->get_c_str(key); }
 
-  static const Host& from(const pump_extractor_host_v1_t* t) { return *reinterpret_cast<const Host*>(t); }
+bool ExtractorRegistry::find_block(uint64_t address, pump_block_v1_t* out) {
+  if (!find_block_ || !find_block_(address, out)) return false;
+  if (t_recording) t_found_blocks.emplace_back(out->address, out->bytes);
+  return true;
+}
 
-  static void svc_log(const pump_extractor_host_v1_t* self, pump_log_level_v1_t level, const char* message) {
-    LogLevel l = static_cast<LogLevel>(std::clamp(static_cast<int>(level), 0, 3));
-    if (l > log_level()) return;
-    log(l, "extractor %s: %s", from(self).name.c_str(), message ? message : "");
-  }
-  static const char* svc_get_config(const pump_extractor_host_v1_t* self, const char* key) {
-    return key ? from(self).registry->config_->get_c_str(key) : nullptr;
-  }
-  static pump_status_v1_t svc_find_block(const pump_extractor_host_v1_t* self, uint64_t address,
-                                         pump_block_v1_t* out) {
-    if (!out) return PUMP_ERR_INVALID_ARGUMENT;
-    auto find = from(self).registry->find_block_;
-    if (!find || !find(address, out)) return PUMP_ERR_NOT_FOUND;
-    if (t_recording) t_found_blocks.emplace_back(out->address, out->bytes);
-    return PUMP_OK;
-  }
-  static void* svc_real_symbol(const pump_extractor_host_v1_t*, const char* name) {
-    return real_symbol_by_name(name);
-  }
-};
+void* ExtractorRegistry::real_symbol(const char* name) { return real_symbol_by_name(name); }
 
 ExtractorRegistry::ExtractorRegistry(const Config* config, FindBlockFn find_block)
     : config_(config), find_block_(find_block) {}
@@ -59,23 +39,10 @@ bool ExtractorRegistry::add(const pump_extractor_v1_t* api) {
     log(LogLevel::kError, "extractor %s lacks init or extract: not used", api && api->name ? api->name : "?");
     return false;
   }
-  auto host = std::make_unique<Host>();
-  host->table.struct_size = sizeof(pump_extractor_host_v1_t);
-  host->table.abi_version = PUMP_EXTRACTOR_ABI_V1;
-  host->table.log = &Host::svc_log;
-  host->table.get_config = &Host::svc_get_config;
-  host->table.find_block = &Host::svc_find_block;
-  host->table.real_symbol = &Host::svc_real_symbol;
-  host->registry = this;
-  host->name = api->name ? api->name : "?";
-
+  ExtractorServices& services = *this;  // (a private base: converted here, where it is accessible)
+  auto host = std::make_unique<ExtractorHost>(api, services);
   void* ctx = nullptr;
-  pump_status_v1_t status = api->init(&host->table, &ctx);
-  if (status != PUMP_OK) {
-    log(LogLevel::kError, "extractor %s failed to initialize (status %d): running without it", host->name.c_str(),
-        static_cast<int>(status));
-    return false;
-  }
+  if (!host->init(&ctx)) return false;
   std::string unhooked;
   for (uint32_t i = 0; api->apis && api->apis[i]; ++i) {
     auto id = find_hook(api->apis[i]);
@@ -87,14 +54,14 @@ bool ExtractorRegistry::add(const pump_extractor_v1_t* api) {
     }
     Route& r = routes_[*id];
     if (r.api) {
-      log(LogLevel::kWarn, "extractor %s also handles %s: keeping extractor %s for it", host->name.c_str(),
+      log(LogLevel::kWarn, "extractor %s also handles %s: keeping extractor %s for it", host->name().c_str(),
           api->apis[i], r.api->name ? r.api->name : "?");
       continue;
     }
     r = Route{api, ctx, i};
   }
   if (!unhooked.empty())
-    log(LogLevel::kWarn, "extractor %s lists functions libpump does not intercept (ignored): %s", host->name.c_str(),
+    log(LogLevel::kWarn, "extractor %s lists functions libpump does not intercept (ignored): %s", host->name().c_str(),
         unhooked.c_str());
   hosts_.push_back(std::move(host));
   return true;

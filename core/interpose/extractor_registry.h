@@ -1,6 +1,7 @@
 // ExtractorRegistry: which loaded extractor understands which hook. Built at init
 // from each extractor's `apis` names; on the hot path a hook finds its route by
-// index (its SymbolId), with no string compares.
+// index (its SymbolId), with no string compares. Each extractor's C host table is an
+// ExtractorHost (core/plugin_host); the registry supplies what its services answer.
 #pragma once
 
 #include <cstdint>
@@ -11,11 +12,12 @@
 
 #include "core/common/config.h"
 #include "core/interpose/hook_table.h"
+#include "core/plugin_host/extractor_adapter.h"
 #include "pump/extractor_v1.h"
 
 namespace pump::interpose {
 
-class ExtractorRegistry {
+class ExtractorRegistry final : private ExtractorServices {
  public:
   struct Route {
     const pump_extractor_v1_t* api = nullptr;  // null: no extractor for this hook
@@ -49,11 +51,14 @@ class ExtractorRegistry {
   static std::vector<std::string> unhooked_names(const char* const* apis);
 
  private:
-  struct Host;  // pump_extractor_host_v1_t + owner
+  // The extractors' host services.
+  const char* config(const char* key) override;
+  bool find_block(uint64_t address, pump_block_v1_t* out) override;
+  void* real_symbol(const char* name) override;
 
   const Config* config_;
   FindBlockFn find_block_;
-  std::vector<std::unique_ptr<Host>> hosts_;
+  std::vector<std::unique_ptr<ExtractorHost>> hosts_;
   Route routes_[kHookCount];
 };
 

@@ -11,6 +11,7 @@
 #include "core/interpose/current_device.h"
 #include "core/interpose/real_symbols.h"
 #include "core/plugin_host/plugin_host.h"
+#include "core/plugin_host/policy_adapter.h"
 
 namespace pump::interpose {
 namespace {
@@ -141,7 +142,7 @@ Engine* Runtime::engine(int device) {
   eo.host_limit_bytes = options_.host_limit_bytes;
   eo.verify_clean = options_.verify_checksum;
   eo.shared_host_limit = host_limit_.get();
-  auto engine = std::make_unique<Engine>(*backend, policy_, eo, &config_);
+  auto engine = std::make_unique<Engine>(*backend, make_policy_adapter(policy_), eo, &config_);
   const uint64_t limit = managed_[device].limit.load(std::memory_order_relaxed);
   log(LogLevel::kInfo, "device %d: engine ready, budget %s of %s, managed limit %s, policy %s", device,
       format_bytes(eo.budget_bytes).c_str(), format_bytes(backend->device_memory_bytes()).c_str(),

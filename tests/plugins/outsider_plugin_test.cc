@@ -12,6 +12,7 @@
 #include "core/common/log.h"
 #include "core/engine/engine.h"
 #include "core/plugin_host/plugin_host.h"
+#include "core/plugin_host/policy_adapter.h"
 #include "tests/core/plugin_host/instant_backend.h"
 
 namespace pump {
@@ -94,7 +95,7 @@ TEST_F(OutsiderPluginTest, TemplateLoadsAndPrefetchesTheKernelsBlocks) {
   auto policy = host_.load_policy(outsider_library("template", "libpump_policy_my_policy.so"));
   ASSERT_TRUE(policy);
   EXPECT_EQ(policy->name, "my-policy");
-  Engine engine(backend_, policy->api, options_, &config_);
+  Engine engine(backend_, make_policy_adapter(policy->api), options_, &config_);
   engine.on_alloc(A, 2 * kMiB);
   run_kernel(engine, {{A, 2 * kMiB, PUMP_ROLE_ACTIVATION}});
   EXPECT_EQ(engine.stats().bytes_prefetched, 2 * kMiB);
@@ -114,7 +115,7 @@ TEST_F(OutsiderPluginTest, ExamplePolicyLoadsWithAllItsCallbacks) {
 TEST_F(OutsiderPluginTest, ExamplePolicyEvictsTheLargestOldNonWeightBlockFirst) {
   auto policy = load_size_aware();
   ASSERT_TRUE(policy);
-  Engine engine(backend_, policy->api, options_, &config_);
+  Engine engine(backend_, make_policy_adapter(policy->api), options_, &config_);
   run_pressure_scenario(engine);
   // Least recently used first would have evicted A (1 MiB) and then B: size-aware takes B alone.
   EXPECT_FALSE(resident(engine, B));
@@ -130,7 +131,7 @@ TEST_F(OutsiderPluginTest, ExamplePolicyWindowKnobLimitsTheCandidates) {
   config_.set("SIZE_AWARE_WINDOW", "1");
   auto policy = load_size_aware();
   ASSERT_TRUE(policy);
-  Engine engine(backend_, policy->api, options_, &config_);
+  Engine engine(backend_, make_policy_adapter(policy->api), options_, &config_);
   run_pressure_scenario(engine);
   // Only A, the oldest, is considered: 1 MiB is too little, the engine's fallback takes B.
   EXPECT_FALSE(resident(engine, A));
@@ -142,7 +143,7 @@ TEST_F(OutsiderPluginTest, ExamplePolicyWindowKnobLimitsTheCandidates) {
 TEST_F(OutsiderPluginTest, ExamplePolicyLeavesWeightsToTheEngine) {
   auto policy = load_size_aware();
   ASSERT_TRUE(policy);
-  Engine engine(backend_, policy->api, options_, &config_);
+  Engine engine(backend_, make_policy_adapter(policy->api), options_, &config_);
   engine.on_alloc(W, 6 * kMiB);
   engine.on_alloc(A, 6 * kMiB);
   run_kernel(engine, {{W, 6 * kMiB, PUMP_ROLE_WEIGHT}});
@@ -155,7 +156,7 @@ TEST_F(OutsiderPluginTest, ExamplePolicyWarnsOnceAboutABadKnobAndUsesTheDefault)
   config_.set("SIZE_AWARE_WINDOW", "lots");
   auto policy = load_size_aware();
   ASSERT_TRUE(policy);
-  Engine engine(backend_, policy->api, options_, &config_);
+  Engine engine(backend_, make_policy_adapter(policy->api), options_, &config_);
   ASSERT_EQ(warnings().size(), 1u);
   EXPECT_NE(warnings()[0].find("PUMP_SIZE_AWARE_WINDOW='lots' is not a number in 1..4096: using 16"),
             std::string::npos)

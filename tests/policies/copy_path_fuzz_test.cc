@@ -14,6 +14,7 @@
 
 #include "core/engine/engine.h"
 #include "core/plugin_host/plugin_host.h"
+#include "core/plugin_host/policy_adapter.h"
 #include "core/sim/sim_backend.h"
 #include "core/sim/sim_runner.h"
 #include "core/sim/sim_workloads.h"
@@ -100,7 +101,7 @@ void run_at_each_ratio(DataPath datapath, const std::function<void(const SimRun&
     options.datapath = datapath;
     if (datapath == DataPath::kCopy) options.host_limit_bytes = 2 * w.footprint_bytes();
     Config config;
-    Engine engine(backend, loaded->api, options, &config);
+    Engine engine(backend, make_policy_adapter(loaded->api), options, &config);
     const SimRun run = run_workload(w, engine, backend);
     check(run);
     for (size_t i = 0; i < run.violations.size() && i < 3; ++i) ADD_FAILURE() << run.violations[i];
@@ -157,7 +158,7 @@ TEST(CopyPathDecode, ReadOnlyWeightsLeaveCleanAfterTheirFirstSave) {
   options.datapath = DataPath::kCopy;
   options.host_limit_bytes = 2 * w.footprint_bytes();
   Config config;
-  Engine engine(backend, lru->api, options, &config);
+  Engine engine(backend, make_policy_adapter(lru->api), options, &config);
   const SimRun run = run_workload(w, engine, backend);
   EXPECT_EQ(run.sim.violation_count(), 0u);
   for (size_t i = 0; i < run.violations.size() && i < 3; ++i) ADD_FAILURE() << run.violations[i];

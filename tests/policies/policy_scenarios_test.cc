@@ -14,6 +14,7 @@
 #include "core/common/log.h"
 #include "core/engine/engine.h"
 #include "core/plugin_host/plugin_host.h"
+#include "core/plugin_host/policy_adapter.h"
 #include "core/sim/sim_backend.h"
 #include "core/sim/sim_runner.h"
 #include "core/sim/sim_workloads.h"
@@ -48,7 +49,7 @@ Outcome run_policy(const std::string& policy, const SimWorkload& workload, uint6
   options.datapath = path;
   options.host_limit_bytes = path == DataPath::kCopy ? 2 * workload.footprint_bytes() : 0;
   Config config;
-  Engine engine(backend, loaded ? loaded->api : nullptr, options, &config);
+  Engine engine(backend, make_policy_adapter(loaded ? loaded->api : nullptr), options, &config);
   Outcome out;
   out.run = run_workload(workload, engine, backend);
   out.budget = budget;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/engine/engine.h"
+#include "core/plugin_host/policy_adapter.h"
 #include "tests/core/cuda/fake_driver_handle.h"
 
 namespace pump {
@@ -70,7 +71,7 @@ TEST(EngineOnFakeDriver, FreedMemoryIsNoLongerTouchedByItsTransfersStillQueued) 
   std::unique_ptr<CudaBackend> backend;
   ASSERT_NO_FATAL_FAILURE(start_on_real_bytes(driver, &backend));
   const EngineOptions options = copy_path_options();
-  Engine engine(*backend, &kLookAhead, options, nullptr);
+  Engine engine(*backend, make_policy_adapter(&kLookAhead), options, nullptr);
 
   std::vector<uint8_t> memory(8 * kMiB);
   const uint64_t base = (reinterpret_cast<uint64_t>(memory.data()) + kMiB - 1) / kMiB * kMiB;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/engine/engine.h"
+#include "core/plugin_host/policy_adapter.h"
 #include "tests/core/engine/recording_backend.h"
 
 namespace pump {
@@ -91,7 +92,7 @@ class EngineDataPathTest : public ::testing::Test {
     options.budget_bytes = budget;
     options.datapath = path;
     options.host_limit_bytes = host_limit;
-    return std::make_unique<Engine>(backend_, &kStubPolicy, options, &config_);
+    return std::make_unique<Engine>(backend_, make_policy_adapter(&kStubPolicy), options, &config_);
   }
   // One kernel; returns the batch it submitted (an empty one if none).
   TransferBatch run(Engine& e, std::vector<pump_extent_v1_t> extents, std::vector<uint8_t> inexact = {}) {

@@ -8,6 +8,7 @@
 
 #include "core/common/log.h"
 #include "core/engine/engine.h"
+#include "core/plugin_host/policy_adapter.h"
 #include "tests/core/engine/recording_backend.h"
 
 namespace pump {
@@ -57,7 +58,7 @@ class EngineGraphTest : public ::testing::Test {
   std::unique_ptr<Engine> make(uint64_t budget) {
     EngineOptions options;
     options.budget_bytes = budget;
-    auto e = std::make_unique<Engine>(backend_, &kPrefetchEverything, options, nullptr);
+    auto e = std::make_unique<Engine>(backend_, make_policy_adapter(&kPrefetchEverything), options, nullptr);
     for (uint64_t base : {kA, kB, kC}) e->on_alloc(base, 4 * kMiB);
     return e;
   }

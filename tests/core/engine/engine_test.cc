@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/common/log.h"
+#include "core/plugin_host/policy_adapter.h"
 #include "tests/core/engine/recording_backend.h"
 
 namespace pump {
@@ -77,7 +78,7 @@ class EngineTest : public ::testing::Test {
   std::unique_ptr<Engine> make(uint64_t budget, const pump_policy_v1_t* policy = &kScripted) {
     EngineOptions options;
     options.budget_bytes = budget;
-    return std::make_unique<Engine>(backend_, policy, options, &config_);
+    return std::make_unique<Engine>(backend_, make_policy_adapter(policy), options, &config_);
   }
   // One kernel through the engine, launched successfully.
   KernelTicket run(Engine& e, std::vector<pump_extent_v1_t> extents, StreamId stream = kStream) {

@@ -14,6 +14,7 @@
 #include "core/common/config.h"
 #include "core/common/log.h"
 #include "core/engine/engine.h"
+#include "core/plugin_host/policy_adapter.h"
 #include "tests/core/plugin_host/instant_backend.h"
 
 namespace pump {
@@ -261,9 +262,9 @@ TEST_F(PluginHostTest, EngineRunsOnWithoutAPolicyWhoseInitFails) {
   ASSERT_TRUE(policy) << "a failing init is the engine's to handle, not the host's";
   InstantBackend backend;
   Config config;
-  Engine engine(backend, policy->api, EngineOptions{}, &config);
+  Engine engine(backend, make_policy_adapter(policy->api), EngineOptions{}, &config);
 
-  ASSERT_EQ(captured().size(), 2u);  // the plugin's own log line, then the engine's verdict
+  ASSERT_EQ(captured().size(), 2u);  // the plugin's own log line, then the adapter's verdict
   EXPECT_NE(captured()[1].find("policy 'fixture-init-fails' failed to initialize (status 6)"), std::string::npos)
       << captured()[1];
   EXPECT_STREQ(engine.policy_name(), "none (no policy)");
@@ -281,7 +282,7 @@ TEST_F(PluginHostTest, EngineDrivesALoadedPolicy) {
   auto policy = host_.load_policy("good");
   ASSERT_TRUE(policy);
   InstantBackend backend;
-  Engine engine(backend, policy->api, EngineOptions{}, nullptr);
+  Engine engine(backend, make_policy_adapter(policy->api), EngineOptions{}, nullptr);
   EXPECT_STREQ(engine.policy_name(), "fixture-good");
 
   engine.on_alloc(0x100000, 1 << 20);

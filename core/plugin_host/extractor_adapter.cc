@@ -1,0 +1,47 @@
+#include "core/plugin_host/extractor_adapter.h"
+
+#include <algorithm>
+#include <type_traits>
+
+#include "core/common/log.h"
+
+namespace pump {
+
+static_assert(std::is_standard_layout_v<ExtractorHost>, "from() casts the table pointer to its host");
+
+ExtractorHost::ExtractorHost(const pump_extractor_v1_t* api, ExtractorServices& services)
+    : table_{}, api_(api), services_(&services), name_(api->name ? api->name : "?") {
+  table_.struct_size = sizeof(pump_extractor_host_v1_t);
+  table_.abi_version = PUMP_EXTRACTOR_ABI_V1;
+  table_.log = [](const pump_extractor_host_v1_t* self, pump_log_level_v1_t level, const char* message) {
+    LogLevel l = static_cast<LogLevel>(std::clamp(static_cast<int>(level), 0, 3));
+    if (l > log_level()) return;
+    log(l, "extractor %s: %s", from(self).name_.c_str(), message ? message : "");
+  };
+  table_.get_config = [](const pump_extractor_host_v1_t* self, const char* key) -> const char* {
+    return key ? from(self).services_->config(key) : nullptr;
+  };
+  table_.find_block = [](const pump_extractor_host_v1_t* self, uint64_t address, pump_block_v1_t* out) {
+    if (!out) return PUMP_ERR_INVALID_ARGUMENT;
+    return from(self).services_->find_block(address, out) ? PUMP_OK : PUMP_ERR_NOT_FOUND;
+  };
+  table_.real_symbol = [](const pump_extractor_host_v1_t* self, const char* name) {
+    return from(self).services_->real_symbol(name);
+  };
+}
+
+const ExtractorHost& ExtractorHost::from(const pump_extractor_host_v1_t* table) {
+  return *reinterpret_cast<const ExtractorHost*>(table);
+}
+
+bool ExtractorHost::init(void** ctx) {
+  pump_status_v1_t status = api_->init(&table_, ctx);
+  if (status != PUMP_OK) {
+    log(LogLevel::kError, "extractor %s failed to initialize (status %d): running without it", name_.c_str(),
+        static_cast<int>(status));
+    return false;
+  }
+  return true;
+}
+
+}  // namespace pump
