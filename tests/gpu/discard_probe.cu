@@ -105,11 +105,10 @@ int main(int argc, char** argv) {
   CHECK(cudaStreamCreateWithFlags(&s_out, cudaStreamNonBlocking));
   CHECK(cudaStreamCreateWithFlags(&s_in, cudaStreamNonBlocking));
   CHECK(cudaStreamCreateWithFlags(&s_pop, cudaStreamNonBlocking));
-  cudaEvent_t saved, populated, t0, t1, t2;
+  cudaEvent_t saved, populated, t0, t2;
   CHECK(cudaEventCreateWithFlags(&saved, cudaEventDisableTiming));
   CHECK(cudaEventCreate(&populated));
   CHECK(cudaEventCreate(&t0));
-  CHECK(cudaEventCreate(&t1));
   CHECK(cudaEventCreate(&t2));
   const int copy_blocks = 32;
 
