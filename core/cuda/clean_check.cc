@@ -42,8 +42,8 @@ std::pair<uint64_t, uint64_t> CudaBackend::check_clean_ranges(const std::vector<
           "PUMP_VERIFY=checksum: clean range [0x%llx, +%llu) differs from its shadow: %llu bytes from offset %llu "
           "(address 0x%llx): a write pump did not see",
           static_cast<unsigned long long>(s.address), static_cast<unsigned long long>(s.bytes),
-          static_cast<unsigned long long>(differing), static_cast<unsigned long long>(at + first),
-          static_cast<unsigned long long>(s.address + at + first));
+          static_cast<unsigned long long>(differing), static_cast<unsigned long long>(at) + first,
+          static_cast<unsigned long long>(s.address) + at + first);
       break;  // one line per range
     }
     checked += s.bytes;

@@ -603,6 +603,7 @@ void CudaBackend::issue_fetch_in_groups(const TransferBatch& batch, const std::v
   uint64_t group_bytes = 0;
   auto flush = [&] {
     std::vector<Range> ranges;
+    ranges.reserve(group.size());
     for (const ShadowRange& r : group) ranges.push_back({r.address, r.bytes});
     issue_populate(populate_stream_, std::move(ranges));
     hand_over();

@@ -150,6 +150,8 @@ struct CudaBackendOptions {
 
 // Every counter of the backend, once: the stats struct, its atomic twin, the copy
 // between them and the names in PUMP_STATS (backend_<name>) all come from this list.
+// A hand-aligned table: clang-format would align its comments in broken runs.
+// clang-format off
 #define PUMP_CUDA_BACKEND_COUNTERS(X) \
   X(batches)              /* submitted */ \
   X(prefetch_calls)       /* driver calls issued, per kind (a batch call counts once) */ \
@@ -185,6 +187,7 @@ struct CudaBackendOptions {
   X(staging_device_bytes) /* device memory held by the staging buffers */ \
   X(populate_calls)       /* driver calls that populated dropped pages */ \
   X(populate_bytes)
+// clang-format on
 
 // Counters since creation, for PUMP_STATS and pump-bench.
 struct CudaBackendStats {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdlib>
 #include <string_view>
 #include <utility>
@@ -67,7 +68,7 @@ ProcessIdentity this_process() {
   };
   if (const char* rank = first({"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"})) p.rank = rank;
   if (const char* size = first({"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}))
-    p.world_size = std::max(1, std::atoi(size));
+    p.world_size = static_cast<int>(std::clamp(std::strtol(size, nullptr, 10), 1L, long{INT_MAX}));
   return p;
 }
 

@@ -20,6 +20,7 @@ namespace pump::extractors {
 template <typename T>
 T arg(const pump_call_v1_t* call, unsigned i) {
   T value;
+  // NOLINTNEXTLINE(bugprone-sizeof-expression): T is often a pointer; its own bytes are the argument.
   std::memcpy(&value, call->args[i], sizeof value);
   return value;
 }

@@ -60,6 +60,7 @@ struct HandleWorkspace {
 };
 
 struct CublasState {
+  explicit CublasState(const pump_extractor_host_v1_t* h) : host(h) {}
   const pump_extractor_host_v1_t* host;
   RealSymbol<LayoutGetAttributeFn> layout_get{"cublasLtMatrixLayoutGetAttribute"};
   RealSymbol<MatmulDescGetAttributeFn> desc_get{"cublasLtMatmulDescGetAttribute"};

@@ -4,6 +4,7 @@
 // ground truth, not the engine's bookkeeping.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -221,7 +222,7 @@ std::string name_of(const ::testing::TestParamInfo<PolicyAndPath>& info) {
   return std::get<0>(info.param) + "_" + path_name(std::get<1>(info.param));
 }
 std::string name_of_triple(const ::testing::TestParamInfo<std::tuple<std::string, double, DataPath>>& info) {
-  const int tenths = static_cast<int>(std::get<1>(info.param) * 10 + 0.5);
+  const int tenths = static_cast<int>(std::lround(std::get<1>(info.param) * 10));
   return std::get<0>(info.param) + "_x" + std::to_string(tenths / 10) + "_" + std::to_string(tenths % 10) + "_" +
          path_name(std::get<2>(info.param));
 }

@@ -173,7 +173,7 @@ TEST(Trace, OddKernelNamesRoundTripAndInvalidUtf8BecomesReplacement) {
   const pump_extent_v1_t e{0x1000, 16, PUMP_ACCESS_READ, PUMP_ROLE_WEIGHT};
   const std::vector<std::string> kept = {
       "plain_kernel<float, 128>",        "quote\" back\\slash / slash", "tab\tnl\ncr\rbs\bff\f",
-      std::string("nul\0x\x01\x1f\x7f", 9), "caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x98\x80"};
+      std::string("nul\0x\x01\x1f\x7f", 8), "caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x98\x80"};
   {
     std::unique_ptr<TraceWriter> w = TraceWriter::open(path);
     ASSERT_TRUE(w);
