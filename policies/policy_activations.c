@@ -44,6 +44,6 @@ static void activations_on_pressure(void* ctx, const pump_kernel_v1_t* kernel, u
 }
 
 PUMP_DECLARE_POLICY = {
-    sizeof(pump_policy_v1_t), PUMP_POLICY_ABI_V1, "activations", "1.0.0",
-    activations_init, policy_base_destroy, activations_on_kernel, activations_on_pressure, NULL, NULL,
+    sizeof(pump_policy_v1_t), PUMP_POLICY_ABI_V1,    "activations",           "1.0.0", activations_init,
+    policy_base_destroy,      activations_on_kernel, activations_on_pressure, NULL,    NULL,
 };

@@ -19,12 +19,10 @@ static inline int policy_host_is_usable(const pump_policy_host_v1_t* host) {
   return host != NULL && host->abi_version == PUMP_POLICY_ABI_V1 &&
          PUMP_HAS_MEMBER(host, pump_policy_host_v1_t, get_budget) &&
          PUMP_HAS_MEMBER(host, pump_policy_host_v1_t, eviction_candidates) &&
-         PUMP_HAS_MEMBER(host, pump_policy_host_v1_t, prefetch) &&
-         PUMP_HAS_MEMBER(host, pump_policy_host_v1_t, evict);
+         PUMP_HAS_MEMBER(host, pump_policy_host_v1_t, prefetch) && PUMP_HAS_MEMBER(host, pump_policy_host_v1_t, evict);
 }
 
-static inline void policy_log(const pump_policy_host_v1_t* host, pump_log_level_v1_t level,
-                              const char* message) {
+static inline void policy_log(const pump_policy_host_v1_t* host, pump_log_level_v1_t level, const char* message) {
   if (PUMP_HAS_MEMBER(host, pump_policy_host_v1_t, log)) host->log(host, level, message);
 }
 
@@ -32,9 +30,7 @@ static inline const char* policy_config(const pump_policy_host_v1_t* host, const
   return PUMP_HAS_MEMBER(host, pump_policy_host_v1_t, get_config) ? host->get_config(host, key) : NULL;
 }
 
-static inline uint64_t policy_add_saturating(uint64_t a, uint64_t b) {
-  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
+static inline uint64_t policy_add_saturating(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
 /* ------------------------------------------------------------------ state */
 
@@ -65,8 +61,7 @@ static inline int policy_candidates_grow(policy_candidates_t* c) {
 
 /* Checks the arguments of init and allocates a zeroed state of `state_bytes`
  * (>= sizeof(policy_base_t)) whose first member is a policy_base_t. */
-static inline pump_status_v1_t policy_base_create(const pump_policy_host_v1_t* host, size_t state_bytes,
-                                                  void** ctx) {
+static inline pump_status_v1_t policy_base_create(const pump_policy_host_v1_t* host, size_t state_bytes, void** ctx) {
   policy_base_t* base;
   if (host == NULL || ctx == NULL) return PUMP_ERR_INVALID_ARGUMENT;
   if (!policy_host_is_usable(host)) return PUMP_ERR_UNSUPPORTED;
@@ -120,8 +115,7 @@ static inline int policy_block_is_young(const pump_block_v1_t* b, uint64_t seq, 
  * first, until `bytes_needed` are freed or none is left. Dead blocks are discarded
  * (not written back) when `discard_dead`. Returns the bytes freed. */
 static inline uint64_t policy_evict_lru_aged(policy_base_t* base, uint32_t role_mask, policy_block_filter_t filter,
-                                             int discard_dead, uint64_t bytes_needed, uint64_t seq,
-                                             uint64_t min_age) {
+                                             int discard_dead, uint64_t bytes_needed, uint64_t seq, uint64_t min_age) {
   const pump_policy_host_v1_t* host = base->host;
   policy_candidates_t* c = &base->candidates;
   uint64_t freed = 0;

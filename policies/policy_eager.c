@@ -17,8 +17,7 @@ static void eager_on_alloc(void* ctx, const pump_block_v1_t* block) {
   if (base == NULL || block == NULL || block->residency == PUMP_RESIDENT_DEVICE) return;
   base->host->get_budget(base->host, &budget);
   /* Only into free room: evicting for data nobody asked for yet would be a loss. */
-  if (budget.resident_bytes <= budget.budget_bytes &&
-      block->bytes <= budget.budget_bytes - budget.resident_bytes)
+  if (budget.resident_bytes <= budget.budget_bytes && block->bytes <= budget.budget_bytes - budget.resident_bytes)
     base->host->prefetch(base->host, block->id, PUMP_WHEN_NOW);
 }
 
@@ -34,6 +33,6 @@ static void eager_on_pressure(void* ctx, const pump_kernel_v1_t* kernel, uint64_
 }
 
 PUMP_DECLARE_POLICY = {
-    sizeof(pump_policy_v1_t), PUMP_POLICY_ABI_V1, "eager", "1.0.0",
-    eager_init, policy_base_destroy, eager_on_kernel, eager_on_pressure, eager_on_alloc, NULL,
+    sizeof(pump_policy_v1_t), PUMP_POLICY_ABI_V1, "eager",           "1.0.0",        eager_init,
+    policy_base_destroy,      eager_on_kernel,    eager_on_pressure, eager_on_alloc, NULL,
 };

@@ -22,6 +22,6 @@ static void lazy_on_pressure(void* ctx, const pump_kernel_v1_t* kernel, uint64_t
 }
 
 PUMP_DECLARE_POLICY = {
-    sizeof(pump_policy_v1_t), PUMP_POLICY_ABI_V1, "lazy", "1.0.0",
-    lazy_init, policy_base_destroy, lazy_on_kernel, lazy_on_pressure, NULL, NULL,
+    sizeof(pump_policy_v1_t), PUMP_POLICY_ABI_V1, "lazy",           "1.0.0", lazy_init,
+    policy_base_destroy,      lazy_on_kernel,     lazy_on_pressure, NULL,    NULL,
 };

@@ -43,8 +43,8 @@ constexpr size_t kHistoryKernels = size_t{1} << 16;  // longest period that can 
 constexpr size_t kMaxRanges = size_t{1} << 20;       // distinct ranges before everything is relearned
 constexpr uint32_t kConfirmMatches = 8;              // matches (or P if smaller) that confirm a period
 constexpr size_t kCandidatesInitial = 256;
-constexpr size_t kCandidatesMax = size_t{1} << 14;   // Belady ranks at most this many LRU-first candidates
-constexpr uint32_t kNever = UINT32_MAX;              // next-use distance of a range absent from the period
+constexpr size_t kCandidatesMax = size_t{1} << 14;  // Belady ranks at most this many LRU-first candidates
+constexpr uint32_t kNever = UINT32_MAX;             // next-use distance of a range absent from the period
 constexpr double kDefaultLookaheadPercent = 25.0;
 constexpr double kLruHeadroomPercent = 0.0;  // as lru's default (see policy_lru.c)
 constexpr uint64_t kDefaultMinAge = 2;
@@ -80,8 +80,8 @@ struct Period {
   std::vector<uint64_t> slot_signature;
   std::vector<uint32_t> slot_offsets;  // CSR: ranges of slot j
   std::vector<uint32_t> slot_ranges;
-  std::vector<uint64_t> byte_prefix;   // over two periods: bytes of slots [0, i) (wrapping)
-  std::vector<uint32_t> use_offsets;   // CSR: slots using range r, ascending
+  std::vector<uint64_t> byte_prefix;  // over two periods: bytes of slots [0, i) (wrapping)
+  std::vector<uint32_t> use_offsets;  // CSR: slots using range r, ascending
   std::vector<uint32_t> use_slots;
 
   uint32_t slot_of(uint64_t ordinal) const { return static_cast<uint32_t>((ordinal - base) % length); }
@@ -123,21 +123,21 @@ struct LearnedPolicy {
   // Observation.
   std::unordered_map<RangeKey, uint32_t, RangeKeyHash> range_ids;
   std::vector<RangeKey> range_keys;
-  std::vector<KernelRecord> history;  // ring of kHistoryKernels, indexed by ordinal
+  std::vector<KernelRecord> history;                 // ring of kHistoryKernels, indexed by ordinal
   std::unordered_map<uint64_t, uint64_t> last_seen;  // signature -> ordinal
-  uint64_t next_ordinal = 0;          // ordinals observed so far
-  uint64_t observed_seq = 0;          // engine seq of the kernel observed last (0: none)
+  uint64_t next_ordinal = 0;                         // ordinals observed so far
+  uint64_t observed_seq = 0;                         // engine seq of the kernel observed last (0: none)
   bool observed_any = false;
 
   // Detection.
   uint32_t candidate = 0;
   uint32_t matches = 0;
   Period period;
-  bool predicting = false;            // the current kernel matched the period's prediction
+  bool predicting = false;  // the current kernel matched the period's prediction
   uint32_t current_slot = 0;
-  uint32_t current_farthest = 0;      // farthest next use among the current kernel's ranges
+  uint32_t current_farthest = 0;        // farthest next use among the current kernel's ranges
   bool current_farthest_known = false;  // computed on first use: most kernels never need it
-  uint64_t lookahead_next = 0;        // first predicted ordinal whose blocks are not requested yet
+  uint64_t lookahead_next = 0;          // first predicted ordinal whose blocks are not requested yet
 
   // Candidates of the current decision, ranked once per callback.
   std::vector<pump_block_v1_t> candidates;
@@ -155,9 +155,8 @@ void configure(LearnedPolicy* s) {
                             ? host->get_config(host, "LEARNED_MIN_AGE")
                             : nullptr)
     s->min_age = std::strtoull(age, nullptr, 10);
-  const char* text = PUMP_HAS_MEMBER(host, pump_policy_host_v1_t, get_config)
-                         ? host->get_config(host, "LEARNED_LOOKAHEAD")
-                         : nullptr;
+  const char* text =
+      PUMP_HAS_MEMBER(host, pump_policy_host_v1_t, get_config) ? host->get_config(host, "LEARNED_LOOKAHEAD") : nullptr;
   if (text == nullptr) return;
   // Through the host's size parser (SDK 1.1): bytes, or a percentage of the budget.
   pump_budget_v1_t budget{};
@@ -197,9 +196,7 @@ bool in_history(const LearnedPolicy& s, uint64_t ordinal) {
   return ordinal < s.next_ordinal && s.next_ordinal - ordinal <= kHistoryKernels;
 }
 
-const KernelRecord& record_at(const LearnedPolicy& s, uint64_t ordinal) {
-  return s.history[ordinal % kHistoryKernels];
-}
+const KernelRecord& record_at(const LearnedPolicy& s, uint64_t ordinal) { return s.history[ordinal % kHistoryKernels]; }
 
 // Tables of the period made of the last `length` observed kernels.
 void build_period(LearnedPolicy* s, uint32_t length) {
@@ -296,7 +293,8 @@ void observe(LearnedPolicy* s, const pump_kernel_v1_t* kernel) {
   // Old signatures are useless once they left the history: keep the map bounded.
   if (s->last_seen.size() > 4 * kHistoryKernels) {
     s->last_seen.clear();
-    for (uint64_t o = s->next_ordinal > kHistoryKernels ? s->next_ordinal - kHistoryKernels : 0; o < s->next_ordinal; ++o)
+    for (uint64_t o = s->next_ordinal > kHistoryKernels ? s->next_ordinal - kHistoryKernels : 0; o < s->next_ordinal;
+         ++o)
       s->last_seen[record_at(*s, o).signature] = o;
   }
   s->last_seen[signature] = ordinal;
@@ -560,6 +558,6 @@ void learned_on_kernel(void* ctx, const pump_kernel_v1_t* kernel) {
 }  // namespace
 
 PUMP_DECLARE_POLICY = {
-    sizeof(pump_policy_v1_t), PUMP_POLICY_ABI_V1, "learned", "1.0.0",
-    learned_init, learned_fini, learned_on_kernel, learned_on_pressure, nullptr, nullptr,
+    sizeof(pump_policy_v1_t), PUMP_POLICY_ABI_V1,  "learned", "1.0.0", learned_init, learned_fini,
+    learned_on_kernel,        learned_on_pressure, nullptr,   nullptr,
 };

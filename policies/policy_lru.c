@@ -77,7 +77,8 @@ static void lru_on_kernel(void* ctx, const pump_kernel_v1_t* kernel) {
   free_bytes = budget.resident_bytes < budget.budget_bytes ? budget.budget_bytes - budget.resident_bytes : 0;
   wanted = lru->headroom;
   /* Idle blocks only: evicting one in use would stall the prefetch stream on it. */
-  if (free_bytes < wanted) evict_dead_first(&lru->base, POLICY_IDLE_DEAD_BLOCKS, POLICY_IDLE_BLOCKS, wanted - free_bytes);
+  if (free_bytes < wanted)
+    evict_dead_first(&lru->base, POLICY_IDLE_DEAD_BLOCKS, POLICY_IDLE_BLOCKS, wanted - free_bytes);
 }
 
 static void lru_on_pressure(void* ctx, const pump_kernel_v1_t* kernel, uint64_t bytes_needed) {
@@ -86,11 +87,12 @@ static void lru_on_pressure(void* ctx, const pump_kernel_v1_t* kernel, uint64_t 
   (void)kernel;
   if (base == NULL) return;
   freed = policy_evict_lru(base, PUMP_ALL_ROLES, POLICY_IDLE_DEAD_BLOCKS, 1, bytes_needed);
-  if (freed < bytes_needed) freed += policy_evict_lru(base, PUMP_ALL_ROLES, POLICY_IDLE_CLEAN_BLOCKS, 1, bytes_needed - freed);
+  if (freed < bytes_needed)
+    freed += policy_evict_lru(base, PUMP_ALL_ROLES, POLICY_IDLE_CLEAN_BLOCKS, 1, bytes_needed - freed);
   if (freed < bytes_needed) policy_evict_lru(base, PUMP_ALL_ROLES, POLICY_ANY_BLOCK, 1, bytes_needed - freed);
 }
 
 PUMP_DECLARE_POLICY = {
-    sizeof(pump_policy_v1_t), PUMP_POLICY_ABI_V1, "lru", "1.0.0",
-    lru_init, policy_base_destroy, lru_on_kernel, lru_on_pressure, NULL, NULL,
+    sizeof(pump_policy_v1_t), PUMP_POLICY_ABI_V1, "lru",           "1.0.0", lru_init,
+    policy_base_destroy,      lru_on_kernel,      lru_on_pressure, NULL,    NULL,
 };

@@ -22,6 +22,6 @@ static void none_on_pressure(void* ctx, const pump_kernel_v1_t* kernel, uint64_t
 }
 
 PUMP_DECLARE_POLICY = {
-    sizeof(pump_policy_v1_t), PUMP_POLICY_ABI_V1, "none", "1.0.0",
-    none_init, policy_base_destroy, none_on_kernel, none_on_pressure, NULL, NULL,
+    sizeof(pump_policy_v1_t), PUMP_POLICY_ABI_V1, "none",           "1.0.0", none_init,
+    policy_base_destroy,      none_on_kernel,     none_on_pressure, NULL,    NULL,
 };

@@ -163,8 +163,8 @@ struct World {
       Conv conv{};
       cudnnBackendDescriptor_t tensors[3];
       const cudnnBackendAttributeName_t roles[3] = {CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
-                                                     CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
-                                                     CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y};
+                                                    CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+                                                    CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y};
       for (int t = 0; t < 3; ++t) {
         tensors[t] = desc(next_desc++);
         conv.uids[t] = c * 8 + t + 1;
@@ -178,8 +178,7 @@ struct World {
         conv.pointers[t] = blocks[(c * 3 + t) % blocks.size()] + 4096 * t;
       }
       cudnnBackendDescriptor_t op = desc(next_desc++);
-      for (int t = 0; t < 3; ++t)
-        cudnnBackendSetAttribute(op, roles[t], CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &tensors[t]);
+      for (int t = 0; t < 3; ++t) cudnnBackendSetAttribute(op, roles[t], CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &tensors[t]);
       cudnnBackendFinalize(op);
       cudnnBackendDescriptor_t graph = desc(next_desc++), eng = desc(next_desc++), cfg = desc(next_desc++);
       conv.plan = desc(next_desc++);
@@ -249,7 +248,7 @@ struct World {
   std::vector<std::string> entries = driver.entries();  // every driver call the fake counts
   uint64_t driver_calls() const {
     uint64_t n = 0;
-      for (const std::string& name : entries) n += driver.count(name.c_str());
+    for (const std::string& name : entries) n += driver.count(name.c_str());
     return n;
   }
 };
@@ -261,8 +260,8 @@ World& world() {
 
 void report(benchmark::State& state, uint64_t driver_before, uint64_t calls) {
   state.SetItemsProcessed(static_cast<int64_t>(calls));
-  state.counters["driver_calls"] = benchmark::Counter(
-      static_cast<double>(world().driver_calls() - driver_before) / static_cast<double>(calls ? calls : 1));
+  state.counters["driver_calls"] = benchmark::Counter(static_cast<double>(world().driver_calls() - driver_before) /
+                                                      static_cast<double>(calls ? calls : 1));
 }
 
 // One kernel kind: ns per __cudaLaunchKernel.
@@ -393,8 +392,8 @@ void BM_Step(benchmark::State& state) {
     n += 1460;
   }
   state.SetItemsProcessed(static_cast<int64_t>(calls));
-  state.counters["ns_per_launch"] = benchmark::Counter(static_cast<double>(n) * 1e-9,
-                                                       benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_launch"] =
+      benchmark::Counter(static_cast<double>(n) * 1e-9, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
   state.counters["driver_calls_per_launch"] =
       benchmark::Counter(static_cast<double>(w.driver_calls() - before) / static_cast<double>(n ? n : 1));
 }

@@ -44,8 +44,15 @@ void run_on_kernel(benchmark::State& state, const char* name) {
   }
   pump_block_v1_t blocks[4];
   for (uint64_t i = 0; i < 4; ++i)
-    blocks[i] = {i + 1, 0x7f0000000000ull + (i << 23), 8ull << 20, PUMP_ROLE_ACTIVATION, PUMP_RESIDENT_DEVICE,
-                 PUMP_ACCESS_READ, 0, 1, 1};
+    blocks[i] = {i + 1,
+                 0x7f0000000000ull + (i << 23),
+                 8ull << 20,
+                 PUMP_ROLE_ACTIVATION,
+                 PUMP_RESIDENT_DEVICE,
+                 PUMP_ACCESS_READ,
+                 0,
+                 1,
+                 1};
   pump_kernel_v1_t kernel{1, 1, blocks, 4};
   for (auto _ : state) {
     ++kernel.seq;

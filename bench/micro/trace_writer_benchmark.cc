@@ -19,11 +19,10 @@ void run_record_kernel(benchmark::State& state, const char* name) {
     state.SkipWithError("cannot open /dev/null");
     return;
   }
-  const pump_extent_v1_t extents[] = {
-      {kBase, 8ull << 20, PUMP_ACCESS_READ, PUMP_ROLE_WEIGHT},
-      {kBase + (8ull << 20), 8ull << 20, PUMP_ACCESS_READ, PUMP_ROLE_ACTIVATION},
-      {kBase + (16ull << 20), 8ull << 20, PUMP_ACCESS_READ_WRITE, PUMP_ROLE_ACTIVATION},
-      {kBase + (24ull << 20), 1 << 20, PUMP_ACCESS_READ_WRITE, PUMP_ROLE_WORKSPACE}};
+  const pump_extent_v1_t extents[] = {{kBase, 8ull << 20, PUMP_ACCESS_READ, PUMP_ROLE_WEIGHT},
+                                      {kBase + (8ull << 20), 8ull << 20, PUMP_ACCESS_READ, PUMP_ROLE_ACTIVATION},
+                                      {kBase + (16ull << 20), 8ull << 20, PUMP_ACCESS_READ_WRITE, PUMP_ROLE_ACTIVATION},
+                                      {kBase + (24ull << 20), 1 << 20, PUMP_ACCESS_READ_WRITE, PUMP_ROLE_WORKSPACE}};
   for (auto _ : state) writer->record_kernel(7, extents, 4, name, 0.000125);
   state.counters["records"] = static_cast<double>(writer->records());
 }

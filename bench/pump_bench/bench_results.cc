@@ -35,8 +35,7 @@ void finalize_comparisons(std::vector<ConfigResult>* results) {
       r.speedup_vs_none = none->median_seconds / r.median_seconds;
     if (const ConfigResult* oracle = find_row(*results, r, "oracle"); oracle && oracle->traffic_bytes() > 0)
       r.traffic_vs_oracle = static_cast<double>(r.traffic_bytes()) / static_cast<double>(oracle->traffic_bytes());
-    if (r.bound_seconds > 0)
-      r.ratio_to_bound = r.median_seconds / r.bound_seconds;
+    if (r.bound_seconds > 0) r.ratio_to_bound = r.median_seconds / r.bound_seconds;
     else if (const ConfigResult* bound = find_row(*results, r, "bound"); bound && bound->median_seconds > 0)
       r.ratio_to_bound = r.median_seconds / bound->median_seconds;
   }

@@ -12,14 +12,14 @@ namespace pump::bench {
 struct ConfigResult {
   std::string workload;
   double ratio = 1.0;
-  std::string config;   // native, managed, none, a policy name, bound
-  std::string datapath; // "copy" or "um" (PUMP_DATAPATH); empty where no engine evicts (native, bound)
-  bool ran = false;     // false: skipped or failed, see note
-  std::string note;     // why it did not run, or what to know about its numbers
+  std::string config;             // native, managed, none, a policy name, bound
+  std::string datapath;           // "copy" or "um" (PUMP_DATAPATH); empty where no engine evicts (native, bound)
+  bool ran = false;               // false: skipped or failed, see note
+  std::string note;               // why it did not run, or what to know about its numbers
   bool checksum_differs = false;  // its result checksum is not native's: pump changed what it computed
   // The row's policy could not run (not loaded, or its init failed): pump-bench exits 1.
   bool policy_failed = false;
-  bool program_failed = false;    // the program exited non-zero or printed no iteration times
+  bool program_failed = false;  // the program exited non-zero or printed no iteration times
 
   uint64_t footprint_bytes = 0;  // every device's together
   uint64_t budget_bytes = 0;     // every device's together; 0: no budget
@@ -44,13 +44,13 @@ struct ConfigResult {
   double traffic_vs_oracle = 0;
 
   // Per iteration (means over the steady iterations where known).
-  uint64_t bytes_prefetched = 0;   // host -> device by prefetch (unified memory)
-  uint64_t bytes_restored = 0;     // host shadow -> device by copy (copy path)
-  uint64_t bytes_faulted = 0;      // host -> device by demand faults
-  uint64_t bytes_evicted = 0;      // device -> host by unified-memory migration
-  uint64_t bytes_saved = 0;        // device -> pinned host shadow by copy (copy path)
-  uint64_t bytes_discarded = 0;    // dropped from the device without write-back (clean + dead)
-  uint64_t bytes_populated = 0;    // brought back without a copy
+  uint64_t bytes_prefetched = 0;  // host -> device by prefetch (unified memory)
+  uint64_t bytes_restored = 0;    // host shadow -> device by copy (copy path)
+  uint64_t bytes_faulted = 0;     // host -> device by demand faults
+  uint64_t bytes_evicted = 0;     // device -> host by unified-memory migration
+  uint64_t bytes_saved = 0;       // device -> pinned host shadow by copy (copy path)
+  uint64_t bytes_discarded = 0;   // dropped from the device without write-back (clean + dead)
+  uint64_t bytes_populated = 0;   // brought back without a copy
   uint64_t peak_resident_bytes = 0;
 
   uint64_t bytes_brought_in() const { return bytes_prefetched + bytes_restored + bytes_faulted; }
@@ -67,17 +67,17 @@ struct ConfigResult {
 struct MachineInfo {
   std::string hostname;
   std::string cpu;
-  std::string gpu;      // empty: none
+  std::string gpu;  // empty: none
   std::string driver;
-  std::string mode;     // "sim" or "gpu"
+  std::string mode;  // "sim" or "gpu"
 };
 
 // The link's rates, in bytes per second: measured on the GPU in the same run
 // (pinned host <-> device copies), or the sim model's copy rates.
 struct LinkRates {
-  double in = 0;    // host -> device alone
-  double out = 0;   // device -> host alone
-  double both = 0;  // total of both directions at once
+  double in = 0;       // host -> device alone
+  double out = 0;      // device -> host alone
+  double both = 0;     // total of both directions at once
   std::string source;  // how they were obtained, in words
   bool known() const { return in > 0 && out > 0 && both > 0; }
 };

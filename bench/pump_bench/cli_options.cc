@@ -231,15 +231,19 @@ CliResult parse_cli(const std::vector<std::string>& args) {
       return fail("--iterations: '" + *v + "' is not an integer >= 2 (the first iteration is warm-up)");
     o.iterations = n;
   }
-  for (auto [name, field] : {std::pair{"--json", &o.json_path}, {"--csv", &o.csv_path}, {"--plot", &o.plot_path},
-                             {"--plugin-dir", &o.plugin_dir}, {"--trace", &o.trace_path},
+  for (auto [name, field] : {std::pair{"--json", &o.json_path},
+                             {"--csv", &o.csv_path},
+                             {"--plot", &o.plot_path},
+                             {"--plugin-dir", &o.plugin_dir},
+                             {"--trace", &o.trace_path},
                              {"--libpump", &o.libpump_path}})
     if (const std::string* v = given(name)) *field = *v;
 
   if (!o.trace_path.empty() && !o.workloads.empty()) return fail("--trace replaces --workload: give one of them");
   if (!o.trace_path.empty() && !o.command.empty()) return fail("--trace replays in the sim: it takes no command");
   if (o.sim && !o.command.empty()) return fail("a command runs on a GPU; --sim runs only the models");
-  if (!o.command.empty() && !o.workloads.empty()) return fail("give either --workload or a command after '--', not both");
+  if (!o.command.empty() && !o.workloads.empty())
+    return fail("give either --workload or a command after '--', not both");
   std::vector<double> sorted = o.ratios;
   std::sort(sorted.begin(), sorted.end());
   if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())

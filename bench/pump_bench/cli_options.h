@@ -9,19 +9,19 @@
 namespace pump::bench {
 
 struct BenchOptions {
-  std::vector<std::string> workloads;        // empty: the mode's defaults
+  std::vector<std::string> workloads;  // empty: the mode's defaults
   std::string size = "medium";
   std::vector<double> ratios{1.0, 1.5, 2.0, 3.0};
   std::vector<std::string> policies{"none", "eager", "lazy", "lru", "activations", "learned"};
   std::vector<std::string> datapaths{"copy"};  // "copy", "um": each policy runs on each
-  bool sim = false;                          // --sim given
+  bool sim = false;                            // --sim given
   int repeats = 3;
-  std::optional<int> iterations;             // default: 4 in the sim, 10 on a GPU
+  std::optional<int> iterations;  // default: 4 in the sim, 10 on a GPU
   std::string json_path, csv_path, plot_path;
-  std::string plugin_dir;                    // empty: next to the binary
+  std::string plugin_dir;  // empty: next to the binary
   std::string trace_path;
-  std::string libpump_path;                  // empty: next to the binary
-  std::vector<std::string> command;          // after "--"
+  std::string libpump_path;          // empty: next to the binary
+  std::vector<std::string> command;  // after "--"
 };
 
 enum class CliAction { kRun, kHelp, kError };

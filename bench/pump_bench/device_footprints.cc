@@ -28,8 +28,7 @@ Footprints footprints_of(const std::map<int, PumpStats>& stats_by_rank, const Pr
     int device = -1;
     if (it != stats_by_rank.end() && it->second.peak_tracked_by_device.size() == 1)
       device = it->second.peak_tracked_by_device.begin()->first;
-    else if (rank == 0 && f.by_device.empty() && output.footprint_by_rank.size() == 1)
-      device = 0;
+    else if (rank == 0 && f.by_device.empty() && output.footprint_by_rank.size() == 1) device = 0;
     if (device < 0) continue;  // its devices' own reports stand
     uint64_t& slot = f.by_device[device];
     slot = replaced.insert(device).second ? bytes : std::max(slot, bytes);

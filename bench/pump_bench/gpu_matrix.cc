@@ -25,8 +25,8 @@ std::string last_lines(const std::string& text, size_t lines) {
 // Runs `row` `repeats` times; fills samples (median of each run's steady iterations,
 // rank 0's), checksum, and from the last run the bytes moved per iteration (every rank's
 // stats together). *footprints (when given) gets the last run's footprints.
-void run_config(const GpuMatrix& m, const GpuWorkload& w, const std::map<std::string, std::string>& env,
-                bool pumped, ConfigResult* row, Footprints* footprints) {
+void run_config(const GpuMatrix& m, const GpuWorkload& w, const std::map<std::string, std::string>& env, bool pumped,
+                ConfigResult* row, Footprints* footprints) {
   const std::filesystem::path dir =
       m.stats_directory.empty() ? std::filesystem::temp_directory_path() : std::filesystem::path(m.stats_directory);
   const std::string stats_pattern = (dir / ("pump-bench-stats-" + std::to_string(getpid()) + ".%r.json")).string();
@@ -51,8 +51,9 @@ void run_config(const GpuMatrix& m, const GpuWorkload& w, const std::map<std::st
       if (failed != std::string::npos) {
         const size_t start = p.output.rfind('\n', failed);
         const size_t end = p.output.find('\n', failed);
-        row->note = p.output.substr(start == std::string::npos ? 0 : start + 1,
-                                    end == std::string::npos ? std::string::npos : end - (start == std::string::npos ? 0 : start + 1));
+        row->note = p.output.substr(
+            start == std::string::npos ? 0 : start + 1,
+            end == std::string::npos ? std::string::npos : end - (start == std::string::npos ? 0 : start + 1));
         row->policy_failed = true;
         row->samples_seconds.clear();
         remove_pump_stats_per_rank(stats_pattern);
@@ -103,7 +104,8 @@ void run_config(const GpuMatrix& m, const GpuWorkload& w, const std::map<std::st
 std::map<int, uint64_t> managed_limits(const GpuMatrix& m, const std::map<int, uint64_t>& footprints) {
   std::map<int, uint64_t> limits;
   for (size_t d = 0; d < m.free_by_device.size(); ++d)
-    if (footprints.empty() || footprints.count(static_cast<int>(d))) limits[static_cast<int>(d)] = m.free_by_device[d] / 10 * 9;
+    if (footprints.empty() || footprints.count(static_cast<int>(d)))
+      limits[static_cast<int>(d)] = m.free_by_device[d] / 10 * 9;
   return limits;
 }
 
@@ -164,10 +166,10 @@ std::vector<ConfigResult> run_gpu_matrix(const GpuMatrix& m, const GpuProgress& 
                   bytes <= m.free_by_device[static_cast<size_t>(device)];
     if (fits_free) {
       run_config(m, w, {{"LD_PRELOAD", ""}}, false, &native, nullptr);
-      if (!managed.checksum.empty() && native.checksum != managed.checksum)
-        managed.checksum_differs = true;
+      if (!managed.checksum.empty() && native.checksum != managed.checksum) managed.checksum_differs = true;
     } else {
-      native.note = footprint == 0 ? "footprint unknown (no stats from the managed run)" : "footprint exceeds free memory";
+      native.note =
+          footprint == 0 ? "footprint unknown (no stats from the managed run)" : "footprint exceeds free memory";
     }
     progress(index, total, native, true);
     double native_seconds = 0;  // median of the native repeats: the compute term of every bound
@@ -225,8 +227,7 @@ std::vector<ConfigResult> run_gpu_matrix(const GpuMatrix& m, const GpuProgress& 
                       {"PUMP_GPU_BUDGET", gpu_budget},
                       {"PUMP_MANAGED_LIMIT", limit}},
                      true, &row, nullptr);
-          if (row.ran && !native.checksum.empty() && row.checksum != native.checksum)
-            row.checksum_differs = true;
+          if (row.ran && !native.checksum.empty() && row.checksum != native.checksum) row.checksum_differs = true;
           own_bound(&row);
         }
         progress(index, total, row, true);
@@ -247,7 +248,8 @@ std::vector<ConfigResult> run_gpu_matrix(const GpuMatrix& m, const GpuProgress& 
         bound.samples_seconds = {link_bound_seconds(native_seconds, in, in, m.link)};
         bound.bytes_prefetched = bound.bytes_saved = in;
         bound.ran = true;
-        bound.note = m.link.known() ? "link measured in this run" : "link not measured (" + m.link.source + "): compute only";
+        bound.note =
+            m.link.known() ? "link measured in this run" : "link not measured (" + m.link.source + "): compute only";
       } else {
         bound.note = "needs the native time";
       }

@@ -44,7 +44,7 @@ struct GpuMatrix {
   std::vector<double> ratios;
   std::vector<std::string> policies;
   std::vector<std::string> datapaths{"copy"};  // "copy", "um": each policy runs on each
-  LinkRates link;                               // unknown: bounds are the native time alone
+  LinkRates link;                              // unknown: bounds are the native time alone
   int repeats = 3;
   std::string libpump;
   std::vector<uint64_t> free_by_device;  // each device's free memory, by CUDA ordinal

@@ -182,8 +182,8 @@ LinkRates probe_link(uint64_t bytes, int repeats) {
   CUcontext popped = nullptr;
   pop(&popped);
   release(dev);
-  link.source = error.empty() ? "measured: pinned cuMemcpyAsync, " + std::to_string(bytes >> 20) +
-                                    " MiB, best of " + std::to_string(std::max(1, repeats))
+  link.source = error.empty() ? "measured: pinned cuMemcpyAsync, " + std::to_string(bytes >> 20) + " MiB, best of " +
+                                    std::to_string(std::max(1, repeats))
                               : "link probe: " + error;
   return link;
 }

@@ -15,10 +15,10 @@ struct GpuProbe {
   bool present = false;
   std::string why_not;  // when !present: what failed
   std::string name;
-  std::string driver;   // "13.0" (the CUDA version the driver supports)
-  uint64_t free_bytes = 0;                 // device 0's
+  std::string driver;       // "13.0" (the CUDA version the driver supports)
+  uint64_t free_bytes = 0;  // device 0's
   uint64_t total_bytes = 0;
-  std::vector<uint64_t> free_by_device;    // every visible device's, by ordinal (0 where unknown)
+  std::vector<uint64_t> free_by_device;  // every visible device's, by ordinal (0 where unknown)
 };
 
 GpuProbe probe_gpu();

@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "core/common/log.h"
 #include "bench/pump_bench/cli_options.h"
 #include "bench/pump_bench/gpu_matrix.h"
 #include "bench/pump_bench/gpu_probe.h"
@@ -20,6 +19,7 @@
 #include "bench/pump_bench/sim_matrix.h"
 #include "bench/pump_bench/sim_workload_catalog.h"
 #include "bench/pump_bench/table_printer.h"
+#include "core/common/log.h"
 
 namespace pump::bench {
 namespace {
@@ -53,8 +53,7 @@ void dedup_log_sink(LogLevel, const char* line) {
 
 void print_progress(size_t index, size_t total, const ConfigResult& row, bool done) {
   if (!done) {
-    std::fprintf(stderr, "[%zu/%zu] %s x%.1f %s", index, total, row.workload.c_str(), row.ratio,
-                 row.config.c_str());
+    std::fprintf(stderr, "[%zu/%zu] %s x%.1f %s", index, total, row.workload.c_str(), row.ratio, row.config.c_str());
     if (!row.datapath.empty() && row.config != "managed") std::fprintf(stderr, " (%s)", row.datapath.c_str());
     std::fprintf(stderr, " ...");
     if (row.config == "native" || row.config == "managed") std::fprintf(stderr, " (every ratio)");

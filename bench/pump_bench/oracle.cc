@@ -12,7 +12,7 @@ constexpr size_t kNever = std::numeric_limits<size_t>::max();
 
 struct Use {
   size_t block;
-  bool reads;      // needs the old bytes
+  bool reads;  // needs the old bytes
   bool writes;
 };
 

@@ -21,9 +21,9 @@
 namespace pump::bench {
 
 struct OracleResult {
-  uint64_t bytes_in = 0;   // per steady iteration (mean over iterations after the first)
+  uint64_t bytes_in = 0;  // per steady iteration (mean over iterations after the first)
   uint64_t bytes_out = 0;
-  double seconds = 0;      // per steady iteration
+  double seconds = 0;  // per steady iteration
 };
 
 OracleResult belady_oracle(const SimWorkload& workload, uint64_t budget_bytes, double compute_seconds,

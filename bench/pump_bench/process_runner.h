@@ -10,9 +10,9 @@ namespace pump::bench {
 
 struct ProcessResult {
   bool started = false;
-  int exit_code = -1;   // -1: killed by a signal or not started
+  int exit_code = -1;  // -1: killed by a signal or not started
   std::string output;
-  std::string error;    // why it did not start
+  std::string error;  // why it did not start
 };
 
 // `env`: set (or, with an empty value, removed) on top of this process's environment.

@@ -24,12 +24,12 @@
 namespace pump::bench {
 
 struct ProgramOutput {
-  std::vector<double> iteration_ms;          // rank 0's
-  std::string checksum;                      // rank 0's
-  std::optional<uint64_t> footprint_bytes;   // rank 0's
-  std::map<int, uint64_t> footprint_by_rank; // every rank that printed one (0 included)
-  std::set<int> ranks;                       // ranks that printed any contract line
-  size_t malformed_lines = 0;  // "pump-bench: " lines whose value (or rank) did not parse
+  std::vector<double> iteration_ms;           // rank 0's
+  std::string checksum;                       // rank 0's
+  std::optional<uint64_t> footprint_bytes;    // rank 0's
+  std::map<int, uint64_t> footprint_by_rank;  // every rank that printed one (0 included)
+  std::set<int> ranks;                        // ranks that printed any contract line
+  size_t malformed_lines = 0;                 // "pump-bench: " lines whose value (or rank) did not parse
 };
 
 ProgramOutput parse_program_output(const std::string& output);

@@ -54,13 +54,16 @@ void write_json(std::ostream& out, const BenchReport& report) {
   using Json = nlohmann::ordered_json;  // keys in the order below
   const MachineInfo& m = report.machine;
   const LinkRates& l = report.link;
-  Json doc = {{"pump_bench", 1},
-              {"invocation", report.invocation},
-              {"machine", {{"hostname", m.hostname}, {"cpu", m.cpu}, {"gpu", m.gpu}, {"driver", m.driver},
-                           {"mode", m.mode}}},
-              {"sim_model", report.sim_model},
-              {"link", {{"in_bytes_per_second", l.in}, {"out_bytes_per_second", l.out},
-                        {"both_bytes_per_second", l.both}, {"source", l.source}}}};
+  Json doc = {
+      {"pump_bench", 1},
+      {"invocation", report.invocation},
+      {"machine", {{"hostname", m.hostname}, {"cpu", m.cpu}, {"gpu", m.gpu}, {"driver", m.driver}, {"mode", m.mode}}},
+      {"sim_model", report.sim_model},
+      {"link",
+       {{"in_bytes_per_second", l.in},
+        {"out_bytes_per_second", l.out},
+        {"both_bytes_per_second", l.both},
+        {"source", l.source}}}};
   Json& results = doc["results"] = Json::array();
   for (const ConfigResult& r : report.results) {
     results.push_back({{"workload", r.workload},
@@ -118,24 +121,25 @@ void write_csv(std::ostream& out, const BenchReport& report) {
          "bytes_populated_per_iteration,peak_resident_bytes,footprint_bytes,budget_bytes,violations,note,"
          "command_line,checksum\n";
   for (const ConfigResult& r : report.results) {
-    out << csv_field(r.workload) << ',' << num(r.ratio) << ',' << csv_field(r.config) << ','
-        << csv_field(r.datapath) << ',' << (r.ran ? 1 : 0) << ',' << num(r.median_seconds) << ','
-        << num(r.min_seconds) << ',' << num(r.max_seconds) << ',' << num(r.speedup_vs_none) << ','
-        << num(r.bound_seconds) << ',' << num(r.ratio_to_bound) << ',' << r.bytes_brought_in() << ','
-        << r.bytes_written_back() << ',' << r.bytes_discarded << ',' << r.bytes_prefetched << ','
-        << r.bytes_restored << ',' << r.bytes_faulted << ',' << r.bytes_evicted << ',' << r.bytes_saved << ','
-        << r.bytes_populated << ',' << r.peak_resident_bytes << ',' << r.footprint_bytes
-        << ',' << r.budget_bytes << ',' << r.violations << ',' << csv_field(r.note) << ','
+    out << csv_field(r.workload) << ',' << num(r.ratio) << ',' << csv_field(r.config) << ',' << csv_field(r.datapath)
+        << ',' << (r.ran ? 1 : 0) << ',' << num(r.median_seconds) << ',' << num(r.min_seconds) << ','
+        << num(r.max_seconds) << ',' << num(r.speedup_vs_none) << ',' << num(r.bound_seconds) << ','
+        << num(r.ratio_to_bound) << ',' << r.bytes_brought_in() << ',' << r.bytes_written_back() << ','
+        << r.bytes_discarded << ',' << r.bytes_prefetched << ',' << r.bytes_restored << ',' << r.bytes_faulted << ','
+        << r.bytes_evicted << ',' << r.bytes_saved << ',' << r.bytes_populated << ',' << r.peak_resident_bytes << ','
+        << r.footprint_bytes << ',' << r.budget_bytes << ',' << r.violations << ',' << csv_field(r.note) << ','
         << csv_field(r.command_line) << ',' << csv_field(r.checksum) << '\n';
   }
 }
 
 bool write_json_file(const std::string& path, const BenchReport& report, std::string* error) {
-  return write_file(path, report, [](std::ostream& o, const BenchReport& r) { write_json(o, r); }, error);
+  return write_file(
+      path, report, [](std::ostream& o, const BenchReport& r) { write_json(o, r); }, error);
 }
 
 bool write_csv_file(const std::string& path, const BenchReport& report, std::string* error) {
-  return write_file(path, report, [](std::ostream& o, const BenchReport& r) { write_csv(o, r); }, error);
+  return write_file(
+      path, report, [](std::ostream& o, const BenchReport& r) { write_csv(o, r); }, error);
 }
 
 }  // namespace pump::bench

@@ -4,12 +4,12 @@
 #include <map>
 #include <optional>
 
+#include "bench/pump_bench/oracle.h"
 #include "core/common/config.h"
 #include "core/engine/shadow_store.h"
 #include "core/plugin_host/plugin_host.h"
 #include "core/plugin_host/policy_adapter.h"
 #include "core/sim/sim_runner.h"
-#include "bench/pump_bench/oracle.h"
 
 namespace pump::bench {
 
@@ -135,7 +135,8 @@ std::vector<ConfigResult> run_sim_matrix(const SimMatrix& matrix, const SimProgr
   std::map<std::string, std::optional<LoadedPolicy>> loaded;
   for (const std::string& p : policies) loaded[p] = host.load_policy(p);
 
-  const size_t per_workload = 2 + matrix.ratios.size() * (1 + policies.size() * matrix.datapaths.size());  // + bound, oracle rows (not run)
+  const size_t per_workload =
+      2 + matrix.ratios.size() * (1 + policies.size() * matrix.datapaths.size());  // + bound, oracle rows (not run)
   const LinkRates link = sim_link_rates(matrix.model);
   const size_t total = matrix.workloads.size() * per_workload;
   size_t index = 0;
@@ -161,7 +162,8 @@ std::vector<ConfigResult> run_sim_matrix(const SimMatrix& matrix, const SimProgr
       compute = sum / static_cast<double>(native.samples_seconds.size());
     }
     auto own_bound = [&](ConfigResult* row) {
-      if (row->ran) row->bound_seconds = link_bound_seconds(compute, row->bytes_brought_in(), row->bytes_written_back(), link);
+      if (row->ran)
+        row->bound_seconds = link_bound_seconds(compute, row->bytes_brought_in(), row->bytes_written_back(), link);
     };
 
     ConfigResult managed = make_row(w, 1.0, "managed", 0);

@@ -91,8 +91,8 @@ std::optional<SimWorkload> load_trace_workload(const std::string& path, int iter
   TraceReplayOptions options;
   options.iterations = iterations;
   const size_t slash = path.find_last_of('/');
-  SimWorkload w = trace_to_workload(*trace, "trace:" + path.substr(slash == std::string::npos ? 0 : slash + 1),
-                                    options);
+  SimWorkload w =
+      trace_to_workload(*trace, "trace:" + path.substr(slash == std::string::npos ? 0 : slash + 1), options);
   if (w.iteration.empty()) {
     *error = path + ": the trace records no kernel";
     return std::nullopt;

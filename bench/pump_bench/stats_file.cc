@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <vector>
 #include <sstream>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -35,7 +35,8 @@ void visit(const Json& v, PumpStats* stats, int depth = 0, int device = -1) {
       device = static_cast<int>(it->get<uint64_t>());
     static const char* const kKeys[] = {"bytes_prefetched", "bytes_evicted", "bytes_demand", "peak_resident_bytes",
                                         "peak_tracked_bytes"};
-    const bool is_device = std::any_of(std::begin(kKeys), std::end(kKeys), [&](const char* k) { return v.contains(k); });
+    const bool is_device =
+        std::any_of(std::begin(kKeys), std::end(kKeys), [&](const char* k) { return v.contains(k); });
     if (is_device) {
       ++stats->devices;
       stats->bytes_prefetched += counter(v, "bytes_prefetched");

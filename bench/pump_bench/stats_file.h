@@ -19,9 +19,9 @@ struct PumpStats {
   uint64_t bytes_prefetched = 0;
   uint64_t bytes_evicted = 0;
   uint64_t bytes_demand = 0;
-  uint64_t bytes_saved = 0;       // copy path write-back
+  uint64_t bytes_saved = 0;  // copy path write-back
   uint64_t bytes_restored = 0;
-  uint64_t bytes_discarded = 0;   // dead + clean
+  uint64_t bytes_discarded = 0;  // dead + clean
   uint64_t bytes_populated = 0;
   uint64_t peak_resident_bytes = 0;
   uint64_t peak_tracked_bytes = 0;

@@ -26,8 +26,14 @@ std::vector<std::string> cells(const ConfigResult& r) {
   else check = "ok";
   if (!r.note.empty()) check += check.empty() ? r.note : " (" + r.note + ")";
   if (!r.ran)
-    return {r.workload, fmt("x%.1f", r.ratio), r.config, r.datapath.empty() ? "-" : r.datapath,
-            "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", check};
+    return {r.workload, fmt("x%.1f", r.ratio),
+            r.config,   r.datapath.empty() ? "-" : r.datapath,
+            "-",        "-",
+            "-",        "-",
+            "-",        "-",
+            "-",        "-",
+            "-",        "-",
+            "-",        check};
   const bool bound = r.config == "bound";
   return {r.workload,
           fmt("x%.1f", r.ratio),
@@ -50,10 +56,9 @@ std::vector<std::string> cells(const ConfigResult& r) {
 }  // namespace
 
 void print_table(std::ostream& out, const std::vector<ConfigResult>& results) {
-  const std::vector<std::string> header{"workload",  "ratio",      "config",       "path",
-                                        "ms/iter",   "min-max ms", "vs none",      "bound ms",
-                                        "/bound",    "in MiB/it",  "fault MiB/it", "wb MiB/it",
-                                        "drop MiB/it", "peak GiB", "traffic/oracle", "check"};
+  const std::vector<std::string> header{
+      "workload", "ratio",     "config",       "path",      "ms/iter",     "min-max ms", "vs none",        "bound ms",
+      "/bound",   "in MiB/it", "fault MiB/it", "wb MiB/it", "drop MiB/it", "peak GiB",   "traffic/oracle", "check"};
   std::vector<std::vector<std::string>> rows;
   for (const ConfigResult& r : results) rows.push_back(cells(r));
   std::vector<size_t> width(header.size());

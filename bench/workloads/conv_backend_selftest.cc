@@ -151,11 +151,12 @@ int run_conv_backend_selftest(cudnnHandle_t handle, cudaStream_t stream) {
     const double error = max_relative_error(runs[0], want);
     const bool deterministic = std::memcmp(runs[0].data(), runs[1].data(), output_elements * sizeof(float)) == 0;
     const bool ok = error <= kSelftestTolerance && deterministic;
-    std::printf("pump-bench-selftest: %s engine=%lld mode=%s workspace_bytes=%llu max_rel_error=%.3e "
-                "deterministic=%s %s\n",
-                conv_direction_name(direction), static_cast<long long>(plan.engine_index()), plan.heuristic_mode(),
-                static_cast<unsigned long long>(plan.workspace_bytes()), error, deterministic ? "yes" : "no",
-                ok ? "PASS" : "FAIL");
+    std::printf(
+        "pump-bench-selftest: %s engine=%lld mode=%s workspace_bytes=%llu max_rel_error=%.3e "
+        "deterministic=%s %s\n",
+        conv_direction_name(direction), static_cast<long long>(plan.engine_index()), plan.heuristic_mode(),
+        static_cast<unsigned long long>(plan.workspace_bytes()), error, deterministic ? "yes" : "no",
+        ok ? "PASS" : "FAIL");
     if (!ok) status = 1;
     if (workspace != nullptr) PUMP_CUDA_CHECK(cudaFree(workspace));
   }

@@ -4,8 +4,8 @@
 // engine is bitwise deterministic. One device run proves the backend path.
 #pragma once
 
-#include <cudnn.h>
 #include <cuda_runtime_api.h>
+#include <cudnn.h>
 
 namespace pump::bench {
 

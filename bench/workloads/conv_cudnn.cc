@@ -3,8 +3,8 @@
 // cudnnAddTensor). Algorithms: the heuristics' first deterministic one that fits
 // the spec's workspace, so results are bitwise reproducible and the workspace is
 // the one the sim models. Allocates with plain cudaMalloc.
-#include <cudnn.h>
 #include <cuda_runtime_api.h>
+#include <cudnn.h>
 
 #include <cmath>
 #include <cstdio>
@@ -53,26 +53,26 @@ int main(int argc, char** argv) {
   PUMP_CUDNN_CHECK(cudnnCreateTensorDescriptor(&filter_as_tensor));
   PUMP_CUDNN_CHECK(cudnnCreateFilterDescriptor(&filter));
   PUMP_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv));
-  PUMP_CUDNN_CHECK(cudnnSetTensor4dDescriptor(tensor, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, s.batch, s.channels,
-                                              s.height, s.width));
+  PUMP_CUDNN_CHECK(
+      cudnnSetTensor4dDescriptor(tensor, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, s.batch, s.channels, s.height, s.width));
   PUMP_CUDNN_CHECK(cudnnSetTensor4dDescriptor(filter_as_tensor, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, s.channels,
                                               s.channels, s.kernel, s.kernel));
   PUMP_CUDNN_CHECK(cudnnSetFilter4dDescriptor(filter, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, s.channels, s.channels,
                                               s.kernel, s.kernel));
   const int pad = s.kernel / 2;
-  PUMP_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv, pad, pad, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
-                                                   CUDNN_DATA_FLOAT));
+  PUMP_CUDNN_CHECK(
+      cudnnSetConvolution2dDescriptor(conv, pad, pad, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   PUMP_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH));  // fp32, no TF32: reproducible
 
   constexpr int kMaxAlgos = 16;
   int found = 0;
   cudnnConvolutionFwdAlgoPerf_t fwd_perf[kMaxAlgos];
-  PUMP_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle, tensor, filter, conv, tensor, kMaxAlgos, &found,
-                                                          fwd_perf));
+  PUMP_CUDNN_CHECK(
+      cudnnGetConvolutionForwardAlgorithm_v7(handle, tensor, filter, conv, tensor, kMaxAlgos, &found, fwd_perf));
   const cudnnConvolutionFwdAlgo_t fwd = pick(fwd_perf, found, s.workspace_bytes, "forward algorithm");
   cudnnConvolutionBwdDataAlgoPerf_t data_perf[kMaxAlgos];
-  PUMP_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, filter, tensor, conv, tensor, kMaxAlgos,
-                                                               &found, data_perf));
+  PUMP_CUDNN_CHECK(
+      cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, filter, tensor, conv, tensor, kMaxAlgos, &found, data_perf));
   const cudnnConvolutionBwdDataAlgo_t bwd_data = pick(data_perf, found, s.workspace_bytes, "backward data algorithm");
   cudnnConvolutionBwdFilterAlgoPerf_t filter_perf[kMaxAlgos];
   PUMP_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, tensor, tensor, conv, filter, kMaxAlgos,

@@ -10,8 +10,8 @@
 // Contract as the other workload programs (--size, --iterations, the
 // pump-bench lines); `--selftest` instead checks each direction on small data
 // against a CPU reference and exits 0 only if all match.
-#include <cudnn.h>
 #include <cuda_runtime_api.h>
+#include <cudnn.h>
 
 #include <cmath>
 #include <cstdio>
@@ -62,9 +62,7 @@ int train(cudnnHandle_t handle, cudaStream_t stream, const pump::bench::GpuProgr
   run_timed_iterations(args.iterations, stream, [&] {
     for (const ConvOp& op : step) {
       switch (op.kind) {
-        case ConvOp::Kind::kForward:
-          forward.execute(at(op.x), at(op.filter), at(op.y), workspace_for(forward));
-          break;
+        case ConvOp::Kind::kForward: forward.execute(at(op.x), at(op.filter), at(op.y), workspace_for(forward)); break;
         case ConvOp::Kind::kBackwardData:
           backward_data.execute(at(op.x), at(op.filter), at(op.y), workspace_for(backward_data));
           break;

@@ -25,7 +25,8 @@ inline std::vector<void*> allocate_conv_buffers(const ConvShape& s, uint64_t* fo
   }
   const float filter_scale = 1.0f / std::sqrt(static_cast<float>(s.channels * s.kernel * s.kernel));
   for (size_t i = 0; i < buffers.size(); ++i) {
-    if (buffers[i].kind == ConvBufferKind::kFilter) fill_device_buffer(ptr[i], buffers[i].bytes / 4, filter_scale, i + 1);
+    if (buffers[i].kind == ConvBufferKind::kFilter)
+      fill_device_buffer(ptr[i], buffers[i].bytes / 4, filter_scale, i + 1);
     else PUMP_CUDA_CHECK(cudaMemset(ptr[i], 0, buffers[i].bytes));
   }
   const size_t input = static_cast<size_t>(conv_activation(s, 0));

@@ -47,14 +47,24 @@ struct ConvShape {
 inline ConvShape conv_shape(const WorkloadSize& size) {
   ConvShape s;
   switch (size.preset) {
-    case SizePreset::kSmall: s.batch = 32; s.channels = 64; s.layers = 4; s.workspace_bytes = 16ull << 20; return s;
+    case SizePreset::kSmall:
+      s.batch = 32;
+      s.channels = 64;
+      s.layers = 4;
+      s.workspace_bytes = 16ull << 20;
+      return s;
     case SizePreset::kMedium: return s;  // ~1.2 GiB
-    case SizePreset::kLarge: s.batch = 128; s.channels = 256; s.layers = 12; s.workspace_bytes = 256ull << 20; return s;
+    case SizePreset::kLarge:
+      s.batch = 128;
+      s.channels = 256;
+      s.layers = 12;
+      s.workspace_bytes = 256ull << 20;
+      return s;
     case SizePreset::kBytes: break;
   }
   // Activations dominate: (layers + 3) tensors; scale the batch.
-  const double per_sample = static_cast<double>(s.tensor_elements() / static_cast<uint64_t>(s.batch)) * 4.0 *
-                            (s.layers + 3);
+  const double per_sample =
+      static_cast<double>(s.tensor_elements() / static_cast<uint64_t>(s.batch)) * 4.0 * (s.layers + 3);
   s.batch = std::max(1, static_cast<int>(static_cast<double>(size.bytes) / per_sample));
   return s;
 }
@@ -78,9 +88,12 @@ inline int conv_workspace(const ConvShape& s) { return 3 * s.layers + 3; }
 inline std::vector<ConvBuffer> conv_buffers(const ConvShape& s) {
   std::vector<ConvBuffer> out;
   const uint64_t f = s.filter_elements() * 4, t = s.tensor_elements() * 4;
-  for (int i = 0; i < s.layers; ++i) out.push_back({std::string("F").append(std::to_string(i)), ConvBufferKind::kFilter, f});
-  for (int i = 0; i < s.layers; ++i) out.push_back({std::string("dF").append(std::to_string(i)), ConvBufferKind::kFilterGradient, f});
-  for (int i = 0; i <= s.layers; ++i) out.push_back({std::string("Y").append(std::to_string(i)), ConvBufferKind::kActivation, t});
+  for (int i = 0; i < s.layers; ++i)
+    out.push_back({std::string("F").append(std::to_string(i)), ConvBufferKind::kFilter, f});
+  for (int i = 0; i < s.layers; ++i)
+    out.push_back({std::string("dF").append(std::to_string(i)), ConvBufferKind::kFilterGradient, f});
+  for (int i = 0; i <= s.layers; ++i)
+    out.push_back({std::string("Y").append(std::to_string(i)), ConvBufferKind::kActivation, t});
   out.push_back({"dY_even", ConvBufferKind::kActivationGradient, t});
   out.push_back({"dY_odd", ConvBufferKind::kActivationGradient, t});
   out.push_back({"workspace", ConvBufferKind::kWorkspace, s.workspace_bytes});
@@ -103,17 +116,18 @@ inline constexpr float kConvLearningRate = 1e-4f;
 inline std::vector<ConvOp> conv_step(const ConvShape& s) {
   std::vector<ConvOp> ops;
   for (int i = 0; i < s.layers; ++i)
-    ops.push_back({ConvOp::Kind::kForward, std::string("conv_fwd").append(std::to_string(i)), conv_activation(s, i), conv_filter(s, i),
-                   conv_activation(s, i + 1)});
+    ops.push_back({ConvOp::Kind::kForward, std::string("conv_fwd").append(std::to_string(i)), conv_activation(s, i),
+                   conv_filter(s, i), conv_activation(s, i + 1)});
   int g = conv_activation(s, s.layers);
   int which = 0;
   for (int i = s.layers - 1; i >= 0; --i) {
-    ops.push_back({ConvOp::Kind::kBackwardFilter, std::string("conv_bwd_filter").append(std::to_string(i)), conv_activation(s, i),
-                   conv_filter_gradient(s, i), g});
+    ops.push_back({ConvOp::Kind::kBackwardFilter, std::string("conv_bwd_filter").append(std::to_string(i)),
+                   conv_activation(s, i), conv_filter_gradient(s, i), g});
     if (i > 0) {
       const int next = conv_activation_gradient(s, which);
       which ^= 1;
-      ops.push_back({ConvOp::Kind::kBackwardData, std::string("conv_bwd_data").append(std::to_string(i)), next, conv_filter(s, i), g});
+      ops.push_back({ConvOp::Kind::kBackwardData, std::string("conv_bwd_data").append(std::to_string(i)), next,
+                     conv_filter(s, i), g});
       g = next;
     }
   }

@@ -15,7 +15,7 @@ constexpr int64_t kUidX = 'x', kUidW = 'w', kUidY = 'y';
 // cudaMalloc returns 256-byte aligned pointers; 16 is what engines ask for.
 constexpr int64_t kByteAlignment = 16;
 
-#define PUMP_SET_ATTRIBUTE(desc, name, type, count, values)                                        \
+#define PUMP_SET_ATTRIBUTE(desc, name, type, count, values)                                              \
   ::pump::bench::check_cudnn_status(cudnnBackendSetAttribute((desc), (name), (type), (count), (values)), \
                                     "cudnnBackendSetAttribute(" #name ")", __LINE__)
 
@@ -105,13 +105,10 @@ std::string engine_refusal(cudnnBackendDescriptor_t config, int64_t* global_inde
   BackendDescriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
   cudnnBackendDescriptor_t engine_desc = engine.get();
   int64_t count = 0;
-  cudnnStatus_t st =
-      cudnnBackendGetAttribute(config, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &count,
-                               &engine_desc);
-  if (st != CUDNN_STATUS_SUCCESS || count != 1)
-    return std::string("engine unreadable: ") + cudnnGetErrorString(st);
-  st = cudnnBackendGetAttribute(engine_desc, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &count,
-                                global_index);
+  cudnnStatus_t st = cudnnBackendGetAttribute(config, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                              &count, &engine_desc);
+  if (st != CUDNN_STATUS_SUCCESS || count != 1) return std::string("engine unreadable: ") + cudnnGetErrorString(st);
+  st = cudnnBackendGetAttribute(engine_desc, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &count, global_index);
   if (st != CUDNN_STATUS_SUCCESS) return std::string("engine index unreadable: ") + cudnnGetErrorString(st);
 
   cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
@@ -199,7 +196,7 @@ ConvBackendPlan::ConvBackendPlan(cudnnHandle_t handle, ConvDirection direction, 
 
   std::string refusals;
   const std::pair<cudnnBackendHeurMode_t, const char*> modes[] = {{CUDNN_HEUR_MODE_A, "A"},
-                                                                   {CUDNN_HEUR_MODE_FALLBACK, "fallback"}};
+                                                                  {CUDNN_HEUR_MODE_FALLBACK, "fallback"}};
   for (const auto& [mode, mode_name] : modes) {
     BackendDescriptor heuristics(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
     PUMP_SET_ATTRIBUTE(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
@@ -253,8 +250,8 @@ ConvBackendPlan::ConvBackendPlan(cudnnHandle_t handle, ConvDirection direction, 
         continue;
       }
       int64_t workspace = 0, count = 0;
-      PUMP_CUDNN_CHECK(cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                                CUDNN_TYPE_INT64, 1, &count, &workspace));
+      PUMP_CUDNN_CHECK(cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64,
+                                                1, &count, &workspace));
       if (workspace < 0 || static_cast<uint64_t>(workspace) > max_workspace_bytes) {
         refuse("workspace " + std::to_string(workspace) + " bytes > " + std::to_string(max_workspace_bytes));
         continue;

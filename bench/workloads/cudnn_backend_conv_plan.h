@@ -52,8 +52,7 @@ class ConvBackendPlan {
   // Builds the graph for `shape` and the first acceptable engine whose
   // workspace fits `max_workspace_bytes`; dies listing why each candidate was
   // refused when none is acceptable.
-  ConvBackendPlan(cudnnHandle_t handle, ConvDirection direction, const ConvShape& shape,
-                  uint64_t max_workspace_bytes);
+  ConvBackendPlan(cudnnHandle_t handle, ConvDirection direction, const ConvShape& shape, uint64_t max_workspace_bytes);
 
   ConvBackendPlan(const ConvBackendPlan&) = delete;
   ConvBackendPlan& operator=(const ConvBackendPlan&) = delete;

@@ -39,7 +39,8 @@ int main(int argc, char** argv) {
     if (buffers[i].kind == MlpBufferKind::kWeight) fill_device_buffer(ptr[i], buffers[i].elements, weight_scale, i + 1);
     else PUMP_CUDA_CHECK(cudaMemset(ptr[i], 0, buffers[i].elements * sizeof(float)));
   }
-  fill_device_buffer(ptr[static_cast<size_t>(mlp_activation(shape, 0))], buffers[static_cast<size_t>(mlp_activation(shape, 0))].elements, 1.0f, 7);
+  fill_device_buffer(ptr[static_cast<size_t>(mlp_activation(shape, 0))],
+                     buffers[static_cast<size_t>(mlp_activation(shape, 0))].elements, 1.0f, 7);
 
   cudaStream_t stream;
   PUMP_CUDA_CHECK(cudaStreamCreate(&stream));
@@ -77,7 +78,8 @@ int main(int argc, char** argv) {
 
   std::vector<std::pair<const void*, size_t>> outputs;
   for (int i = 0; i < shape.layers; ++i)
-    outputs.push_back({ptr[static_cast<size_t>(mlp_weight(shape, i))], buffers[static_cast<size_t>(i)].elements * sizeof(float)});
+    outputs.push_back(
+        {ptr[static_cast<size_t>(mlp_weight(shape, i))], buffers[static_cast<size_t>(i)].elements * sizeof(float)});
   std::printf("pump-bench: checksum=%016llx\n", static_cast<unsigned long long>(checksum_device_buffers(outputs)));
 
   PUMP_CUBLAS_CHECK(cublasDestroy(handle));

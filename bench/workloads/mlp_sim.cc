@@ -13,8 +13,7 @@ pump_role_v1_t role_hint(MlpBufferKind kind) {
 
 // What the cublas extractor computes for one operand (see cublas_extractor.cc).
 uint64_t gemm_operand_bytes(bool transposed, int rows, int cols, int ld) {
-  return transposed ? pump_column_major_bytes(cols, rows, ld, 4)
-                    : pump_column_major_bytes(rows, cols, ld, 4);
+  return transposed ? pump_column_major_bytes(cols, rows, ld, 4) : pump_column_major_bytes(rows, cols, ld, 4);
 }
 
 }  // namespace

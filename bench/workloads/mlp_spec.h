@@ -30,9 +30,9 @@ struct MlpShape {
 
 inline MlpShape mlp_shape(const WorkloadSize& size) {
   switch (size.preset) {
-    case SizePreset::kSmall: return {512, 2048, 4};     // ~0.15 GiB
-    case SizePreset::kMedium: return {1024, 4096, 8};   // ~1.2 GiB
-    case SizePreset::kLarge: return {2048, 8192, 12};   // ~6.6 GiB
+    case SizePreset::kSmall: return {512, 2048, 4};    // ~0.15 GiB
+    case SizePreset::kMedium: return {1024, 4096, 8};  // ~1.2 GiB
+    case SizePreset::kLarge: return {2048, 8192, 12};  // ~6.6 GiB
     case SizePreset::kBytes: break;
   }
   // Weights and their gradients dominate: 2 * layers * width^2 * 4 bytes.
@@ -60,9 +60,12 @@ inline int mlp_activation_gradient(const MlpShape& s, int which) { return 3 * s.
 inline std::vector<MlpBuffer> mlp_buffers(const MlpShape& s) {
   const uint64_t w = static_cast<uint64_t>(s.width), b = static_cast<uint64_t>(s.batch);
   std::vector<MlpBuffer> out;
-  for (int i = 0; i < s.layers; ++i) out.push_back({std::string("W").append(std::to_string(i)), MlpBufferKind::kWeight, w * w});
-  for (int i = 0; i < s.layers; ++i) out.push_back({std::string("dW").append(std::to_string(i)), MlpBufferKind::kGradient, w * w});
-  for (int i = 0; i <= s.layers; ++i) out.push_back({std::string("Y").append(std::to_string(i)), MlpBufferKind::kActivation, w * b});
+  for (int i = 0; i < s.layers; ++i)
+    out.push_back({std::string("W").append(std::to_string(i)), MlpBufferKind::kWeight, w * w});
+  for (int i = 0; i < s.layers; ++i)
+    out.push_back({std::string("dW").append(std::to_string(i)), MlpBufferKind::kGradient, w * w});
+  for (int i = 0; i <= s.layers; ++i)
+    out.push_back({std::string("Y").append(std::to_string(i)), MlpBufferKind::kActivation, w * b});
   out.push_back({"dY_even", MlpBufferKind::kActivationGradient, w * b});
   out.push_back({"dY_odd", MlpBufferKind::kActivationGradient, w * b});
   return out;
@@ -79,9 +82,9 @@ struct MlpOp {
   enum class Kind { kGemm, kRelu, kReluBackward, kSgdUpdate };
   Kind kind = Kind::kGemm;
   std::string name;
-  MlpGemm gemm;            // kGemm
-  int x = -1, y = -1;      // kRelu: y in place; kReluBackward: x = Y (mask), y = g; kSgdUpdate: x = dW, y = W
-  uint64_t elements = 0;   // elementwise kernels
+  MlpGemm gemm;           // kGemm
+  int x = -1, y = -1;     // kRelu: y in place; kReluBackward: x = Y (mask), y = g; kSgdUpdate: x = dW, y = W
+  uint64_t elements = 0;  // elementwise kernels
 };
 
 inline constexpr float kMlpLearningRate = 1e-3f;

@@ -99,7 +99,8 @@ SimWorkload trace_to_workload(const Trace& trace, const std::string& name, const
   for (size_t i = 0; i < w.allocations.size(); ++i) index_of[w.allocations[i].address] = i;
   std::vector<std::map<uint32_t, uint64_t>> votes(w.allocations.size());
   for (const SimKernel& k : w.iteration)
-    for (const pump_extent_v1_t& e : k.extents) votes[std::prev(index_of.upper_bound(e.address))->second][e.role] += e.bytes;
+    for (const pump_extent_v1_t& e : k.extents)
+      votes[std::prev(index_of.upper_bound(e.address))->second][e.role] += e.bytes;
   for (size_t i = 0; i < w.allocations.size(); ++i) {
     uint64_t best = 0;
     for (const auto& [role, bytes] : votes[i])

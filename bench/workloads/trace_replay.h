@@ -31,7 +31,7 @@ struct TraceReplayReport {
   uint64_t kernels_estimated = 0;  // duration estimated from bytes
   uint64_t extents_dropped = 0;    // outside every allocation
   uint64_t allocations_merged = 0;
-  uint64_t extents_inexact = 0;    // marked or inferred as guessed from a pointer
+  uint64_t extents_inexact = 0;  // marked or inferred as guessed from a pointer
 };
 
 SimWorkload trace_to_workload(const Trace& trace, const std::string& name, const TraceReplayOptions& options,

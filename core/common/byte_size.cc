@@ -67,7 +67,8 @@ std::optional<uint64_t> size_or_percent(std::string_view text, uint64_t whole, b
   if (!text.empty() && text.back() == '%') {
     double number = 0;
     std::string_view rest;
-    if (!split_number(trim_spaces(text.substr(0, text.size() - 1)), &number, &rest) || !rest.empty()) return std::nullopt;
+    if (!split_number(trim_spaces(text.substr(0, text.size() - 1)), &number, &rest) || !rest.empty())
+      return std::nullopt;
     if (!(zero_percent ? number >= 0.0 : number > 0.0) || number > 100.0) return std::nullopt;
     return static_cast<uint64_t>(std::floor(static_cast<double>(whole) * number / 100.0));
   }

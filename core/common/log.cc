@@ -14,7 +14,8 @@ LogLevel level_from_env() {
   const char* env = std::getenv("PUMP_LOG_LEVEL");
   LogLevel level = LogLevel::kWarn;
   if (env && *env && !parse_log_level(env, &level)) {
-    std::fprintf(stderr, "pump: warning: PUMP_LOG_LEVEL='%s' is not one of error, warn, info, debug; using warn\n", env);
+    std::fprintf(stderr, "pump: warning: PUMP_LOG_LEVEL='%s' is not one of error, warn, info, debug; using warn\n",
+                 env);
     level = LogLevel::kWarn;
   }
   return level;

@@ -20,9 +20,9 @@ void log(LogLevel level, const char* format, ...) __attribute__((format(printf, 
 
 // Logs once per call site (the flag lives at the caller): for warnings that could
 // otherwise repeat on every call.
-#define PUMP_LOG_ONCE(level, ...)                   \
-  do {                                              \
-    static std::atomic<bool> pump_logged_{false};   \
+#define PUMP_LOG_ONCE(level, ...)                                      \
+  do {                                                                 \
+    static std::atomic<bool> pump_logged_{false};                      \
     if (!pump_logged_.exchange(true)) ::pump::log(level, __VA_ARGS__); \
   } while (0)
 

@@ -35,7 +35,8 @@ std::optional<std::vector<PerDeviceItem>> split_per_device(std::string_view text
   size_t start = 0;
   while (start <= text.size()) {
     const size_t comma = text.find(',', start);
-    const std::string_view item = trim_spaces(text.substr(start, comma == std::string_view::npos ? comma : comma - start));
+    const std::string_view item =
+        trim_spaces(text.substr(start, comma == std::string_view::npos ? comma : comma - start));
     start = comma == std::string_view::npos ? text.size() + 1 : comma + 1;
     if (item.empty()) return fail("has an empty item");
     PerDeviceItem parsed;

@@ -8,8 +8,8 @@
 #include <cstdint>
 
 struct PumpCopyChunk {
-  unsigned long long src;    // device-readable address
-  unsigned long long dst;    // device-writable address (mapped pinned host memory)
+  unsigned long long src;  // device-readable address
+  unsigned long long dst;  // device-writable address (mapped pinned host memory)
   unsigned long long bytes;
 };
 

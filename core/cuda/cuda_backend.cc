@@ -310,7 +310,8 @@ std::string CudaBackend::setup_on_worker() {
   // After the staging buffers took their device memory: the managed-memory cap is set from this.
   size_t free_bytes = 0, total_bytes = 0;
   if ((r = api_.cuMemGetInfo(&free_bytes, &total_bytes)) == CUDA_SUCCESS) free_at_start_ = free_bytes;
-  else note_failure("cuMemGetInfo", "the device's free memory is unknown (a PUMP_MANAGED_LIMIT is applied as given)", r);
+  else
+    note_failure("cuMemGetInfo", "the device's free memory is unknown (a PUMP_MANAGED_LIMIT is applied as given)", r);
 
   plan_options_.prefetch_stream_key = prefetch_key_;
   plan_options_.merge_adjacent = options_.merge_adjacent;
@@ -324,8 +325,8 @@ void CudaBackend::run_job(Job& job) {
   TransferBatch& batch = job.batch;
   const std::vector<Fence> in_waits = cuda::newest_fence_per_stream(batch.fetch_wait_for, prefetch_key_);
   const bool after_out = batch.fetch_after_out && batch.has_out();
-  const bool populated = options_.populate_first && !after_out && !context_lost_ &&
-                         (!batch.populate.empty() || !batch.restore.empty());
+  const bool populated =
+      options_.populate_first && !after_out && !context_lost_ && (!batch.populate.empty() || !batch.restore.empty());
   if (populated) issue_populate_first(batch, in_waits);
   if (!context_lost_ && batch.has_out()) {
     // Out: wait for the kernels still using what leaves, copy dirty data to its shadow,
@@ -396,9 +397,12 @@ void CudaBackend::load_copy_kernels() {
     call = "cuModuleGetFunction";
     r = api_.cuModuleGetFunction(&list, copy_module_, "pump_copy_list");
     if (r == CUDA_SUCCESS &&
-        staged_out_.set_up(list, options_.staging_slot_bytes, options_.staging_kernel_blocks, options_.copy_kernel_threads) &&
-        staged_in_.set_up(list, options_.staging_slot_bytes, options_.staging_kernel_blocks, options_.copy_kernel_threads)) {
-      stats_->staging_device_bytes.store(staged_out_.device_bytes() + staged_in_.device_bytes(), std::memory_order_relaxed);
+        staged_out_.set_up(list, options_.staging_slot_bytes, options_.staging_kernel_blocks,
+                           options_.copy_kernel_threads) &&
+        staged_in_.set_up(list, options_.staging_slot_bytes, options_.staging_kernel_blocks,
+                          options_.copy_kernel_threads)) {
+      stats_->staging_device_bytes.store(staged_out_.device_bytes() + staged_in_.device_bytes(),
+                                         std::memory_order_relaxed);
     } else if (r == CUDA_SUCCESS) {
       staged_out_.release(context_lost_);  // one direction alone is not worth its memory
     }
@@ -511,8 +515,9 @@ std::vector<ShadowRange> CudaBackend::copy_staged(cuda::StagedCopies& staged, co
 
 void CudaBackend::issue_saves(const std::vector<ShadowRange>& saves, std::vector<Range>* saved) {
   if (saves.empty()) return;
-  const char* how = staged_out_.usable() ? "out: save (staged)" : copy_kernels_ ? "out: save (copy kernel to host)"
-                                                                                 : "out: save (copy to host)";
+  const char* how = staged_out_.usable() ? "out: save (staged)"
+                    : copy_kernels_      ? "out: save (copy kernel to host)"
+                                         : "out: save (copy to host)";
   TrafficRange nvtx(how, total_bytes(saves), saves.size());
   std::vector<ShadowRange> by_engine = copy_staged(staged_out_, saves, /*to_host=*/true, out_stream_, saved);
   if (copy_kernels_ && !by_engine.empty()) {
@@ -629,14 +634,15 @@ void CudaBackend::issue_populate(CUstream stream, std::vector<Range> ranges) {
     stats_->populate_calls.fetch_add(calls, std::memory_order_relaxed);
     stats_->populate_bytes.fetch_add(bytes, std::memory_order_relaxed);
   };
-  if (options_.populate == CudaBackendOptions::Populate::kDiscardAndPrefetch && api_.cuMemDiscardAndPrefetchBatchAsync) {
+  if (options_.populate == CudaBackendOptions::Populate::kDiscardAndPrefetch &&
+      api_.cuMemDiscardAndPrefetchBatchAsync) {
     // The pages hold nothing worth keeping (dropped): discard-and-prefetch populates them
     // on the device without a copy, in one call.
     BatchArguments batch(ranges);
     size_t first_index = 0;
     const auto t0 = std::chrono::steady_clock::now();
-    CUresult r = api_.cuMemDiscardAndPrefetchBatchAsync(batch.addresses.data(), batch.sizes.data(), batch.addresses.size(), &device,
-                                                        &first_index, 1, 0, stream);
+    CUresult r = api_.cuMemDiscardAndPrefetchBatchAsync(batch.addresses.data(), batch.sizes.data(),
+                                                        batch.addresses.size(), &device, &first_index, 1, 0, stream);
     count_call_time(t0);
     if (r == CUDA_SUCCESS) {
       count(1, total_bytes(ranges));
@@ -701,8 +707,8 @@ void CudaBackend::issue_ranges(CUstream stream, const TransferOp& op, CUmemLocat
     BatchArguments batch(op.ranges);
     size_t first_index = 0;
     const auto t0 = std::chrono::steady_clock::now();
-    CUresult r = api_.cuMemPrefetchBatchAsync(batch.addresses.data(), batch.sizes.data(), batch.addresses.size(), &location,
-                                              &first_index, 1, 0, stream);
+    CUresult r = api_.cuMemPrefetchBatchAsync(batch.addresses.data(), batch.sizes.data(), batch.addresses.size(),
+                                              &location, &first_index, 1, 0, stream);
     count_call_time(t0);
     if (r == CUDA_SUCCESS) {
       count(op.bytes());
@@ -737,7 +743,8 @@ void CudaBackend::issue_discard(CUstream stream, const TransferOp& op) {
   if (plan_options_.have_discard_batch) {
     BatchArguments batch(chunked(op.ranges, options_.discard_chunk_bytes));
     const auto t0 = std::chrono::steady_clock::now();
-    CUresult r = api_.cuMemDiscardBatchAsync(batch.addresses.data(), batch.sizes.data(), batch.addresses.size(), 0, stream);
+    CUresult r =
+        api_.cuMemDiscardBatchAsync(batch.addresses.data(), batch.sizes.data(), batch.addresses.size(), 0, stream);
     stats_->discard_call_ns.fetch_add(count_call_time(t0), std::memory_order_relaxed);
     if (r == CUDA_SUCCESS) {
       stats_->discard_calls.fetch_add(1, std::memory_order_relaxed);
@@ -746,8 +753,8 @@ void CudaBackend::issue_discard(CUstream stream, const TransferOp& op) {
       return;
     }
     note_failure("cuMemDiscardBatchAsync",
-                 "pages are evicted to the host (unified memory) instead of dropped from now on", r,
-                 &op.ranges.front(), /*switches_mode=*/true);
+                 "pages are evicted to the host (unified memory) instead of dropped from now on", r, &op.ranges.front(),
+                 /*switches_mode=*/true);
     if (context_lost_) return;
     plan_options_.have_discard_batch = false;
   }
@@ -808,9 +815,10 @@ bool CudaBackend::wait_for_fence_on_host(const Fence& fence) {
   const auto deadline = std::chrono::steady_clock::now() + kHostWaitLimit;
   while (!done(fence)) {
     if (std::chrono::steady_clock::now() > deadline) {
-      log(LogLevel::kError, "cuda backend: a fence (stream 0x%llx, value %llu) did not complete within %lld s; "
-          "going on without it", static_cast<unsigned long long>(fence.stream),
-          static_cast<unsigned long long>(fence.value),
+      log(LogLevel::kError,
+          "cuda backend: a fence (stream 0x%llx, value %llu) did not complete within %lld s; "
+          "going on without it",
+          static_cast<unsigned long long>(fence.stream), static_cast<unsigned long long>(fence.value),
           static_cast<long long>(kHostWaitLimit.count()));
       return false;
     }
@@ -920,7 +928,6 @@ void CudaBackend::stream_wait(StreamId stream, const Fence& fence) {
   wait_for_fence_on_host(fence);
 }
 
-
 void CudaBackend::bridge_before_access(StreamId stream) {
   if (!bridge_stream_ || context_lost_) return;
   std::lock_guard lock(bridge_mutex_);
@@ -1014,8 +1021,8 @@ uint64_t CudaBackend::allocate_host(uint64_t bytes) {
   void* host = nullptr;
   // Portable: the worker thread copies from it as well as the application's threads;
   // mapped: the copy kernel reads and writes it through its (unified) address.
-  CUresult r = api_.cuMemHostAlloc(&host, bytes,
-                                   CU_MEMHOSTALLOC_PORTABLE | (copy_kernels_ ? CU_MEMHOSTALLOC_DEVICEMAP : 0u));
+  CUresult r =
+      api_.cuMemHostAlloc(&host, bytes, CU_MEMHOSTALLOC_PORTABLE | (copy_kernels_ ? CU_MEMHOSTALLOC_DEVICEMAP : 0u));
   if (r != CUDA_SUCCESS || !host) {
     // The engine's shadow store asks no more after a refusal: this is the one message.
     char consequence[160];
@@ -1085,7 +1092,8 @@ uint64_t CudaBackend::capture_id(StreamId stream) {
   // The legacy stream while another stream captures in global mode: part of no capture
   // pump can name. Any other failure: the capture is unknown, its graph unattributed.
   if (r != CUDA_ERROR_STREAM_CAPTURE_IMPLICIT && !context_is_gone(r))
-    note_failure("cuStreamGetCaptureInfo", "the capture is unknown: its graph's launches restore every dropped block", r);
+    note_failure("cuStreamGetCaptureInfo", "the capture is unknown: its graph's launches restore every dropped block",
+                 r);
   return kCaptureUnknown;
 }
 

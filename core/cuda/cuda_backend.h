@@ -94,10 +94,10 @@ namespace pump {
 
 struct CudaBackendOptions {
   const char* driver_library = "libcuda.so.1";
-  size_t queue_capacity = 256;   // batches waiting for the worker; submit() blocks beyond
-  size_t event_ring = 1024;      // event fences in flight before the oldest is waited for
-  bool merge_adjacent = true;    // off only to measure what merging gains
-  size_t batch_min_ranges = 4;   // ranges from which one batch call replaces single calls; 0 = never
+  size_t queue_capacity = 256;  // batches waiting for the worker; submit() blocks beyond
+  size_t event_ring = 1024;     // event fences in flight before the oldest is waited for
+  bool merge_adjacent = true;   // off only to measure what merging gains
+  size_t batch_min_ranges = 4;  // ranges from which one batch call replaces single calls; 0 = never
   // PUMP_VERIFY=poison: a discard fills the range with a NaN pattern (0xFF bytes) and
   // keeps its pages, so a read pump did not foresee changes the program's results.
   bool poison = false;
@@ -143,7 +143,7 @@ struct CudaBackendOptions {
   CopyVia copy_via = CopyVia::kStaging;
   uint64_t staging_slot_bytes = 16ull << 20;  // two slots per direction (64 MiB of device memory)
   unsigned staging_kernel_blocks = 32;
-  unsigned copy_kernel_blocks = 16;     // kKernel, per launch: 16 x 1024 threads reach the link one way (facts)
+  unsigned copy_kernel_blocks = 16;  // kKernel, per launch: 16 x 1024 threads reach the link one way (facts)
   unsigned copy_kernel_threads = 1024;
   uint64_t copy_chunk_bytes = 1ull << 20;  // work unit of one block
 };
@@ -266,8 +266,8 @@ class CudaBackend final : public DeviceBackend {
   // Queues `ranges` through the staging buffers of one direction (what it queued appended
   // to *done when given); returns what is left for the copy engines (everything when
   // staging is off or failed).
-  std::vector<ShadowRange> copy_staged(cuda::StagedCopies& staged, const std::vector<ShadowRange>& ranges,
-                                       bool to_host, CUstream stream, std::vector<Range>* done);
+  std::vector<ShadowRange> copy_staged(cuda::StagedCopies& staged, const std::vector<ShadowRange>& ranges, bool to_host,
+                                       CUstream stream, std::vector<Range>* done);
   void load_copy_kernels();
   void issue_restores(const std::vector<ShadowRange>& restores);
   // One copy between a range and its shadow (a save: to_host); false when the driver
@@ -275,8 +275,8 @@ class CudaBackend final : public DeviceBackend {
   bool copy_or_host_fallback(const ShadowRange& s, bool to_host);
   void issue_populate(CUstream stream, std::vector<Range> ranges);
   // Populates on the populate stream, group by group, each group's copies waiting for it.
-  void issue_fetch_in_groups(const TransferBatch& batch, const std::vector<Fence>& waits, bool after_out, uint64_t value,
-                             bool populated);
+  void issue_fetch_in_groups(const TransferBatch& batch, const std::vector<Fence>& waits, bool after_out,
+                             uint64_t value, bool populated);
   // populate_first: the batch's populates and restores' pages, on the populate stream after `waits`.
   void issue_populate_first(const TransferBatch& batch, const std::vector<Fence>& waits);
   void poison(CUstream stream, const Range& range);
@@ -328,7 +328,7 @@ class CudaBackend final : public DeviceBackend {
   void* check_buffer_ = nullptr;  // PUMP_VERIFY=checksum: pinned, for reading ranges back
   size_t next_chunk_slot_ = 0;
   std::atomic<bool> copy_kernels_{false};  // kKernel saves usable; read by allocate_host on application threads
-  cuda::StagedCopies staged_out_;  // kStaging, one per direction (core/cuda/staged_copies.h)
+  cuda::StagedCopies staged_out_;          // kStaging, one per direction (core/cuda/staged_copies.h)
   cuda::StagedCopies staged_in_;
   StreamId out_key_ = 0;
   std::unique_ptr<cuda::EventFenceRing> out_events_;
@@ -338,12 +338,12 @@ class CudaBackend final : public DeviceBackend {
   // The bridge: another device's calls on this device's memory (see above).
   CUstream bridge_stream_ = nullptr;
   StreamId bridge_key_ = 0;
-  std::mutex bridge_mutex_;              // an event is recorded and waited for as one step
-  CUevent bridge_tail_ = nullptr;        // recorded on the bridge before a call waits for it
+  std::mutex bridge_mutex_;                                 // an event is recorded and waited for as one step
+  CUevent bridge_tail_ = nullptr;                           // recorded on the bridge before a call waits for it
   std::vector<std::pair<CUcontext, CUevent>> call_events_;  // per context of a call's stream
 
-  std::mutex mark_mutex_;                // fence values reach the ring in order
-  uint64_t event_seq_ = 0;               // under mark_mutex_
+  std::mutex mark_mutex_;   // fence values reach the ring in order
+  uint64_t event_seq_ = 0;  // under mark_mutex_
   std::unique_ptr<cuda::EventFenceRing> compute_events_;
   std::unique_ptr<cuda::EventFenceRing> prefetch_events_;
 

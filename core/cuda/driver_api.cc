@@ -24,8 +24,9 @@ bool resolve(GetProcAddress get, const char* name, Fn* out, bool required, std::
   *out = nullptr;
   if (required && error->empty()) {
     char line[256];
-    std::snprintf(line, sizeof line, "the CUDA driver has no %s for CUDA %d.%d (cuGetProcAddress: result %d, status %d)",
-                  name, kApiVersion / 1000, kApiVersion % 1000 / 10, static_cast<int>(r), static_cast<int>(status));
+    std::snprintf(line, sizeof line,
+                  "the CUDA driver has no %s for CUDA %d.%d (cuGetProcAddress: result %d, status %d)", name,
+                  kApiVersion / 1000, kApiVersion % 1000 / 10, static_cast<int>(r), static_cast<int>(status));
     *error = line;
   }
   return !required;
@@ -61,7 +62,8 @@ bool DriverApi::load(const char* library_name, std::string* error) {
   }
   if (ok && driver_version < kApiVersion) {
     char line[160];
-    std::snprintf(line, sizeof line, "the CUDA driver supports CUDA %d.%d; pump's cuda backend needs CUDA 13.0 or newer",
+    std::snprintf(line, sizeof line,
+                  "the CUDA driver supports CUDA %d.%d; pump's cuda backend needs CUDA 13.0 or newer",
                   driver_version / 1000, driver_version % 1000 / 10);
     *error = line;
     return false;
@@ -117,7 +119,8 @@ std::string DriverApi::describe(CUresult result) const {
   if (cuGetErrorString) cuGetErrorString(result, &text);
   char line[256];
   std::snprintf(line, sizeof line, "%s (%s)", name ? name : "CUDA error", text ? text : "no description");
-  if (!name) std::snprintf(line, sizeof line, "CUDA error %d (%s)", static_cast<int>(result), text ? text : "no description");
+  if (!name)
+    std::snprintf(line, sizeof line, "CUDA error %d (%s)", static_cast<int>(result), text ? text : "no description");
   return line;
 }
 

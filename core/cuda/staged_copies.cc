@@ -71,7 +71,8 @@ void StagedCopies::release(bool context_lost) {
 }
 
 void StagedCopies::fail(const char* call, CUresult r) {
-  if (usable_) note_failure_(call, "staging buffers are not used from now on: managed memory is copied without them", r);
+  if (usable_)
+    note_failure_(call, "staging buffers are not used from now on: managed memory is copied without them", r);
   usable_ = false;
 }
 
@@ -163,8 +164,8 @@ bool StagedCopies::launch(const std::vector<Piece>& pieces, CUdeviceptr slot, bo
   list.count = pieces.size();
   for (size_t i = 0; i < pieces.size(); ++i) {
     const unsigned long long managed = pieces[i].range.address, staged = slot + pieces[i].slot_offset;
-    list.chunks[i] = to_host ? CopyChunk{managed, staged, pieces[i].range.bytes}
-                             : CopyChunk{staged, managed, pieces[i].range.bytes};
+    list.chunks[i] =
+        to_host ? CopyChunk{managed, staged, pieces[i].range.bytes} : CopyChunk{staged, managed, pieces[i].range.bytes};
   }
   void* args[] = {&list};
   const CUresult r = api_.cuLaunchKernel(kernel_, blocks_, 1, 1, threads_, 1, 1, 0, stream, args, nullptr);

@@ -99,7 +99,10 @@ class DeviceBackend {
   // Host memory for shadows (pinned, reachable by the device's copies), or 0 when the
   // backend has none or the allocation fails (a backend that refuses logs why: the
   // engine then asks no more and says nothing itself). Freed only with the backend.
-  virtual uint64_t allocate_host(uint64_t bytes) { (void)bytes; return 0; }
+  virtual uint64_t allocate_host(uint64_t bytes) {
+    (void)bytes;
+    return 0;
+  }
 
   // The backend's own counters (driver calls issued, failures...) for the stats report.
   virtual std::vector<std::pair<std::string, uint64_t>> counters() const { return {}; }

@@ -54,7 +54,8 @@ void Engine::on_alloc(uint64_t address, uint64_t bytes, uint64_t group) {
   ++stats_.allocations;
   allocations_[address] = AllocationState{address + bytes};
   // Only ever widened (a freed range may stay inside): a lock-free "not ours" for most words.
-  if (address < lowest_tracked_.load(std::memory_order_relaxed)) lowest_tracked_.store(address, std::memory_order_release);
+  if (address < lowest_tracked_.load(std::memory_order_relaxed))
+    lowest_tracked_.store(address, std::memory_order_release);
   if (address + bytes > tracked_end_.load(std::memory_order_relaxed))
     tracked_end_.store(address + bytes, std::memory_order_release);
   stats_.peak_tracked_bytes = std::max(stats_.peak_tracked_bytes, tracker_.tracked_bytes());
@@ -342,7 +343,8 @@ void Engine::collect_pieces(const pump_extent_v1_t* extents, size_t count, const
     if (kernel_allocation_set_.count(pieces_[j]->allocation)) continue;  // its whole run is in already
     add(pieces_[j]->allocation);
     // A pointer into one piece of a grouped memory may reach every piece it touches.
-    for (uint64_t b = tracker_.previous_in_group(*pieces_[j]); b; b = tracker_.previous_in_group(*tracker_.find(b))) add(b);
+    for (uint64_t b = tracker_.previous_in_group(*pieces_[j]); b; b = tracker_.previous_in_group(*tracker_.find(b)))
+      add(b);
     for (uint64_t b = tracker_.next_in_group(*pieces_[j]); b; b = tracker_.next_in_group(*tracker_.find(b))) add(b);
   }
 }
@@ -434,11 +436,12 @@ void Engine::decide_and_order(StreamId stream, uint64_t seq, KernelTicket* ticke
       fallback_make_room(occupied_bytes() + kernel_missing_bytes_ - budget_);
     if (occupied_bytes() + kernel_missing_bytes_ > budget_) {
       ++stats_.kernels_oversized;
-      PUMP_LOG_ONCE(LogLevel::kWarn,
-                    "a kernel (or a graph launch) needs %s resident but PUMP_GPU_BUDGET is %s (only %s could be freed): "
-                    "it runs on demand paging and the budget is exceeded while it runs",
-                    format_bytes(touched).c_str(), format_bytes(budget_).c_str(),
-                    format_bytes(budget_ - std::min(budget_, occupied_bytes())).c_str());
+      PUMP_LOG_ONCE(
+          LogLevel::kWarn,
+          "a kernel (or a graph launch) needs %s resident but PUMP_GPU_BUDGET is %s (only %s could be freed): "
+          "it runs on demand paging and the budget is exceeded while it runs",
+          format_bytes(touched).c_str(), format_bytes(budget_).c_str(),
+          format_bytes(budget_ - std::min(budget_, occupied_bytes())).c_str());
     }
   }
 
@@ -504,10 +507,8 @@ void Engine::decide_and_order(StreamId stream, uint64_t seq, KernelTicket* ticke
     b->last_stream = stream;
     b->dead = b->kernel_only_workspace;
     if (writes(b->kernel_access)) b->saved = false;  // the shadow no longer holds its bytes
-    if (!kernel_ranges.empty() && kernel_ranges.back().end() == b->address)
-      kernel_ranges.back().bytes += b->bytes;
-    else
-      kernel_ranges.push_back({b->address, b->bytes});
+    if (!kernel_ranges.empty() && kernel_ranges.back().end() == b->address) kernel_ranges.back().bytes += b->bytes;
+    else kernel_ranges.push_back({b->address, b->bytes});
   }
   // Queued by the caller once the lock is released (issue_waits).
   for (size_t i = 0; i < 2; ++i)
@@ -580,7 +581,8 @@ void Engine::after_kernel(KernelTicket* ticket_ptr, bool launched) {
 bool Engine::fence_at_stream_tail(StreamId stream, uint64_t after_seq, Fence* out) {
   // A fence recorded at the stream's tail now follows every kernel queued on it so far,
   // so it covers the block's last kernel; one per stream serves every such block.
-  auto it = std::find_if(tail_fences_.begin(), tail_fences_.end(), [&](const TailFence& t) { return t.stream == stream; });
+  auto it =
+      std::find_if(tail_fences_.begin(), tail_fences_.end(), [&](const TailFence& t) { return t.stream == stream; });
   if (it == tail_fences_.end() || it->after_seq < after_seq) {
     if (backend_.capturing(stream)) return false;
     const TailFence tail{stream, backend_.mark(stream), seq_};
@@ -698,8 +700,8 @@ pump_status_v1_t Engine::request_prefetch(Block& b, pump_when_v1_t when) {
   // one that needs their room waits for them.
   // A block leaving in this very batch comes back only after it left: its restore must
   // not copy the shadow before the save wrote it (the two directions run apart).
-  const bool needs_room = b.out_batch == batch_serial_ ||
-                          occupied_bytes() + pending_out_bytes_ + out_in_flight_bytes_ + b.bytes > budget_;
+  const bool needs_room =
+      b.out_batch == batch_serial_ || occupied_bytes() + pending_out_bytes_ + out_in_flight_bytes_ + b.bytes > budget_;
   if (needs_room) fetch_needs_room_ = true;
   FetchLists& lists = needs_room ? late_fetches_ : early_fetches_;
   // A transfer out of it still queued must finish before it comes back.
@@ -832,8 +834,8 @@ void Engine::fallback_make_room(uint64_t bytes_needed) {
   for (auto it = lru.begin(); it != lru.end() && freed < bytes_needed;) {
     Block& b = *it++;
     if ((current_seq_ && b.kernel_mark == current_seq_) || b.launches_pending) continue;
-    if (!kernel_allocations_.empty() && std::find(kernel_allocations_.begin(), kernel_allocations_.end(),
-                                                  b.allocation) != kernel_allocations_.end())
+    if (!kernel_allocations_.empty() &&
+        std::find(kernel_allocations_.begin(), kernel_allocations_.end(), b.allocation) != kernel_allocations_.end())
       continue;
     const uint64_t bytes = b.bytes;
     if (request_evict(b, PUMP_EVICT_DISCARD, false) == PUMP_OK) {
@@ -851,8 +853,7 @@ void Engine::append_ranges(std::vector<Block*>* blocks, std::vector<Range>* rang
   for (const Block* b : *blocks) {
     if (last && last->allocation == b->allocation && ranges->back().end() == b->address)
       ranges->back().bytes += b->bytes;
-    else
-      ranges->push_back({b->address, b->bytes});
+    else ranges->push_back({b->address, b->bytes});
     last = b;
   }
 }
@@ -865,11 +866,10 @@ void Engine::append_shadow_ranges(std::vector<Block*>* blocks, std::vector<Shado
   const Block* last = nullptr;
   for (const Block* b : *blocks) {
     ShadowRange* back = ranges->empty() ? nullptr : &ranges->back();
-    if (last && last->allocation == b->allocation && back->end() == b->address && back->shadow + back->bytes == b->shadow &&
-        shadows_.same_slab(back->shadow, b->shadow))
+    if (last && last->allocation == b->allocation && back->end() == b->address &&
+        back->shadow + back->bytes == b->shadow && shadows_.same_slab(back->shadow, b->shadow))
       back->bytes += b->bytes;
-    else
-      ranges->push_back({b->address, b->bytes, b->shadow});
+    else ranges->push_back({b->address, b->bytes, b->shadow});
     last = b;
   }
 }
@@ -957,7 +957,8 @@ void Engine::submit_pending(StreamId stream) {
 bool Engine::find_block(uint64_t address, pump_block_v1_t* out) {
   // The launch extractor asks for every parameter word that could be a pointer; most are
   // sizes, strides or other devices' addresses, outside every block this engine ever had.
-  if (address < lowest_tracked_.load(std::memory_order_acquire) || address >= tracked_end_.load(std::memory_order_acquire))
+  if (address < lowest_tracked_.load(std::memory_order_acquire) ||
+      address >= tracked_end_.load(std::memory_order_acquire))
     return false;
   std::lock_guard lock(mutex_);
   Block* b = tracker_.find(address);

@@ -23,8 +23,8 @@
 #include "core/engine/graph_extents.h"
 #include "core/engine/policy.h"
 #include "core/engine/shadow_store.h"
-#include "pump/policy_v1.h"
 #include "pump/extractor_v1.h"
+#include "pump/policy_v1.h"
 
 namespace pump {
 
@@ -53,17 +53,17 @@ const char* datapath_name(DataPath path);
 // the ticket's lists have grown.
 class KernelTicket {
  public:
-  uint64_t seq = 0;        // 0: nothing to do after the launch
+  uint64_t seq = 0;  // 0: nothing to do after the launch
   StreamId stream = 0;
 
  private:
   friend class Engine;
-  bool open_ = false;              // filled by before_kernel, after_kernel not called yet
-  uint64_t layout_generation_ = 0; // the tracker's layout when it was filled
-  std::vector<Block*> blocks_;     // the kernel's blocks (valid while the layout holds)
-  std::vector<Range> ranges_;      // ... and their ranges, adjacent ones joined
+  bool open_ = false;                  // filled by before_kernel, after_kernel not called yet
+  uint64_t layout_generation_ = 0;     // the tracker's layout when it was filled
+  std::vector<Block*> blocks_;         // the kernel's blocks (valid while the layout holds)
+  std::vector<Range> ranges_;          // ... and their ranges, adjacent ones joined
   std::vector<uint64_t> allocations_;  // allocations it touched through pointers
-  Fence waits_[2];                 // transfers the launch must wait for, one per transfer stream
+  Fence waits_[2];                     // transfers the launch must wait for, one per transfer stream
 };
 
 // How much the engine holds, by container: a long run must keep each of these flat.
@@ -82,8 +82,7 @@ class Engine {
   // `policy` may be null: no prefetching, least-recently-used eviction under the budget.
   // It is attached here; if that fails, the engine runs without it. (A C policy plugin:
   // make_policy_adapter, core/plugin_host/policy_adapter.h.)
-  Engine(DeviceBackend& backend, std::unique_ptr<Policy> policy, const EngineOptions& options,
-         const Config* config);
+  Engine(DeviceBackend& backend, std::unique_ptr<Policy> policy, const EngineOptions& options, const Config* config);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -174,26 +173,26 @@ class Engine {
   // such a kernel may touch any byte of the allocation, not only the piece it named.
   struct AllocationState {
     uint64_t end = 0;
-    uint64_t inexact_seq = 0;   // the last kernel that touched it through a pointer
-    uint64_t kernel_mark = 0;   // the kernel being decided touches it that way
+    uint64_t inexact_seq = 0;       // the last kernel that touched it through a pointer
+    uint64_t kernel_mark = 0;       // the kernel being decided touches it that way
     uint32_t launches_pending = 0;  // such kernels not queued yet (between before and after_kernel)
     // Such kernels that may still run, per stream (kernels of one stream complete in
     // order): the newest fence recorded after one of them, and whether one got none
     // (everything fitted: fence the stream's tail when a piece must leave).
     struct StreamUse {
       StreamId stream;
-      uint64_t seq;   // the newest of them
+      uint64_t seq;  // the newest of them
       Fence fence;
       bool unfenced;
     };
     std::vector<StreamUse> uses;
-    bool maybe_dropped = false; // some piece may be dropped (cleared by a scan that finds none)
+    bool maybe_dropped = false;  // some piece may be dropped (cleared by a scan that finds none)
     // A scan found a piece whose fetch was still in flight: scan again next time. (A
     // piece is fetched back by copy only after it was dropped, which set maybe_dropped.)
     bool maybe_fetching = false;
   };
   AllocationState* allocation_of(const Block& b);
-  bool clean_now(const Block& b) const;  // saved, and no write since that pump may have missed
+  bool clean_now(const Block& b) const;         // saved, and no write since that pump may have missed
   pump_block_v1_t victim_view(const Block& b);  // snapshot with IN_USE and CLEAN, for the policy's lookups
   void add_pieces_of_inexact_allocations(uint64_t seq);
   // Makes every piece of `a` that an access through a pointer may reach and that is not
@@ -211,8 +210,8 @@ class Engine {
   bool other_streams_settled(Block& b);  // adds their waits to the batch; false if one is captured
   void decide_and_order(StreamId stream, uint64_t seq, KernelTicket* ticket);
   // The bodies of before_kernel and before_unattributed_access, the lock held.
-  void kernel_locked(KernelTicket* ticket, StreamId stream, bool capturing, const pump_extent_v1_t* extents, size_t count,
-                     const uint8_t* inexact);
+  void kernel_locked(KernelTicket* ticket, StreamId stream, bool capturing, const pump_extent_v1_t* extents,
+                     size_t count, const uint8_t* inexact);
   void unattributed_locked(KernelTicket* ticket, StreamId stream, bool capturing);
   void graph_launch_locked(KernelTicket* ticket, StreamId stream, bool capturing, uint64_t exec);
   static void reset_ticket(KernelTicket* ticket);
@@ -249,14 +248,14 @@ class Engine {
   std::atomic<uint64_t> tracked_end_{0};
   EngineStats stats_;
   uint64_t seq_ = 0;
-  uint64_t current_seq_ = 0;            // kernel being decided (0 outside before_kernel)
-  std::vector<Block*> kernel_blocks_;   // its blocks
+  uint64_t current_seq_ = 0;           // kernel being decided (0 outside before_kernel)
+  std::vector<Block*> kernel_blocks_;  // its blocks
   std::vector<pump_block_v1_t> kernel_view_;
-  uint64_t freeing_bytes_ = 0;          // device bytes of allocations being freed (on_free)
+  uint64_t freeing_bytes_ = 0;  // device bytes of allocations being freed (on_free)
   // Device room taken: resident blocks, and allocations whose free is under way.
   uint64_t occupied_bytes() const { return tracker_.resident_bytes() + freeing_bytes_; }
-  uint64_t kernel_missing_bytes_ = 0;   // its blocks' bytes not yet resident
-  std::vector<Block*> demand_blocks_;   // its blocks that fault in (not prefetched)
+  uint64_t kernel_missing_bytes_ = 0;       // its blocks' bytes not yet resident
+  std::vector<Block*> demand_blocks_;       // its blocks that fault in (not prefetched)
   TransferBatch pending_now_;               // requests gathered while deciding
   std::vector<Block*> just_before_blocks_;  // ... and for the "just before" batch
   std::vector<Block*> evict_blocks_;        // evictions by unified-memory migration
@@ -273,8 +272,8 @@ class Engine {
   FetchLists early_fetches_, late_fetches_;
   void submit_fetches(FetchLists* lists, TransferBatch* batch);
   void note_ready(FetchLists* lists, const Fence& in);
-  uint64_t pending_out_bytes_ = 0;          // bytes leaving in the batch being gathered
-  uint64_t batch_serial_ = 1;               // names the batch being gathered (Block::out_batch)
+  uint64_t pending_out_bytes_ = 0;  // bytes leaving in the batch being gathered
+  uint64_t batch_serial_ = 1;       // names the batch being gathered (Block::out_batch)
   // Batches whose transfers out may still run: the bytes they free are not free on the
   // device yet, so a fetch into that room waits for them (the in stream runs apart).
   struct OutInFlight {
@@ -284,15 +283,15 @@ class Engine {
   std::vector<OutInFlight> out_in_flight_;
   void prune_out_in_flight();
   uint64_t out_in_flight_bytes_ = 0;
-  bool fetch_needs_room_ = false;           // a fetch of that batch takes room its evictions free
+  bool fetch_needs_room_ = false;  // a fetch of that batch takes room its evictions free
   // Per-call scratch (one decision at a time under mutex_).
   std::vector<Block*> pieces_;
   std::vector<uint32_t> piece_extent_;
   std::vector<uint8_t> extent_inexact_;
   std::unordered_map<uint64_t, AllocationState> allocations_;  // by base address
-  std::vector<uint64_t> kernel_allocations_;  // touched through pointers by the kernel being decided
-  std::unordered_set<uint64_t> kernel_allocation_set_;  // ... the same, to add each once
-  Fence kernel_wait_;                   // latest prefetch fence the kernel must wait for
+  std::vector<uint64_t> kernel_allocations_;                   // touched through pointers by the kernel being decided
+  std::unordered_set<uint64_t> kernel_allocation_set_;         // ... the same, to add each once
+  Fence kernel_wait_;                                          // latest prefetch fence the kernel must wait for
   struct TailFence {
     StreamId stream;
     Fence fence;

@@ -16,8 +16,7 @@ void GraphExtents::add_extent(Capture& c, const pump_extent_v1_t& e, bool inexac
   if (joined.role != e.role) joined.role = PUMP_ROLE_UNKNOWN;
 }
 
-void GraphExtents::add_call(uint64_t capture, const pump_extent_v1_t* extents, size_t count,
-                            const uint8_t* inexact) {
+void GraphExtents::add_call(uint64_t capture, const pump_extent_v1_t* extents, size_t count, const uint8_t* inexact) {
   Capture& c = captures_[capture];
   for (size_t i = 0; i < count; ++i) add_extent(c, extents[i], inexact && inexact[i]);
 }

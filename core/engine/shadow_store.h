@@ -42,8 +42,8 @@ class ShadowStore {
   uint64_t slab_bytes() const { return slab_total_; }  // pinned memory held
   uint64_t used_bytes() const { return used_; }
   uint64_t peak_used_bytes() const { return peak_used_; }
-  uint64_t refusals() const { return refusals_; }      // requests answered with 0
-  bool backend_refused() const { return slab_failed_; } // the backend refused a slab (and said why)
+  uint64_t refusals() const { return refusals_; }        // requests answered with 0
+  bool backend_refused() const { return slab_failed_; }  // the backend refused a slab (and said why)
   size_t free_ranges() const { return free_.size(); }
 
  private:
@@ -58,9 +58,9 @@ class ShadowStore {
   uint64_t used_ = 0;
   uint64_t peak_used_ = 0;
   uint64_t refusals_ = 0;
-  bool slab_failed_ = false;       // the backend refused once: ask no more
-  std::map<uint64_t, uint64_t> free_;  // address -> bytes; never touching across slabs
-  std::map<uint64_t, uint64_t> slabs_; // base -> bytes
+  bool slab_failed_ = false;            // the backend refused once: ask no more
+  std::map<uint64_t, uint64_t> free_;   // address -> bytes; never touching across slabs
+  std::map<uint64_t, uint64_t> slabs_;  // base -> bytes
 };
 
 }  // namespace pump

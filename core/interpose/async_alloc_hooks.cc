@@ -150,8 +150,9 @@ cudaError_t runtime_free_async(void* devPtr, cudaStream_t stream, CUstream order
   rt->counter(id).calls.fetch_add(1, std::memory_order_relaxed);
   auto real_free = real<k_cudaFree>();
   bool captured = false;
-  if (!real_free || !free_in_stream_order(rt, reinterpret_cast<uint64_t>(devPtr), ordered_on,
-                                          [real_free, devPtr] { real_free(devPtr); }, &captured))
+  if (!real_free ||
+      !free_in_stream_order(
+          rt, reinterpret_cast<uint64_t>(devPtr), ordered_on, [real_free, devPtr] { real_free(devPtr); }, &captured))
     return pass();
   return captured ? cudaErrorStreamCaptureUnsupported : cudaSuccess;
 }
@@ -196,7 +197,8 @@ CUresult driver_free_async(CUdeviceptr dptr, CUstream stream, CUstream ordered_o
   rt->counter(id).calls.fetch_add(1, std::memory_order_relaxed);
   auto real_free = real<k_cuMemFree_v2>();
   bool captured = false;
-  if (!real_free || !free_in_stream_order(rt, dptr, ordered_on, [real_free, dptr] { real_free(dptr); }, &captured))
+  if (!real_free || !free_in_stream_order(
+                        rt, dptr, ordered_on, [real_free, dptr] { real_free(dptr); }, &captured))
     return pass();
   return captured ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
 }

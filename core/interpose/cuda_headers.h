@@ -7,11 +7,11 @@
 // names, the _v2 names and the _ptsz per-thread-stream variants, instead of the
 // macros that map one to the other for applications.
 #define __CUDA_API_VERSION_INTERNAL 1
+#include <cublasLt.h>
+#include <cublas_api.h>
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
-#include <cublas_api.h>
-#include <cublasLt.h>
 
 #include "core/interpose/nccl_api.h"
 

@@ -69,9 +69,9 @@ bool is_cuda_library_file(const char* path) {
   for (std::string_view family : {"libcudnn", "libnvshmem", "libcutensor", "libnvinfer"})
     if (of_family(stem, family)) return true;
   if (stem.starts_with("libnpp")) return true;
-  for (std::string_view name : {"libcublas", "libcublasLt", "libcufft", "libcufftw", "libcurand", "libcusparse",
-                                "libcusparseLt", "libcusolver", "libcusolverMg", "libcutensorMg", "libcudss",
-                                "libcufile", "libcupti", "libnvblas", "libnccl", "libnvjpeg"})
+  for (std::string_view name :
+       {"libcublas", "libcublasLt", "libcufft", "libcufftw", "libcurand", "libcusparse", "libcusparseLt", "libcusolver",
+        "libcusolverMg", "libcutensorMg", "libcudss", "libcufile", "libcupti", "libnvblas", "libnccl", "libnvjpeg"})
     if (stem == name) return true;
   return false;
 }

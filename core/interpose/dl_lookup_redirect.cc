@@ -33,7 +33,8 @@ void* redirect_dl_lookup(const char* name, void* found) {
                   "%s of %s is not intercepted: pump's hooks already call another copy of %s (%s); calls into "
                   "this copy pass by unseen (PUMP_LOG_LEVEL=debug names each)",
                   name, file, library_name(kSymbols[*id].library), adopted);
-    if (log_level() >= LogLevel::kDebug) log(LogLevel::kDebug, "dlsym %s in %s: another copy, not intercepted", name, file);
+    if (log_level() >= LogLevel::kDebug)
+      log(LogLevel::kDebug, "dlsym %s in %s: another copy, not intercepted", name, file);
     return found;
   }
   if (log_level() >= LogLevel::kDebug) log(LogLevel::kDebug, "dlsym %s in %s -> hook", name, file);

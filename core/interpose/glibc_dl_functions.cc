@@ -40,12 +40,12 @@ PUMP_BEFORE_SANITIZERS uint32_t sysv_hash(const char* name) {
 // One loaded object's dynamic symbol table, as its PT_DYNAMIC describes it.
 struct DynamicSymbols {
   ElfW(Addr) base = 0;
-  const ElfW(Sym)* symbols = nullptr;
+  const ElfW(Sym) * symbols = nullptr;
   const char* strings = nullptr;
   const uint32_t* gnu_hash = nullptr;
-  const ElfW(Word)* sysv_hash = nullptr;
-  const ElfW(Half)* versions = nullptr;  // DT_VERSYM: one entry per symbol
-  const ElfW(Verdef)* definitions = nullptr;
+  const ElfW(Word) * sysv_hash = nullptr;
+  const ElfW(Half) * versions = nullptr;  // DT_VERSYM: one entry per symbol
+  const ElfW(Verdef) * definitions = nullptr;
 };
 
 // ld.so rewrites most of a loaded object's dynamic entries into addresses, but not all
@@ -92,7 +92,7 @@ struct Candidate {
 };
 
 PUMP_BEFORE_SANITIZERS void consider(const DynamicSymbols& table, uint32_t index, const char* name,
-                                 const char* version_prefix, Candidate* best) {
+                                     const char* version_prefix, Candidate* best) {
   const ElfW(Sym)& s = table.symbols[index];
   // (ELF32_ST_TYPE is the same macro)
   if (s.st_shndx == SHN_UNDEF || ELF64_ST_TYPE(s.st_info) != STT_FUNC) return;
@@ -109,7 +109,7 @@ PUMP_BEFORE_SANITIZERS void consider(const DynamicSymbols& table, uint32_t index
 }
 
 PUMP_BEFORE_SANITIZERS void search(const DynamicSymbols& table, const char* name, const char* version_prefix,
-                               Candidate* best) {
+                                   Candidate* best) {
   if (table.gnu_hash != nullptr) {
     const uint32_t buckets = table.gnu_hash[0], first_symbol = table.gnu_hash[1], bloom_words = table.gnu_hash[2];
     if (buckets == 0) return;

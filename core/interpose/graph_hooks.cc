@@ -119,13 +119,10 @@ typename Sym<id>::Ret node_changed(CallReal call_real) {
 uint64_t launched_graph(SymbolId id, const void* const* args) {
   switch (id) {
     case k_cudaGraphLaunch:
-    case k_cudaGraphLaunch_ptsz:
-      return handle_key(*static_cast<const cudaGraphExec_t*>(args[0]));
+    case k_cudaGraphLaunch_ptsz: return handle_key(*static_cast<const cudaGraphExec_t*>(args[0]));
     case k_cuGraphLaunch:
-    case k_cuGraphLaunch_ptsz:
-      return handle_key(*static_cast<const CUgraphExec*>(args[0]));
-    default:
-      return 0;
+    case k_cuGraphLaunch_ptsz: return handle_key(*static_cast<const CUgraphExec*>(args[0]));
+    default: return 0;
   }
 }
 
@@ -282,38 +279,37 @@ CUresult on_cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams* nodeParam
 }
 cudaError_t on_cudaGraphExecKernelNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
                                                 const struct cudaKernelNodeParams* pNodeParams) {
-  return forget_exec<k_cudaGraphExecKernelNodeSetParams>(
-      hGraphExec, [&](auto fn) { return fn(hGraphExec, node, pNodeParams); });
+  return forget_exec<k_cudaGraphExecKernelNodeSetParams>(hGraphExec,
+                                                         [&](auto fn) { return fn(hGraphExec, node, pNodeParams); });
 }
 cudaError_t on_cudaGraphExecMemcpyNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
                                                 const struct cudaMemcpy3DParms* pNodeParams) {
-  return forget_exec<k_cudaGraphExecMemcpyNodeSetParams>(
-      hGraphExec, [&](auto fn) { return fn(hGraphExec, node, pNodeParams); });
+  return forget_exec<k_cudaGraphExecMemcpyNodeSetParams>(hGraphExec,
+                                                         [&](auto fn) { return fn(hGraphExec, node, pNodeParams); });
 }
 cudaError_t on_cudaGraphExecMemsetNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
                                                 const struct cudaMemsetParams* pNodeParams) {
-  return forget_exec<k_cudaGraphExecMemsetNodeSetParams>(
-      hGraphExec, [&](auto fn) { return fn(hGraphExec, node, pNodeParams); });
+  return forget_exec<k_cudaGraphExecMemsetNodeSetParams>(hGraphExec,
+                                                         [&](auto fn) { return fn(hGraphExec, node, pNodeParams); });
 }
 cudaError_t on_cudaGraphExecChildGraphNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
                                                     cudaGraph_t childGraph) {
-  return forget_exec<k_cudaGraphExecChildGraphNodeSetParams>(
-      hGraphExec, [&](auto fn) { return fn(hGraphExec, node, childGraph); });
+  return forget_exec<k_cudaGraphExecChildGraphNodeSetParams>(hGraphExec,
+                                                             [&](auto fn) { return fn(hGraphExec, node, childGraph); });
 }
 cudaError_t on_cudaGraphExecNodeSetParams(cudaGraphExec_t graphExec, cudaGraphNode_t node,
                                           struct cudaGraphNodeParams* nodeParams) {
-  return forget_exec<k_cudaGraphExecNodeSetParams>(graphExec,
-                                                         [&](auto fn) { return fn(graphExec, node, nodeParams); });
+  return forget_exec<k_cudaGraphExecNodeSetParams>(graphExec, [&](auto fn) { return fn(graphExec, node, nodeParams); });
 }
 CUresult on_cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, CUgraphNode hNode,
                                               const CUDA_KERNEL_NODE_PARAMS* nodeParams) {
-  return forget_exec<k_cuGraphExecKernelNodeSetParams_v2>(
-      hGraphExec, [&](auto fn) { return fn(hGraphExec, hNode, nodeParams); });
+  return forget_exec<k_cuGraphExecKernelNodeSetParams_v2>(hGraphExec,
+                                                          [&](auto fn) { return fn(hGraphExec, hNode, nodeParams); });
 }
 CUresult on_cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMCPY3D* copyParams,
                                            CUcontext ctx) {
-  return forget_exec<k_cuGraphExecMemcpyNodeSetParams>(
-      hGraphExec, [&](auto fn) { return fn(hGraphExec, hNode, copyParams, ctx); });
+  return forget_exec<k_cuGraphExecMemcpyNodeSetParams>(hGraphExec,
+                                                       [&](auto fn) { return fn(hGraphExec, hNode, copyParams, ctx); });
 }
 CUresult on_cuGraphExecMemsetNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
                                            const CUDA_MEMSET_NODE_PARAMS* memsetParams, CUcontext ctx) {
@@ -321,12 +317,12 @@ CUresult on_cuGraphExecMemsetNodeSetParams(CUgraphExec hGraphExec, CUgraphNode h
       hGraphExec, [&](auto fn) { return fn(hGraphExec, hNode, memsetParams, ctx); });
 }
 CUresult on_cuGraphExecChildGraphNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraph childGraph) {
-  return forget_exec<k_cuGraphExecChildGraphNodeSetParams>(
-      hGraphExec, [&](auto fn) { return fn(hGraphExec, hNode, childGraph); });
+  return forget_exec<k_cuGraphExecChildGraphNodeSetParams>(hGraphExec,
+                                                           [&](auto fn) { return fn(hGraphExec, hNode, childGraph); });
 }
 CUresult on_cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeParams* nodeParams) {
   return forget_exec<k_cuGraphExecNodeSetParams>(hGraphExec,
-                                                       [&](auto fn) { return fn(hGraphExec, hNode, nodeParams); });
+                                                 [&](auto fn) { return fn(hGraphExec, hNode, nodeParams); });
 }
 
 cudaError_t on_cudaGraphDestroy(cudaGraph_t graph) {

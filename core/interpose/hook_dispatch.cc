@@ -182,7 +182,8 @@ bool hook_timing_enabled() {
 
 uint64_t hook_clock_ns() {
   return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
 }
 
 void add_hook_time(SymbolId id, uint64_t pump_ns, uint64_t real_ns) {
@@ -221,7 +222,7 @@ bool begin_extracted_call(SymbolId id, const void* const* args, uint32_t num_arg
   } else {
     const ExtractorRegistry* registry = rt ? &rt->extractors() : test->extractors;
     const ExtractorRegistry::Route* route = registry ? &registry->route(id) : nullptr;
-      const uint64_t extract_start = timed ? hook_clock_ns() : 0;
+    const uint64_t extract_start = timed ? hook_clock_ns() : 0;
     const bool extracted =
         route && route->api && ExtractorRegistry::extract(*route, args, num_args, &extents, &inexact);
     if (timed) counter->extract_ns.fetch_add(hook_clock_ns() - extract_start, std::memory_order_relaxed);
@@ -259,7 +260,8 @@ bool begin_extracted_call(SymbolId id, const void* const* args, uint32_t num_arg
   }
   scope->stream = stream_of(stream_context);
   if (rt) {
-    if (TraceWriter* trace = rt->trace()) trace->record_kernel(scope->stream, extents.data(), extents.size(), nullptr, -1, inexact.data());
+    if (TraceWriter* trace = rt->trace())
+      trace->record_kernel(scope->stream, extents.data(), extents.size(), nullptr, -1, inexact.data());
   }
   if (test) {
     t_last_dispatch.id = id;

@@ -64,7 +64,7 @@ class CallScope {
     return *this;
   }
 
-  StreamId stream = 0;  // the call's own stream
+  StreamId stream = 0;           // the call's own stream
   HookCounter* timed = nullptr;  // PUMP_STATS on: the call's counter, for the engines' host time
   bool empty() const { return count_ == 0; }
   size_t size() const { return count_; }
@@ -75,7 +75,7 @@ class CallScope {
   }
 
  private:
-  Part first_;              // almost every call touches one device: no allocation
+  Part first_;  // almost every call touches one device: no allocation
   std::vector<Part> more_;
   size_t count_ = 0;
 };
@@ -203,6 +203,8 @@ uint64_t cublas_stream_key(cublasHandle_t handle);
 #define PUMP_STREAM_PTSZ(s) ::pump::interpose::stream_key_per_thread(s)
 #define PUMP_STREAM_CUDNN(h) ::pump::interpose::cudnn_stream_key(h)
 #define PUMP_STREAM_CUBLAS(h) ::pump::interpose::cublas_stream_key(h)
-#define PUMP_NO_STREAM uint64_t{0}
+#define PUMP_NO_STREAM \
+  uint64_t { 0 }
 // The legacy default stream (synchronous copies and sets).
-#define PUMP_LEGACY_STREAM uint64_t{0}
+#define PUMP_LEGACY_STREAM \
+  uint64_t { 0 }

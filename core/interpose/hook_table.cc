@@ -22,8 +22,8 @@ const char* const* library_sonames(Library library, size_t* count) {
   static const char* const driver[] = {"libcuda.so.1"};
   // libcudnn.so.9 is the shim applications link; the sub-libraries define the same
   // functions (cudnnBackend* in libcudnn_graph.so.9) and are found if only they are loaded.
-  static const char* const cudnn[] = {"libcudnn.so.9", "libcudnn_graph.so.9", "libcudnn_ops.so.9",
-                                      "libcudnn_cnn.so.9", "libcudnn_adv.so.9"};
+  static const char* const cudnn[] = {"libcudnn.so.9", "libcudnn_graph.so.9", "libcudnn_ops.so.9", "libcudnn_cnn.so.9",
+                                      "libcudnn_adv.so.9"};
   static const char* const cublas[] = {"libcublas.so.13"};
   static const char* const cublaslt[] = {"libcublasLt.so.13"};
   static const char* const nccl[] = {"libnccl.so.2"};

@@ -85,14 +85,24 @@ void* hook_address(SymbolId id);
 template <typename Ret>
 Ret missing_symbol_status();
 template <>
-inline cudaError_t missing_symbol_status<cudaError_t>() { return cudaErrorSharedObjectSymbolNotFound; }
+inline cudaError_t missing_symbol_status<cudaError_t>() {
+  return cudaErrorSharedObjectSymbolNotFound;
+}
 template <>
-inline CUresult missing_symbol_status<CUresult>() { return CUDA_ERROR_NOT_FOUND; }
+inline CUresult missing_symbol_status<CUresult>() {
+  return CUDA_ERROR_NOT_FOUND;
+}
 template <>
-inline cudnnStatus_t missing_symbol_status<cudnnStatus_t>() { return CUDNN_STATUS_NOT_INITIALIZED; }
+inline cudnnStatus_t missing_symbol_status<cudnnStatus_t>() {
+  return CUDNN_STATUS_NOT_INITIALIZED;
+}
 template <>
-inline cublasStatus_t missing_symbol_status<cublasStatus_t>() { return CUBLAS_STATUS_NOT_INITIALIZED; }
+inline cublasStatus_t missing_symbol_status<cublasStatus_t>() {
+  return CUBLAS_STATUS_NOT_INITIALIZED;
+}
 template <>
-inline ncclResult_t missing_symbol_status<ncclResult_t>() { return ncclSystemError; }
+inline ncclResult_t missing_symbol_status<ncclResult_t>() {
+  return ncclSystemError;
+}
 
 }  // namespace pump::interpose

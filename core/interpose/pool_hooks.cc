@@ -14,8 +14,8 @@ CUresult on_cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* poolProps)
   if (!fn) return missing_symbol_status<CUresult>();
   ReentryGuard guard;
   const CUresult r = fn(pool, poolProps);
-  if (r == CUDA_SUCCESS && KnownPools::can_emulate(poolProps->allocType, poolProps->handleTypes,
-                                                   poolProps->location.type, poolProps->usage))
+  if (r == CUDA_SUCCESS &&
+      KnownPools::can_emulate(poolProps->allocType, poolProps->handleTypes, poolProps->location.type, poolProps->usage))
     known_pools().remember(*pool, poolProps->location.id);
   return r;
 }

@@ -3,8 +3,12 @@
 // function, cudnnBatchNormalizationBackwardEx, has 30).
 #pragma once
 
-#define PUMP_PP_NARGS(...) PUMP_PP_NARGS_IMPL(__VA_ARGS__, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1)
-#define PUMP_PP_NARGS_IMPL(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16, _17, _18, _19, _20, _21, _22, _23, _24, _25, _26, _27, _28, _29, _30, _31, _32, N, ...) N
+#define PUMP_PP_NARGS(...)                                                                                            \
+  PUMP_PP_NARGS_IMPL(__VA_ARGS__, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, \
+                     11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1)
+#define PUMP_PP_NARGS_IMPL(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16, _17, _18, _19, _20, \
+                           _21, _22, _23, _24, _25, _26, _27, _28, _29, _30, _31, _32, N, ...)                        \
+  N
 #define PUMP_PP_CAT(a, b) PUMP_PP_CAT_IMPL(a, b)
 #define PUMP_PP_CAT_IMPL(a, b) a##b
 #define PUMP_PP_ADDRESSES(...) PUMP_PP_CAT(PUMP_PP_ADDR_, PUMP_PP_NARGS(__VA_ARGS__))(__VA_ARGS__)

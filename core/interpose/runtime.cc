@@ -61,14 +61,17 @@ Runtime::Runtime(RuntimeOptions options)
       options_.budget_text.empty() ? "device memory" : options_.budget_text.c_str(),
       options_.managed_limit_text.empty() ? "none" : options_.managed_limit_text.c_str(),
       datapath_name(options_.datapath), format_bytes(options_.host_limit_bytes).c_str(),
-      options_.verify_poison ? ", PUMP_VERIFY=poison" : options_.verify_checksum ? ", PUMP_VERIFY=checksum" : "");
+      options_.verify_poison     ? ", PUMP_VERIFY=poison"
+      : options_.verify_checksum ? ", PUMP_VERIFY=checksum"
+                                 : "");
 }
 
 void Runtime::require_every_launch_seen() {
   // The copy data path drops device pages; a kernel pump cannot see would read them.
   if (options_.datapath != DataPath::kCopy) return;
-  for (SymbolId id : {k___cudaLaunchKernel, k___cudaLaunchKernel_ptsz, k_cudaLaunchKernel, k_cudaLaunchKernelExC,
-                      k_cuLaunchKernel, k_cuLaunchKernelEx, k_cudaLaunchCooperativeKernel, k_cuLaunchCooperativeKernel}) {
+  for (SymbolId id :
+       {k___cudaLaunchKernel, k___cudaLaunchKernel_ptsz, k_cudaLaunchKernel, k_cudaLaunchKernelExC, k_cuLaunchKernel,
+        k_cuLaunchKernelEx, k_cudaLaunchCooperativeKernel, k_cuLaunchCooperativeKernel}) {
     if (extractors_->route(id).api) continue;
     log(LogLevel::kWarn,
         "PUMP_DATAPATH=copy needs every kernel launch seen, but no extractor in PUMP_PLUGINS handles %s "
@@ -128,8 +131,10 @@ Engine* Runtime::engine(int device) {
   std::string why;
   std::unique_ptr<CudaBackend> backend = CudaBackend::create(device, backend_options, &why);
   if (!backend) {
-    log(LogLevel::kError, "device %d cannot be managed (cuda backend: %s): its allocations and kernels pass through "
-        "untouched", device, why.c_str());
+    log(LogLevel::kError,
+        "device %d cannot be managed (cuda backend: %s): its allocations and kernels pass through "
+        "untouched",
+        device, why.c_str());
     engine_failed_[device].store(true, std::memory_order_release);
     return nullptr;
   }
@@ -258,9 +263,9 @@ StatsReport Runtime::report() {
   for (uint32_t i = 0; i < kHookCount; ++i) {
     const HookCounter& c = counters_[i];
     if (!c.calls.load(std::memory_order_relaxed)) continue;
-    r.hooks.push_back({kSymbols[i].name, library_name(kSymbols[i].library), c.calls.load(),
-                       c.calls_with_extents.load(), c.extents.load(), c.bytes_known.load(), c.bytes_unknown.load(),
-                       c.pump_ns.load(), c.real_ns.load(), c.extract_ns.load(), c.engine_ns.load()});
+    r.hooks.push_back({kSymbols[i].name, library_name(kSymbols[i].library), c.calls.load(), c.calls_with_extents.load(),
+                       c.extents.load(), c.bytes_known.load(), c.bytes_unknown.load(), c.pump_ns.load(),
+                       c.real_ns.load(), c.extract_ns.load(), c.engine_ns.load()});
   }
   for (int d = 0; d < kMaxDevices; ++d) {
     const ManagedAccount& a = managed_[d];
@@ -269,8 +274,13 @@ StatsReport Runtime::report() {
     if (!e) continue;
     pump_budget_v1_t budget = e->budget();
     DeviceBackend* backend = backend_of_[d].load(std::memory_order_acquire);
-    DeviceReport device{d, e->policy_name(), budget.budget_bytes, budget.device_bytes, datapath_name(e->datapath()),
-                        options_.host_limit_bytes, e->stats(),
+    DeviceReport device{d,
+                        e->policy_name(),
+                        budget.budget_bytes,
+                        budget.device_bytes,
+                        datapath_name(e->datapath()),
+                        options_.host_limit_bytes,
+                        e->stats(),
                         backend ? backend->counters() : std::vector<std::pair<std::string, uint64_t>>{}};
     device.managed_limit_bytes = a.limit.load();
     device.managed_allocations = a.allocations.load();

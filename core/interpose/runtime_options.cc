@@ -171,7 +171,8 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes,
     auto bytes = parse_byte_size(*v);
     if (bytes && *bytes >= 4096 && (*bytes & (*bytes - 1)) == 0) o.split_granularity = *bytes;
     else
-      log(LogLevel::kError, "PUMP_SPLIT_GRANULARITY='%s' is not a power of two of at least 4KiB (e.g. 64KiB, 2MiB); using 64KiB",
+      log(LogLevel::kError,
+          "PUMP_SPLIT_GRANULARITY='%s' is not a power of two of at least 4KiB (e.g. 64KiB, 2MiB); using 64KiB",
           v->c_str());
   }
   // One file per process: several ranks writing one path would leave only the last's.
@@ -196,7 +197,9 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes,
     if (*v == "staging") o.copy_via = CopyVia::kStaging;
     else if (*v == "kernel") o.copy_via = CopyVia::kKernel;
     else if (*v == "engines") o.copy_via = CopyVia::kEngines;
-    else log(LogLevel::kError, "PUMP_COPY_VIA='%s' is not staging, kernel or engines; using %s", v->c_str(), copy_via_name(o.copy_via));
+    else
+      log(LogLevel::kError, "PUMP_COPY_VIA='%s' is not staging, kernel or engines; using %s", v->c_str(),
+          copy_via_name(o.copy_via));
   }
   o.host_limit_bytes = parse_budget(o.host_limit, physical_bytes).value_or(0);
   if (auto v = config.get("HOST_LIMIT")) {

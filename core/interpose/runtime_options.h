@@ -24,24 +24,25 @@ struct ProcessIdentity {
 };
 
 struct RuntimeOptions {
-  bool disabled = false;                                    // PUMP_DISABLE=1: pure pass-through
+  bool disabled = false;                                                  // PUMP_DISABLE=1: pure pass-through
   std::vector<std::string> plugins{"cudnn", "cublas", "launch", "nccl"};  // PUMP_PLUGINS
-  std::string policy = "lru";                               // PUMP_POLICY
-  PerDevice<std::string> budget;        // PUMP_GPU_BUDGET, checked; resolved per device (a % is of its memory)
-  std::string budget_text;              // ... as given ("" when unset or rejected)
-  PerDevice<uint64_t> managed_limit;    // PUMP_MANAGED_LIMIT, bytes per device
-  std::string managed_limit_text;       // ... as given ("" when unset or rejected)
-  bool prefetch_on_alloc = false;                           // PUMP_PREFETCH_ON_ALLOC
-  uint64_t split_granularity = 64 * 1024;                   // PUMP_SPLIT_GRANULARITY
-  std::string stats_path;                                   // PUMP_STATS, %r and %p expanded
-  std::string stats_template;                               // ... as given (a forked child expands it again)
-  ProcessIdentity process;                                  // the process these paths were expanded for
-  std::string trace_path;                                   // PUMP_TRACE, likewise
-  DataPath datapath = DataPath::kCopy;                      // PUMP_DATAPATH: copy | um
-  CudaBackendOptions::CopyVia copy_via = CudaBackendOptions::CopyVia::kStaging;  // PUMP_COPY_VIA: staging | kernel | engines
-  std::string host_limit = "50%";                           // PUMP_HOST_LIMIT, as given (checked)
-  uint64_t host_limit_bytes = 0;                            // ... resolved against host memory
-  bool verify_poison = false;                               // PUMP_VERIFY: off | poison | checksum
+  std::string policy = "lru";                                             // PUMP_POLICY
+  PerDevice<std::string> budget;           // PUMP_GPU_BUDGET, checked; resolved per device (a % is of its memory)
+  std::string budget_text;                 // ... as given ("" when unset or rejected)
+  PerDevice<uint64_t> managed_limit;       // PUMP_MANAGED_LIMIT, bytes per device
+  std::string managed_limit_text;          // ... as given ("" when unset or rejected)
+  bool prefetch_on_alloc = false;          // PUMP_PREFETCH_ON_ALLOC
+  uint64_t split_granularity = 64 * 1024;  // PUMP_SPLIT_GRANULARITY
+  std::string stats_path;                  // PUMP_STATS, %r and %p expanded
+  std::string stats_template;              // ... as given (a forked child expands it again)
+  ProcessIdentity process;                 // the process these paths were expanded for
+  std::string trace_path;                  // PUMP_TRACE, likewise
+  DataPath datapath = DataPath::kCopy;     // PUMP_DATAPATH: copy | um
+  CudaBackendOptions::CopyVia copy_via =
+      CudaBackendOptions::CopyVia::kStaging;  // PUMP_COPY_VIA: staging | kernel | engines
+  std::string host_limit = "50%";             // PUMP_HOST_LIMIT, as given (checked)
+  uint64_t host_limit_bytes = 0;              // ... resolved against host memory
+  bool verify_poison = false;                 // PUMP_VERIFY: off | poison | checksum
   bool verify_checksum = false;
 };
 

@@ -67,12 +67,12 @@ struct StatsReport {
   std::string verify = "off";     // PUMP_VERIFY
   // Allocations, every device's (each device's own are in devices[]).
   uint64_t managed_allocations = 0;
-  uint64_t managed_bytes_peak = 0;       // of the process's total
+  uint64_t managed_bytes_peak = 0;  // of the process's total
   uint64_t managed_limit_refusals = 0;
-  uint64_t untracked_async_allocations = 0;  // cudaMallocAsync / cuMemAllocAsync passed through (graph capture)
-  uint64_t untracked_vmm_calls = 0;          // cuMemCreate passed through (exportable, off-device...)
+  uint64_t untracked_async_allocations = 0;    // cudaMallocAsync / cuMemAllocAsync passed through (graph capture)
+  uint64_t untracked_vmm_calls = 0;            // cuMemCreate passed through (exportable, off-device...)
   uint64_t untracked_library_allocations = 0;  // CUDA libraries' own memory (cuBLAS, NCCL...), passed through
-  std::vector<HookReport> hooks;             // hooks called at least once
+  std::vector<HookReport> hooks;               // hooks called at least once
   std::vector<DeviceReport> devices;
 };
 

@@ -22,8 +22,7 @@ void StreamOrderedFrees::defer(int device, CUstream stream, std::function<void()
   pending_.push_back({device, event, std::move(free_memory)});
 }
 
-std::vector<StreamOrderedFrees::Pending> StreamOrderedFrees::take(
-    const std::function<bool(const Pending&)>& ready) {
+std::vector<StreamOrderedFrees::Pending> StreamOrderedFrees::take(const std::function<bool(const Pending&)>& ready) {
   std::vector<Pending> taken;
   std::lock_guard lock(mutex_);
   for (auto it = pending_.begin(); it != pending_.end();) {

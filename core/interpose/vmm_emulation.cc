@@ -37,7 +37,7 @@ bool VmmEmulation::in_reservation(uint64_t address) const {
 }
 
 std::map<uint64_t, VmmEmulation::Reservation>::const_iterator VmmEmulation::reservation_of(uint64_t address,
-                                                                                        uint64_t bytes) const {
+                                                                                           uint64_t bytes) const {
   auto it = reservations_.upper_bound(address);
   if (it == reservations_.begin()) return reservations_.end();
   --it;

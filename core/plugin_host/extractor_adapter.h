@@ -13,8 +13,8 @@ namespace pump {
 // What an extractor's host table forwards to. Called on any thread running a hook.
 class ExtractorServices {
  public:
-  virtual const char* config(const char* key) = 0;                          // key is not null
-  virtual bool find_block(uint64_t address, pump_block_v1_t* out) = 0;      // out is not null
+  virtual const char* config(const char* key) = 0;                      // key is not null
+  virtual bool find_block(uint64_t address, pump_block_v1_t* out) = 0;  // out is not null
   virtual void* real_symbol(const char* name) = 0;
 
  protected:

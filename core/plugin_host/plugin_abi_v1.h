@@ -21,8 +21,7 @@ constexpr size_t kExtractorV1MinSize = offsetof(pump_extractor_v1_t, extract) + 
 // `raw` is the exported object, `object_bytes` its size as the loader knows it
 // (0: unknown). On a violation logs one error line naming `shown_path` and the
 // rule, and returns nullptr.
-std::unique_ptr<pump_policy_v1_t> adapt_policy_v1(const void* raw, size_t object_bytes,
-                                                  const std::string& shown_path);
+std::unique_ptr<pump_policy_v1_t> adapt_policy_v1(const void* raw, size_t object_bytes, const std::string& shown_path);
 std::unique_ptr<pump_extractor_v1_t> adapt_extractor_v1(const void* raw, size_t object_bytes,
                                                         const std::string& shown_path);
 

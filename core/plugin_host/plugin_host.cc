@@ -46,8 +46,7 @@ std::vector<fs::path> plugin_files(const std::string& dir, const PluginKind& kin
   const std::string_view prefix = kind.file_prefix;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string file = it->path().filename().string();
-    if (file.size() > prefix.size() + kPluginSuffix.size() && file.starts_with(prefix) &&
-        file.ends_with(kPluginSuffix))
+    if (file.size() > prefix.size() + kPluginSuffix.size() && file.starts_with(prefix) && file.ends_with(kPluginSuffix))
       files.push_back(it->path());
   }
   std::sort(files.begin(), files.end());
@@ -102,15 +101,19 @@ std::optional<fs::path> locate(std::string_view name_or_path, const std::string&
                                Adapt adapt) {
   const std::string requested(name_or_path);
   if (requested.empty()) {
-    log(LogLevel::kError, "empty %s plugin name: give a built-in name (PUMP_PLUGIN_DIR=%s has: %s) "
-        "or a path containing '/'", kind.noun, plugin_dir.c_str(), builtin_names(plugin_dir, kind).c_str());
+    log(LogLevel::kError,
+        "empty %s plugin name: give a built-in name (PUMP_PLUGIN_DIR=%s has: %s) "
+        "or a path containing '/'",
+        kind.noun, plugin_dir.c_str(), builtin_names(plugin_dir, kind).c_str());
     return std::nullopt;
   }
   std::error_code ec;
   if (is_path(requested)) {
     if (fs::is_regular_file(requested, ec)) return fs::path(requested);
-    log(LogLevel::kError, "%s plugin '%s': file not found (a name containing '/' is a path; built-in "
-        "plugins are looked up by name in PUMP_PLUGIN_DIR=%s)", kind.noun, requested.c_str(), plugin_dir.c_str());
+    log(LogLevel::kError,
+        "%s plugin '%s': file not found (a name containing '/' is a path; built-in "
+        "plugins are looked up by name in PUMP_PLUGIN_DIR=%s)",
+        kind.noun, requested.c_str(), plugin_dir.c_str());
     return std::nullopt;
   }
   fs::path file = fs::path(plugin_dir) / (kind.file_prefix + requested + std::string(kPluginSuffix));
@@ -127,7 +130,8 @@ std::optional<fs::path> locate(std::string_view name_or_path, const std::string&
     if (api && api->name && requested == api->name) return candidate;
   }
   const bool looks_like_file = requested.ends_with(kPluginSuffix);
-  log(LogLevel::kError, "no built-in %s '%s': %s not found and no plugin there declares that name "
+  log(LogLevel::kError,
+      "no built-in %s '%s': %s not found and no plugin there declares that name "
       "(PUMP_PLUGIN_DIR=%s; built-in %s there: %s)%s",
       kind.noun, requested.c_str(), file.c_str(), plugin_dir.c_str(), kind.plural,
       builtin_names(plugin_dir, kind).c_str(),
@@ -157,7 +161,8 @@ fs::path binary_holding_plugin_host() {
   Dl_info info;
   link_map* map = nullptr;
   if (dladdr1(reinterpret_cast<const void*>(&binary_holding_plugin_host), &info, reinterpret_cast<void**>(&map),
-              RTLD_DL_LINKMAP) != 0 && map && map->l_name && map->l_name[0] != '\0')
+              RTLD_DL_LINKMAP) != 0 &&
+      map && map->l_name && map->l_name[0] != '\0')
     return fs::path(map->l_name);
   // The main program's link_map has an empty name (dladdr would give argv[0], which may be
   // relative to a directory the program has since left).

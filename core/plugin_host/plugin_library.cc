@@ -15,10 +15,12 @@
 
 namespace pump::plugin_detail {
 
-const PluginKind kPolicyKind{"policy", PUMP_POLICY_SYMBOL_V1, "pump_policy_plugin_v", "libpump_policy_",
-                             "PUMP_DECLARE_POLICY", &kExtractorKind, "policies"};
-const PluginKind kExtractorKind{"extractor", PUMP_EXTRACTOR_SYMBOL_V1, "pump_extractor_plugin_v",
-                                "libpump_extractor_", "PUMP_DECLARE_EXTRACTOR", &kPolicyKind, "extractors"};
+const PluginKind kPolicyKind{"policy",          PUMP_POLICY_SYMBOL_V1, "pump_policy_plugin_v",
+                             "libpump_policy_", "PUMP_DECLARE_POLICY", &kExtractorKind,
+                             "policies"};
+const PluginKind kExtractorKind{"extractor",          PUMP_EXTRACTOR_SYMBOL_V1, "pump_extractor_plugin_v",
+                                "libpump_extractor_", "PUMP_DECLARE_EXTRACTOR", &kPolicyKind,
+                                "extractors"};
 
 namespace {
 
@@ -47,8 +49,7 @@ ResolvedSymbol open_plugin_symbol(const std::filesystem::path& path, const Plugi
 
   dlerror();  // clear a stale message so the one below is this load's
   boost::dll::fs::error_code ec;
-  boost::dll::shared_library library(path, ec,
-                                     boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+  boost::dll::shared_library library(path, ec, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
   if (ec || !library.is_loaded()) {
     const char* reason = dlerror();
     log(LogLevel::kError, "%s plugin '%s' cannot be loaded: %s", kind.noun, shown.c_str(),
@@ -69,8 +70,8 @@ ResolvedSymbol open_plugin_symbol(const std::filesystem::path& path, const Plugi
              " plugin, not a " + kind.noun + " plugin";
     if (hint.empty())
       hint = std::string("; declare the entry struct with ") + kind.declare_macro + " from pump/pump_sdk.h";
-    log(LogLevel::kError, "%s plugin '%s' does not export the symbol '%s'%s", kind.noun, shown.c_str(),
-        kind.symbol_v1, hint.c_str());
+    log(LogLevel::kError, "%s plugin '%s' does not export the symbol '%s'%s", kind.noun, shown.c_str(), kind.symbol_v1,
+        hint.c_str());
     return {};  // the library is unloaded here: nothing of it was handed out
   }
 

@@ -10,13 +10,13 @@ namespace pump::plugin_detail {
 
 // What differs between plugin kinds in messages and symbol names.
 struct PluginKind {
-  const char* noun;            // "policy"
-  const char* symbol_v1;       // PUMP_POLICY_SYMBOL_V1
-  const char* symbol_prefix;   // "pump_policy_plugin_v": other ABI versions
-  const char* file_prefix;     // "libpump_policy_": built-in file names
-  const char* declare_macro;   // "PUMP_DECLARE_POLICY": how the SDK exports the struct
-  const PluginKind* other;     // the other kind, to recognise a plugin loaded as the wrong kind
-  const char* plural;          // "policies": for messages listing several
+  const char* noun;           // "policy"
+  const char* symbol_v1;      // PUMP_POLICY_SYMBOL_V1
+  const char* symbol_prefix;  // "pump_policy_plugin_v": other ABI versions
+  const char* file_prefix;    // "libpump_policy_": built-in file names
+  const char* declare_macro;  // "PUMP_DECLARE_POLICY": how the SDK exports the struct
+  const PluginKind* other;    // the other kind, to recognise a plugin loaded as the wrong kind
+  const char* plural;         // "policies": for messages listing several
 };
 
 extern const PluginKind kPolicyKind;

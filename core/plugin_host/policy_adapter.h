@@ -14,7 +14,7 @@ class PolicyAdapter final : public Policy {
  public:
   // `api` must outlive the adapter (PluginHost's copies live as long as the process).
   explicit PolicyAdapter(const pump_policy_v1_t* api);
-  ~PolicyAdapter() override;  // the plugin's fini, if its init succeeded
+  ~PolicyAdapter() override;                     // the plugin's fini, if its init succeeded
   PolicyAdapter(const PolicyAdapter&) = delete;  // the plugin holds the table's address
   PolicyAdapter& operator=(const PolicyAdapter&) = delete;
 

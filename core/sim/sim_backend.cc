@@ -37,8 +37,7 @@ std::vector<Range> merged_pages(const SimResidencyMap& pages, std::span<const Ra
   for (size_t i = 0; i < out.size(); ++i) {
     if (n && out[i].address <= out[n - 1].end())
       out[n - 1].bytes = std::max(out[n - 1].end(), out[i].end()) - out[n - 1].address;
-    else
-      out[n++] = out[i];
+    else out[n++] = out[i];
   }
   out.resize(n);
   return out;
@@ -422,7 +421,8 @@ double SimBackend::run_save(const Op& op, double now) {
   const PageCounts c = pages_.count(op.ranges.front());
   const uint64_t moving = c.device + c.host;  // dropped pages hold nothing to copy
   stats_.bytes_saved += moving;
-  return model_.copy_call_seconds + static_cast<double>(moving) / copy_rate(model_.copy_out_bytes_per_second, kOutStream);
+  return model_.copy_call_seconds +
+         static_cast<double>(moving) / copy_rate(model_.copy_out_bytes_per_second, kOutStream);
 }
 
 double SimBackend::run_restore(const Op& op) {
@@ -439,7 +439,8 @@ double SimBackend::run_restore(const Op& op) {
     for (const Range& c : pages_.ranges_in(r, copied)) shadow_.convert(c, ShadowState::kNone, ShadowState::kValid);
   const PageCounts before = pages_.set(r, PageState::kDevice);
   stats_.bytes_restored += r.bytes - before.device;
-  return model_.copy_call_seconds + static_cast<double>(before.dropped + before.untouched) / model_.populate_bytes_per_second +
+  return model_.copy_call_seconds +
+         static_cast<double>(before.dropped + before.untouched) / model_.populate_bytes_per_second +
          static_cast<double>(r.bytes - before.device) / copy_rate(model_.copy_in_bytes_per_second, kInStream);
 }
 
@@ -472,8 +473,8 @@ void SimBackend::check_in_use(const Op& op, double now) {
       std::snprintf(when, sizeof when, "%.9f", now);
       violation(true, std::string("evicted while in use: ") + (op.kind == OpKind::kDiscard ? "discard " : "evict ") +
                           describe(r) + " started at t=" + when + " s while kernel #" + std::to_string(it->first) +
-                          " on " + describe_stream(it->second.stream) + ", queued earlier and touching " +
-                          describe(k) + ", had not completed");
+                          " on " + describe_stream(it->second.stream) + ", queued earlier and touching " + describe(k) +
+                          ", had not completed");
       break;
     }
   }

@@ -67,38 +67,38 @@ struct SimStreamStats {
 };
 
 struct SimStats {
-  double host_seconds = 0;         // the host clock now
-  double device_end_seconds = 0;   // when the last completed op ended
+  double host_seconds = 0;              // the host clock now
+  double device_end_seconds = 0;        // when the last completed op ended
   std::vector<SimStreamStats> streams;  // ordered by StreamId; kPrefetchStream last
 
   uint64_t kernels = 0;
-  uint64_t kernels_faulting = 0;     // kernels that found touched pages on the host
-  uint64_t bytes_prefetched = 0;     // copied host -> device by prefetch calls
+  uint64_t kernels_faulting = 0;        // kernels that found touched pages on the host
+  uint64_t bytes_prefetched = 0;        // copied host -> device by prefetch calls
   uint64_t bytes_prefetch_skipped = 0;  // prefetched while already resident
-  uint64_t bytes_evicted = 0;        // copied device -> host
-  uint64_t bytes_discarded = 0;      // dropped from the device without a copy
-  uint64_t bytes_faulted = 0;        // copied host -> device by kernel faults
-  uint64_t bytes_populated = 0;      // first touch on the device, or a populate of dropped pages: no copy
-  uint64_t bytes_saved = 0;          // copied device -> host shadow
-  uint64_t bytes_restored = 0;       // copied host shadow -> device
+  uint64_t bytes_evicted = 0;           // copied device -> host
+  uint64_t bytes_discarded = 0;         // dropped from the device without a copy
+  uint64_t bytes_faulted = 0;           // copied host -> device by kernel faults
+  uint64_t bytes_populated = 0;         // first touch on the device, or a populate of dropped pages: no copy
+  uint64_t bytes_saved = 0;             // copied device -> host shadow
+  uint64_t bytes_restored = 0;          // copied host shadow -> device
   uint64_t prefetch_calls = 0;
   uint64_t evict_calls = 0;
   uint64_t discard_calls = 0;
-  uint64_t copy_calls = 0;           // saves and restores
+  uint64_t copy_calls = 0;  // saves and restores
   uint64_t transfer_calls() const { return prefetch_calls + evict_calls + discard_calls + copy_calls; }
-  uint64_t batches = 0;              // submit() calls
+  uint64_t batches = 0;  // submit() calls
 
   uint64_t resident_bytes = 0;       // ground truth, device, as of the host clock
   uint64_t peak_resident_bytes = 0;  // ground-truth maximum over simulated time
   double peak_resident_at_seconds = 0;
-  double host_blocked_seconds = 0;   // host waiting on a full stream queue
+  double host_blocked_seconds = 0;  // host waiting on a full stream queue
 
   uint64_t violations_evicted_in_use = 0;
   uint64_t violations_read_discarded = 0;  // a kernel read dropped pages before they were restored, or
                                            // pages whose bytes a discard or a populate lost
-  uint64_t violations_restore_race = 0;  // a kernel touched a range while its restore was in flight, or a
-                                        // restore landed on device bytes newer than its shadow
-  uint64_t violations_other = 0;     // bad fences, waits on capturing streams, over capacity
+  uint64_t violations_restore_race = 0;    // a kernel touched a range while its restore was in flight, or a
+                                           // restore landed on device bytes newer than its shadow
+  uint64_t violations_other = 0;           // bad fences, waits on capturing streams, over capacity
   uint64_t violation_count() const {
     return violations_evicted_in_use + violations_read_discarded + violations_restore_race + violations_other;
   }
@@ -181,24 +181,24 @@ class SimBackend final : public DeviceBackend {
 
   struct Op {
     OpKind kind = OpKind::kWait;
-    uint64_t seq = 0;          // global queue order
-    double queued_at = 0;      // host time when queued
-    std::vector<Fence> waits;  // fences that must complete before it starts
-    std::vector<Range> ranges; // kernel: touched; transfer: its one range
-    std::vector<Range> read_ranges;   // kernel: pages whose old bytes it reads (merged)
-    std::vector<Range> write_ranges;  // kernel: pages it writes (merged)
+    uint64_t seq = 0;                   // global queue order
+    double queued_at = 0;               // host time when queued
+    std::vector<Fence> waits;           // fences that must complete before it starts
+    std::vector<Range> ranges;          // kernel: touched; transfer: its one range
+    std::vector<Range> read_ranges;     // kernel: pages whose old bytes it reads (merged)
+    std::vector<Range> write_ranges;    // kernel: pages it writes (merged)
     std::vector<Range> scratch_ranges;  // kernel: pages it uses as its workspace (merged)
     double compute_seconds = 0;
   };
 
   struct Stream {
     StreamId id = 0;
-    std::deque<Op> ops;         // queued, not completed; front may be scheduled/running
+    std::deque<Op> ops;            // queued, not completed; front may be scheduled/running
     bool front_scheduled = false;  // the front has a start event
     bool front_running = false;
-    double free_at = 0;         // end of the last completed op
-    uint64_t queued = 0;        // ops ever queued: the newest fence value
-    uint64_t completed = 0;     // ops completed, in order
+    double free_at = 0;      // end of the last completed op
+    uint64_t queued = 0;     // ops ever queued: the newest fence value
+    uint64_t completed = 0;  // ops completed, in order
     double busy = 0;
     bool capturing = false;
     uint64_t capture = 0;  // its capture's id while capturing
@@ -252,7 +252,7 @@ class SimBackend final : public DeviceBackend {
   SimShadowMap shadow_{pages_};  // per page: shadow valid, or bytes lost
   std::map<StreamId, Stream> streams_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
-  std::map<uint64_t, LiveKernel> live_kernels_;  // seq -> kernel queued and not completed
+  std::map<uint64_t, LiveKernel> live_kernels_;   // seq -> kernel queued and not completed
   std::map<uint64_t, Range> restores_in_flight_;  // seq -> range of a restore copy running now
   double host_now_ = 0;
   double device_end_ = 0;

@@ -71,10 +71,10 @@ namespace pump {
 // loses its bytes, and a later kernel read of it is a violation even once the page
 // has been populated again. An interval map like SimResidencyMap; kNone is not stored.
 enum class ShadowState : uint8_t {
-  kNone = 0,   // the pages (device or host) hold the only current copy, or nothing was ever written
-  kValid = 1,  // the shadow holds exactly the page's current bytes
-  kLost = 2,   // the current bytes are gone: a discard without a valid shadow, or a populate
-               // of dropped pages (fresh, meaningless device pages)
+  kNone = 0,     // the pages (device or host) hold the only current copy, or nothing was ever written
+  kValid = 1,    // the shadow holds exactly the page's current bytes
+  kLost = 2,     // the current bytes are gone: a discard without a valid shadow, or a populate
+                 // of dropped pages (fresh, meaningless device pages)
   kScratch = 3,  // the bytes mean nothing since a kernel used them as its workspace: losing them
                  // loses nothing, and a program reads them only after writing them (a caching
                  // allocator hands the memory to a new tensor, whose first kernel may look like a

@@ -26,12 +26,10 @@ std::vector<uint8_t> writes_of(const SimKernel& k) {
   return writes;
 }
 
-
 namespace {
 
 constexpr uint64_t kBaseAddress = 0x7f0000000000ull;
 constexpr uint64_t kAlignment = 2ull << 20;
-
 
 class WorkloadBuilder {
  public:
@@ -96,32 +94,40 @@ SimWorkload training_loop(const TrainingLoopSpec& spec) {
 
   std::vector<int> weights, grads, acts;
   for (int i = 0; i < layers; ++i) {
-    const uint64_t bytes = i == 0 && spec.first_layer_weight_bytes ? spec.first_layer_weight_bytes
-                                                                   : spec.weight_bytes_per_layer;
+    const uint64_t bytes =
+        i == 0 && spec.first_layer_weight_bytes ? spec.first_layer_weight_bytes : spec.weight_bytes_per_layer;
     weights.push_back(b.allocate(bytes, PUMP_ROLE_WEIGHT, std::string("W").append(std::to_string(i))));
   }
   // Gradients are parameter-shaped and long-lived: weight role. Layer 0's stays
   // normal-sized when its weight is oversized (a sparse embedding gradient), so
   // that variant has exactly one block above the budget.
   for (int i = 0; i < layers; ++i)
-    grads.push_back(b.allocate(spec.weight_bytes_per_layer, PUMP_ROLE_WEIGHT, std::string("G").append(std::to_string(i))));
+    grads.push_back(
+        b.allocate(spec.weight_bytes_per_layer, PUMP_ROLE_WEIGHT, std::string("G").append(std::to_string(i))));
   for (int i = 0; i <= layers; ++i)
-    acts.push_back(b.allocate(spec.activation_bytes_per_layer, PUMP_ROLE_ACTIVATION, std::string("A").append(std::to_string(i))));
+    acts.push_back(
+        b.allocate(spec.activation_bytes_per_layer, PUMP_ROLE_ACTIVATION, std::string("A").append(std::to_string(i))));
   const int d_even = b.allocate(spec.activation_bytes_per_layer, PUMP_ROLE_ACTIVATION, "dA_even");
   const int d_odd = b.allocate(spec.activation_bytes_per_layer, PUMP_ROLE_ACTIVATION, "dA_odd");
   const int ws = b.allocate(spec.workspace_bytes, PUMP_ROLE_WORKSPACE, "workspace");
 
   for (int i = 0; i < layers; ++i)
     b.kernel(spec.stream, std::string("fwd").append(std::to_string(i)), rate,
-             {{weights[i], PUMP_ACCESS_READ}, {acts[i], PUMP_ACCESS_READ}, {acts[i + 1], PUMP_ACCESS_WRITE},
+             {{weights[i], PUMP_ACCESS_READ},
+              {acts[i], PUMP_ACCESS_READ},
+              {acts[i + 1], PUMP_ACCESS_WRITE},
               {ws, PUMP_ACCESS_READ_WRITE}});
   for (int i = layers - 1; i >= 0; --i) {
     // dA for layer i+1 comes in, dA for layer i goes out: alternate the pair.
     const int d_in = (i % 2) ? d_even : d_odd;
     const int d_out = (i % 2) ? d_odd : d_even;
     b.kernel(spec.stream, std::string("bwd").append(std::to_string(i)), rate,
-             {{acts[i + 1], PUMP_ACCESS_READ}, {acts[i], PUMP_ACCESS_READ}, {weights[i], PUMP_ACCESS_READ},
-              {d_in, PUMP_ACCESS_READ}, {grads[i], PUMP_ACCESS_WRITE}, {d_out, PUMP_ACCESS_WRITE},
+             {{acts[i + 1], PUMP_ACCESS_READ},
+              {acts[i], PUMP_ACCESS_READ},
+              {weights[i], PUMP_ACCESS_READ},
+              {d_in, PUMP_ACCESS_READ},
+              {grads[i], PUMP_ACCESS_WRITE},
+              {d_out, PUMP_ACCESS_WRITE},
               {ws, PUMP_ACCESS_READ_WRITE}});
   }
   for (int i = 0; i < layers; ++i)
@@ -170,18 +176,15 @@ TrainingLoopSpec training_loop_spec_for_footprint(uint64_t footprint_bytes, int 
 }
 
 SimWorkload training_loop_fits(uint64_t budget_bytes, int layers, int iterations) {
-  SimWorkload w = training_loop(
-      training_loop_spec_for_footprint(static_cast<uint64_t>(0.6 * static_cast<double>(budget_bytes)), layers,
-                                       iterations));
+  SimWorkload w = training_loop(training_loop_spec_for_footprint(
+      static_cast<uint64_t>(0.6 * static_cast<double>(budget_bytes)), layers, iterations));
   w.name = "training_loop_fits";
   return w;
 }
 
-SimWorkload training_loop_oversubscribed(uint64_t budget_bytes, double oversubscription, int layers,
-                                         int iterations) {
+SimWorkload training_loop_oversubscribed(uint64_t budget_bytes, double oversubscription, int layers, int iterations) {
   SimWorkload w = training_loop(training_loop_spec_for_footprint(
-      static_cast<uint64_t>(std::max(0.0, oversubscription) * static_cast<double>(budget_bytes)), layers,
-      iterations));
+      static_cast<uint64_t>(std::max(0.0, oversubscription) * static_cast<double>(budget_bytes)), layers, iterations));
   w.name = "training_loop_oversubscribed";
   return w;
 }

@@ -23,9 +23,9 @@ struct SimAllocation {
 
 struct SimKernel {
   StreamId stream = 1;
-  double compute_seconds = 0;              // on resident memory
-  std::vector<pump_extent_v1_t> extents;   // access and role set: what extractors report
-  std::string name;                        // "fwd3", "bwd3", "opt3"
+  double compute_seconds = 0;             // on resident memory
+  std::vector<pump_extent_v1_t> extents;  // access and role set: what extractors report
+  std::string name;                       // "fwd3", "bwd3", "opt3"
   // Per extent, 1 where it was only guessed from a pointer (a kernel launch's parameter
   // pointing into a block); empty: all exact.
   std::vector<uint8_t> inexact;
@@ -49,7 +49,7 @@ struct SimWorkload {
   std::vector<SimKernel> iteration;  // run in order each iteration, then a synchronize
   int iterations = 1;
 
-  uint64_t footprint_bytes() const;          // sum of allocations
+  uint64_t footprint_bytes() const;  // sum of allocations
   uint64_t largest_allocation_bytes() const;
   double compute_seconds_per_iteration() const;
 };

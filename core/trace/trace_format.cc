@@ -25,9 +25,8 @@ void append_address(std::string* out, uint64_t address) {
 // record_kernel runs per launch under PUMP_TRACE, and nlohmann's dump of a string
 // costs ~200 ns more per record (docs/architecture.md, "Libraries").
 void append_string(std::string* out, const std::string& s) {
-  const bool plain = std::all_of(s.begin(), s.end(), [](char c) {
-    return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
-  });
+  const bool plain =
+      std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });
   if (plain) {
     out->push_back('"');
     *out += s;

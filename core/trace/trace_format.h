@@ -41,13 +41,13 @@ inline constexpr int kTraceFormatVersion = 1;
 struct TraceRecord {
   enum class Op { kAlloc, kFree, kKernel };
   Op op = Op::kKernel;
-  uint64_t address = 0;  // alloc, free
-  uint64_t bytes = 0;    // alloc
-  StreamId stream = 0;   // kernel
-  std::string name;      // kernel, optional
-  double seconds = -1;   // kernel; < 0: unknown
+  uint64_t address = 0;                   // alloc, free
+  uint64_t bytes = 0;                     // alloc
+  StreamId stream = 0;                    // kernel
+  std::string name;                       // kernel, optional
+  double seconds = -1;                    // kernel; < 0: unknown
   std::vector<pump_extent_v1_t> extents;  // kernel
-  std::vector<uint8_t> inexact;            // kernel: 1 per guessed extent; empty: none marked
+  std::vector<uint8_t> inexact;           // kernel: 1 per guessed extent; empty: none marked
 };
 
 const char* trace_access_name(uint32_t access);

@@ -1,8 +1,8 @@
 #include "core/trace/trace_reader.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
-#include <algorithm>
 #include <cstring>
 #include <fstream>
 

@@ -13,7 +13,7 @@ namespace pump {
 
 struct Trace {
   int version = 0;
-  bool marks_inexact = false;  // the header says guessed extents carry "inexact":true
+  bool marks_inexact = false;        // the header says guessed extents carry "inexact":true
   std::vector<TraceRecord> records;  // header excluded
 };
 

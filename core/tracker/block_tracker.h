@@ -22,7 +22,9 @@ namespace pump {
 struct BlockAddressKey {
   using type = uint64_t;
   template <typename B>
-  uint64_t operator()(const B& b) const { return b.address; }
+  uint64_t operator()(const B& b) const {
+    return b.address;
+  }
 };
 
 template <typename State>
@@ -32,8 +34,8 @@ class BasicBlockTracker {
   using AddressSet = boost::intrusive::set<Block, boost::intrusive::base_hook<ByAddressHook>,
                                            boost::intrusive::key_of_value<BlockAddressKey>,
                                            boost::intrusive::constant_time_size<true>>;
-  using LruList = boost::intrusive::list<Block, boost::intrusive::base_hook<LruHook>,
-                                         boost::intrusive::constant_time_size<true>>;
+  using LruList =
+      boost::intrusive::list<Block, boost::intrusive::base_hook<LruHook>, boost::intrusive::constant_time_size<true>>;
 
   // `split_granularity`: extents are widened to this alignment (clipped to their
   // allocation) before blocks are split, so pieces never get absurdly small.
@@ -71,8 +73,8 @@ class BasicBlockTracker {
   // Residency. set_resident moves a block to the MRU end of the LRU list.
   void set_resident(Block& block);
   void set_host(Block& block);
-  void touch(Block& block);  // resident block becomes most recently used
-  LruList& lru() { return lru_; }          // front = least recently used
+  void touch(Block& block);        // resident block becomes most recently used
+  LruList& lru() { return lru_; }  // front = least recently used
   const AddressSet& blocks() const { return by_address_; }
 
   size_t size() const { return by_address_.size(); }
@@ -97,7 +99,7 @@ class BasicBlockTracker {
   uint64_t tracked_bytes_ = 0;
   AddressSet by_address_;
   LruList lru_;
-  std::deque<Block> storage_;       // stable addresses; recycled through free_
+  std::deque<Block> storage_;  // stable addresses; recycled through free_
   std::vector<Block*> free_;
   std::unordered_map<uint64_t, Block*> by_id_;
   std::unordered_map<uint64_t, uint64_t> groups_;  // allocation address -> its nonzero group

@@ -51,8 +51,7 @@ class RealSymbol {
 // its whole containing block, counted as inexact.
 class ExtentReporter {
  public:
-  ExtentReporter(const pump_extractor_host_v1_t* host, pump_extent_sink_v1_t* sink)
-      : host_(host), sink_(sink) {}
+  ExtentReporter(const pump_extractor_host_v1_t* host, pump_extent_sink_v1_t* sink) : host_(host), sink_(sink) {}
 
   void exact(const void* ptr, uint64_t bytes, pump_access_v1_t access, pump_role_v1_t role) {
     if (ptr == nullptr || bytes == 0) return;
@@ -65,8 +64,7 @@ class ExtentReporter {
     if (ptr == nullptr) return false;
     ++inexact_;
     pump_block_v1_t block{};
-    if (host_->find_block == nullptr ||
-        host_->find_block(host_, reinterpret_cast<uintptr_t>(ptr), &block) != PUMP_OK) {
+    if (host_->find_block == nullptr || host_->find_block(host_, reinterpret_cast<uintptr_t>(ptr), &block) != PUMP_OK) {
       return false;
     }
     emit(block.address, block.bytes, access, role);
@@ -105,29 +103,40 @@ inline uint64_t strided_batch_bytes(uint64_t one_bytes, int64_t stride, int64_t 
 // Sub-byte types (4-bit, 6-bit) are rounded up to one byte: a slight over-report.
 inline uint64_t cuda_data_type_bytes(int type) {
   switch (type) {
-    case 0: return 4;    // CUDA_R_32F
-    case 1: return 8;    // CUDA_R_64F
-    case 2: return 2;    // CUDA_R_16F
-    case 3: return 1;    // CUDA_R_8I
-    case 4: return 8;    // CUDA_C_32F
-    case 5: return 16;   // CUDA_C_64F
-    case 6: return 4;    // CUDA_C_16F
-    case 7: return 2;    // CUDA_C_8I
-    case 8: return 1;    // CUDA_R_8U
-    case 9: return 2;    // CUDA_C_8U
-    case 10: return 4;   // CUDA_R_32I
-    case 11: return 8;   // CUDA_C_32I
-    case 12: return 4;   // CUDA_R_32U
-    case 13: return 8;   // CUDA_C_32U
-    case 14: return 2;   // CUDA_R_16BF
-    case 15: return 4;   // CUDA_C_16BF
-    case 16: case 18: return 1;  // CUDA_R_4I, CUDA_R_4U
-    case 17: case 19: return 1;  // CUDA_C_4I, CUDA_C_4U
-    case 20: case 22: return 2;  // CUDA_R_16I, CUDA_R_16U
-    case 21: case 23: return 4;  // CUDA_C_16I, CUDA_C_16U
-    case 24: case 26: return 8;  // CUDA_R_64I, CUDA_R_64U
-    case 25: case 27: return 16; // CUDA_C_64I, CUDA_C_64U
-    case 28: case 29: case 30: case 31: case 32: case 33: return 1;  // fp8, fp6, fp4
+    case 0: return 4;   // CUDA_R_32F
+    case 1: return 8;   // CUDA_R_64F
+    case 2: return 2;   // CUDA_R_16F
+    case 3: return 1;   // CUDA_R_8I
+    case 4: return 8;   // CUDA_C_32F
+    case 5: return 16;  // CUDA_C_64F
+    case 6: return 4;   // CUDA_C_16F
+    case 7: return 2;   // CUDA_C_8I
+    case 8: return 1;   // CUDA_R_8U
+    case 9: return 2;   // CUDA_C_8U
+    case 10: return 4;  // CUDA_R_32I
+    case 11: return 8;  // CUDA_C_32I
+    case 12: return 4;  // CUDA_R_32U
+    case 13: return 8;  // CUDA_C_32U
+    case 14: return 2;  // CUDA_R_16BF
+    case 15: return 4;  // CUDA_C_16BF
+    case 16:
+    case 18: return 1;  // CUDA_R_4I, CUDA_R_4U
+    case 17:
+    case 19: return 1;  // CUDA_C_4I, CUDA_C_4U
+    case 20:
+    case 22: return 2;  // CUDA_R_16I, CUDA_R_16U
+    case 21:
+    case 23: return 4;  // CUDA_C_16I, CUDA_C_16U
+    case 24:
+    case 26: return 8;  // CUDA_R_64I, CUDA_R_64U
+    case 25:
+    case 27: return 16;  // CUDA_C_64I, CUDA_C_64U
+    case 28:
+    case 29:
+    case 30:
+    case 31:
+    case 32:
+    case 33: return 1;  // fp8, fp6, fp4
     default: return 0;
   }
 }

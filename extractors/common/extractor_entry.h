@@ -48,8 +48,14 @@ pump_status_v1_t guarded_extract(void* ctx, const pump_call_v1_t* call, pump_ext
 template <typename State, pump_status_v1_t (*Dispatch)(State&, const pump_call_v1_t*, pump_extent_sink_v1_t*),
           uint32_t (*MinArgs)(uint32_t api), uint32_t ApiCount>
 constexpr pump_extractor_v1_t builtin_extractor(const char* name, const char* const* apis) {
-  return {sizeof(pump_extractor_v1_t), PUMP_EXTRACTOR_ABI_V1, name, "1.0.0", apis, create_state<State>,
-          destroy_state<State>, guarded_extract<State, Dispatch, MinArgs, ApiCount>};
+  return {sizeof(pump_extractor_v1_t),
+          PUMP_EXTRACTOR_ABI_V1,
+          name,
+          "1.0.0",
+          apis,
+          create_state<State>,
+          destroy_state<State>,
+          guarded_extract<State, Dispatch, MinArgs, ApiCount>};
 }
 
 }  // namespace pump::extractors

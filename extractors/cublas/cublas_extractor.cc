@@ -9,44 +9,66 @@
 #include <new>
 #include <vector>
 
-#include "extractors/common/extractor_entry.h"
 #include "extractors/common/extent_reporter.h"
+#include "extractors/common/extractor_entry.h"
 #include "pump/pump_sdk.h"
 
 namespace pump::extractors {
 namespace {
 
 enum Api : uint32_t {
-  kSgemm, kDgemm, kHgemm, kCgemm, kZgemm, kGemmEx,
-  kSgemmBatched, kDgemmBatched, kCgemmBatched, kZgemmBatched, kGemmBatchedEx,
-  kSgemmStrided, kDgemmStrided, kHgemmStrided, kCgemmStrided, kZgemmStrided, kGemmStridedEx,
-  kSgemv, kDgemv,
+  kSgemm,
+  kDgemm,
+  kHgemm,
+  kCgemm,
+  kZgemm,
+  kGemmEx,
+  kSgemmBatched,
+  kDgemmBatched,
+  kCgemmBatched,
+  kZgemmBatched,
+  kGemmBatchedEx,
+  kSgemmStrided,
+  kDgemmStrided,
+  kHgemmStrided,
+  kCgemmStrided,
+  kZgemmStrided,
+  kGemmStridedEx,
+  kSgemv,
+  kDgemv,
   kLtMatmul,
   kSetWorkspace,
   kApiCount
 };
 
 // Order matches Api. cublasHgemm and cublasHgemmStridedBatched have no _v2 form.
-const char* const kApis[] = {
-    "cublasSgemm_v2", "cublasDgemm_v2", "cublasHgemm", "cublasCgemm_v2", "cublasZgemm_v2", "cublasGemmEx",
-    "cublasSgemmBatched", "cublasDgemmBatched", "cublasCgemmBatched", "cublasZgemmBatched",
-    "cublasGemmBatchedEx",
-    "cublasSgemmStridedBatched", "cublasDgemmStridedBatched", "cublasHgemmStridedBatched",
-    "cublasCgemmStridedBatched", "cublasZgemmStridedBatched", "cublasGemmStridedBatchedEx",
-    "cublasSgemv_v2", "cublasDgemv_v2",
-    "cublasLtMatmul",
-    "cublasSetWorkspace_v2",
-    nullptr};
+const char* const kApis[] = {"cublasSgemm_v2",
+                             "cublasDgemm_v2",
+                             "cublasHgemm",
+                             "cublasCgemm_v2",
+                             "cublasZgemm_v2",
+                             "cublasGemmEx",
+                             "cublasSgemmBatched",
+                             "cublasDgemmBatched",
+                             "cublasCgemmBatched",
+                             "cublasZgemmBatched",
+                             "cublasGemmBatchedEx",
+                             "cublasSgemmStridedBatched",
+                             "cublasDgemmStridedBatched",
+                             "cublasHgemmStridedBatched",
+                             "cublasCgemmStridedBatched",
+                             "cublasZgemmStridedBatched",
+                             "cublasGemmStridedBatchedEx",
+                             "cublasSgemv_v2",
+                             "cublasDgemv_v2",
+                             "cublasLtMatmul",
+                             "cublasSetWorkspace_v2",
+                             nullptr};
 static_assert(sizeof(kApis) / sizeof(kApis[0]) == kApiCount + 1, "kApis and Api disagree");
 
 // C argument counts, from cublas_api.h / cublasLt.h.
-constexpr uint32_t kArgCount[kApiCount] = {
-    14, 14, 14, 14, 14, 19,
-    15, 15, 15, 15, 20,
-    18, 18, 18, 18, 18, 23,
-    12, 12,
-    16,
-    3};
+constexpr uint32_t kArgCount[kApiCount] = {14, 14, 14, 14, 14, 19, 15, 15, 15, 15, 20,
+                                           18, 18, 18, 18, 18, 23, 12, 12, 16, 3};
 
 using LayoutGetAttributeFn = decltype(&cublasLtMatrixLayoutGetAttribute);
 using MatmulDescGetAttributeFn = decltype(&cublasLtMatmulDescGetAttribute);
@@ -111,9 +133,11 @@ void device_scalar(const pump_extractor_host_v1_t* host, ExtentReporter& out, co
 uint64_t compute_scalar_bytes(int compute_type, int c_type) {
   uint64_t base;
   switch (compute_type) {
-    case CUBLAS_COMPUTE_16F: case CUBLAS_COMPUTE_16F_PEDANTIC: base = 2; break;
-    case CUBLAS_COMPUTE_64F: case CUBLAS_COMPUTE_64F_PEDANTIC: case CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT:
-      base = 8; break;
+    case CUBLAS_COMPUTE_16F:
+    case CUBLAS_COMPUTE_16F_PEDANTIC: base = 2; break;
+    case CUBLAS_COMPUTE_64F:
+    case CUBLAS_COMPUTE_64F_PEDANTIC:
+    case CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT: base = 8; break;
     default: base = 4; break;  // 32F variants and 32I
   }
   bool complex = c_type == CUDA_C_16F || c_type == CUDA_C_32F || c_type == CUDA_C_64F || c_type == CUDA_C_16BF;
@@ -122,11 +146,22 @@ uint64_t compute_scalar_bytes(int compute_type, int c_type) {
 
 uint64_t typed_elem_bytes(uint32_t api) {
   switch (api) {
-    case kSgemm: case kSgemmBatched: case kSgemmStrided: case kSgemv: return 4;
-    case kDgemm: case kDgemmBatched: case kDgemmStrided: case kDgemv: return 8;
-    case kHgemm: case kHgemmStrided: return 2;
-    case kCgemm: case kCgemmBatched: case kCgemmStrided: return 8;
-    case kZgemm: case kZgemmBatched: case kZgemmStrided: return 16;
+    case kSgemm:
+    case kSgemmBatched:
+    case kSgemmStrided:
+    case kSgemv: return 4;
+    case kDgemm:
+    case kDgemmBatched:
+    case kDgemmStrided:
+    case kDgemv: return 8;
+    case kHgemm:
+    case kHgemmStrided: return 2;
+    case kCgemm:
+    case kCgemmBatched:
+    case kCgemmStrided: return 8;
+    case kZgemm:
+    case kZgemmBatched:
+    case kZgemmStrided: return 16;
     default: return 0;
   }
 }
@@ -143,13 +178,25 @@ pump_status_v1_t gemm(const CublasState& s, const pump_call_v1_t* call, ExtentRe
   uint64_t ea, eb, ec, scalar;
   unsigned a, lda, b, ldb, beta, c, ldc;
   if (call->api == kGemmEx) {
-    a = 7; lda = 9; b = 10; ldb = 12; beta = 13; c = 14; ldc = 16;
+    a = 7;
+    lda = 9;
+    b = 10;
+    ldb = 12;
+    beta = 13;
+    c = 14;
+    ldc = 16;
     ea = cuda_data_type_bytes(arg<int>(call, 8));
     eb = cuda_data_type_bytes(arg<int>(call, 11));
     ec = cuda_data_type_bytes(arg<int>(call, 15));
     scalar = compute_scalar_bytes(arg<int>(call, 17), arg<int>(call, 15));
   } else {
-    a = 7; lda = 8; b = 9; ldb = 10; beta = 11; c = 12; ldc = 13;
+    a = 7;
+    lda = 8;
+    b = 9;
+    ldb = 10;
+    beta = 11;
+    c = 12;
+    ldc = 13;
     ea = eb = ec = scalar = typed_elem_bytes(call->api);
   }
   if (ea == 0 || eb == 0 || ec == 0) return PUMP_ERR_UNSUPPORTED;
@@ -169,13 +216,33 @@ pump_status_v1_t gemm_strided(const CublasState& s, const pump_call_v1_t* call, 
   uint64_t ea, eb, ec, scalar;
   unsigned a, lda, sa, b, ldb, sb, beta, c, ldc, sc, count;
   if (call->api == kGemmStridedEx) {
-    a = 7; lda = 9; sa = 10; b = 11; ldb = 13; sb = 14; beta = 15; c = 16; ldc = 18; sc = 19; count = 20;
+    a = 7;
+    lda = 9;
+    sa = 10;
+    b = 11;
+    ldb = 13;
+    sb = 14;
+    beta = 15;
+    c = 16;
+    ldc = 18;
+    sc = 19;
+    count = 20;
     ea = cuda_data_type_bytes(arg<int>(call, 8));
     eb = cuda_data_type_bytes(arg<int>(call, 12));
     ec = cuda_data_type_bytes(arg<int>(call, 17));
     scalar = compute_scalar_bytes(arg<int>(call, 21), arg<int>(call, 17));
   } else {
-    a = 7; lda = 8; sa = 9; b = 10; ldb = 11; sb = 12; beta = 13; c = 14; ldc = 15; sc = 16; count = 17;
+    a = 7;
+    lda = 8;
+    sa = 9;
+    b = 10;
+    ldb = 11;
+    sb = 12;
+    beta = 13;
+    c = 14;
+    ldc = 15;
+    sc = 16;
+    count = 17;
     ea = eb = ec = scalar = typed_elem_bytes(call->api);
   }
   if (ea == 0 || eb == 0 || ec == 0) return PUMP_ERR_UNSUPPORTED;
@@ -201,10 +268,18 @@ pump_status_v1_t gemm_batched(const CublasState& s, const pump_call_v1_t* call, 
   unsigned a, b, beta, c, count;
   uint64_t scalar;
   if (call->api == kGemmBatchedEx) {
-    a = 7; b = 10; beta = 13; c = 14; count = 17;
+    a = 7;
+    b = 10;
+    beta = 13;
+    c = 14;
+    count = 17;
     scalar = compute_scalar_bytes(arg<int>(call, 18), arg<int>(call, 15));
   } else {
-    a = 7; b = 9; beta = 11; c = 12; count = 14;
+    a = 7;
+    b = 9;
+    beta = 11;
+    c = 12;
+    count = 14;
     scalar = typed_elem_bytes(call->api);
   }
   const int64_t batch = arg<int>(call, count);
@@ -225,8 +300,7 @@ pump_status_v1_t gemv(const CublasState& s, const pump_call_v1_t* call, ExtentRe
   out.exact(arg<const void*>(call, 5), column_major_bytes(m, n, arg<int>(call, 6), e), PUMP_ACCESS_READ,
             PUMP_ROLE_UNKNOWN);
   const int64_t x_len = transposed(trans) ? m : n, y_len = transposed(trans) ? n : m;
-  out.exact(arg<const void*>(call, 7), vector_bytes(x_len, arg<int>(call, 8), e), PUMP_ACCESS_READ,
-            PUMP_ROLE_UNKNOWN);
+  out.exact(arg<const void*>(call, 7), vector_bytes(x_len, arg<int>(call, 8), e), PUMP_ACCESS_READ, PUMP_ROLE_UNKNOWN);
   out.exact(arg<const void*>(call, 10), vector_bytes(y_len, arg<int>(call, 11), e), PUMP_ACCESS_READ_WRITE,
             PUMP_ROLE_UNKNOWN);
   device_scalar(s.host, out, arg<const void*>(call, 4), e);
@@ -328,19 +402,27 @@ pump_status_v1_t dispatch(CublasState& s, const pump_call_v1_t* call, pump_exten
   if (call->api == kSetWorkspace) return set_workspace(s, call);
   if (call->api != kLtMatmul) report_handle_workspace(s, call, out);  // Lt takes a workspace per call
   switch (call->api) {
-    case kSgemm: case kDgemm: case kHgemm: case kCgemm: case kZgemm: case kGemmEx:
-      return gemm(s, call, out);
-    case kSgemmBatched: case kDgemmBatched: case kCgemmBatched: case kZgemmBatched: case kGemmBatchedEx:
-      return gemm_batched(s, call, out);
-    case kSgemmStrided: case kDgemmStrided: case kHgemmStrided: case kCgemmStrided: case kZgemmStrided:
-    case kGemmStridedEx:
-      return gemm_strided(s, call, out);
-    case kSgemv: case kDgemv:
-      return gemv(s, call, out);
-    case kLtMatmul:
-      return lt_matmul(s, call, out);
-    default:
-      return PUMP_ERR_INVALID_ARGUMENT;
+    case kSgemm:
+    case kDgemm:
+    case kHgemm:
+    case kCgemm:
+    case kZgemm:
+    case kGemmEx: return gemm(s, call, out);
+    case kSgemmBatched:
+    case kDgemmBatched:
+    case kCgemmBatched:
+    case kZgemmBatched:
+    case kGemmBatchedEx: return gemm_batched(s, call, out);
+    case kSgemmStrided:
+    case kDgemmStrided:
+    case kHgemmStrided:
+    case kCgemmStrided:
+    case kZgemmStrided:
+    case kGemmStridedEx: return gemm_strided(s, call, out);
+    case kSgemv:
+    case kDgemv: return gemv(s, call, out);
+    case kLtMatmul: return lt_matmul(s, call, out);
+    default: return PUMP_ERR_INVALID_ARGUMENT;
   }
 }
 
@@ -349,6 +431,6 @@ uint32_t min_args(uint32_t api) { return kArgCount[api]; }
 }  // namespace
 }  // namespace pump::extractors
 
-PUMP_DECLARE_EXTRACTOR =
-    pump::extractors::builtin_extractor<pump::extractors::CublasState, pump::extractors::dispatch, pump::extractors::min_args,
-                                        pump::extractors::kApiCount>("cublas", pump::extractors::kApis);
+PUMP_DECLARE_EXTRACTOR = pump::extractors::builtin_extractor<pump::extractors::CublasState, pump::extractors::dispatch,
+                                                             pump::extractors::min_args, pump::extractors::kApiCount>(
+    "cublas", pump::extractors::kApis);

@@ -221,11 +221,8 @@ void BackendShadow::on_set_attribute(cudnnBackendDescriptor_t desc, cudnnBackend
       n.pack_pointers.resize(static_cast<size_t>(std::min<int64_t>(count, kMaxPackEntries)));
       std::memcpy(n.pack_pointers.data(), bytes, n.pack_pointers.size() * sizeof(uintptr_t));
       break;
-    case CUDNN_ATTR_VARIANT_PACK_WORKSPACE:
-      std::memcpy(&n.workspace, bytes, sizeof n.workspace);
-      break;
-    default:
-      break;
+    case CUDNN_ATTR_VARIANT_PACK_WORKSPACE: std::memcpy(&n.workspace, bytes, sizeof n.workspace); break;
+    default: break;
   }
 }
 

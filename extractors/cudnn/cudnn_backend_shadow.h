@@ -73,7 +73,7 @@ class BackendShadow {
     uintptr_t workspace = 0;
   };
 
-  Node& node(uintptr_t key);  // mu_ held
+  Node& node(uintptr_t key);                                            // mu_ held
   std::shared_ptr<const TensorSummary> summarize(const Node& n) const;  // mu_ held
 
   const pump_extractor_host_v1_t* host_;

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <new>
 
-#include "extractors/common/extractor_entry.h"
 #include "extractors/common/extent_reporter.h"
+#include "extractors/common/extractor_entry.h"
 #include "extractors/cudnn/cudnn_backend_shadow.h"
 #include "extractors/cudnn/cudnn_tensor_extent.h"
 #include "pump/pump_sdk.h"
@@ -32,12 +32,12 @@ constexpr uint8_t kWeight = PUMP_ROLE_WEIGHT;
 constexpr uint8_t kWork = PUMP_ROLE_WORKSPACE;
 
 struct Operand {
-  int8_t ptr;     // argument index of the device pointer
-  int8_t desc;    // argument index of its descriptor or size
-  uint8_t kind;   // Kind
-  uint8_t access; // pump_access_v1_t; ignored when beta >= 0
-  uint8_t role;   // pump_role_v1_t
-  int8_t beta;    // argument index of a host blend factor: 0 -> WRITE, else READ_WRITE; -1 if none
+  int8_t ptr;      // argument index of the device pointer
+  int8_t desc;     // argument index of its descriptor or size
+  uint8_t kind;    // Kind
+  uint8_t access;  // pump_access_v1_t; ignored when beta >= 0
+  uint8_t role;    // pump_role_v1_t
+  int8_t beta;     // argument index of a host blend factor: 0 -> WRITE, else READ_WRITE; -1 if none
 };
 
 struct ApiSpec {
@@ -48,38 +48,44 @@ struct ApiSpec {
 };
 
 // Reserve spaces outlive the call (backward reads what forward wrote): ACTIVATION.
-constexpr Operand kConvForward[] = {{3, 2, kTensor, R, kAct, -1},  {5, 4, kFilter, R, kWeight, -1},
-                                    {8, 9, kSized, RW, kWork, -1}, {12, 11, kTensor, W, kAct, 10}};
-constexpr Operand kConvBackwardData[] = {{3, 2, kFilter, R, kWeight, -1}, {5, 4, kTensor, R, kAct, -1},
-                                         {8, 9, kSized, RW, kWork, -1},   {12, 11, kTensor, W, kAct, 10}};
-constexpr Operand kConvBackwardFilter[] = {{3, 2, kTensor, R, kAct, -1},  {5, 4, kTensor, R, kAct, -1},
-                                           {8, 9, kSized, RW, kWork, -1}, {12, 11, kFilter, W, kWeight, 10}};
+constexpr Operand kConvForward[] = {{3, 2, kTensor, R, kAct, -1},
+                                    {5, 4, kFilter, R, kWeight, -1},
+                                    {8, 9, kSized, RW, kWork, -1},
+                                    {12, 11, kTensor, W, kAct, 10}};
+constexpr Operand kConvBackwardData[] = {{3, 2, kFilter, R, kWeight, -1},
+                                         {5, 4, kTensor, R, kAct, -1},
+                                         {8, 9, kSized, RW, kWork, -1},
+                                         {12, 11, kTensor, W, kAct, 10}};
+constexpr Operand kConvBackwardFilter[] = {{3, 2, kTensor, R, kAct, -1},
+                                           {5, 4, kTensor, R, kAct, -1},
+                                           {8, 9, kSized, RW, kWork, -1},
+                                           {12, 11, kFilter, W, kWeight, 10}};
 constexpr Operand kConvBackwardBias[] = {{3, 2, kTensor, R, kAct, -1}, {6, 5, kTensor, W, kWeight, 4}};
 // z may alias y (the documented in-place form): then y is read too.
-constexpr Operand kConvBiasActivation[] = {{3, 2, kTensor, R, kAct, -1},   {5, 4, kFilter, R, kWeight, -1},
-                                           {8, 9, kSized, RW, kWork, -1},  {12, 11, kTensor, R, kAct, -1},
+constexpr Operand kConvBiasActivation[] = {{3, 2, kTensor, R, kAct, -1},      {5, 4, kFilter, R, kWeight, -1},
+                                           {8, 9, kSized, RW, kWork, -1},     {12, 11, kTensor, R, kAct, -1},
                                            {14, 13, kTensor, R, kWeight, -1}, {17, 16, kTensor, W, kAct, -1}};
-constexpr Operand kBnForwardTraining[] = {
-    {5, 4, kTensor, R, kAct, -1},      {7, 6, kTensor, W, kAct, 3},       {9, 8, kTensor, R, kWeight, -1},
-    {10, 8, kTensor, R, kWeight, -1},  {12, 8, kTensor, RW, kWeight, -1}, {13, 8, kTensor, RW, kWeight, -1},
-    {15, 8, kTensor, W, kAct, -1},     {16, 8, kTensor, W, kAct, -1}};
-constexpr Operand kBnForwardInference[] = {
-    {5, 4, kTensor, R, kAct, -1},     {7, 6, kTensor, W, kAct, 3},      {9, 8, kTensor, R, kWeight, -1},
-    {10, 8, kTensor, R, kWeight, -1}, {11, 8, kTensor, R, kWeight, -1}, {12, 8, kTensor, R, kWeight, -1}};
-constexpr Operand kBnBackward[] = {
-    {7, 6, kTensor, R, kAct, -1},      {9, 8, kTensor, R, kAct, -1},      {11, 10, kTensor, W, kAct, 3},
-    {13, 12, kTensor, R, kWeight, -1}, {14, 12, kTensor, W, kWeight, 5},  {15, 12, kTensor, W, kWeight, 5},
-    {17, 12, kTensor, R, kAct, -1},    {18, 12, kTensor, R, kAct, -1}};
+constexpr Operand kBnForwardTraining[] = {{5, 4, kTensor, R, kAct, -1},      {7, 6, kTensor, W, kAct, 3},
+                                          {9, 8, kTensor, R, kWeight, -1},   {10, 8, kTensor, R, kWeight, -1},
+                                          {12, 8, kTensor, RW, kWeight, -1}, {13, 8, kTensor, RW, kWeight, -1},
+                                          {15, 8, kTensor, W, kAct, -1},     {16, 8, kTensor, W, kAct, -1}};
+constexpr Operand kBnForwardInference[] = {{5, 4, kTensor, R, kAct, -1},     {7, 6, kTensor, W, kAct, 3},
+                                           {9, 8, kTensor, R, kWeight, -1},  {10, 8, kTensor, R, kWeight, -1},
+                                           {11, 8, kTensor, R, kWeight, -1}, {12, 8, kTensor, R, kWeight, -1}};
+constexpr Operand kBnBackward[] = {{7, 6, kTensor, R, kAct, -1},     {9, 8, kTensor, R, kAct, -1},
+                                   {11, 10, kTensor, W, kAct, 3},    {13, 12, kTensor, R, kWeight, -1},
+                                   {14, 12, kTensor, W, kWeight, 5}, {15, 12, kTensor, W, kWeight, 5},
+                                   {17, 12, kTensor, R, kAct, -1},   {18, 12, kTensor, R, kAct, -1}};
 constexpr Operand kBnForwardTrainingEx[] = {
-    {6, 5, kTensor, R, kAct, -1},      {8, 7, kTensor, R, kAct, -1},      {10, 9, kTensor, W, kAct, 4},
-    {12, 11, kTensor, R, kWeight, -1}, {13, 11, kTensor, R, kWeight, -1}, {15, 11, kTensor, RW, kWeight, -1},
-    {16, 11, kTensor, RW, kWeight, -1}, {18, 11, kTensor, W, kAct, -1},   {19, 11, kTensor, W, kAct, -1},
-    {21, 22, kSized, RW, kWork, -1},   {23, 24, kSized, W, kAct, -1}};
+    {6, 5, kTensor, R, kAct, -1},       {8, 7, kTensor, R, kAct, -1},      {10, 9, kTensor, W, kAct, 4},
+    {12, 11, kTensor, R, kWeight, -1},  {13, 11, kTensor, R, kWeight, -1}, {15, 11, kTensor, RW, kWeight, -1},
+    {16, 11, kTensor, RW, kWeight, -1}, {18, 11, kTensor, W, kAct, -1},    {19, 11, kTensor, W, kAct, -1},
+    {21, 22, kSized, RW, kWork, -1},    {23, 24, kSized, W, kAct, -1}};
 constexpr Operand kBnBackwardEx[] = {
-    {8, 7, kTensor, R, kAct, -1},      {10, 9, kTensor, R, kAct, -1},     {12, 11, kTensor, R, kAct, -1},
-    {14, 13, kTensor, W, kAct, -1},    {16, 15, kTensor, W, kAct, 4},     {18, 17, kTensor, R, kWeight, -1},
-    {19, 17, kTensor, R, kWeight, -1}, {20, 17, kTensor, W, kWeight, 6},  {21, 17, kTensor, W, kWeight, 6},
-    {23, 17, kTensor, R, kAct, -1},    {24, 17, kTensor, R, kAct, -1},    {26, 27, kSized, RW, kWork, -1},
+    {8, 7, kTensor, R, kAct, -1},      {10, 9, kTensor, R, kAct, -1},    {12, 11, kTensor, R, kAct, -1},
+    {14, 13, kTensor, W, kAct, -1},    {16, 15, kTensor, W, kAct, 4},    {18, 17, kTensor, R, kWeight, -1},
+    {19, 17, kTensor, R, kWeight, -1}, {20, 17, kTensor, W, kWeight, 6}, {21, 17, kTensor, W, kWeight, 6},
+    {23, 17, kTensor, R, kAct, -1},    {24, 17, kTensor, R, kAct, -1},   {26, 27, kSized, RW, kWork, -1},
     {28, 29, kSized, R, kAct, -1}};
 constexpr Operand kUnaryForward[] = {{4, 3, kTensor, R, kAct, -1}, {7, 6, kTensor, W, kAct, 5}};
 constexpr Operand kUnaryBackward[] = {{4, 3, kTensor, R, kAct, -1},
@@ -87,47 +93,69 @@ constexpr Operand kUnaryBackward[] = {{4, 3, kTensor, R, kAct, -1},
                                       {8, 7, kTensor, R, kAct, -1},
                                       {11, 10, kTensor, W, kAct, 9}};
 constexpr Operand kSoftmaxForward[] = {{5, 4, kTensor, R, kAct, -1}, {8, 7, kTensor, W, kAct, 6}};
-constexpr Operand kSoftmaxBackward[] = {{5, 4, kTensor, R, kAct, -1},
-                                        {7, 6, kTensor, R, kAct, -1},
-                                        {10, 9, kTensor, W, kAct, 8}};
-constexpr Operand kDropoutForward[] = {{3, 2, kTensor, R, kAct, -1}, {5, 4, kTensor, W, kAct, -1},
-                                       {6, 7, kSized, W, kAct, -1}};
-constexpr Operand kDropoutBackward[] = {{3, 2, kTensor, R, kAct, -1}, {5, 4, kTensor, W, kAct, -1},
-                                        {6, 7, kSized, R, kAct, -1}};
+constexpr Operand kSoftmaxBackward[] = {
+    {5, 4, kTensor, R, kAct, -1}, {7, 6, kTensor, R, kAct, -1}, {10, 9, kTensor, W, kAct, 8}};
+constexpr Operand kDropoutForward[] = {
+    {3, 2, kTensor, R, kAct, -1}, {5, 4, kTensor, W, kAct, -1}, {6, 7, kSized, W, kAct, -1}};
+constexpr Operand kDropoutBackward[] = {
+    {3, 2, kTensor, R, kAct, -1}, {5, 4, kTensor, W, kAct, -1}, {6, 7, kSized, R, kAct, -1}};
 constexpr Operand kAddTensor[] = {{3, 2, kTensor, R, kAct, -1}, {6, 5, kTensor, W, kAct, 4}};
-constexpr Operand kRnnForward[] = {
-    {3, 4, kSeqLengths, R, kAct, -1}, {5, 4, kRnnData, R, kAct, -1},   {7, 6, kRnnData, W, kAct, -1},
-    {9, 8, kTensor, R, kAct, -1},     {10, 8, kTensor, W, kAct, -1},   {12, 11, kTensor, R, kAct, -1},
-    {13, 11, kTensor, W, kAct, -1},   {15, 14, kSized, R, kWeight, -1}, {17, 16, kSized, RW, kWork, -1},
-    {19, 18, kSized, RW, kAct, -1}};
+constexpr Operand kRnnForward[] = {{3, 4, kSeqLengths, R, kAct, -1}, {5, 4, kRnnData, R, kAct, -1},
+                                   {7, 6, kRnnData, W, kAct, -1},    {9, 8, kTensor, R, kAct, -1},
+                                   {10, 8, kTensor, W, kAct, -1},    {12, 11, kTensor, R, kAct, -1},
+                                   {13, 11, kTensor, W, kAct, -1},   {15, 14, kSized, R, kWeight, -1},
+                                   {17, 16, kSized, RW, kWork, -1},  {19, 18, kSized, RW, kAct, -1}};
 constexpr Operand kRnnBackwardData[] = {
-    {2, 3, kSeqLengths, R, kAct, -1}, {4, 3, kRnnData, R, kAct, -1},   {5, 3, kRnnData, R, kAct, -1},
-    {7, 6, kRnnData, W, kAct, -1},    {9, 8, kTensor, R, kAct, -1},    {10, 8, kTensor, R, kAct, -1},
-    {11, 8, kTensor, W, kAct, -1},    {13, 12, kTensor, R, kAct, -1},  {14, 12, kTensor, R, kAct, -1},
+    {2, 3, kSeqLengths, R, kAct, -1}, {4, 3, kRnnData, R, kAct, -1},    {5, 3, kRnnData, R, kAct, -1},
+    {7, 6, kRnnData, W, kAct, -1},    {9, 8, kTensor, R, kAct, -1},     {10, 8, kTensor, R, kAct, -1},
+    {11, 8, kTensor, W, kAct, -1},    {13, 12, kTensor, R, kAct, -1},   {14, 12, kTensor, R, kAct, -1},
     {15, 12, kTensor, W, kAct, -1},   {17, 16, kSized, R, kWeight, -1}, {19, 18, kSized, RW, kWork, -1},
     {21, 20, kSized, RW, kAct, -1}};
 // addGrad (CUDNN_WGRAD_MODE_ADD) accumulates into dweightSpace: read and written.
-constexpr Operand kRnnBackwardWeights[] = {
-    {3, 4, kSeqLengths, R, kAct, -1}, {5, 4, kRnnData, R, kAct, -1},    {7, 6, kTensor, R, kAct, -1},
-    {9, 8, kRnnData, R, kAct, -1},    {11, 10, kSized, RW, kWeight, -1}, {13, 12, kSized, RW, kWork, -1},
-    {15, 14, kSized, R, kAct, -1}};
+constexpr Operand kRnnBackwardWeights[] = {{3, 4, kSeqLengths, R, kAct, -1},  {5, 4, kRnnData, R, kAct, -1},
+                                           {7, 6, kTensor, R, kAct, -1},      {9, 8, kRnnData, R, kAct, -1},
+                                           {11, 10, kSized, RW, kWeight, -1}, {13, 12, kSized, RW, kWork, -1},
+                                           {15, 14, kSized, R, kAct, -1}};
 // CTC: probs and gradients here; labels, lengths and costs in ctc_loss().
-constexpr Operand kCtcLossV8[] = {{4, 3, kTensor, R, kAct, -1}, {10, 9, kTensor, W, kAct, -1},
-                                  {12, 11, kSized, RW, kWork, -1}};
-constexpr Operand kCtcLoss[] = {{2, 1, kTensor, R, kAct, -1}, {8, 7, kTensor, W, kAct, -1},
-                                {11, 12, kSized, RW, kWork, -1}};
+constexpr Operand kCtcLossV8[] = {
+    {4, 3, kTensor, R, kAct, -1}, {10, 9, kTensor, W, kAct, -1}, {12, 11, kSized, RW, kWork, -1}};
+constexpr Operand kCtcLoss[] = {
+    {2, 1, kTensor, R, kAct, -1}, {8, 7, kTensor, W, kAct, -1}, {11, 12, kSized, RW, kWork, -1}};
 
-#define PUMP_API(name, args, table) {name, args, table, sizeof(table) / sizeof(table[0])}
+#define PUMP_API(name, args, table) \
+  { name, args, table, sizeof(table) / sizeof(table[0]) }
 
 enum Api : uint32_t {
-  kApiConvolutionForward, kApiConvolutionBackwardData, kApiConvolutionBackwardFilter, kApiConvolutionBackwardBias,
-  kApiConvolutionBiasActivationForward, kApiBatchNormalizationForwardTraining,
-  kApiBatchNormalizationForwardInference, kApiBatchNormalizationBackward,
-  kApiBatchNormalizationForwardTrainingEx, kApiBatchNormalizationBackwardEx, kApiPoolingForward,
-  kApiPoolingBackward, kApiActivationForward, kApiActivationBackward, kApiSoftmaxForward, kApiSoftmaxBackward,
-  kApiDropoutForward, kApiDropoutBackward, kApiAddTensor, kApiRNNForward, kApiRNNBackwardData_v8,
-  kApiRNNBackwardWeights_v8, kApiCTCLoss_v8, kApiCTCLoss, kApiBackendExecute, kApiBackendSetAttribute,
-  kApiBackendGetAttribute, kApiBackendFinalize, kApiBackendDestroyDescriptor, kApiCount
+  kApiConvolutionForward,
+  kApiConvolutionBackwardData,
+  kApiConvolutionBackwardFilter,
+  kApiConvolutionBackwardBias,
+  kApiConvolutionBiasActivationForward,
+  kApiBatchNormalizationForwardTraining,
+  kApiBatchNormalizationForwardInference,
+  kApiBatchNormalizationBackward,
+  kApiBatchNormalizationForwardTrainingEx,
+  kApiBatchNormalizationBackwardEx,
+  kApiPoolingForward,
+  kApiPoolingBackward,
+  kApiActivationForward,
+  kApiActivationBackward,
+  kApiSoftmaxForward,
+  kApiSoftmaxBackward,
+  kApiDropoutForward,
+  kApiDropoutBackward,
+  kApiAddTensor,
+  kApiRNNForward,
+  kApiRNNBackwardData_v8,
+  kApiRNNBackwardWeights_v8,
+  kApiCTCLoss_v8,
+  kApiCTCLoss,
+  kApiBackendExecute,
+  kApiBackendSetAttribute,
+  kApiBackendGetAttribute,
+  kApiBackendFinalize,
+  kApiBackendDestroyDescriptor,
+  kApiCount
 };
 
 constexpr ApiSpec kSpecs[kApiCount] = {
@@ -228,8 +256,8 @@ void report_operand(CudnnState& s, const pump_call_v1_t* call, const Operand& op
   }
   auto access = static_cast<pump_access_v1_t>(op.access);
   if (op.beta >= 0) {
-    access = host_scalar_is_zero(arg<const void*>(call, op.beta), data_type) ? PUMP_ACCESS_WRITE
-                                                                             : PUMP_ACCESS_READ_WRITE;
+    access =
+        host_scalar_is_zero(arg<const void*>(call, op.beta), data_type) ? PUMP_ACCESS_WRITE : PUMP_ACCESS_READ_WRITE;
   }
   const auto role = static_cast<pump_role_v1_t>(op.role);
   if (bytes != 0) {
@@ -287,14 +315,9 @@ pump_status_v1_t dispatch(CudnnState& s, const pump_call_v1_t* call, pump_extent
                                  arg<cudnnBackendAttributeType_t>(call, 2), arg<int64_t>(call, 3),
                                  arg<const void*>(call, 5));
       return PUMP_OK;
-    case kApiBackendFinalize:
-      s.backend.on_finalize(arg<cudnnBackendDescriptor_t>(call, 0));
-      return PUMP_OK;
-    case kApiBackendDestroyDescriptor:
-      s.backend.on_destroy(arg<cudnnBackendDescriptor_t>(call, 0));
-      return PUMP_OK;
-    default:
-      break;
+    case kApiBackendFinalize: s.backend.on_finalize(arg<cudnnBackendDescriptor_t>(call, 0)); return PUMP_OK;
+    case kApiBackendDestroyDescriptor: s.backend.on_destroy(arg<cudnnBackendDescriptor_t>(call, 0)); return PUMP_OK;
+    default: break;
   }
   if (!s.sizes.available()) return PUMP_ERR_UNSUPPORTED;
   const ApiSpec& spec = kSpecs[call->api];
@@ -309,6 +332,6 @@ uint32_t min_args(uint32_t api) { return kSpecs[api].num_args; }
 }  // namespace
 }  // namespace pump::extractors
 
-PUMP_DECLARE_EXTRACTOR =
-    pump::extractors::builtin_extractor<pump::extractors::CudnnState, pump::extractors::dispatch, pump::extractors::min_args,
-                                        pump::extractors::kApiCount>("cudnn", pump::extractors::kApiNames.names);
+PUMP_DECLARE_EXTRACTOR = pump::extractors::builtin_extractor<pump::extractors::CudnnState, pump::extractors::dispatch,
+                                                             pump::extractors::min_args, pump::extractors::kApiCount>(
+    "cudnn", pump::extractors::kApiNames.names);

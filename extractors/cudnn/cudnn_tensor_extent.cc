@@ -4,14 +4,24 @@ namespace pump::extractors {
 
 uint32_t cudnn_data_type_bits(int data_type) {
   switch (data_type) {
-    case CUDNN_DATA_FLOAT: case CUDNN_DATA_INT32: case CUDNN_DATA_UINT32: return 32;
-    case CUDNN_DATA_DOUBLE: case CUDNN_DATA_INT64: case CUDNN_DATA_COMPLEX_FP32: return 64;
+    case CUDNN_DATA_FLOAT:
+    case CUDNN_DATA_INT32:
+    case CUDNN_DATA_UINT32: return 32;
+    case CUDNN_DATA_DOUBLE:
+    case CUDNN_DATA_INT64:
+    case CUDNN_DATA_COMPLEX_FP32: return 64;
     case CUDNN_DATA_COMPLEX_FP64: return 128;
-    case CUDNN_DATA_HALF: case CUDNN_DATA_BFLOAT16: return 16;
-    case CUDNN_DATA_INT8: case CUDNN_DATA_UINT8: case CUDNN_DATA_BOOLEAN:
-    case CUDNN_DATA_FP8_E4M3: case CUDNN_DATA_FP8_E5M2: case CUDNN_DATA_FP8_E8M0:
-      return 8;
-    case CUDNN_DATA_FP4_E2M1: case CUDNN_DATA_INT4: case CUDNN_DATA_UINT4: return 4;
+    case CUDNN_DATA_HALF:
+    case CUDNN_DATA_BFLOAT16: return 16;
+    case CUDNN_DATA_INT8:
+    case CUDNN_DATA_UINT8:
+    case CUDNN_DATA_BOOLEAN:
+    case CUDNN_DATA_FP8_E4M3:
+    case CUDNN_DATA_FP8_E5M2:
+    case CUDNN_DATA_FP8_E8M0: return 8;
+    case CUDNN_DATA_FP4_E2M1:
+    case CUDNN_DATA_INT4:
+    case CUDNN_DATA_UINT4: return 4;
     default: return 0;  // vectorized INT8x4/UINT8x4/INT8x32, FAST_FLOAT_FOR_FP8
   }
 }

@@ -36,8 +36,8 @@ class CudnnDescriptorSizes {
   int64_t tensor_dim(cudnnTensorDescriptor_t desc, int index);
 
   struct RnnData {
-    uint64_t bytes = 0;   // the padded or packed x/y buffer
-    int batch = 0;        // batchSize: devSeqLengths holds this many int32
+    uint64_t bytes = 0;  // the padded or packed x/y buffer
+    int batch = 0;       // batchSize: devSeqLengths holds this many int32
     int data_type = -1;
   };
   // False when the descriptor cannot be read.

@@ -48,8 +48,8 @@ KernelParamLayout build_param_layout(Query&& query) {
     if (size < 8 || size > kMaxParamBytes || offset > kMaxParamBytes) continue;  // too small for a pointer
     // Words are aligned in the packed buffer, as the device sees them.
     for (size_t word = (offset + 7) & ~size_t{7}; word + 8 <= offset + size; word += 8) {
-      layout.words.push_back(ParamWord{static_cast<uint32_t>(index), static_cast<uint32_t>(word - offset),
-                                       static_cast<uint32_t>(word)});
+      layout.words.push_back(
+          ParamWord{static_cast<uint32_t>(index), static_cast<uint32_t>(word - offset), static_cast<uint32_t>(word)});
     }
   }
   return layout;

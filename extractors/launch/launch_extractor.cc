@@ -10,8 +10,8 @@
 #include <cstring>
 #include <new>
 
-#include "extractors/common/extractor_entry.h"
 #include "extractors/common/extent_reporter.h"
+#include "extractors/common/extractor_entry.h"
 #include "extractors/launch/kernel_param_layout.h"
 #include "pump/pump_sdk.h"
 
@@ -19,25 +19,38 @@ namespace pump::extractors {
 namespace {
 
 enum Api : uint32_t {
-  kCudaLaunchKernelInternal, kCudaLaunchKernelInternalPtsz,
-  kCudaLaunchKernel, kCudaLaunchKernelPtsz,
-  kCudaLaunchKernelExC, kCudaLaunchKernelExCPtsz,
-  kCuLaunchKernel, kCuLaunchKernelPtsz,
-  kCuLaunchKernelEx, kCuLaunchKernelExPtsz,
-  kCudaLaunchCooperativeKernel, kCudaLaunchCooperativeKernelPtsz,
-  kCuLaunchCooperativeKernel, kCuLaunchCooperativeKernelPtsz,
+  kCudaLaunchKernelInternal,
+  kCudaLaunchKernelInternalPtsz,
+  kCudaLaunchKernel,
+  kCudaLaunchKernelPtsz,
+  kCudaLaunchKernelExC,
+  kCudaLaunchKernelExCPtsz,
+  kCuLaunchKernel,
+  kCuLaunchKernelPtsz,
+  kCuLaunchKernelEx,
+  kCuLaunchKernelExPtsz,
+  kCudaLaunchCooperativeKernel,
+  kCudaLaunchCooperativeKernelPtsz,
+  kCuLaunchCooperativeKernel,
+  kCuLaunchCooperativeKernelPtsz,
   kApiCount
 };
 
-const char* const kApis[] = {
-    "__cudaLaunchKernel", "__cudaLaunchKernel_ptsz",
-    "cudaLaunchKernel", "cudaLaunchKernel_ptsz",
-    "cudaLaunchKernelExC", "cudaLaunchKernelExC_ptsz",
-    "cuLaunchKernel", "cuLaunchKernel_ptsz",
-    "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz",
-    "cudaLaunchCooperativeKernel", "cudaLaunchCooperativeKernel_ptsz",
-    "cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel_ptsz",
-    nullptr};
+const char* const kApis[] = {"__cudaLaunchKernel",
+                             "__cudaLaunchKernel_ptsz",
+                             "cudaLaunchKernel",
+                             "cudaLaunchKernel_ptsz",
+                             "cudaLaunchKernelExC",
+                             "cudaLaunchKernelExC_ptsz",
+                             "cuLaunchKernel",
+                             "cuLaunchKernel_ptsz",
+                             "cuLaunchKernelEx",
+                             "cuLaunchKernelEx_ptsz",
+                             "cudaLaunchCooperativeKernel",
+                             "cudaLaunchCooperativeKernel_ptsz",
+                             "cuLaunchCooperativeKernel",
+                             "cuLaunchCooperativeKernel_ptsz",
+                             nullptr};
 static_assert(sizeof(kApis) / sizeof(kApis[0]) == kApiCount + 1, "kApis and Api disagree");
 
 constexpr uint32_t kArgCount[kApiCount] = {6, 6, 6, 6, 3, 3, 11, 11, 4, 4, 6, 6, 10, 10};
@@ -131,41 +144,47 @@ pump_status_v1_t dispatch(LaunchState& s, const pump_call_v1_t* call, pump_exten
   void* const* params = nullptr;
   void* const* extra = nullptr;
   switch (call->api) {
-    case kCudaLaunchKernelInternal: case kCudaLaunchKernelInternalPtsz:
+    case kCudaLaunchKernelInternal:
+    case kCudaLaunchKernelInternalPtsz:
       handle = arg<const void*>(call, 0);
       kind = KernelHandleKind::kDriverKernel;  // cudaKernel_t is a CUkernel
       params = arg<void**>(call, 3);
       break;
-    case kCudaLaunchKernel: case kCudaLaunchKernelPtsz:
-    case kCudaLaunchCooperativeKernel: case kCudaLaunchCooperativeKernelPtsz:
+    case kCudaLaunchKernel:
+    case kCudaLaunchKernelPtsz:
+    case kCudaLaunchCooperativeKernel:
+    case kCudaLaunchCooperativeKernelPtsz:
       handle = arg<const void*>(call, 0);
       kind = KernelHandleKind::kRuntimeFunction;
       params = arg<void**>(call, 3);
       break;
-    case kCudaLaunchKernelExC: case kCudaLaunchKernelExCPtsz:
+    case kCudaLaunchKernelExC:
+    case kCudaLaunchKernelExCPtsz:
       handle = arg<const void*>(call, 1);
       kind = KernelHandleKind::kRuntimeFunction;
       params = arg<void**>(call, 2);
       break;
-    case kCuLaunchKernel: case kCuLaunchKernelPtsz:
+    case kCuLaunchKernel:
+    case kCuLaunchKernelPtsz:
       handle = arg<const void*>(call, 0);
       kind = KernelHandleKind::kDriverFunction;
       params = arg<void**>(call, 9);
       extra = arg<void**>(call, 10);
       break;
-    case kCuLaunchCooperativeKernel: case kCuLaunchCooperativeKernelPtsz:
+    case kCuLaunchCooperativeKernel:
+    case kCuLaunchCooperativeKernelPtsz:
       handle = arg<const void*>(call, 0);
       kind = KernelHandleKind::kDriverFunction;
       params = arg<void**>(call, 9);
       break;
-    case kCuLaunchKernelEx: case kCuLaunchKernelExPtsz:
+    case kCuLaunchKernelEx:
+    case kCuLaunchKernelExPtsz:
       handle = arg<const void*>(call, 1);
       kind = KernelHandleKind::kDriverFunction;
       params = arg<void**>(call, 2);
       extra = arg<void**>(call, 3);
       break;
-    default:
-      return PUMP_ERR_INVALID_ARGUMENT;
+    default: return PUMP_ERR_INVALID_ARGUMENT;
   }
   if (handle == nullptr || s.host->find_block == nullptr) return PUMP_ERR_UNSUPPORTED;
   BlockMatcher matcher(s.host, sink);
@@ -187,6 +206,6 @@ uint32_t min_args(uint32_t api) { return kArgCount[api]; }
 }  // namespace
 }  // namespace pump::extractors
 
-PUMP_DECLARE_EXTRACTOR =
-    pump::extractors::builtin_extractor<pump::extractors::LaunchState, pump::extractors::dispatch, pump::extractors::min_args,
-                                        pump::extractors::kApiCount>("launch", pump::extractors::kApis);
+PUMP_DECLARE_EXTRACTOR = pump::extractors::builtin_extractor<pump::extractors::LaunchState, pump::extractors::dispatch,
+                                                             pump::extractors::min_args, pump::extractors::kApiCount>(
+    "launch", pump::extractors::kApis);

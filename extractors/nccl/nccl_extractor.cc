@@ -16,21 +16,31 @@
 #include <cstdint>
 #include <cstdio>
 
-#include "extractors/common/extractor_entry.h"
 #include "extractors/common/extent_reporter.h"
+#include "extractors/common/extractor_entry.h"
 #include "pump/pump_sdk.h"
 
 namespace pump::extractors {
 namespace {
 
 enum Api : uint32_t {
-  kAllReduce, kReduceScatter, kAllGather, kBroadcast, kBcast, kReduce, kAlltoAll, kGather, kScatter, kSend, kRecv,
+  kAllReduce,
+  kReduceScatter,
+  kAllGather,
+  kBroadcast,
+  kBcast,
+  kReduce,
+  kAlltoAll,
+  kGather,
+  kScatter,
+  kSend,
+  kRecv,
   kApiCount
 };
 
-const char* const kApis[] = {"ncclAllReduce", "ncclReduceScatter", "ncclAllGather", "ncclBroadcast", "ncclBcast",
-                             "ncclReduce",    "ncclAlltoAll",      "ncclGather",    "ncclScatter",   "ncclSend",
-                             "ncclRecv",      nullptr};
+const char* const kApis[] = {"ncclAllReduce", "ncclReduceScatter", "ncclAllGather", "ncclBroadcast",
+                             "ncclBcast",     "ncclReduce",        "ncclAlltoAll",  "ncclGather",
+                             "ncclScatter",   "ncclSend",          "ncclRecv",      nullptr};
 static_assert(sizeof(kApis) / sizeof(kApis[0]) == kApiCount + 1, "kApis and Api disagree");
 
 // C argument counts, from nccl.h.
@@ -74,9 +84,13 @@ struct Shape {
 
 Shape shape_of(uint32_t api) {
   switch (api) {
-    case kAllReduce: case kReduceScatter: return {0, 1, 2, 3, -1, 5};
-    case kAllGather: case kAlltoAll: return {0, 1, 2, 3, -1, 4};
-    case kBroadcast: case kGather: case kScatter: return {0, 1, 2, 3, 4, 5};
+    case kAllReduce:
+    case kReduceScatter: return {0, 1, 2, 3, -1, 5};
+    case kAllGather:
+    case kAlltoAll: return {0, 1, 2, 3, -1, 4};
+    case kBroadcast:
+    case kGather:
+    case kScatter: return {0, 1, 2, 3, 4, 5};
     case kReduce: return {0, 1, 2, 3, 5, 6};
     case kBcast: return {0, 0, 1, 2, 3, 4};  // one buffer: the root's is sent, the others' received
     case kSend: return {0, -1, 1, 2, -1, 4};
@@ -135,16 +149,12 @@ pump_status_v1_t dispatch(NcclState& st, const pump_call_v1_t* call, pump_extent
   auto my_rank = [&] { return ask(st.comm_rank, st.host, comm); };
 
   switch (call->api) {
-    case kAllReduce:
-      send_recv(out, send, n, recv, n);
-      return PUMP_OK;
-    case kSend:
-      out.exact(send, n, PUMP_ACCESS_READ, PUMP_ROLE_UNKNOWN);
-      return PUMP_OK;
-    case kRecv:
-      out.exact(recv, n, PUMP_ACCESS_WRITE, PUMP_ROLE_UNKNOWN);
-      return PUMP_OK;
-    case kReduceScatter: case kAllGather: case kAlltoAll: {
+    case kAllReduce: send_recv(out, send, n, recv, n); return PUMP_OK;
+    case kSend: out.exact(send, n, PUMP_ACCESS_READ, PUMP_ROLE_UNKNOWN); return PUMP_OK;
+    case kRecv: out.exact(recv, n, PUMP_ACCESS_WRITE, PUMP_ROLE_UNKNOWN); return PUMP_OK;
+    case kReduceScatter:
+    case kAllGather:
+    case kAlltoAll: {
       const int ranks = ask(st.comm_count, st.host, comm);
       if (ranks <= 0) return whole_blocks(call, s, out);
       const uint64_t all = n * static_cast<uint64_t>(ranks);
@@ -162,8 +172,9 @@ pump_status_v1_t dispatch(NcclState& st, const pump_call_v1_t* call, pump_extent
     }
     case kBcast: {
       const int rank = my_rank();
-      const pump_access_v1_t access =
-          rank < 0 ? PUMP_ACCESS_READ_WRITE : rank == root ? PUMP_ACCESS_READ : PUMP_ACCESS_WRITE;
+      const pump_access_v1_t access = rank < 0       ? PUMP_ACCESS_READ_WRITE
+                                      : rank == root ? PUMP_ACCESS_READ
+                                                     : PUMP_ACCESS_WRITE;
       out.exact(send, n, access, PUMP_ROLE_UNKNOWN);
       return PUMP_OK;
     }
@@ -178,7 +189,8 @@ pump_status_v1_t dispatch(NcclState& st, const pump_call_v1_t* call, pump_extent
       }
       return PUMP_OK;
     }
-    case kGather: case kScatter: {
+    case kGather:
+    case kScatter: {
       // Gather: every rank sends count elements, the root receives ranks x count.
       // Scatter: the root sends ranks x count elements, every rank receives count.
       // Of an unknown rank, a gather's receive buffer counts as read too: it may not be
@@ -201,8 +213,7 @@ pump_status_v1_t dispatch(NcclState& st, const pump_call_v1_t* call, pump_extent
       }
       return PUMP_OK;
     }
-    default:
-      return PUMP_ERR_INVALID_ARGUMENT;
+    default: return PUMP_ERR_INVALID_ARGUMENT;
   }
 }
 
@@ -211,6 +222,6 @@ uint32_t min_args(uint32_t api) { return kArgCount[api]; }
 }  // namespace
 }  // namespace pump::extractors
 
-PUMP_DECLARE_EXTRACTOR =
-    pump::extractors::builtin_extractor<pump::extractors::NcclState, pump::extractors::dispatch, pump::extractors::min_args,
-                                        pump::extractors::kApiCount>("nccl", pump::extractors::kApis);
+PUMP_DECLARE_EXTRACTOR = pump::extractors::builtin_extractor<pump::extractors::NcclState, pump::extractors::dispatch,
+                                                             pump::extractors::min_args, pump::extractors::kApiCount>(
+    "nccl", pump::extractors::kApis);

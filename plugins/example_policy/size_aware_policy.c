@@ -37,9 +37,8 @@ static void size_aware_log(const pump_policy_host_t* host, pump_log_level_v1_t l
 
 /* The window from the configuration; a bad value is one warning and the default. */
 static size_t read_window(const pump_policy_host_t* host) {
-  const char* text = PUMP_HAS_MEMBER(host, pump_policy_host_t, get_config)
-                         ? host->get_config(host, "SIZE_AWARE_WINDOW")
-                         : NULL;
+  const char* text =
+      PUMP_HAS_MEMBER(host, pump_policy_host_t, get_config) ? host->get_config(host, "SIZE_AWARE_WINDOW") : NULL;
   char* end = NULL;
   unsigned long value;
   char message[160];
@@ -107,6 +106,6 @@ static void size_aware_on_pressure(void* ctx, const pump_kernel_t* kernel, uint6
 }
 
 PUMP_DECLARE_POLICY = {
-    sizeof(pump_policy_t), PUMP_POLICY_ABI, "size-aware", "1.0.0",
-    size_aware_init, size_aware_fini, size_aware_on_kernel, size_aware_on_pressure, NULL, NULL,
+    sizeof(pump_policy_t), PUMP_POLICY_ABI,      "size-aware",           "1.0.0", size_aware_init,
+    size_aware_fini,       size_aware_on_kernel, size_aware_on_pressure, NULL,    NULL,
 };

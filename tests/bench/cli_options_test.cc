@@ -27,8 +27,8 @@ TEST(PumpBenchCli, DatapathListsCopyAndUm) {
 
 TEST(PumpBenchCli, ParsesEveryOptionInBothSpellings) {
   CliResult r = parse_cli({"--workload", "training-loop,mlp", "--size=small", "--oversubscription", "1,2.5",
-                           "--policies=lru", "--sim", "--repeats", "5", "--iterations=6", "--json", "a.json",
-                           "--csv", "a.csv", "--plot", "a.png", "--plugin-dir", "/p"});
+                           "--policies=lru", "--sim", "--repeats", "5", "--iterations=6", "--json", "a.json", "--csv",
+                           "a.csv", "--plot", "a.png", "--plugin-dir", "/p"});
   ASSERT_EQ(r.action, CliAction::kRun) << r.error;
   const BenchOptions& o = r.options;
   EXPECT_EQ(o.workloads, (std::vector<std::string>{"training-loop", "mlp"}));

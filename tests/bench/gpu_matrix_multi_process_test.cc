@@ -95,8 +95,8 @@ TEST(PumpBenchGpuMatrix, ADeviceWhoseFootprintExceedsItsLimitRefusesTheRow) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   GpuMatrix m;
-  m.workloads = {{"fake-ddp", {"bash", PUMP_SOURCE_DIR "/tests/bench/fixtures/fake_torchrun.sh",
-                               (dir / "seen.txt").string()}}};
+  m.workloads = {
+      {"fake-ddp", {"bash", PUMP_SOURCE_DIR "/tests/bench/fixtures/fake_torchrun.sh", (dir / "seen.txt").string()}}};
   m.ratios = {2.0};
   m.policies = {"lru"};
   m.repeats = 1;

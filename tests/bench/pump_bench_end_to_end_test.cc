@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -12,7 +13,6 @@
 #include <sstream>
 #include <tuple>
 #include <vector>
-#include <algorithm>
 
 #include "bench/pump_bench/process_runner.h"
 
@@ -36,8 +36,8 @@ Json read_json(const std::string& path) {
 }
 
 TEST(PumpBenchEndToEnd, SimTrainingLoopHasEveryConfigurationAndLruBeatsNoneAtTwoX) {
-  const std::string json = (std::filesystem::temp_directory_path() /
-                            ("pump_bench_e2e_" + std::to_string(getpid()) + ".json")).string();
+  const std::string json =
+      (std::filesystem::temp_directory_path() / ("pump_bench_e2e_" + std::to_string(getpid()) + ".json")).string();
   const ProcessResult p = run_process({PUMP_BENCH_BINARY, "--sim", "--workload", "training-loop", "--size", "small",
                                        "--oversubscription", "1,2", "--policies", "none,lru", "--json", json},
                                       {{"PUMP_PLUGIN_DIR", PUMP_PLUGIN_DIR}});
@@ -48,8 +48,7 @@ TEST(PumpBenchEndToEnd, SimTrainingLoopHasEveryConfigurationAndLruBeatsNoneAtTwo
   const Json v = read_json(json);
   ASSERT_FALSE(v.is_discarded()) << json;
   std::map<std::pair<double, std::string>, const Json*> rows;
-  for (const Json& r : v.at("results"))
-    rows[{r.at("ratio").get<double>(), r.at("config").get<std::string>()}] = &r;
+  for (const Json& r : v.at("results")) rows[{r.at("ratio").get<double>(), r.at("config").get<std::string>()}] = &r;
   for (double ratio : {1.0, 2.0})
     for (const char* config : {"native", "managed", "none", "lru", "bound", "oracle"}) {
       auto it = rows.find({ratio, config});
@@ -76,8 +75,8 @@ TEST(PumpBenchEndToEnd, SimTrainingLoopHasEveryConfigurationAndLruBeatsNoneAtTwo
 // whose caching allocator reuses cuDNN workspaces for new tensors) replays with no
 // violation under every policy.
 TEST(PumpBenchEndToEnd, RecordedLstmTraceReplaysWithoutViolations) {
-  const std::string json = (std::filesystem::temp_directory_path() /
-                            ("pump_bench_e2e_lstm_" + std::to_string(getpid()) + ".json")).string();
+  const std::string json =
+      (std::filesystem::temp_directory_path() / ("pump_bench_e2e_lstm_" + std::to_string(getpid()) + ".json")).string();
   const ProcessResult p =
       run_process({PUMP_BENCH_BINARY, "--trace", PUMP_SOURCE_DIR "/bench/traces/gpu/lstm.trace", "--oversubscription",
                    "1.5,2", "--policies", "none,lazy,eager,lru,activations,learned", "--json", json},
@@ -99,12 +98,12 @@ TEST(PumpBenchEndToEnd, RecordedLstmTraceReplaysWithoutViolations) {
 // --datapath copy,um: every policy on both paths, none on um only; each row's own
 // bound lies under its time; the link's rates are the model's and in the JSON.
 TEST(PumpBenchEndToEnd, SimRunsEachPolicyOnEachDataPathWithItsOwnBound) {
-  const std::string json = (std::filesystem::temp_directory_path() /
-                            ("pump_bench_e2e_dp_" + std::to_string(getpid()) + ".json")).string();
-  const ProcessResult p = run_process({PUMP_BENCH_BINARY, "--sim", "--workload", "training-loop", "--size", "small",
-                                       "--oversubscription", "2", "--policies", "none,lru", "--datapath", "copy,um",
-                                       "--json", json},
-                                      {{"PUMP_PLUGIN_DIR", PUMP_PLUGIN_DIR}});
+  const std::string json =
+      (std::filesystem::temp_directory_path() / ("pump_bench_e2e_dp_" + std::to_string(getpid()) + ".json")).string();
+  const ProcessResult p =
+      run_process({PUMP_BENCH_BINARY, "--sim", "--workload", "training-loop", "--size", "small", "--oversubscription",
+                   "2", "--policies", "none,lru", "--datapath", "copy,um", "--json", json},
+                  {{"PUMP_PLUGIN_DIR", PUMP_PLUGIN_DIR}});
   ASSERT_TRUE(p.started) << p.error;
   ASSERT_EQ(p.exit_code, 0) << p.output;
   EXPECT_NE(p.output.find("link: in 50.7 GB/s, out 52.0 GB/s, both 51.4 GB/s"), std::string::npos) << p.output;
@@ -121,9 +120,13 @@ TEST(PumpBenchEndToEnd, SimRunsEachPolicyOnEachDataPathWithItsOwnBound) {
   for (const Json& r : v.at("results"))
     rows[{r.at("config").get<std::string>(), r.at("datapath").get<std::string>()}] = &r;
   EXPECT_EQ(rows.size(), 7u);  // native, managed (um), none (um), lru copy, lru um, bound, oracle (copy)
-  for (const auto& key : std::vector<std::pair<std::string, std::string>>{
-           {"native", ""}, {"managed", "um"}, {"none", "um"}, {"lru", "copy"}, {"lru", "um"}, {"bound", ""},
-           {"oracle", "copy"}})
+  for (const auto& key : std::vector<std::pair<std::string, std::string>>{{"native", ""},
+                                                                          {"managed", "um"},
+                                                                          {"none", "um"},
+                                                                          {"lru", "copy"},
+                                                                          {"lru", "um"},
+                                                                          {"bound", ""},
+                                                                          {"oracle", "copy"}})
     ASSERT_TRUE(rows.count(key)) << key.first << " " << key.second;
   const Json& copy = *rows[{"lru", "copy"}];
   const Json& um = *rows[{"lru", "um"}];
@@ -153,8 +156,8 @@ TEST(PumpBenchEndToEnd, BadOptionExitsNonzeroWithOneLine) {
 }
 
 TEST(PumpBenchEndToEnd, MalformedTraceNamesTheLine) {
-  const std::string trace = (std::filesystem::temp_directory_path() /
-                             ("pump_bench_e2e_" + std::to_string(getpid()) + ".trace")).string();
+  const std::string trace =
+      (std::filesystem::temp_directory_path() / ("pump_bench_e2e_" + std::to_string(getpid()) + ".trace")).string();
   std::ofstream(trace) << "{\"pump_trace\":1}\n{\"op\":\"alloc\"}\n";
   const ProcessResult p = run_process({PUMP_BENCH_BINARY, "--trace", trace}, {});
   EXPECT_EQ(p.exit_code, 1);
@@ -183,13 +186,12 @@ size_t count_of(const std::string& text, const std::string& what) {
 TEST(PumpBenchEndToEnd, BadPlotPathsAreRefusedBeforeAnyRunAndLeaveNothingBehind) {
   const std::filesystem::path dir = fresh_dir("plot");
   const std::string not_png = (dir / "x.txt").string();
-  for (const auto& [path, expected] :
-       std::vector<std::pair<std::string, std::string>>{
+  for (const auto& [path, expected] : std::vector<std::pair<std::string, std::string>>{
            {not_png, "pump-bench: --plot: '" + not_png + "' does not end in .png (the plot is a PNG image)\n"},
            {"/nonexistent/x.png", "pump-bench: --plot: directory '/nonexistent' does not exist\n"}}) {
-    const ProcessResult p = run_process({PUMP_BENCH_BINARY, "--sim", "--workload", "training-loop", "--size", "small",
-                                         "--plot", path},
-                                        {{"PUMP_PLUGIN_DIR", PUMP_PLUGIN_DIR}});
+    const ProcessResult p =
+        run_process({PUMP_BENCH_BINARY, "--sim", "--workload", "training-loop", "--size", "small", "--plot", path},
+                    {{"PUMP_PLUGIN_DIR", PUMP_PLUGIN_DIR}});
     ASSERT_TRUE(p.started);
     EXPECT_EQ(p.exit_code, 1) << p.output;
     EXPECT_EQ(p.output, expected);
@@ -234,10 +236,10 @@ TEST(PumpBenchEndToEnd, APolicyWhoseInitFailsIsShownAsFailedAndExitsOne) {
 // The progress line shows the statistic the table shows, named; a bad policy knob read
 // by every engine of the matrix is reported once, on a line of its own.
 TEST(PumpBenchEndToEnd, ProgressShowsTheMedianAndABadKnobWarnsOnceOnItsOwnLine) {
-  const ProcessResult p = run_process({PUMP_BENCH_BINARY, "--sim", "--workload", "training-loop", "--size", "small",
-                                       "--oversubscription", "1,1.5,2", "--policies", "none,lru", "--datapath",
-                                       "copy,um"},
-                                      {{"PUMP_PLUGIN_DIR", PUMP_PLUGIN_DIR}, {"PUMP_LRU_HEADROOM", "abc"}});
+  const ProcessResult p =
+      run_process({PUMP_BENCH_BINARY, "--sim", "--workload", "training-loop", "--size", "small", "--oversubscription",
+                   "1,1.5,2", "--policies", "none,lru", "--datapath", "copy,um"},
+                  {{"PUMP_PLUGIN_DIR", PUMP_PLUGIN_DIR}, {"PUMP_LRU_HEADROOM", "abc"}});
   ASSERT_TRUE(p.started);
   ASSERT_EQ(p.exit_code, 0) << p.output;
   EXPECT_NE(p.output.find(" ms/iter (median)\n"), std::string::npos) << p.output;
@@ -272,8 +274,9 @@ TEST(PumpBenchEndToEnd, TracesWithoutAllocationsOrWithOverlapsOrDoubleFreesAreRe
            {"overlap", header + alloc + "{\"op\":\"alloc\",\"address\":\"0x180000\",\"bytes\":1048576}\n" + kernel,
             ": record 2 after the header: allocation 0x180000 (1048576 bytes) overlaps the live allocation 0x100000 "
             "(1048576 bytes)"},
-           {"double_free", header + alloc + kernel + "{\"op\":\"free\",\"address\":\"0x100000\"}\n" +
-                               "{\"op\":\"free\",\"address\":\"0x100000\"}\n",
+           {"double_free",
+            header + alloc + kernel + "{\"op\":\"free\",\"address\":\"0x100000\"}\n" +
+                "{\"op\":\"free\",\"address\":\"0x100000\"}\n",
             ": record 4 after the header: free of 0x100000, which is not a live allocation (a double free?)"}}) {
     const std::string trace = (dir / (name + ".trace")).string();
     std::ofstream(trace) << text;
@@ -285,9 +288,9 @@ TEST(PumpBenchEndToEnd, TracesWithoutAllocationsOrWithOverlapsOrDoubleFreesAreRe
   // A freed address may be allocated again: that trace runs.
   const std::string reuse = (dir / "reuse.trace").string();
   std::ofstream(reuse) << header + alloc + kernel + "{\"op\":\"free\",\"address\":\"0x100000\"}\n" + alloc + kernel;
-  const ProcessResult ok = run_process({PUMP_BENCH_BINARY, "--trace", reuse, "--policies", "none", "--oversubscription",
-                                        "1"},
-                                       {{"PUMP_PLUGIN_DIR", PUMP_PLUGIN_DIR}});
+  const ProcessResult ok =
+      run_process({PUMP_BENCH_BINARY, "--trace", reuse, "--policies", "none", "--oversubscription", "1"},
+                  {{"PUMP_PLUGIN_DIR", PUMP_PLUGIN_DIR}});
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
   std::filesystem::remove_all(dir);
 }

@@ -40,8 +40,8 @@ BenchReport fixed_report() {
   report.invocation = "pump-bench --sim";
   report.machine = {"host", "cpu, \"fast\"", "", "", "sim"};
   report.link = {50e9, 40e9, 45e9, "test"};
-  report.results = {row("none", {0.010, 0.012, 0.011}), row("lru", {0.005, 0.004, 0.006}),
-                    row("bound", {0.002}), row("eager", {0.004}, 2)};
+  report.results = {row("none", {0.010, 0.012, 0.011}), row("lru", {0.005, 0.004, 0.006}), row("bound", {0.002}),
+                    row("eager", {0.004}, 2)};
   ConfigResult skipped = row("lazy", {});
   skipped.ran = false;
   skipped.note = "policy not loaded";
@@ -135,11 +135,11 @@ TEST(PumpBenchResults, CsvHasAHeaderAndOneQuotedSafeLinePerRow) {
 
 TEST(PumpBenchResults, LinkBoundIsTheSlowestOfComputeEachDirectionAndBoth) {
   const LinkRates link{50e9, 40e9, 60e9, "test"};
-  EXPECT_DOUBLE_EQ(link_bound_seconds(0.5, 0, 0, link), 0.5);                      // compute
-  EXPECT_DOUBLE_EQ(link_bound_seconds(0.0, 100'000'000'000, 0, link), 2.0);        // in alone
-  EXPECT_DOUBLE_EQ(link_bound_seconds(0.0, 0, 80'000'000'000, link), 2.0);         // out alone
-  EXPECT_DOUBLE_EQ(link_bound_seconds(0.0, 60'000'000'000, 60'000'000'000, link), 2.0);  // both: 120/60
-  EXPECT_DOUBLE_EQ(link_bound_seconds(0.0, 45'000'000'000, 0, {50e9, 40e9, 30e9, ""}), 1.5);  // both caps one way too
+  EXPECT_DOUBLE_EQ(link_bound_seconds(0.5, 0, 0, link), 0.5);                                   // compute
+  EXPECT_DOUBLE_EQ(link_bound_seconds(0.0, 100'000'000'000, 0, link), 2.0);                     // in alone
+  EXPECT_DOUBLE_EQ(link_bound_seconds(0.0, 0, 80'000'000'000, link), 2.0);                      // out alone
+  EXPECT_DOUBLE_EQ(link_bound_seconds(0.0, 60'000'000'000, 60'000'000'000, link), 2.0);         // both: 120/60
+  EXPECT_DOUBLE_EQ(link_bound_seconds(0.0, 45'000'000'000, 0, {50e9, 40e9, 30e9, ""}), 1.5);    // both caps one way too
   EXPECT_DOUBLE_EQ(link_bound_seconds(0.25, 1'000'000'000, 1'000'000'000, LinkRates{}), 0.25);  // unknown link
   EXPECT_EQ(describe_link(link), "link: in 50.0 GB/s, out 40.0 GB/s, both 60.0 GB/s (test)");
 }

@@ -72,8 +72,7 @@ TEST(PumpBenchStatsFile, HostileNestingAndOddTextAreHandled) {
   EXPECT_FALSE(parse_pump_stats("{\"devices\": [{\"bytes_evicted\": 1}]} trailing", &error));
   EXPECT_FALSE(parse_pump_stats("", &error));
   // Negative or fractional counters count as what they round down to, never below 0.
-  s = parse_pump_stats(R"({"devices": [{"bytes_prefetched": -5, "bytes_evicted": 2.9, "bytes_demand": "7"}]})",
-                       &error);
+  s = parse_pump_stats(R"({"devices": [{"bytes_prefetched": -5, "bytes_evicted": 2.9, "bytes_demand": "7"}]})", &error);
   ASSERT_TRUE(s) << error;
   EXPECT_EQ(s->bytes_prefetched, 0u);
   EXPECT_EQ(s->bytes_evicted, 2u);
@@ -82,8 +81,9 @@ TEST(PumpBenchStatsFile, HostileNestingAndOddTextAreHandled) {
 
 // A device object as libpump writes it: flat, its ordinal among its counters.
 std::string report_of(int device, uint64_t footprint, uint64_t prefetched) {
-  return "{\"devices\": [{\"device\": " + std::to_string(device) + ", \"peak_tracked_bytes\": " +
-         std::to_string(footprint) + ", \"bytes_prefetched\": " + std::to_string(prefetched) + "}]}";
+  return "{\"devices\": [{\"device\": " + std::to_string(device) +
+         ", \"peak_tracked_bytes\": " + std::to_string(footprint) +
+         ", \"bytes_prefetched\": " + std::to_string(prefetched) + "}]}";
 }
 
 TEST(PumpBenchStatsFile, EveryRanksReportIsReadByItsRank) {

@@ -52,8 +52,8 @@ TEST_F(CublasExtractorTest, AHandlesWorkspaceIsAWorkspaceExtentOfEachOfItsGemms)
   EXPECT_TRUE(none.empty()) << "setting a workspace touches nothing";
   float alpha = 1, beta = 0;
   auto sgemm = [&](cublasHandle_t h, std::vector<pump_extent_v1_t>* out) {
-    return plugin.extract("cublasSgemm_v2", out, h, CUBLAS_OP_N, CUBLAS_OP_N, 3, 4, 5, static_cast<const float*>(&alpha),
-                          static_cast<const float*>(device_address(kA)), 3,
+    return plugin.extract("cublasSgemm_v2", out, h, CUBLAS_OP_N, CUBLAS_OP_N, 3, 4, 5,
+                          static_cast<const float*>(&alpha), static_cast<const float*>(device_address(kA)), 3,
                           static_cast<const float*>(device_address(kB)), 5, static_cast<const float*>(&beta),
                           static_cast<float*>(device_address(kC)), 3);
   };
@@ -87,10 +87,10 @@ TEST_F(CublasExtractorTest, StridedBatchedSpansAllBatches) {
   LoadedExtractor plugin("cublas", host);
   ASSERT_TRUE(plugin.ok());
   float alpha = 1, beta = 0;
-  ASSERT_EQ(plugin.extract("cublasSgemmStridedBatched", &extents, cublasHandle_t{}, CUBLAS_OP_N, CUBLAS_OP_N, 2, 3,
-                           4, static_cast<const float*>(&alpha), static_cast<const float*>(device_address(kA)), 2,
-                           8LL, static_cast<const float*>(device_address(kB)), 4, 12LL,
-                           static_cast<const float*>(&beta), static_cast<float*>(device_address(kC)), 2, 6LL, 5),
+  ASSERT_EQ(plugin.extract("cublasSgemmStridedBatched", &extents, cublasHandle_t{}, CUBLAS_OP_N, CUBLAS_OP_N, 2, 3, 4,
+                           static_cast<const float*>(&alpha), static_cast<const float*>(device_address(kA)), 2, 8LL,
+                           static_cast<const float*>(device_address(kB)), 4, 12LL, static_cast<const float*>(&beta),
+                           static_cast<float*>(device_address(kC)), 2, 6LL, 5),
             PUMP_OK);
   // (batch-1)*stride*elem + one matrix.
   expect_extent(extents, kA, 4 * 8 * 4 + ((4 - 1) * 2 + 2) * 4, PUMP_ACCESS_READ);
@@ -104,13 +104,13 @@ TEST_F(CublasExtractorTest, GemmExSizesEachOperandByItsOwnType) {
   constexpr uint64_t kAlpha = 0x7f0000500000;
   host.add_block(kAlpha, 256);  // alpha in device memory (CUBLAS_POINTER_MODE_DEVICE)
   float beta = 0;
-  ASSERT_EQ(plugin.extract("cublasGemmEx", &extents, cublasHandle_t{}, CUBLAS_OP_N, CUBLAS_OP_T, 4, 2, 3,
-                           static_cast<const void*>(device_address(kAlpha)),
-                           static_cast<const void*>(device_address(kA)), CUDA_R_16F, 4,
-                           static_cast<const void*>(device_address(kB)), CUDA_R_16BF, 2,
-                           static_cast<const void*>(&beta), static_cast<void*>(device_address(kC)), CUDA_R_32F, 4,
-                           CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-            PUMP_OK);
+  ASSERT_EQ(
+      plugin.extract("cublasGemmEx", &extents, cublasHandle_t{}, CUBLAS_OP_N, CUBLAS_OP_T, 4, 2, 3,
+                     static_cast<const void*>(device_address(kAlpha)), static_cast<const void*>(device_address(kA)),
+                     CUDA_R_16F, 4, static_cast<const void*>(device_address(kB)), CUDA_R_16BF, 2,
+                     static_cast<const void*>(&beta), static_cast<void*>(device_address(kC)), CUDA_R_32F, 4,
+                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+      PUMP_OK);
   expect_extent(extents, kA, ((3 - 1) * 4 + 4) * 2, PUMP_ACCESS_READ);  // fp16, 4x3
   expect_extent(extents, kB, ((3 - 1) * 2 + 2) * 2, PUMP_ACCESS_READ);  // bf16, stored 2x3
   expect_extent(extents, kC, ((2 - 1) * 4 + 4) * 4, PUMP_ACCESS_READ_WRITE);
@@ -122,13 +122,13 @@ TEST_F(CublasExtractorTest, GemmExWithUnknownDataTypeIsUnsupported) {
   LoadedExtractor plugin("cublas", host);
   ASSERT_TRUE(plugin.ok());
   float one = 1;
-  EXPECT_EQ(plugin.extract("cublasGemmEx", &extents, cublasHandle_t{}, CUBLAS_OP_N, CUBLAS_OP_N, 4, 2, 3,
-                           static_cast<const void*>(&one), static_cast<const void*>(device_address(kA)),
-                           999 /* no cudaDataType: passed as the raw int an application could send */, 4,
-                           static_cast<const void*>(device_address(kB)),
-                           CUDA_R_16F, 3, static_cast<const void*>(&one), static_cast<void*>(device_address(kC)),
-                           CUDA_R_16F, 4, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-            PUMP_ERR_UNSUPPORTED);
+  EXPECT_EQ(
+      plugin.extract("cublasGemmEx", &extents, cublasHandle_t{}, CUBLAS_OP_N, CUBLAS_OP_N, 4, 2, 3,
+                     static_cast<const void*>(&one), static_cast<const void*>(device_address(kA)),
+                     999 /* no cudaDataType: passed as the raw int an application could send */, 4,
+                     static_cast<const void*>(device_address(kB)), CUDA_R_16F, 3, static_cast<const void*>(&one),
+                     static_cast<void*>(device_address(kC)), CUDA_R_16F, 4, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+      PUMP_ERR_UNSUPPORTED);
   EXPECT_TRUE(extents.empty());
 }
 
@@ -151,14 +151,14 @@ TEST_F(CublasExtractorTest, GemvTransposedSwapsVectorLengths) {
   LoadedExtractor plugin("cublas", host);
   ASSERT_TRUE(plugin.ok());
   float alpha = 1, beta = 0;
-  ASSERT_EQ(plugin.extract("cublasSgemv_v2", &extents, cublasHandle_t{}, CUBLAS_OP_T, 6, 3,
-                           static_cast<const float*>(&alpha), static_cast<const float*>(device_address(kA)), 8,
-                           static_cast<const float*>(device_address(kB)), 2, static_cast<const float*>(&beta),
-                           static_cast<float*>(device_address(kC)), -1),
-            PUMP_OK);
+  ASSERT_EQ(
+      plugin.extract("cublasSgemv_v2", &extents, cublasHandle_t{}, CUBLAS_OP_T, 6, 3, static_cast<const float*>(&alpha),
+                     static_cast<const float*>(device_address(kA)), 8, static_cast<const float*>(device_address(kB)), 2,
+                     static_cast<const float*>(&beta), static_cast<float*>(device_address(kC)), -1),
+      PUMP_OK);
   expect_extent(extents, kA, ((3 - 1) * 8 + 6) * 4, PUMP_ACCESS_READ);
   expect_extent(extents, kB, ((6 - 1) * 2 + 1) * 4, PUMP_ACCESS_READ);  // x has m entries
-  expect_extent(extents, kC, 3 * 4, PUMP_ACCESS_READ_WRITE);          // y has n entries, |incy| = 1
+  expect_extent(extents, kC, 3 * 4, PUMP_ACCESS_READ_WRITE);            // y has n entries, |incy| = 1
 }
 
 TEST_F(CublasExtractorTest, TooFewArgumentsIsInvalid) {
@@ -170,8 +170,8 @@ TEST_F(CublasExtractorTest, TooFewArgumentsIsInvalid) {
 // cublasLt layouts are host objects: created with the real cublasLt, no GPU needed.
 class CublasLtLayout {
  public:
-  CublasLtLayout(cudaDataType type, uint64_t rows, uint64_t cols, int64_t ld, cublasLtOrder_t order,
-                 int32_t batch, int64_t stride) {
+  CublasLtLayout(cudaDataType type, uint64_t rows, uint64_t cols, int64_t ld, cublasLtOrder_t order, int32_t batch,
+                 int64_t stride) {
     ok_ = cublasLtMatrixLayoutCreate(&layout_, type, rows, cols, ld) == CUBLAS_STATUS_SUCCESS &&
           cublasLtMatrixLayoutSetAttribute(layout_, CUBLASLT_MATRIX_LAYOUT_ORDER, &order, sizeof order) ==
               CUBLAS_STATUS_SUCCESS &&
@@ -201,13 +201,12 @@ TEST_F(CublasExtractorTest, LtMatmulRowMajorBatchedWithInPlaceCAndWorkspace) {
   cublasLtMatmulDesc_t desc = nullptr;
   ASSERT_EQ(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), CUBLAS_STATUS_SUCCESS);
   float alpha = 1, beta = 1;
-  ASSERT_EQ(plugin.extract("cublasLtMatmul", &extents, cublasLtHandle_t{}, desc, static_cast<const void*>(&alpha),
-                           static_cast<const void*>(device_address(kA)), a.get(),
-                           static_cast<const void*>(device_address(kB)), b.get(), static_cast<const void*>(&beta),
-                           static_cast<const void*>(device_address(kC)), cd.get(),
-                           static_cast<void*>(device_address(kC)), cd.get(),
-                           static_cast<const cublasLtMatmulAlgo_t*>(nullptr), static_cast<void*>(device_address(kWork)),
-                           size_t{1024}, cudaStream_t{}),
+  ASSERT_EQ(plugin.extract(
+                "cublasLtMatmul", &extents, cublasLtHandle_t{}, desc, static_cast<const void*>(&alpha),
+                static_cast<const void*>(device_address(kA)), a.get(), static_cast<const void*>(device_address(kB)),
+                b.get(), static_cast<const void*>(&beta), static_cast<const void*>(device_address(kC)), cd.get(),
+                static_cast<void*>(device_address(kC)), cd.get(), static_cast<const cublasLtMatmulAlgo_t*>(nullptr),
+                static_cast<void*>(device_address(kWork)), size_t{1024}, cudaStream_t{}),
             PUMP_OK);
   cublasLtMatmulDescDestroy(desc);
   ASSERT_EQ(extents.size(), 4u);
@@ -222,15 +221,15 @@ TEST_F(CublasExtractorTest, LtMatmulWithoutCublasLtLoadedIsUnsupported) {
   LoadedExtractor plugin("cublas", host);
   ASSERT_TRUE(plugin.ok());
   float one = 1;
-  EXPECT_EQ(plugin.extract("cublasLtMatmul", &extents, cublasLtHandle_t{}, cublasLtMatmulDesc_t{},
-                           static_cast<const void*>(&one), static_cast<const void*>(device_address(kA)),
-                           cublasLtMatrixLayout_t{}, static_cast<const void*>(device_address(kB)),
-                           cublasLtMatrixLayout_t{}, static_cast<const void*>(&one),
-                           static_cast<const void*>(device_address(kC)), cublasLtMatrixLayout_t{},
-                           static_cast<void*>(device_address(kC)), cublasLtMatrixLayout_t{},
-                           static_cast<const cublasLtMatmulAlgo_t*>(nullptr), static_cast<void*>(nullptr), size_t{0},
-                           cudaStream_t{}),
-            PUMP_ERR_UNSUPPORTED);
+  EXPECT_EQ(
+      plugin.extract("cublasLtMatmul", &extents, cublasLtHandle_t{}, cublasLtMatmulDesc_t{},
+                     static_cast<const void*>(&one), static_cast<const void*>(device_address(kA)),
+                     cublasLtMatrixLayout_t{}, static_cast<const void*>(device_address(kB)), cublasLtMatrixLayout_t{},
+                     static_cast<const void*>(&one), static_cast<const void*>(device_address(kC)),
+                     cublasLtMatrixLayout_t{}, static_cast<void*>(device_address(kC)), cublasLtMatrixLayout_t{},
+                     static_cast<const cublasLtMatmulAlgo_t*>(nullptr), static_cast<void*>(nullptr), size_t{0},
+                     cudaStream_t{}),
+      PUMP_ERR_UNSUPPORTED);
   EXPECT_TRUE(extents.empty());
 }
 

@@ -31,9 +31,8 @@ class CudnnExtractorTest : public ::testing::Test {
     return plugin.extract("cudnnConvolutionForward", &extents, cudnnHandle_t{}, static_cast<const void*>(&alpha),
                           static_cast<cudnnTensorDescriptor_t>(x_), static_cast<const void*>(device_address(kX)),
                           static_cast<cudnnFilterDescriptor_t>(w_), static_cast<const void*>(device_address(kW)),
-                          static_cast<cudnnConvolutionDescriptor_t>(nullptr),
-                          CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, static_cast<void*>(device_address(kWork)),
-                          workspace_bytes, static_cast<const void*>(beta),
+                          static_cast<cudnnConvolutionDescriptor_t>(nullptr), CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+                          static_cast<void*>(device_address(kWork)), workspace_bytes, static_cast<const void*>(beta),
                           static_cast<cudnnTensorDescriptor_t>(y_), static_cast<void*>(device_address(kY)));
   }
   void expect_extent(uint64_t address, uint64_t bytes, uint32_t access, uint32_t role) {
@@ -85,12 +84,12 @@ TEST_F(CudnnExtractorTest, DropoutReserveSpaceIsActivationNotWorkspace) {
   ASSERT_EQ(cudnnSetTensor4dDescriptor(x_, CUDNN_TENSOR_NCHW, CUDNN_DATA_HALF, 1, 8, 1, 1), CUDNN_STATUS_SUCCESS);
   LoadedExtractor plugin("cudnn", host);
   ASSERT_TRUE(plugin.ok());
-  ASSERT_EQ(plugin.extract("cudnnDropoutForward", &extents, cudnnHandle_t{},
-                           static_cast<cudnnDropoutDescriptor_t>(nullptr),
-                           static_cast<cudnnTensorDescriptor_t>(x_), static_cast<const void*>(device_address(kX)),
-                           static_cast<cudnnTensorDescriptor_t>(x_), static_cast<void*>(device_address(kY)),
-                           static_cast<void*>(device_address(kWork)), size_t{96}),
-            PUMP_OK);
+  ASSERT_EQ(
+      plugin.extract("cudnnDropoutForward", &extents, cudnnHandle_t{}, static_cast<cudnnDropoutDescriptor_t>(nullptr),
+                     static_cast<cudnnTensorDescriptor_t>(x_), static_cast<const void*>(device_address(kX)),
+                     static_cast<cudnnTensorDescriptor_t>(x_), static_cast<void*>(device_address(kY)),
+                     static_cast<void*>(device_address(kWork)), size_t{96}),
+      PUMP_OK);
   expect_extent(kX, 16, PUMP_ACCESS_READ, PUMP_ROLE_ACTIVATION);
   expect_extent(kY, 16, PUMP_ACCESS_WRITE, PUMP_ROLE_ACTIVATION);
   expect_extent(kWork, 96, PUMP_ACCESS_WRITE, PUMP_ROLE_ACTIVATION);  // read again by the backward pass
@@ -149,8 +148,7 @@ class CudnnBackendShadowTest : public ::testing::Test {
               std::vector<int64_t> dims, std::vector<int64_t> strides, bool is_virtual = false) {
     set(plugin, d, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
     set(plugin, d, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, static_cast<int64_t>(dims.size()), dims.data());
-    set(plugin, d, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, static_cast<int64_t>(strides.size()),
-        strides.data());
+    set(plugin, d, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, static_cast<int64_t>(strides.size()), strides.data());
     set(plugin, d, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
     set(plugin, d, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual);
     finalize(plugin, d);
@@ -188,8 +186,8 @@ class CudnnBackendShadowTest : public ::testing::Test {
     for (int* d : {&x_, &w_, &y_, &op_, &graph_, &heur_}) destroy(plugin, handle(*d));
   }
   void build_pack(LoadedExtractor& plugin, std::vector<int64_t> uids, std::vector<void*> pointers, void* workspace) {
-    set(plugin, handle(pack_), CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64,
-        static_cast<int64_t>(uids.size()), uids.data());
+    set(plugin, handle(pack_), CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, static_cast<int64_t>(uids.size()),
+        uids.data());
     set(plugin, handle(pack_), CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR,
         static_cast<int64_t>(pointers.size()), pointers.data());
     set(plugin, handle(pack_), CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);

@@ -131,10 +131,12 @@ class LoadedExtractor {
   pump_status_v1_t extract(const char* function, std::vector<pump_extent_v1_t>* extents, Args... args) {
     std::tuple<Args...> values(args...);
     const void* pointers[sizeof...(Args)];
-    std::apply([&](auto&... v) {
-      size_t i = 0;
-      ((pointers[i++] = &v), ...);
-    }, values);
+    std::apply(
+        [&](auto&... v) {
+          size_t i = 0;
+          ((pointers[i++] = &v), ...);
+        },
+        values);
     pump_call_v1_t call{api_index(function), static_cast<uint32_t>(sizeof...(Args)), pointers};
     pump_extent_sink_v1_t sink{extents, [](void* opaque, const pump_extent_v1_t* e) {
                                  static_cast<std::vector<pump_extent_v1_t>*>(opaque)->push_back(*e);

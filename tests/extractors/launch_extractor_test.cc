@@ -47,7 +47,7 @@ struct KernelArguments {
   const void* a = device_address(kBlock1);
   int n = 1000;
   Params p{7, device_address(kBlock2 + 100), 0.5};
-  size_t scalar = 12345678;                        // pointer-sized, above 64 KiB, in no block
+  size_t scalar = 12345678;                              // pointer-sized, above 64 KiB, in no block
   const void* unknown = device_address(0x7f0099990000);  // a device-looking word no block contains
   void* pointers[kParams] = {&a, &n, &p, &scalar, &unknown};
 };
@@ -83,8 +83,7 @@ TEST_F(LaunchExtractorTest, NvccLaunchReportsWholeBlocksBehindPointerAndStructMe
   LoadedExtractor plugin("launch", host);
   ASSERT_TRUE(plugin.ok());
   ASSERT_EQ(plugin.extract("__cudaLaunchKernel", &extents, reinterpret_cast<cudaKernel_t>(&kernel_object),
-                           dim3(4, 1, 1), dim3(128, 1, 1), static_cast<void**>(k.pointers), size_t{0},
-                           cudaStream_t{}),
+                           dim3(4, 1, 1), dim3(128, 1, 1), static_cast<void**>(k.pointers), size_t{0}, cudaStream_t{}),
             PUMP_OK);
   expect_both_blocks_once();
 }
@@ -115,8 +114,7 @@ TEST_F(LaunchExtractorTest, LayoutIsQueriedOncePerKernel) {
   for (int i = 0; i < 3; ++i) {
     extents.clear();
     ASSERT_EQ(plugin.extract("__cudaLaunchKernel", &extents, reinterpret_cast<cudaKernel_t>(&kernel_object),
-                             dim3(1, 1, 1), dim3(1, 1, 1), static_cast<void**>(k.pointers), size_t{0},
-                             cudaStream_t{}),
+                             dim3(1, 1, 1), dim3(1, 1, 1), static_cast<void**>(k.pointers), size_t{0}, cudaStream_t{}),
               PUMP_OK);
   }
   EXPECT_EQ(g_param_queries.load() - before, static_cast<int>(kParams) + 1);  // until the first failure
@@ -177,11 +175,11 @@ TEST_F(LaunchExtractorTest, MissingDriverSymbolIsUnsupported) {
 TEST_F(LaunchExtractorTest, ApiListNamesEveryHookedLaunchEntryPoint) {
   LoadedExtractor plugin("launch", host);
   ASSERT_TRUE(plugin.ok());
-  for (const char* name : {"__cudaLaunchKernel", "__cudaLaunchKernel_ptsz", "cudaLaunchKernel",
-                           "cudaLaunchKernel_ptsz", "cudaLaunchKernelExC", "cudaLaunchKernelExC_ptsz", "cuLaunchKernel",
-                           "cuLaunchKernel_ptsz", "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz",
-                           "cudaLaunchCooperativeKernel", "cudaLaunchCooperativeKernel_ptsz",
-                           "cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel_ptsz"}) {
+  for (const char* name :
+       {"__cudaLaunchKernel", "__cudaLaunchKernel_ptsz", "cudaLaunchKernel", "cudaLaunchKernel_ptsz",
+        "cudaLaunchKernelExC", "cudaLaunchKernelExC_ptsz", "cuLaunchKernel", "cuLaunchKernel_ptsz", "cuLaunchKernelEx",
+        "cuLaunchKernelEx_ptsz", "cudaLaunchCooperativeKernel", "cudaLaunchCooperativeKernel_ptsz",
+        "cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel_ptsz"}) {
     EXPECT_NE(plugin.api_index(name), UINT32_MAX) << name;
   }
 }

@@ -16,8 +16,18 @@ namespace {
 
 // nccl.h's values (the stable ABI): the extractor is built without NCCL, so are its tests.
 enum NcclType : int {
-  kInt8 = 0, kUint8 = 1, kInt32 = 2, kUint32 = 3, kInt64 = 4, kUint64 = 5, kFloat16 = 6, kFloat32 = 7,
-  kFloat64 = 8, kBfloat16 = 9, kFloat8e4m3 = 10, kFloat8e5m2 = 11
+  kInt8 = 0,
+  kUint8 = 1,
+  kInt32 = 2,
+  kUint32 = 3,
+  kInt64 = 4,
+  kUint64 = 5,
+  kFloat16 = 6,
+  kFloat32 = 7,
+  kFloat64 = 8,
+  kBfloat16 = 9,
+  kFloat8e4m3 = 10,
+  kFloat8e5m2 = 11
 };
 constexpr int kSum = 0;
 #ifdef PUMP_TEST_HAVE_NCCL_H
@@ -65,16 +75,15 @@ class NcclExtractorTest : public ::testing::Test {
 
   // ncclAllReduce(send, recv, count, type, op, comm, stream) and the others, typed as in nccl.h.
   pump_status_v1_t all_reduce(LoadedExtractor& p, uint64_t send, uint64_t recv, size_t count, int type) {
-    return p.extract("ncclAllReduce", &extents, static_cast<const void*>(device_address(send)),
-                     device_address(recv), count, type, kSum, kComm, kStream);
+    return p.extract("ncclAllReduce", &extents, static_cast<const void*>(device_address(send)), device_address(recv),
+                     count, type, kSum, kComm, kStream);
   }
 
   FakeExtractorHost host;
   std::vector<pump_extent_v1_t> extents;
 };
 
-void expect_extent(const std::vector<pump_extent_v1_t>& extents, uint64_t address, uint64_t bytes,
-                   uint32_t access) {
+void expect_extent(const std::vector<pump_extent_v1_t>& extents, uint64_t address, uint64_t bytes, uint32_t access) {
   const pump_extent_v1_t* e = extent_at(extents, address);
   ASSERT_NE(e, nullptr) << std::hex << "no extent at 0x" << address;
   EXPECT_EQ(e->bytes, bytes) << std::hex << "at 0x" << address;
@@ -103,8 +112,8 @@ TEST_F(NcclExtractorTest, AnInPlaceAllReduceIsOneReadWriteExtent) {
 TEST_F(NcclExtractorTest, EveryDataTypeHasItsSize) {
   LoadedExtractor plugin("nccl", host);
   ASSERT_TRUE(plugin.ok());
-  const std::pair<int, uint64_t> sizes[] = {{kInt8, 1},    {kUint8, 1},    {kInt32, 4},    {kUint32, 4},
-                                            {kInt64, 8},   {kUint64, 8},   {kFloat16, 2},  {kFloat32, 4},
+  const std::pair<int, uint64_t> sizes[] = {{kInt8, 1},    {kUint8, 1},    {kInt32, 4},      {kUint32, 4},
+                                            {kInt64, 8},   {kUint64, 8},   {kFloat16, 2},    {kFloat32, 4},
                                             {kFloat64, 8}, {kBfloat16, 2}, {kFloat8e4m3, 1}, {kFloat8e5m2, 1}};
   for (const auto& [type, bytes] : sizes) {
     extents.clear();
@@ -127,8 +136,7 @@ TEST_F(NcclExtractorTest, AnUnknownDataTypeWarnsOnceAndReportsTheWholeBlocksRead
   }
   ASSERT_EQ(host.logs().size(), 1u) << "one warning, not one per call";
   EXPECT_EQ(host.logs()[0].level, PUMP_LOG_WARN);
-  EXPECT_NE(host.logs()[0].text.find("ncclAllReduce with NCCL data type 42"), std::string::npos)
-      << host.logs()[0].text;
+  EXPECT_NE(host.logs()[0].text.find("ncclAllReduce with NCCL data type 42"), std::string::npos) << host.logs()[0].text;
 }
 
 TEST_F(NcclExtractorTest, ReduceScatterReadsRanksTimesTheCountAndWritesOneShare) {
@@ -232,8 +240,8 @@ TEST_F(NcclExtractorTest, ReduceWritesOnlyTheRootsReceiveBuffer) {
   ASSERT_TRUE(plugin.ok());
   auto reduce = [&](uint64_t recv, int root) {
     extents.clear();
-    return plugin.extract("ncclReduce", &extents, static_cast<const void*>(device_address(kSend)),
-                          device_address(recv), size_t{50}, int{kFloat16}, kSum, root, kComm, kStream);
+    return plugin.extract("ncclReduce", &extents, static_cast<const void*>(device_address(kSend)), device_address(recv),
+                          size_t{50}, int{kFloat16}, kSum, root, kComm, kStream);
   };
   ASSERT_EQ(reduce(kRecv, 1), PUMP_OK);
   ASSERT_EQ(extents.size(), 2u);
@@ -282,9 +290,9 @@ TEST_F(NcclExtractorTest, SendReadsAndRecvWrites) {
   ASSERT_EQ(extents.size(), 1u);
   expect_extent(extents, kSend, 7, PUMP_ACCESS_READ);
   extents.clear();
-  ASSERT_EQ(plugin.extract("ncclRecv", &extents, device_address(kRecv), size_t{7}, int{kUint8}, /*peer=*/2, kComm,
-                           kStream),
-            PUMP_OK);
+  ASSERT_EQ(
+      plugin.extract("ncclRecv", &extents, device_address(kRecv), size_t{7}, int{kUint8}, /*peer=*/2, kComm, kStream),
+      PUMP_OK);
   ASSERT_EQ(extents.size(), 1u);
   expect_extent(extents, kRecv, 7, PUMP_ACCESS_WRITE);
 }
@@ -294,9 +302,9 @@ TEST_F(NcclExtractorTest, NothingIsReportedForAnEmptyCallOrNullBuffers) {
   ASSERT_TRUE(plugin.ok());
   ASSERT_EQ(all_reduce(plugin, kSend, kRecv, 0, kFloat32), PUMP_OK);
   EXPECT_TRUE(extents.empty());
-  ASSERT_EQ(plugin.extract("ncclRecv", &extents, static_cast<void*>(nullptr), size_t{7}, int{kUint8}, 2, kComm,
-                           kStream),
-            PUMP_OK);
+  ASSERT_EQ(
+      plugin.extract("ncclRecv", &extents, static_cast<void*>(nullptr), size_t{7}, int{kUint8}, 2, kComm, kStream),
+      PUMP_OK);
   EXPECT_TRUE(extents.empty());
 }
 

@@ -9,8 +9,8 @@
 #include <cuda_runtime.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -35,13 +35,13 @@ void check(bool ok, const char* what) {
   if (!ok) ++g_failures;
 }
 
-#define CUDA_OK(call)                                                                          \
-  do {                                                                                         \
-    cudaError_t e_ = (call);                                                                   \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::printf("FATAL: %s: %s (line %d)\n", #call, cudaGetErrorString(e_), __LINE__);      \
-      std::exit(1);                                                                            \
-    }                                                                                          \
+#define CUDA_OK(call)                                                                    \
+  do {                                                                                   \
+    cudaError_t e_ = (call);                                                             \
+    if (e_ != cudaSuccess) {                                                             \
+      std::printf("FATAL: %s: %s (line %d)\n", #call, cudaGetErrorString(e_), __LINE__); \
+      std::exit(1);                                                                      \
+    }                                                                                    \
   } while (0)
 
 __device__ unsigned long long global_ns() {
@@ -66,14 +66,15 @@ pump::StreamId id_of(cudaStream_t s) { return static_cast<pump::StreamId>(reinte
 
 void print_stats(const char* label, const pump::CudaBackend& b) {
   const auto s = b.stats();
-  std::printf("%s: batches %llu, prefetch calls %llu (%.1f MiB), evict calls %llu (%.1f MiB), discard calls %llu, "
-              "batch calls %llu, fence waits %llu, failed %llu, marks %llu, stream waits %llu, queue high-water %llu, "
-              "worker time in calls %.1f ms\n",
-              label, (unsigned long long)s.batches, (unsigned long long)s.prefetch_calls, s.prefetch_bytes / 1048576.0,
-              (unsigned long long)s.evict_calls, s.evict_bytes / 1048576.0, (unsigned long long)s.discard_calls,
-              (unsigned long long)s.batch_calls, (unsigned long long)s.fence_waits,
-              (unsigned long long)s.failed_calls, (unsigned long long)s.marks, (unsigned long long)s.stream_waits,
-              (unsigned long long)s.queue_high_water, s.prefetch_call_ns / 1e6);
+  std::printf(
+      "%s: batches %llu, prefetch calls %llu (%.1f MiB), evict calls %llu (%.1f MiB), discard calls %llu, "
+      "batch calls %llu, fence waits %llu, failed %llu, marks %llu, stream waits %llu, queue high-water %llu, "
+      "worker time in calls %.1f ms\n",
+      label, (unsigned long long)s.batches, (unsigned long long)s.prefetch_calls, s.prefetch_bytes / 1048576.0,
+      (unsigned long long)s.evict_calls, s.evict_bytes / 1048576.0, (unsigned long long)s.discard_calls,
+      (unsigned long long)s.batch_calls, (unsigned long long)s.fence_waits, (unsigned long long)s.failed_calls,
+      (unsigned long long)s.marks, (unsigned long long)s.stream_waits, (unsigned long long)s.queue_high_water,
+      s.prefetch_call_ns / 1e6);
 }
 
 // A fence that never completes would hang every later stream wait: stop at once.
@@ -194,9 +195,8 @@ void bandwidth_table(char* buf) {
               kBandwidthBytes / kMiB, kBandwidthBytes / kChunk);
   std::printf("| ranges handed over | driver calls | H2D GB/s | D2H GB/s | worker ms in calls (H2D/D2H) |\n");
   std::printf("| --- | --- | --- | --- | --- |\n");
-  const Row rows[] = {{"adjacent, merged", true, 4},
-                      {"unmerged, one call each", false, 0},
-                      {"unmerged, one batch call", false, 1}};
+  const Row rows[] = {
+      {"adjacent, merged", true, 4}, {"unmerged, one call each", false, 0}, {"unmerged, one batch call", false, 1}};
   std::memset(buf, 3, kBandwidthBytes);
   for (const Row& row : rows) {
     pump::CudaBackendOptions o;
@@ -245,7 +245,8 @@ int main() {
     std::this_thread::sleep_for(std::chrono::seconds(120));
     std::printf("FATAL: still running after 120 s\n");
     std::_Exit(1);
-  }).detach();
+  })
+      .detach();
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::printf("SKIP: no CUDA device\n");
@@ -271,7 +272,8 @@ int main() {
   }
   pump::CudaBackend& b = *backend;
   std::printf("device 0: %.1f GiB total, %.1f GiB free; batch prefetch %s, batch discard %s\n",
-              total_bytes / 1073741824.0, free_bytes / 1073741824.0, b.has_batch_prefetch() ? "yes" : "no", b.has_batch_discard() ? "yes" : "no");
+              total_bytes / 1073741824.0, free_bytes / 1073741824.0, b.has_batch_prefetch() ? "yes" : "no",
+              b.has_batch_discard() ? "yes" : "no");
   check(b.device_memory_bytes() == total_bytes, "device_memory_bytes() is cuDeviceTotalMem");
 
   char* a = nullptr;

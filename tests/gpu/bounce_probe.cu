@@ -21,13 +21,13 @@
 #include <string>
 #include <vector>
 
-#define CHECK(x)                                                                                  \
-  do {                                                                                            \
-    cudaError_t e_ = (x);                                                                         \
-    if (e_ != cudaSuccess) {                                                                      \
-      std::printf("FAIL %s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));         \
-      std::exit(1);                                                                               \
-    }                                                                                             \
+#define CHECK(x)                                                                          \
+  do {                                                                                    \
+    cudaError_t e_ = (x);                                                                 \
+    if (e_ != cudaSuccess) {                                                              \
+      std::printf("FAIL %s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                       \
+    }                                                                                     \
   } while (0)
 
 __global__ void fill(uint32_t* p, size_t words, uint32_t seed) {
@@ -42,7 +42,8 @@ __global__ void check(const uint32_t* p, size_t words, uint32_t seed, unsigned l
 }
 // Device-side copy, 16 bytes per access.
 __global__ void copy16(uint4* __restrict__ dst, const uint4* __restrict__ src, size_t n) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) dst[i] = src[i];
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    dst[i] = src[i];
 }
 
 using Clock = std::chrono::steady_clock;
@@ -144,8 +145,8 @@ int main(int argc, char** argv) {
         prepare(discard_in);
         auto t = Clock::now();
         for (size_t c = 0; c < chunks; ++c) {
-          CHECK(cudaMemcpyAsync(static_cast<char*>(h_out) + c * chunk, reinterpret_cast<char*>(out_m) + c * chunk, chunk,
-                                cudaMemcpyDeviceToHost, s_out[0]));
+          CHECK(cudaMemcpyAsync(static_cast<char*>(h_out) + c * chunk, reinterpret_cast<char*>(out_m) + c * chunk,
+                                chunk, cudaMemcpyDeviceToHost, s_out[0]));
           if (discard_in) populate_chunk(c, s_in[0]);
           CHECK(cudaMemcpyAsync(reinterpret_cast<char*>(in_m) + c * chunk, static_cast<char*>(h_in) + c * chunk, chunk,
                                 cudaMemcpyHostToDevice, s_in[0]));
@@ -163,14 +164,14 @@ int main(int argc, char** argv) {
           const int k = c % 2;
           char* so = stage[0][k];
           char* si = stage[1][k];
-          copy16<<<copy_blocks, 1024, 0, s_out[k]>>>(reinterpret_cast<uint4*>(so),
-                                                      reinterpret_cast<const uint4*>(reinterpret_cast<char*>(out_m) + c * chunk),
-                                                      chunk / 16);
+          copy16<<<copy_blocks, 1024, 0, s_out[k]>>>(
+              reinterpret_cast<uint4*>(so), reinterpret_cast<const uint4*>(reinterpret_cast<char*>(out_m) + c * chunk),
+              chunk / 16);
           CHECK(cudaMemcpyAsync(static_cast<char*>(h_out) + c * chunk, so, chunk, cudaMemcpyDeviceToHost, s_out[k]));
           CHECK(cudaMemcpyAsync(si, static_cast<char*>(h_in) + c * chunk, chunk, cudaMemcpyHostToDevice, s_in[k]));
           if (discard_in) populate_chunk(c, s_in[k]);
           copy16<<<copy_blocks, 1024, 0, s_in[k]>>>(reinterpret_cast<uint4*>(reinterpret_cast<char*>(in_m) + c * chunk),
-                                                     reinterpret_cast<const uint4*>(si), chunk / 16);
+                                                    reinterpret_cast<const uint4*>(si), chunk / 16);
         }
         CHECK(cudaDeviceSynchronize());
         report((std::string("managed via device staging (kernel + copy engine)") + tag).c_str(), seconds_since(t));
@@ -183,9 +184,9 @@ int main(int argc, char** argv) {
         for (size_t c = 0; c < chunks; ++c) {
           const int k = c % 2;
           char* so = stage[0][k];
-          copy16<<<copy_blocks, 1024, 0, s_out[k]>>>(reinterpret_cast<uint4*>(so),
-                                                      reinterpret_cast<const uint4*>(reinterpret_cast<char*>(out_m) + c * chunk),
-                                                      chunk / 16);
+          copy16<<<copy_blocks, 1024, 0, s_out[k]>>>(
+              reinterpret_cast<uint4*>(so), reinterpret_cast<const uint4*>(reinterpret_cast<char*>(out_m) + c * chunk),
+              chunk / 16);
           CHECK(cudaMemcpyAsync(static_cast<char*>(h_out) + c * chunk, so, chunk, cudaMemcpyDeviceToHost, s_out[k]));
           if (discard_in) populate_chunk(c, s_in[0]);
           CHECK(cudaMemcpyAsync(reinterpret_cast<char*>(in_m) + c * chunk, static_cast<char*>(h_in) + c * chunk, chunk,
@@ -226,8 +227,8 @@ int main(int argc, char** argv) {
             char* so = stage[0][k];
             char* si = stage[1][k];
             char* out_c = reinterpret_cast<char*>(out_m) + c * chunk;
-            copy16<<<copy_blocks, 1024, 0, s_out[k]>>>(reinterpret_cast<uint4*>(so), reinterpret_cast<const uint4*>(out_c),
-                                                        chunk / 16);
+            copy16<<<copy_blocks, 1024, 0, s_out[k]>>>(reinterpret_cast<uint4*>(so),
+                                                       reinterpret_cast<const uint4*>(out_c), chunk / 16);
             CHECK(cudaMemcpyAsync(static_cast<char*>(h_out) + c * chunk, so, chunk, cudaMemcpyDeviceToHost, s_out[k]));
             if (out_discards) {
               void* p = out_c;
@@ -236,8 +237,9 @@ int main(int argc, char** argv) {
             }
             CHECK(cudaMemcpyAsync(si, static_cast<char*>(h_in) + c * chunk, chunk, cudaMemcpyHostToDevice, s_in[k]));
             CHECK(cudaStreamWaitEvent(s_in[k], populated[c], 0));
-            copy16<<<copy_blocks, 1024, 0, s_in[k]>>>(reinterpret_cast<uint4*>(reinterpret_cast<char*>(in_m) + c * chunk),
-                                                       reinterpret_cast<const uint4*>(si), chunk / 16);
+            copy16<<<copy_blocks, 1024, 0, s_in[k]>>>(
+                reinterpret_cast<uint4*>(reinterpret_cast<char*>(in_m) + c * chunk), reinterpret_cast<const uint4*>(si),
+                chunk / 16);
           }
           CHECK(cudaDeviceSynchronize());
           std::string what = std::string("staging, in populated ahead on a side stream, ") +
@@ -259,9 +261,8 @@ int main(int argc, char** argv) {
       CHECK(cudaDeviceSynchronize());
       std::printf("host time of %-44s queued behind 2 GiB of copies: %8.3f ms\n", what, host_ms);
     };
-    behind_copies("cudaMemcpyAsync (64 MiB, device -> host)", [&] {
-      CHECK(cudaMemcpyAsync(h_out, ref_d1, 64 << 20, cudaMemcpyDeviceToHost, s_out[0]));
-    });
+    behind_copies("cudaMemcpyAsync (64 MiB, device -> host)",
+                  [&] { CHECK(cudaMemcpyAsync(h_out, ref_d1, 64 << 20, cudaMemcpyDeviceToHost, s_out[0])); });
     behind_copies("cudaMemDiscardBatchAsync (64 MiB, 8 MiB pieces)", [&] {
       std::vector<void*> p;
       std::vector<size_t> z;
@@ -271,9 +272,8 @@ int main(int argc, char** argv) {
       }
       CHECK(cudaMemDiscardBatchAsync(p.data(), z.data(), p.size(), 0, s_out[0]));
     });
-    behind_copies("cudaMemPrefetchAsync (64 MiB, populate)", [&] {
-      CHECK(cudaMemPrefetchAsync(in_m, 64 << 20, gpu, 0, s_out[0]));
-    });
+    behind_copies("cudaMemPrefetchAsync (64 MiB, populate)",
+                  [&] { CHECK(cudaMemPrefetchAsync(in_m, 64 << 20, gpu, 0, s_out[0])); });
   }
   std::printf("done\n");
   return 0;

@@ -59,22 +59,22 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kGiB = 1ull << 30;
-constexpr uint64_t kPinnedLimit = 8 * kGiB;  // pinned host memory this program may hold
+constexpr uint64_t kPinnedLimit = 8 * kGiB;        // pinned host memory this program may hold
 constexpr uint64_t kSmallDeviceBytes = 64 * kMiB;  // counters + compute buffer, generously
-constexpr double kEvictTarget = 45.0;         // GB/s, copy path, blocks >= 64 MiB
-constexpr double kFetchTarget = 40.0;         // GB/s, copy path, blocks >= 64 MiB
-constexpr double kDuplexTarget = 0.90;        // of the cudaMemcpyAsync duplex reference
-constexpr double kComputeCostTarget = 5.0;    // percent
+constexpr double kEvictTarget = 45.0;              // GB/s, copy path, blocks >= 64 MiB
+constexpr double kFetchTarget = 40.0;              // GB/s, copy path, blocks >= 64 MiB
+constexpr double kDuplexTarget = 0.90;             // of the cudaMemcpyAsync duplex reference
+constexpr double kComputeCostTarget = 5.0;         // percent
 constexpr uint64_t kTargetMinBlock = 64 * kMiB;
 
-#define CUDA_OK(call)                                                                           \
-  do {                                                                                          \
-    cudaError_t e_ = (call);                                                                    \
-    if (e_ != cudaSuccess) {                                                                    \
+#define CUDA_OK(call)                                                                            \
+  do {                                                                                           \
+    cudaError_t e_ = (call);                                                                     \
+    if (e_ != cudaSuccess) {                                                                     \
       std::printf("FATAL: %s: %s (%s:%d)\n", #call, cudaGetErrorString(e_), __FILE__, __LINE__); \
-      std::fflush(stdout);                                                                      \
-      std::_Exit(1);                                                                            \
-    }                                                                                           \
+      std::fflush(stdout);                                                                       \
+      std::_Exit(1);                                                                             \
+    }                                                                                            \
   } while (0)
 
 // ------------------------------------------------------------------ kernels
@@ -89,8 +89,7 @@ __host__ __device__ inline uint64_t pattern(uint64_t word, uint64_t seed) {
 
 __global__ void fill_pattern(uint64_t* data, uint64_t words, uint64_t seed) {
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
-  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < words; i += stride)
-    data[i] = pattern(i, seed);
+  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < words; i += stride) data[i] = pattern(i, seed);
 }
 
 // counters[0] += mismatches; counters[1] = min(first mismatching word index).
@@ -170,12 +169,12 @@ struct Options {
   double compute_ms = 75;
   uint64_t compute_block = 64 * kMiB;
   bool merge_adjacent = false;
-  std::string populate = "prefetch-each";    // how dropped pages are populated before a restore
-  uint64_t discard_chunk = 0;                 // discards cut into pieces of this size (0: backend default)
-  uint64_t populate_chunk = 0;                // populates likewise; "none" = uncut
-  bool keep_pages = false;                    // no discard at all: the copies alone
-  bool populate_first = false;                // a batch's populates before its out side
-  std::string copy_via = "staging";           // staging | kernel | engines (CudaBackendOptions::CopyVia)
+  std::string populate = "prefetch-each";  // how dropped pages are populated before a restore
+  uint64_t discard_chunk = 0;              // discards cut into pieces of this size (0: backend default)
+  uint64_t populate_chunk = 0;             // populates likewise; "none" = uncut
+  bool keep_pages = false;                 // no discard at all: the copies alone
+  bool populate_first = false;             // a batch's populates before its out side
+  std::string copy_via = "staging";        // staging | kernel | engines (CudaBackendOptions::CopyVia)
   bool require_targets = false;
   int timeout_s = 480;
   std::string json;
@@ -186,7 +185,8 @@ void usage() {
       "usage: pump-datapath-bench [--total 4GiB] [--blocks 2MiB,8MiB,64MiB,256MiB,1GiB] [--repeats 3]\n"
       "                           [--compute-ms 75] [--compute-block 64MiB] [--merge-adjacent]\n"
       "                           [--populate discard-prefetch|prefetch-batch|prefetch-each]\n"
-      "                           [--discard-chunk 2MiB] [--populate-chunk 2MiB|none] [--keep-pages] [--populate-first]\n"
+      "                           [--discard-chunk 2MiB] [--populate-chunk 2MiB|none] [--keep-pages] "
+      "[--populate-first]\n"
       "                           [--copy-via staging|kernel|engines]\n"
       "                           [--json PATH] [--require-targets] [--timeout-s 480]\n");
 }
@@ -269,9 +269,9 @@ struct BlockResult {
   std::vector<double> duplex_s, duplex_out_s, duplex_in_s;
   double copy_evict = 0, copy_fetch = 0, um_evict = 0, um_fetch = 0, duplex = 0;  // GB/s (medians)
   double duplex_out = 0, duplex_in = 0;  // GB/s of each direction within the duplex batch
-  uint64_t device_mismatches = 0;  // words
-  uint64_t shadow_mismatches = 0;  // words
-  double released_gib = 0;         // device memory freed by the save batch (warm-up), informational
+  uint64_t device_mismatches = 0;        // words
+  uint64_t shadow_mismatches = 0;        // words
+  double released_gib = 0;               // device memory freed by the save batch (warm-up), informational
 };
 
 struct Reference {
@@ -295,8 +295,15 @@ class Bench {
  public:
   Bench(pump::CudaBackend& b, const Options& o, char* ws, uint64_t ws_bytes, std::vector<uint64_t> shadow_chunks,
         uint64_t chunk, cudaStream_t stream, unsigned long long* counters, int sms)
-      : b_(b), o_(o), ws_(ws), ws_bytes_(ws_bytes), chunks_(std::move(shadow_chunks)), chunk_(chunk),
-        stream_(stream), counters_(counters), sms_(sms) {}
+      : b_(b),
+        o_(o),
+        ws_(ws),
+        ws_bytes_(ws_bytes),
+        chunks_(std::move(shadow_chunks)),
+        chunk_(chunk),
+        stream_(stream),
+        counters_(counters),
+        sms_(sms) {}
 
   int failures = 0;
 
@@ -306,7 +313,9 @@ class Bench {
   // The shadow of the working set's byte `offset`: chunk k holds [k*chunk, (k+1)*chunk).
   // Every block size divides the chunk size, so a block never straddles two chunks.
   uint64_t shadow(uint64_t offset) const { return chunks_[offset / chunk_] + offset % chunk_; }
-  pump::ShadowRange shadow_range(uint64_t offset, uint64_t bytes) const { return {addr(offset), bytes, shadow(offset)}; }
+  pump::ShadowRange shadow_range(uint64_t offset, uint64_t bytes) const {
+    return {addr(offset), bytes, shadow(offset)};
+  }
 
   void fill(uint64_t bytes, uint64_t seed) {
     fill_pattern<<<sms_ * 8, 512, 0, stream_>>>(reinterpret_cast<uint64_t*>(ws_), bytes / 8, seed);
@@ -712,7 +721,8 @@ int main(int argc, char** argv) {
     std::printf("FATAL: still running after %d s\n", timeout_s);
     std::fflush(stdout);
     std::_Exit(1);
-  }).detach();
+  })
+      .detach();
 
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
@@ -736,7 +746,9 @@ int main(int argc, char** argv) {
   std::vector<uint64_t> blocks;
   for (uint64_t b : o.blocks)
     if (2 * b <= cap) blocks.push_back(b);
-    else std::printf("note: block size %s skipped: fewer than 2 blocks fit in %s\n", size_str(b).c_str(), size_str(cap).c_str());
+    else
+      std::printf("note: block size %s skipped: fewer than 2 blocks fit in %s\n", size_str(b).c_str(),
+                  size_str(cap).c_str());
   if (blocks.empty()) {
     std::printf("SKIP: too little free device memory (%.2f GiB free; the working set may use at most %.2f GiB)\n",
                 free_bytes / double(kGiB), cap / double(kGiB));
@@ -765,8 +777,9 @@ int main(int argc, char** argv) {
 
   std::printf("pump-datapath-bench: %s, %d SMs; %.1f GiB free of %.1f GiB\n", prop.name, prop.multiProcessorCount,
               free_bytes / double(kGiB), total_bytes / double(kGiB));
-  std::printf("working set %s managed (requested %s; capped so that all device memory used <= free/2 and pinned <= 8 GiB)\n",
-              size_str(ws_bytes).c_str(), size_str(o.total).c_str());
+  std::printf(
+      "working set %s managed (requested %s; capped so that all device memory used <= free/2 and pinned <= 8 GiB)\n",
+      size_str(ws_bytes).c_str(), size_str(o.total).c_str());
   std::printf("device memory used <= %.2f GiB, pinned host %.2f GiB (shadows %s + reference 2 x %s)\n",
               device_bytes / double(kGiB), pinned_bytes / double(kGiB), size_str(ws_bytes).c_str(),
               size_str(ref_bytes).c_str());
@@ -789,9 +802,16 @@ int main(int argc, char** argv) {
     return 1;
   }
   pump::CudaBackend& b = *backend;
-  std::printf("backend %.*s: merge_adjacent %s, populate %s, batch prefetch %s, batch discard %s; median of %d after a warm-up\n",
-              int(b.name().size()), b.name().data(), o.merge_adjacent ? "on" : "off", (o.populate + " discard chunk " + size_str(bo.discard_chunk_bytes) + " populate chunk " + (bo.populate_chunk_bytes ? size_str(bo.populate_chunk_bytes) : std::string("none")) + (o.keep_pages ? " keep-pages" : "") + (o.populate_first ? " populate-first" : "") + ", copies via " + b.copy_path()).c_str(),
-              b.has_batch_prefetch() ? "yes" : "no", b.has_batch_discard() ? "yes" : "no", o.repeats);
+  std::printf(
+      "backend %.*s: merge_adjacent %s, populate %s, batch prefetch %s, batch discard %s; median of %d after a "
+      "warm-up\n",
+      int(b.name().size()), b.name().data(), o.merge_adjacent ? "on" : "off",
+      (o.populate + " discard chunk " + size_str(bo.discard_chunk_bytes) + " populate chunk " +
+       (bo.populate_chunk_bytes ? size_str(bo.populate_chunk_bytes) : std::string("none")) +
+       (o.keep_pages ? " keep-pages" : "") + (o.populate_first ? " populate-first" : "") + ", copies via " +
+       b.copy_path())
+          .c_str(),
+      b.has_batch_prefetch() ? "yes" : "no", b.has_batch_discard() ? "yes" : "no", o.repeats);
 
   int failures = 0;
   // Shadows: one allocate_host per chunk (the largest block size), freed with the backend.
@@ -851,11 +871,13 @@ int main(int argc, char** argv) {
     }
     return mark(applies, ok);
   };
-  std::printf("\nGB/s = 1e9 B/s, median of %d. Targets (marked ok/MISS): copy evict >= %.0f and fetch >= %.0f GB/s for "
-              "blocks >= 64 MiB; duplex >= %.0f%% of the cudaMemcpyAsync duplex reference; compute cost <= %.0f%%\n",
-              o.repeats, kEvictTarget, kFetchTarget, kDuplexTarget * 100, kComputeCostTarget);
-  std::printf("| block | blocks | copy evict GB/s | copy fetch GB/s | UM evict GB/s | UM fetch GB/s | duplex GB/s (out/in) "
-              "| duplex / ref | mismatches |\n");
+  std::printf(
+      "\nGB/s = 1e9 B/s, median of %d. Targets (marked ok/MISS): copy evict >= %.0f and fetch >= %.0f GB/s for "
+      "blocks >= 64 MiB; duplex >= %.0f%% of the cudaMemcpyAsync duplex reference; compute cost <= %.0f%%\n",
+      o.repeats, kEvictTarget, kFetchTarget, kDuplexTarget * 100, kComputeCostTarget);
+  std::printf(
+      "| block | blocks | copy evict GB/s | copy fetch GB/s | UM evict GB/s | UM fetch GB/s | duplex GB/s (out/in) "
+      "| duplex / ref | mismatches |\n");
   std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   for (const BlockResult& r : rows) {
     const bool big = r.block >= kTargetMinBlock;
@@ -875,22 +897,25 @@ int main(int argc, char** argv) {
                 (unsigned long long)r.blocks, c1, c2, r.um_evict, r.um_fetch, c5, c6,
                 (unsigned long long)(r.device_mismatches + r.shadow_mismatches));
   }
-  std::printf("reference (cudaMalloc + pinned, cudaMemcpyAsync, %s per direction): D2H %.1f GB/s, H2D %.1f GB/s, "
-              "duplex on two streams %.1f GB/s\n",
-              size_str(ref.bytes).c_str(), ref.d2h, ref.h2d, ref.duplex);
+  std::printf(
+      "reference (cudaMalloc + pinned, cudaMemcpyAsync, %s per direction): D2H %.1f GB/s, H2D %.1f GB/s, "
+      "duplex on two streams %.1f GB/s\n",
+      size_str(ref.bytes).c_str(), ref.d2h, ref.h2d, ref.duplex);
   if (comp.ran) {
     const std::string m = target(true, comp.slowdown_pct <= kComputeCostTarget);
-    std::printf("compute cost: FMA kernel %.1f ms alone, %.1f ms during duplex batches (%s blocks, %.1f GB/s, %llu "
-                "batches) -> %+.1f%%%s (target <= %.0f%%)\n",
-                comp.alone, comp.concurrent, size_str(comp.block).c_str(), comp.transfer_gbps,
-                (unsigned long long)comp.batches, comp.slowdown_pct, m.c_str(), kComputeCostTarget);
+    std::printf(
+        "compute cost: FMA kernel %.1f ms alone, %.1f ms during duplex batches (%s blocks, %.1f GB/s, %llu "
+        "batches) -> %+.1f%%%s (target <= %.0f%%)\n",
+        comp.alone, comp.concurrent, size_str(comp.block).c_str(), comp.transfer_gbps, (unsigned long long)comp.batches,
+        comp.slowdown_pct, m.c_str(), kComputeCostTarget);
   } else {
     std::printf("compute cost: n/a (the copy path is unavailable)\n");
   }
   for (const BlockResult& r : rows)
     if (!r.copy_evict_s.empty())
-      std::printf("note: %s blocks: cudaMemGetInfo free rose by %.2f GiB across the save batch (device pages dropped)\n",
-                  size_str(r.block).c_str(), r.released_gib);
+      std::printf(
+          "note: %s blocks: cudaMemGetInfo free rose by %.2f GiB across the save batch (device pages dropped)\n",
+          size_str(r.block).c_str(), r.released_gib);
   std::printf("backend counters:");
   for (const auto& [name, value] : counters_now) std::printf(" %s=%llu", name.c_str(), (unsigned long long)value);
   std::printf("\n");
@@ -906,24 +931,29 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(f, "{\n  \"device\": \"%s\", \"free_bytes\": %llu, \"total_bytes\": %llu,\n", prop.name,
                    (unsigned long long)free_bytes, (unsigned long long)total_bytes);
-      std::fprintf(f, "  \"working_set_bytes\": %llu, \"pinned_bytes\": %llu, \"repeats\": %d, \"merge_adjacent\": %s,\n",
+      std::fprintf(f,
+                   "  \"working_set_bytes\": %llu, \"pinned_bytes\": %llu, \"repeats\": %d, \"merge_adjacent\": %s,\n",
                    (unsigned long long)ws_bytes, (unsigned long long)pinned_bytes, o.repeats,
                    o.merge_adjacent ? "true" : "false");
-      std::fprintf(f, "  \"targets\": {\"copy_evict_gbps\": %.1f, \"copy_fetch_gbps\": %.1f, \"min_block_bytes\": %llu, "
+      std::fprintf(f,
+                   "  \"targets\": {\"copy_evict_gbps\": %.1f, \"copy_fetch_gbps\": %.1f, \"min_block_bytes\": %llu, "
                    "\"duplex_ratio\": %.2f, \"compute_cost_pct\": %.1f, \"count\": %d, \"met\": %d},\n",
                    kEvictTarget, kFetchTarget, (unsigned long long)kTargetMinBlock, kDuplexTarget, kComputeCostTarget,
                    targets, met);
       std::fprintf(f, "  \"blocks\": [\n");
       for (size_t i = 0; i < rows.size(); ++i) {
         const BlockResult& r = rows[i];
-        std::fprintf(f, "    {\"block_bytes\": %llu, \"blocks\": %llu, \"bytes\": %llu, \"duplex_bytes_per_direction\": %llu, ",
-                     (unsigned long long)r.block, (unsigned long long)r.blocks, (unsigned long long)r.bytes,
-                     (unsigned long long)r.duplex_bytes);
-        std::fprintf(f, "\"copy_evict_gbps\": %.3f, \"copy_fetch_gbps\": %.3f, \"um_evict_gbps\": %.3f, "
-                     "\"um_fetch_gbps\": %.3f, \"duplex_gbps\": %.3f, \"duplex_out_gbps\": %.3f, \"duplex_in_gbps\": %.3f, "
-                     "\"duplex_ratio\": %.4f, ",
-                     r.copy_evict, r.copy_fetch, r.um_evict, r.um_fetch, r.duplex, r.duplex_out, r.duplex_in,
-                     ref.duplex > 0 ? r.duplex / ref.duplex : 0.0);
+        std::fprintf(
+            f, "    {\"block_bytes\": %llu, \"blocks\": %llu, \"bytes\": %llu, \"duplex_bytes_per_direction\": %llu, ",
+            (unsigned long long)r.block, (unsigned long long)r.blocks, (unsigned long long)r.bytes,
+            (unsigned long long)r.duplex_bytes);
+        std::fprintf(
+            f,
+            "\"copy_evict_gbps\": %.3f, \"copy_fetch_gbps\": %.3f, \"um_evict_gbps\": %.3f, "
+            "\"um_fetch_gbps\": %.3f, \"duplex_gbps\": %.3f, \"duplex_out_gbps\": %.3f, \"duplex_in_gbps\": %.3f, "
+            "\"duplex_ratio\": %.4f, ",
+            r.copy_evict, r.copy_fetch, r.um_evict, r.um_fetch, r.duplex, r.duplex_out, r.duplex_in,
+            ref.duplex > 0 ? r.duplex / ref.duplex : 0.0);
         json_array(f, "copy_evict_s", r.copy_evict_s);
         json_array(f, "copy_fetch_s", r.copy_fetch_s);
         json_array(f, "um_evict_s", r.um_evict_s);
@@ -933,11 +963,13 @@ int main(int argc, char** argv) {
                      (unsigned long long)r.device_mismatches, (unsigned long long)r.shadow_mismatches, r.released_gib,
                      i + 1 < rows.size() ? "," : "");
       }
-      std::fprintf(f, "  ],\n  \"reference\": {\"bytes_per_direction\": %llu, \"d2h_gbps\": %.3f, \"h2d_gbps\": %.3f, "
+      std::fprintf(f,
+                   "  ],\n  \"reference\": {\"bytes_per_direction\": %llu, \"d2h_gbps\": %.3f, \"h2d_gbps\": %.3f, "
                    "\"duplex_gbps\": %.3f, ",
                    (unsigned long long)ref.bytes, ref.d2h, ref.h2d, ref.duplex);
       json_array(f, "duplex_s", ref.duplex_s, false);
-      std::fprintf(f, "},\n  \"compute\": {\"ran\": %s, \"block_bytes\": %llu, \"iters\": %d, \"alone_ms\": %.3f, "
+      std::fprintf(f,
+                   "},\n  \"compute\": {\"ran\": %s, \"block_bytes\": %llu, \"iters\": %d, \"alone_ms\": %.3f, "
                    "\"concurrent_ms\": %.3f, \"slowdown_pct\": %.3f, \"transfer_gbps\": %.3f, \"batches\": %llu, "
                    "\"device_mismatches\": %llu, ",
                    comp.ran ? "true" : "false", (unsigned long long)comp.block, comp.iters, comp.alone, comp.concurrent,

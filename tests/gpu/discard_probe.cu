@@ -32,13 +32,13 @@
 #include <string>
 #include <vector>
 
-#define CHECK(x)                                                                                  \
-  do {                                                                                            \
-    cudaError_t e_ = (x);                                                                         \
-    if (e_ != cudaSuccess) {                                                                      \
-      std::printf("FAIL %s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));         \
-      std::exit(1);                                                                               \
-    }                                                                                             \
+#define CHECK(x)                                                                          \
+  do {                                                                                    \
+    cudaError_t e_ = (x);                                                                 \
+    if (e_ != cudaSuccess) {                                                              \
+      std::printf("FAIL %s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                       \
+    }                                                                                     \
   } while (0)
 
 struct Bad {
@@ -65,7 +65,8 @@ __global__ void check(const uint32_t* p, size_t words, uint32_t seed, Bad* bad) 
 }
 // Device-side copy, 16 bytes per access.
 __global__ void copy16(uint4* __restrict__ dst, const uint4* __restrict__ src, size_t n) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) dst[i] = src[i];
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    dst[i] = src[i];
 }
 
 struct Variant {
@@ -146,11 +147,11 @@ int main(int argc, char** argv) {
   std::snprintf(whole, sizeof whole, "P=block %zuMiB", B / MiB);
   std::snprintf(whole_sync, sizeof whole_sync, "%s sync", whole);
   const Variant variants[] = {
-      {"P=8MiB", 8 * MiB, false},  {"P=32MiB", 32 * MiB, false},  {whole, B, false},  {"batch", 0, false},
+      {"P=8MiB", 8 * MiB, false},     {"P=32MiB", 32 * MiB, false},     {whole, B, false},     {"batch", 0, false},
       {"P=8MiB sync", 8 * MiB, true}, {"P=32MiB sync", 32 * MiB, true}, {whole_sync, B, true}, {"batch sync", 0, true},
   };
-  std::printf("%-22s %5s %9s %7s  %-44s %-44s %s\n", "populate", "round", "restore", "pop ms", "mismatches after restore",
-              "after UM round trip", "lastpf");
+  std::printf("%-22s %5s %9s %7s  %-44s %-44s %s\n", "populate", "round", "restore", "pop ms",
+              "mismatches after restore", "after UM round trip", "lastpf");
   unsigned long long faulty = 0, corrupt_restore = 0, corrupt_um = 0;
   int vi = 0;
   for (const Variant& v : variants) {
@@ -169,7 +170,7 @@ int main(int argc, char** argv) {
       for (size_t b = 0; b < blocks; ++b) {
         for (size_t at = b * B; at < (b + 1) * B; at += stage_bytes, k ^= 1) {
           copy16<<<copy_blocks, 1024, 0, s_out>>>(reinterpret_cast<uint4*>(stage[k]),
-                                                   reinterpret_cast<const uint4*>(M + at), stage_bytes / 16);
+                                                  reinterpret_cast<const uint4*>(M + at), stage_bytes / 16);
           CHECK(cudaMemcpyAsync(H + at, stage[k], stage_bytes, cudaMemcpyDeviceToHost, s_out));
         }
         CHECK(cudaMemDiscardBatchAsync(disc_p[b].data(), disc_z[b].data(), disc_p[b].size(), 0, s_out));
@@ -195,8 +196,8 @@ int main(int argc, char** argv) {
       CHECK(cudaStreamWaitEvent(s_in, populated, 0));
       for (size_t at = 0; at < S; at += stage_bytes, k ^= 1) {
         CHECK(cudaMemcpyAsync(stage[k], H + at, stage_bytes, cudaMemcpyHostToDevice, s_in));
-        copy16<<<copy_blocks, 1024, 0, s_in>>>(reinterpret_cast<uint4*>(M + at), reinterpret_cast<const uint4*>(stage[k]),
-                                                stage_bytes / 16);
+        copy16<<<copy_blocks, 1024, 0, s_in>>>(reinterpret_cast<uint4*>(M + at),
+                                               reinterpret_cast<const uint4*>(stage[k]), stage_bytes / 16);
       }
       CHECK(cudaGetLastError());
       CHECK(cudaEventRecord(t2, s_in));

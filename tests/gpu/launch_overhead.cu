@@ -20,13 +20,13 @@ __global__ void touch(float* data, int n) {
   if (i < n) data[i] += 1.0f;
 }
 
-#define CHECK(call)                                                                      \
-  do {                                                                                   \
-    cudaError_t e = (call);                                                              \
-    if (e != cudaSuccess) {                                                              \
-      std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(e));             \
-      return 1;                                                                          \
-    }                                                                                    \
+#define CHECK(call)                                                          \
+  do {                                                                       \
+    cudaError_t e = (call);                                                  \
+    if (e != cudaSuccess) {                                                  \
+      std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(e)); \
+      return 1;                                                              \
+    }                                                                        \
   } while (0)
 
 int main(int argc, char** argv) {

@@ -12,29 +12,29 @@
 #include <cstdlib>
 #include <vector>
 
-#define CHECK_CUDA(x)                                                                        \
-  do {                                                                                       \
-    cudaError_t e_ = (x);                                                                    \
-    if (e_ != cudaSuccess) {                                                                 \
+#define CHECK_CUDA(x)                                                                         \
+  do {                                                                                        \
+    cudaError_t e_ = (x);                                                                     \
+    if (e_ != cudaSuccess) {                                                                  \
       std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                           \
+    }                                                                                         \
+  } while (0)
+#define CHECK_CUBLAS(x)                                                                      \
+  do {                                                                                       \
+    cublasStatus_t s_ = (x);                                                                 \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                       \
+      std::fprintf(stderr, "%s:%d %s: cublas status %d\n", __FILE__, __LINE__, #x, (int)s_); \
       std::exit(1);                                                                          \
     }                                                                                        \
   } while (0)
-#define CHECK_CUBLAS(x)                                                                          \
-  do {                                                                                           \
-    cublasStatus_t s_ = (x);                                                                     \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                           \
-      std::fprintf(stderr, "%s:%d %s: cublas status %d\n", __FILE__, __LINE__, #x, (int)s_);      \
-      std::exit(1);                                                                              \
-    }                                                                                            \
-  } while (0)
-#define CHECK_CUDNN(x)                                                                             \
-  do {                                                                                             \
-    cudnnStatus_t s_ = (x);                                                                        \
-    if (s_ != CUDNN_STATUS_SUCCESS) {                                                              \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudnnGetErrorString(s_));      \
-      std::exit(1);                                                                                \
-    }                                                                                              \
+#define CHECK_CUDNN(x)                                                                         \
+  do {                                                                                         \
+    cudnnStatus_t s_ = (x);                                                                    \
+    if (s_ != CUDNN_STATUS_SUCCESS) {                                                          \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudnnGetErrorString(s_)); \
+      std::exit(1);                                                                            \
+    }                                                                                          \
   } while (0)
 
 namespace {
@@ -80,10 +80,10 @@ int main() {
     std::printf("no GPU: skipped\n");
     return 77;
   }
-  const size_t kVec = size_t{32} << 20;  // 128 MiB of floats per vector
-  const int kVectors = 8;                 // 1 GiB
-  const int kDim = 4096;                  // 64 MiB per matrix
-  const int kGemms = 4;                   // 768 MiB
+  const size_t kVec = size_t{32} << 20;                // 128 MiB of floats per vector
+  const int kVectors = 8;                              // 1 GiB
+  const int kDim = 4096;                               // 64 MiB per matrix
+  const int kGemms = 4;                                // 768 MiB
   const int N = 16, C = 64, H = 128, W = 128, K = 64;  // 64 MiB tensors
 
   std::vector<float*> x, y;

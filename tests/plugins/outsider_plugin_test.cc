@@ -79,8 +79,8 @@ class OutsiderPluginTest : public ::testing::Test {
     engine.on_alloc(A, 1 * kMiB);
     engine.on_alloc(B, 3 * kMiB);
     engine.on_alloc(C, 4 * kMiB);
-    run_kernel(engine, {{W, 4 * kMiB, PUMP_ROLE_WEIGHT}, {A, kMiB, PUMP_ROLE_ACTIVATION},
-                        {B, 3 * kMiB, PUMP_ROLE_ACTIVATION}});
+    run_kernel(engine,
+               {{W, 4 * kMiB, PUMP_ROLE_WEIGHT}, {A, kMiB, PUMP_ROLE_ACTIVATION}, {B, 3 * kMiB, PUMP_ROLE_ACTIVATION}});
     ASSERT_EQ(engine.resident_bytes(), 8 * kMiB);
     run_kernel(engine, {{W, 4 * kMiB, PUMP_ROLE_WEIGHT}, {C, 4 * kMiB, PUMP_ROLE_ACTIVATION}});
   }
@@ -158,8 +158,7 @@ TEST_F(OutsiderPluginTest, ExamplePolicyWarnsOnceAboutABadKnobAndUsesTheDefault)
   ASSERT_TRUE(policy);
   Engine engine(backend_, make_policy_adapter(policy->api), options_, &config_);
   ASSERT_EQ(warnings().size(), 1u);
-  EXPECT_NE(warnings()[0].find("PUMP_SIZE_AWARE_WINDOW='lots' is not a number in 1..4096: using 16"),
-            std::string::npos)
+  EXPECT_NE(warnings()[0].find("PUMP_SIZE_AWARE_WINDOW='lots' is not a number in 1..4096: using 16"), std::string::npos)
       << warnings()[0];
   run_pressure_scenario(engine);
   EXPECT_TRUE(resident(engine, A));

@@ -20,9 +20,7 @@ FakePolicyHost::FakePolicyHost(uint64_t budget_bytes) : budget_bytes_(budget_byt
   wrapper_.self = this;
 }
 
-void FakePolicyHost::pretend_sdk_1_0() {
-  wrapper_.table.struct_size = offsetof(pump_policy_host_v1_t, parse_size);
-}
+void FakePolicyHost::pretend_sdk_1_0() { wrapper_.table.struct_size = offsetof(pump_policy_host_v1_t, parse_size); }
 
 FakePolicyHost& FakePolicyHost::from(const pump_policy_host_v1_t* host) {
   return *reinterpret_cast<const Wrapper*>(host)->self;
@@ -153,8 +151,7 @@ pump_status_v1_t FakePolicyHost::svc_evict(const pump_policy_host_v1_t* host, ui
   pump_status_v1_t status = PUMP_OK;
   if (it == self.blocks_.end()) {
     status = PUMP_ERR_NOT_FOUND;
-  } else if (self.of_kernel(id) ||
-             std::find(self.refused_.begin(), self.refused_.end(), id) != self.refused_.end()) {
+  } else if (self.of_kernel(id) || std::find(self.refused_.begin(), self.refused_.end(), id) != self.refused_.end()) {
     status = PUMP_ERR_REFUSED;
   } else {
     it->second.residency = PUMP_RESIDENT_HOST;

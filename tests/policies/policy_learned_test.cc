@@ -21,7 +21,8 @@ void run_kernel(PolicyInstance& policy, FakePolicyHost& host, const Ids& ids, ui
   uint64_t missing = 0;
   for (uint64_t id : ids)
     if (host.block(id).residency != PUMP_RESIDENT_DEVICE) missing += host.block(id).bytes;
-  if (missing && host.resident_bytes() + missing > budget) policy.on_pressure(kernel, host.resident_bytes() + missing - budget);
+  if (missing && host.resident_bytes() + missing > budget)
+    policy.on_pressure(kernel, host.resident_bytes() + missing - budget);
   policy.on_kernel(kernel);
   host.end_kernel();
 }
@@ -98,7 +99,8 @@ TEST(PolicyLearned, AKernelOffThePredictionFallsBackToLruAndTheSequenceIsRelearn
   run_period(policy, c.host, shifted, Chain::kBudget);
   evict_all(c.host, c.blocks);
   run_kernel(policy, c.host, shifted[0], Chain::kBudget);
-  EXPECT_EQ(prefetched_ids(c.host), (Ids{c.blocks[3], c.blocks[4], c.blocks[5], c.blocks[0], c.blocks[1], c.blocks[2]}));
+  EXPECT_EQ(prefetched_ids(c.host),
+            (Ids{c.blocks[3], c.blocks[4], c.blocks[5], c.blocks[0], c.blocks[1], c.blocks[2]}));
 }
 
 TEST(PolicyLearned, PressureBeforeLearningEvictsTheLeastRecentlyUsedBlock) {
@@ -224,7 +226,8 @@ TEST(PolicyLearned, LookaheadNeverEvictsABlockNeededBeforeTheOneItPrefetches) {
       uint64_t missing = 0;
       for (uint64_t id : period[at])
         if (host.block(id).residency != PUMP_RESIDENT_DEVICE) missing += 100;
-      if (missing && host.resident_bytes() + missing > 500) policy.on_pressure(kernel, host.resident_bytes() + missing - 500);
+      if (missing && host.resident_bytes() + missing > 500)
+        policy.on_pressure(kernel, host.resident_bytes() + missing - 500);
       std::vector<HostCall> calls;
       g_calls = &calls;
       policy.on_kernel(kernel);
@@ -236,8 +239,8 @@ TEST(PolicyLearned, LookaheadNeverEvictsABlockNeededBeforeTheOneItPrefetches) {
           lookahead_prefetches += !own;
           continue;
         }
-        auto made_room_for = std::find_if(calls.begin() + static_cast<long>(i), calls.end(),
-                                          [](const HostCall& c) { return !c.evict; });
+        auto made_room_for =
+            std::find_if(calls.begin() + static_cast<long>(i), calls.end(), [](const HostCall& c) { return !c.evict; });
         ASSERT_NE(made_room_for, calls.end()) << "an eviction in on_kernel that made room for nothing";
         EXPECT_GT(distance(at, calls[i].id), distance(at, made_room_for->id))
             << "at kernel " << at << ": evicted block " << calls[i].id << " is needed before block "

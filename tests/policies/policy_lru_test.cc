@@ -29,7 +29,7 @@ TEST(PolicyLru, KeepsDefaultHeadroomOfFivePercentFreeAfterTheKernel) {
   host.add_block(20, PUMP_ROLE_WEIGHT, true);
   const uint64_t missing = host.add_block(900, PUMP_ROLE_ACTIVATION, false);
   host.add_block(1000, PUMP_ROLE_ACTIVATION, false);  // on the host: the program does not fit
-  host.set_config("LRU_HEADROOM", "5%");  // the default is 0 since the copy path
+  host.set_config("LRU_HEADROOM", "5%");              // the default is 0 since the copy path
   PolicyInstance policy("lru", host);
   ASSERT_TRUE(policy.ready());
   policy.on_kernel(host.begin_kernel({missing}));  // 960 resident: 40 free, 50 wanted
@@ -42,7 +42,7 @@ TEST(PolicyLru, HeadroomNeverEvictsBlocksInUse) {
   host.add_block(500, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_IN_USE);  // least recently used
   const uint64_t idle = host.add_block(480, PUMP_ROLE_WEIGHT, true);
   host.add_block(1000, PUMP_ROLE_ACTIVATION, false);  // on the host: the program does not fit
-  host.set_config("LRU_HEADROOM", "5%");  // the default is 0 since the copy path
+  host.set_config("LRU_HEADROOM", "5%");              // the default is 0 since the copy path
   PolicyInstance policy("lru", host);
   ASSERT_TRUE(policy.ready());
   policy.on_kernel(host.begin_kernel({}));
@@ -64,7 +64,7 @@ TEST(PolicyLru, HeadroomDiscardsDeadBlocksBeforeLiveOnes) {
   host.add_block(490, PUMP_ROLE_ACTIVATION, true);
   const uint64_t dead = host.add_block(490, PUMP_ROLE_WORKSPACE, true, PUMP_BLOCK_DEAD);
   host.add_block(1000, PUMP_ROLE_ACTIVATION, false);  // on the host: the program does not fit
-  host.set_config("LRU_HEADROOM", "5%");  // the default is 0 since the copy path
+  host.set_config("LRU_HEADROOM", "5%");              // the default is 0 since the copy path
   PolicyInstance policy("lru", host);
   ASSERT_TRUE(policy.ready());
   policy.on_kernel(host.begin_kernel({}));

@@ -29,8 +29,8 @@ extern "C" {
 typedef struct pump_extent_v1 {
   uint64_t address;
   uint64_t bytes;
-  uint32_t access;  /* pump_access_v1_t */
-  uint32_t role;    /* pump_role_v1_t */
+  uint32_t access; /* pump_access_v1_t */
+  uint32_t role;   /* pump_role_v1_t */
 } pump_extent_v1_t;
 
 typedef struct pump_extractor_host_v1 pump_extractor_host_v1_t;
@@ -41,8 +41,7 @@ struct pump_extractor_host_v1 {
   void (*log)(const pump_extractor_host_v1_t* self, pump_log_level_v1_t level, const char* message);
   const char* (*get_config)(const pump_extractor_host_v1_t* self, const char* key);
   /* The block containing `address` (interior pointers too). PUMP_ERR_NOT_FOUND if none. */
-  pump_status_v1_t (*find_block)(const pump_extractor_host_v1_t* self, uint64_t address,
-                                 pump_block_v1_t* out);
+  pump_status_v1_t (*find_block)(const pump_extractor_host_v1_t* self, uint64_t address, pump_block_v1_t* out);
   /* Address of a real (not intercepted) library function, e.g. "cuKernelGetParamInfo"
    * or "cudnnBackendGetAttribute", or NULL if the library is not loaded. */
   void* (*real_symbol)(const pump_extractor_host_v1_t* self, const char* name);
@@ -55,14 +54,14 @@ typedef struct pump_extent_sink_v1 {
 } pump_extent_sink_v1_t;
 
 typedef struct pump_call_v1 {
-  uint32_t api;              /* index into pump_extractor_v1_t.apis */
+  uint32_t api; /* index into pump_extractor_v1_t.apis */
   uint32_t num_args;
-  const void* const* args;   /* args[i] points at argument i's value */
+  const void* const* args; /* args[i] points at argument i's value */
 } pump_call_v1_t;
 
 typedef struct pump_extractor_v1 {
   uint32_t struct_size;
-  uint32_t abi_version;   /* PUMP_EXTRACTOR_ABI_V1 */
+  uint32_t abi_version; /* PUMP_EXTRACTOR_ABI_V1 */
   const char* name;
   const char* version;
   /* NULL-terminated list of the function names this extractor understands,

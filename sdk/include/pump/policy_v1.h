@@ -28,8 +28,8 @@ extern "C" {
 
 /* When a requested prefetch may start. */
 typedef enum pump_when_v1 {
-  PUMP_WHEN_NOW = 0,          /* as soon as the prefetch stream can: ahead of compute */
-  PUMP_WHEN_JUST_BEFORE = 1   /* only after the kernel before this one (same stream) completed */
+  PUMP_WHEN_NOW = 0,        /* as soon as the prefetch stream can: ahead of compute */
+  PUMP_WHEN_JUST_BEFORE = 1 /* only after the kernel before this one (same stream) completed */
 } pump_when_v1_t;
 
 /* pump_policy_host_v1_t.evict flags. */
@@ -55,17 +55,15 @@ struct pump_policy_host_v1 {
   const char* (*get_config)(const pump_policy_host_v1_t* self, const char* key);
   void (*get_budget)(const pump_policy_host_v1_t* self, pump_budget_v1_t* out);
   /* The block containing `address`. PUMP_ERR_NOT_FOUND if none. */
-  pump_status_v1_t (*find_block)(const pump_policy_host_v1_t* self, uint64_t address,
-                                 pump_block_v1_t* out);
+  pump_status_v1_t (*find_block)(const pump_policy_host_v1_t* self, uint64_t address, pump_block_v1_t* out);
   /* Up to `max` device-resident blocks whose role bit (1u << role) is in role_mask,
    * least recently used first, excluding blocks of the kernel being decided.
    * Returns how many were written. */
-  size_t (*eviction_candidates)(const pump_policy_host_v1_t* self, uint32_t role_mask,
-                                pump_block_v1_t* out, size_t max);
+  size_t (*eviction_candidates)(const pump_policy_host_v1_t* self, uint32_t role_mask, pump_block_v1_t* out,
+                                size_t max);
   /* Queue a prefetch of a block to the device. PUMP_OK if queued or already resident;
    * PUMP_ERR_REFUSED if it cannot fit in the budget even after what is evictable. */
-  pump_status_v1_t (*prefetch)(const pump_policy_host_v1_t* self, uint64_t block_id,
-                               pump_when_v1_t when);
+  pump_status_v1_t (*prefetch)(const pump_policy_host_v1_t* self, uint64_t block_id, pump_when_v1_t when);
   /* Queue an eviction to host. PUMP_ERR_REFUSED for blocks of the kernel being decided;
    * blocks of in-flight kernels are evicted only once those kernels complete. */
   pump_status_v1_t (*evict)(const pump_policy_host_v1_t* self, uint64_t block_id, uint32_t flags);
@@ -75,17 +73,16 @@ struct pump_policy_host_v1 {
    * "64KB", "8K"; binary units unless a decimal "KB/MB/GB/TB"), or a percentage in
    * [0, 100] of `whole` ("5%", "12.5%"). Blanks around are ignored. PUMP_OK with *bytes
    * set; PUMP_ERR_INVALID_ARGUMENT for anything else. */
-  pump_status_v1_t (*parse_size)(const pump_policy_host_v1_t* self, const char* text, uint64_t whole,
-                                 uint64_t* bytes);
+  pump_status_v1_t (*parse_size)(const pump_policy_host_v1_t* self, const char* text, uint64_t whole, uint64_t* bytes);
 };
 
 #define PUMP_ALL_ROLES 0xFu
 
 typedef struct pump_policy_v1 {
-  uint32_t struct_size;   /* sizeof(pump_policy_v1_t) as the plugin was built */
-  uint32_t abi_version;   /* PUMP_POLICY_ABI_V1 */
-  const char* name;       /* short name, e.g. "lru" */
-  const char* version;    /* the plugin's own version string */
+  uint32_t struct_size; /* sizeof(pump_policy_v1_t) as the plugin was built */
+  uint32_t abi_version; /* PUMP_POLICY_ABI_V1 */
+  const char* name;     /* short name, e.g. "lru" */
+  const char* version;  /* the plugin's own version string */
 
   /* Required. Create the policy's state; *ctx is passed back to every call. */
   pump_status_v1_t (*init)(const pump_policy_host_v1_t* host, void** ctx);

@@ -52,36 +52,37 @@ typedef enum pump_role_v1 {
 
 /* Where a block lives, in stream order (what is true once queued work finishes). */
 typedef enum pump_residency_v1 {
-  PUMP_RESIDENT_HOST = 0,   /* not on the device (or never touched) */
-  PUMP_RESIDENT_DEVICE = 1  /* on the device, or a prefetch to it is queued */
+  PUMP_RESIDENT_HOST = 0,  /* not on the device (or never touched) */
+  PUMP_RESIDENT_DEVICE = 1 /* on the device, or a prefetch to it is queued */
 } pump_residency_v1_t;
 
 /* Block flags (pump_block_v1_t.flags). */
-#define PUMP_BLOCK_IN_USE 0x1u   /* touched by a kernel that has not completed */
-#define PUMP_BLOCK_DEAD 0x2u     /* last use was as a workspace: contents are dead */
-#define PUMP_BLOCK_CLEAN 0x4u    /* a host copy holds its bytes: evicting it moves nothing out
-                                    (SDK 1.1; set on what find_block and eviction_candidates
-                                    return, the blocks a policy may evict; older hosts never) */
+#define PUMP_BLOCK_IN_USE 0x1u /* touched by a kernel that has not completed */
+#define PUMP_BLOCK_DEAD 0x2u   /* last use was as a workspace: contents are dead */
+#define PUMP_BLOCK_CLEAN                                             \
+  0x4u /* a host copy holds its bytes: evicting it moves nothing out \
+          (SDK 1.1; set on what find_block and eviction_candidates   \
+          return, the blocks a policy may evict; older hosts never) */
 
 /* A block as plugins see it: a snapshot, valid only during the call that gave it. */
 typedef struct pump_block_v1 {
-  uint64_t id;          /* stable while the block exists; never reused */
-  uint64_t address;     /* device virtual address of the first byte */
+  uint64_t id;      /* stable while the block exists; never reused */
+  uint64_t address; /* device virtual address of the first byte */
   uint64_t bytes;
-  uint32_t role;        /* pump_role_v1_t */
-  uint32_t residency;   /* pump_residency_v1_t */
-  uint32_t access;      /* pump_access_v1_t by the kernel being decided; 0 elsewhere */
-  uint32_t flags;       /* PUMP_BLOCK_* */
-  uint64_t last_use;    /* sequence number of the last kernel that touched it; 0 = never */
-  uint64_t uses;        /* how many kernels touched it */
+  uint32_t role;      /* pump_role_v1_t */
+  uint32_t residency; /* pump_residency_v1_t */
+  uint32_t access;    /* pump_access_v1_t by the kernel being decided; 0 elsewhere */
+  uint32_t flags;     /* PUMP_BLOCK_* */
+  uint64_t last_use;  /* sequence number of the last kernel that touched it; 0 = never */
+  uint64_t uses;      /* how many kernels touched it */
 } pump_block_v1_t;
 
 /* Budget state of the device the current decision is about. */
 typedef struct pump_budget_v1 {
-  uint64_t budget_bytes;     /* residency the engine keeps under (PUMP_GPU_BUDGET) */
-  uint64_t resident_bytes;   /* bytes resident or queued to be resident, in stream order */
-  uint64_t device_bytes;     /* total memory of the device */
-  uint64_t managed_bytes;    /* bytes of all blocks the engine tracks on this device */
+  uint64_t budget_bytes;   /* residency the engine keeps under (PUMP_GPU_BUDGET) */
+  uint64_t resident_bytes; /* bytes resident or queued to be resident, in stream order */
+  uint64_t device_bytes;   /* total memory of the device */
+  uint64_t managed_bytes;  /* bytes of all blocks the engine tracks on this device */
 } pump_budget_v1_t;
 
 #ifdef __cplusplus

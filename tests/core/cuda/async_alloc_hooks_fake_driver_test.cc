@@ -27,7 +27,6 @@ using testing::FakeDriver;
 
 constexpr uint64_t kMiB = 1 << 20;
 
-
 // The runtime's functions pump calls, standing in for libcudart: the fake driver's.
 using DriverAlloc = CUresult (*)(CUdeviceptr*, size_t, unsigned int);
 using DriverFree = CUresult (*)(CUdeviceptr);

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "core/engine/engine.h"
-#include "tests/core/engine/concurrent_program.h"
 #include "tests/core/cuda/fake_driver_handle.h"
+#include "tests/core/engine/concurrent_program.h"
 
 namespace pump {
 namespace {
@@ -53,7 +53,8 @@ class RealBytes final : public testing::ConcurrentDevice {
     if (lost_.fetch_add(1) == 0) {
       std::lock_guard lock(mutex_);
       first_ = "allocation at 0x" + std::to_string(a.address) + " did not hold its bytes (first byte " +
-               std::to_string(*reinterpret_cast<uint8_t*>(a.address)) + ", expected " + std::to_string(a.expected) + ")";
+               std::to_string(*reinterpret_cast<uint8_t*>(a.address)) + ", expected " + std::to_string(a.expected) +
+               ")";
     }
   }
   std::atomic<uint64_t> lost_{0};

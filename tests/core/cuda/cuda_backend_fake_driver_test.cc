@@ -166,7 +166,8 @@ TEST_F(FakeDriverTest, EvictionsWaitForTheirKernelOnTheOutStreamWhilePrefetchesG
   std::vector<std::string> on_in, on_out;
   uint64_t out_stream = 0;
   for (const FakeCall& c : calls())
-    if (std::strcmp(c.name, "cuMemPrefetchAsync") == 0 && c.location_type == CU_MEM_LOCATION_TYPE_HOST) out_stream = c.stream;
+    if (std::strcmp(c.name, "cuMemPrefetchAsync") == 0 && c.location_type == CU_MEM_LOCATION_TYPE_HOST)
+      out_stream = c.stream;
   for (const FakeCall& c : calls()) {
     std::string what = c.name;
     if (what == "cuMemPrefetchAsync") what += c.location_type == CU_MEM_LOCATION_TYPE_HOST ? "(host)" : "(device)";
@@ -433,7 +434,6 @@ TEST_F(FakeDriverTest, CountsTheWorkersTimeInsidePrefetchCalls) {
   ASSERT_TRUE(wait_done(f));
   EXPECT_GE(b.stats().prefetch_call_ns, 20'000'000u);
 }
-
 
 // ------------------------------------------------------------------ the copy data path
 

@@ -19,21 +19,20 @@
 #include <vector>
 
 #include "core/common/log.h"
-#include "tests/core/cuda/tight_budget_program.h"
 #include "tests/core/cuda/fake_driver_handle.h"
+#include "tests/core/cuda/tight_budget_program.h"
 #include "tests/core/cuda/warning_capture.h"
 
 namespace pump {
 namespace {
 
+using testing::FakeDriver;
 using testing::TightBudgetProgram;
 using testing::TightBudgetResult;
-using testing::FakeDriver;
 using testing::WarningCapture;
 
 constexpr CUresult kInjected = CUDA_ERROR_UNKNOWN;
 constexpr const char* kInjectedName = "CUDA_ERROR_UNKNOWN";
-
 
 enum class Phase { kSetUp, kRun, kTeardown };
 const char* name(Phase p) { return p == Phase::kSetUp ? "set-up" : p == Phase::kRun ? "run" : "teardown"; }
@@ -90,9 +89,9 @@ struct Injection {
 };
 
 struct Outcome {
-  bool backend = false;        // the backend started
-  uint64_t fired = 0;          // failures the fake returned
-  uint64_t failed_calls = 0;   // ... that the backend counted
+  bool backend = false;       // the backend started
+  uint64_t fired = 0;         // failures the fake returned
+  uint64_t failed_calls = 0;  // ... that the backend counted
   std::vector<std::string> warnings;
   TightBudgetResult program;
   CallCounts counts;
@@ -201,26 +200,41 @@ struct CallCase {
   Variant variant = Variant::kCopy;
 };
 const CallCase kCalls[] = {
-    {"cuDriverGetVersion"},   {"cuInit"},
-    {"cuDeviceGetCount"},     {"cuDeviceGet"},
-    {"cuDeviceGetAttribute"}, {"cuDeviceTotalMem"},
+    {"cuDriverGetVersion"},
+    {"cuInit"},
+    {"cuDeviceGetCount"},
+    {"cuDeviceGet"},
+    {"cuDeviceGetAttribute"},
+    {"cuDeviceTotalMem"},
     {"cuMemGetInfo"},
-    {"cuDevicePrimaryCtxRetain"}, {"cuDevicePrimaryCtxRelease"},
-    {"cuCtxSetCurrent"},      {"cuCtxGetCurrent"},
-    {"cuStreamCreate"},       {"cuStreamDestroy"},
-    {"cuStreamIsCapturing"},  {"cuStreamWaitEvent"},
-    {"cuEventCreate"},        {"cuEventRecord"},
+    {"cuDevicePrimaryCtxRetain"},
+    {"cuDevicePrimaryCtxRelease"},
+    {"cuCtxSetCurrent"},
+    {"cuCtxGetCurrent"},
+    {"cuStreamCreate"},
+    {"cuStreamDestroy"},
+    {"cuStreamIsCapturing"},
+    {"cuStreamWaitEvent"},
+    {"cuEventCreate"},
+    {"cuEventRecord"},
     {"cuEventQuery"},
-    {"cuEventDestroy"},       {"cuModuleLoadData"},
-    {"cuModuleGetFunction"},  {"cuLaunchKernel"},
-    {"cuLaunchKernel", Variant::kKernelSaves}, {"cuEventSynchronize", Variant::kKernelSaves},
+    {"cuEventDestroy"},
+    {"cuModuleLoadData"},
+    {"cuModuleGetFunction"},
+    {"cuLaunchKernel"},
+    {"cuLaunchKernel", Variant::kKernelSaves},
+    {"cuEventSynchronize", Variant::kKernelSaves},
     {"cuMemHostGetDevicePointer", Variant::kKernelSaves},
     {"cuMemHostAlloc"},
-    {"cuMemFreeHost", Variant::kKernelSaves}, {"cuMemPrefetchAsync"},
-    {"cuMemAlloc"},           {"cuMemFree"},
+    {"cuMemFreeHost", Variant::kKernelSaves},
+    {"cuMemPrefetchAsync"},
+    {"cuMemAlloc"},
+    {"cuMemFree"},
     {"cuMemPrefetchAsync", Variant::kUnified},  // evictions by unified memory
-    {"cuMemPrefetchBatchAsync", Variant::kKernelSaves}, {"cuMemDiscardBatchAsync"},
-    {"cuMemcpyDtoHAsync"},    {"cuMemcpyHtoDAsync"},
+    {"cuMemPrefetchBatchAsync", Variant::kKernelSaves},
+    {"cuMemDiscardBatchAsync"},
+    {"cuMemcpyDtoHAsync"},
+    {"cuMemcpyHtoDAsync"},
     {"cuMemsetD32Async", Variant::kPoison},
 };
 

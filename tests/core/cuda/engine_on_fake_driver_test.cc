@@ -44,8 +44,16 @@ void ahead_on_kernel(void* ctx, const pump_kernel_v1_t*) {
   pump_block_v1_t block;
   if (g_ahead && host->find_block(host, g_ahead, &block) == PUMP_OK) host->prefetch(host, block.id, PUMP_WHEN_NOW);
 }
-const pump_policy_v1_t kLookAhead = {sizeof(pump_policy_v1_t), PUMP_POLICY_ABI_V1, "look-ahead", "1", ahead_init,
-                                     nullptr, ahead_on_kernel, nullptr, nullptr, nullptr};
+const pump_policy_v1_t kLookAhead = {sizeof(pump_policy_v1_t),
+                                     PUMP_POLICY_ABI_V1,
+                                     "look-ahead",
+                                     "1",
+                                     ahead_init,
+                                     nullptr,
+                                     ahead_on_kernel,
+                                     nullptr,
+                                     nullptr,
+                                     nullptr};
 
 // The fake driver acting on real bytes, and a backend on it.
 void start_on_real_bytes(FakeDriver& driver, std::unique_ptr<CudaBackend>* backend) {
@@ -150,7 +158,8 @@ TEST(EngineOnFakeDriver, AGraphLaunchFindsTheBytesItsCaptureReadsAndKeepsTheBudg
   engine.before_graph_launch(&t, kStream, kExec);
   ASSERT_TRUE(backend->wait_issued(10s));
   const std::vector<uint8_t> x_bytes(kMiB, 0x11);
-  EXPECT_EQ(std::memcmp(reinterpret_cast<void*>(x), x_bytes.data(), kMiB), 0) << "the graph would read x's dropped pages";
+  EXPECT_EQ(std::memcmp(reinterpret_cast<void*>(x), x_bytes.data(), kMiB), 0)
+      << "the graph would read x's dropped pages";
   std::memset(reinterpret_cast<void*>(y), 0x44, kMiB);  // the graph runs: writes y
   engine.after_kernel(&t);
   EXPECT_LE(engine.resident_bytes(), 2 * kMiB);

@@ -59,10 +59,9 @@ CUresult enter(const char* call) {
   }
   return CUDA_SUCCESS;
 }
-#define ENTER(call)                           \
-  do {                                        \
-    if (CUresult injected_ = enter(call))     \
-      return injected_;                       \
+#define ENTER(call)                                         \
+  do {                                                      \
+    if (CUresult injected_ = enter(call)) return injected_; \
   } while (0)
 
 void record(const char* name, CUstream stream, uint64_t address, uint64_t bytes, uint64_t value, int location) {
@@ -104,7 +103,10 @@ void drop_pages(const CUdeviceptr* addresses, const size_t* sizes, size_t n) {
   for (size_t i = 0; i < n; ++i) std::memset(bytes_at(addresses[i]), kFakeDiscardedByte, sizes[i]);
 }
 
-CUresult GetErrorString(CUresult, const char** s) { *s = "fake error"; return CUDA_SUCCESS; }
+CUresult GetErrorString(CUresult, const char** s) {
+  *s = "fake error";
+  return CUDA_SUCCESS;
+}
 CUresult GetErrorName(CUresult r, const char** s) {
   switch (r) {
     case CUDA_ERROR_INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; break;
@@ -115,14 +117,25 @@ CUresult GetErrorName(CUresult r, const char** s) {
   }
   return CUDA_SUCCESS;
 }
-CUresult Init(unsigned int) { ENTER("cuInit"); return CUDA_SUCCESS; }
+CUresult Init(unsigned int) {
+  ENTER("cuInit");
+  return CUDA_SUCCESS;
+}
 CUresult DriverGetVersion(int* v) {
   ENTER("cuDriverGetVersion");
   *v = config().driver_version;
   return CUDA_SUCCESS;
 }
-CUresult DeviceGet(CUdevice* d, int ordinal) { ENTER("cuDeviceGet"); *d = ordinal; return CUDA_SUCCESS; }
-CUresult DeviceGetCount(int* n) { ENTER("cuDeviceGetCount"); *n = config().devices; return CUDA_SUCCESS; }
+CUresult DeviceGet(CUdevice* d, int ordinal) {
+  ENTER("cuDeviceGet");
+  *d = ordinal;
+  return CUDA_SUCCESS;
+}
+CUresult DeviceGetCount(int* n) {
+  ENTER("cuDeviceGetCount");
+  *n = config().devices;
+  return CUDA_SUCCESS;
+}
 CUresult DeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice) {
   ENTER("cuDeviceGetAttribute");
   switch (a) {
@@ -131,13 +144,20 @@ CUresult DeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice) {
   }
   return CUDA_SUCCESS;
 }
-CUresult DeviceTotalMem(size_t* b, CUdevice) { ENTER("cuDeviceTotalMem"); *b = config().total_memory; return CUDA_SUCCESS; }
+CUresult DeviceTotalMem(size_t* b, CUdevice) {
+  ENTER("cuDeviceTotalMem");
+  *b = config().total_memory;
+  return CUDA_SUCCESS;
+}
 CUresult PrimaryCtxRetain(CUcontext* c, CUdevice d) {
   ENTER("cuDevicePrimaryCtxRetain");
   *c = reinterpret_cast<CUcontext>(uintptr_t{0xc0} + static_cast<uintptr_t>(d));
   return CUDA_SUCCESS;
 }
-CUresult PrimaryCtxRelease(CUdevice) { ENTER("cuDevicePrimaryCtxRelease"); return CUDA_SUCCESS; }
+CUresult PrimaryCtxRelease(CUdevice) {
+  ENTER("cuDevicePrimaryCtxRelease");
+  return CUDA_SUCCESS;
+}
 // The calling thread's current context: the one it set since the last reset (a reset
 // plays a fresh process, where no thread has one).
 std::atomic<uint64_t> g_context_epoch{1};
@@ -292,7 +312,10 @@ CUresult MemHostGetDevicePointer(CUdeviceptr* d, void* p, unsigned int) {
   *d = reinterpret_cast<CUdeviceptr>(p);  // unified addressing: the same address
   return CUDA_SUCCESS;
 }
-CUresult MemFreeHost(void*) { ENTER("cuMemFreeHost"); return CUDA_SUCCESS; }  // the arena is reset, not freed
+CUresult MemFreeHost(void*) {
+  ENTER("cuMemFreeHost");
+  return CUDA_SUCCESS;
+}  // the arena is reset, not freed
 CUresult MemPrefetchAsync(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned int, CUstream s) {
   ENTER("cuMemPrefetchAsync");
   wait_at_gate();
@@ -322,8 +345,8 @@ CUresult MemDiscardBatchAsync(CUdeviceptr* p, size_t* sizes, size_t n, unsigned 
   if (r == CUDA_SUCCESS) drop_pages(p, sizes, n);
   return r;
 }
-CUresult MemDiscardAndPrefetchBatchAsync(CUdeviceptr* p, size_t* sizes, size_t n, CUmemLocation* locs, size_t*,
-                                         size_t, unsigned long long, CUstream s) {
+CUresult MemDiscardAndPrefetchBatchAsync(CUdeviceptr* p, size_t* sizes, size_t n, CUmemLocation* locs, size_t*, size_t,
+                                         unsigned long long, CUstream s) {
   ENTER("cuMemDiscardAndPrefetchBatchAsync");
   record("cuMemDiscardAndPrefetchBatchAsync", s, p[0], sum(sizes, n), n, locs[0].type);
   const CUresult r = prefetch_result();
@@ -373,14 +396,17 @@ CUresult CtxGetCurrent(CUcontext* c) {
 constexpr size_t kAllocationAlignment = 1 << 16;
 CUresult allocate(const char* name, CUdeviceptr* p, size_t n) {
   if (p == nullptr || n == 0) return CUDA_ERROR_INVALID_VALUE;
-  void* memory = std::aligned_alloc(kAllocationAlignment, (n + kAllocationAlignment - 1) / kAllocationAlignment *
-                                                              kAllocationAlignment);
+  void* memory = std::aligned_alloc(kAllocationAlignment,
+                                    (n + kAllocationAlignment - 1) / kAllocationAlignment * kAllocationAlignment);
   if (memory == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
   *p = reinterpret_cast<CUdeviceptr>(memory);
   record(name, nullptr, *p, n, 0, 0);
   return CUDA_SUCCESS;
 }
-CUresult MemAlloc(CUdeviceptr* p, size_t n) { ENTER("cuMemAlloc"); return allocate("cuMemAlloc", p, n); }
+CUresult MemAlloc(CUdeviceptr* p, size_t n) {
+  ENTER("cuMemAlloc");
+  return allocate("cuMemAlloc", p, n);
+}
 CUresult MemAllocManaged(CUdeviceptr* p, size_t n, unsigned int) {
   ENTER("cuMemAllocManaged");
   return allocate("cuMemAllocManaged", p, n);
@@ -446,7 +472,8 @@ constexpr size_t kVmmGranularity = 2 << 20;
 CUresult MemGetAllocationGranularity(size_t* g, const CUmemAllocationProp* prop, CUmemAllocationGranularity_flags) {
   ENTER("cuMemGetAllocationGranularity");
   if (g == nullptr || prop == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE && (prop->location.id < 0 || prop->location.id >= config().devices))
+  if (prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
+      (prop->location.id < 0 || prop->location.id >= config().devices))
     return CUDA_ERROR_INVALID_DEVICE;
   *g = kVmmGranularity;
   return CUDA_SUCCESS;
@@ -507,8 +534,8 @@ CUresult ModuleGetFunction(CUfunction* f, CUmodule, const char* name) {
   else return CUDA_ERROR_NOT_FOUND;
   return CUDA_SUCCESS;
 }
-CUresult LaunchKernel(CUfunction f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                      CUstream s, void** params, void**) {
+CUresult LaunchKernel(CUfunction f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream s,
+                      void** params, void**) {
   ENTER("cuLaunchKernel");
   if (f == reinterpret_cast<CUfunction>(&g_copy_list_function)) {
     if (!params) return CUDA_ERROR_INVALID_VALUE;
@@ -516,7 +543,8 @@ CUresult LaunchKernel(CUfunction f, unsigned, unsigned, unsigned, unsigned, unsi
     uint64_t bytes = 0;
     for (unsigned long long i = 0; i < list->count; ++i) {
       bytes += list->chunks[i].bytes;
-      if (config().model_memory) std::memmove(bytes_at(list->chunks[i].dst), bytes_at(list->chunks[i].src), list->chunks[i].bytes);
+      if (config().model_memory)
+        std::memmove(bytes_at(list->chunks[i].dst), bytes_at(list->chunks[i].src), list->chunks[i].bytes);
     }
     record("cuLaunchKernel", s, list->count ? list->chunks[0].src : 0, bytes, list->count, 0);
     return CUDA_SUCCESS;
@@ -546,30 +574,47 @@ CUresult GetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t 
 struct Entry {
   const char* name;
   void* fn;
-  int since;               // the CUDA version (1000*major + 10*minor) of the ABI faked here
-  int until = 1 << 30;     // ... and the version from which the name means a newer ABI
+  int since;            // the CUDA version (1000*major + 10*minor) of the ABI faked here
+  int until = 1 << 30;  // ... and the version from which the name means a newer ABI
   Export when = Export::kAlways;
 };
-#define FAKE(name, fn, since) {name, reinterpret_cast<void*>(&fn), since}
-#define FAKE_IF(name, fn, since, when) {name, reinterpret_cast<void*>(&fn), since, 1 << 30, when}
+#define FAKE(name, fn, since) \
+  { name, reinterpret_cast<void*>(&fn), since }
+#define FAKE_IF(name, fn, since, when) \
+  { name, reinterpret_cast<void*>(&fn), since, 1 << 30, when }
 const Entry kEntries[] = {
-    FAKE("cuGetErrorString", GetErrorString, 6000), FAKE("cuGetErrorName", GetErrorName, 6000),
-    FAKE("cuInit", Init, 2000), FAKE("cuDriverGetVersion", DriverGetVersion, 2020),
-    FAKE("cuDeviceGet", DeviceGet, 2000), FAKE("cuDeviceGetCount", DeviceGetCount, 2000),
-    FAKE("cuDeviceGetAttribute", DeviceGetAttribute, 2000), FAKE("cuDeviceTotalMem", DeviceTotalMem, 3020),
+    FAKE("cuGetErrorString", GetErrorString, 6000),
+    FAKE("cuGetErrorName", GetErrorName, 6000),
+    FAKE("cuInit", Init, 2000),
+    FAKE("cuDriverGetVersion", DriverGetVersion, 2020),
+    FAKE("cuDeviceGet", DeviceGet, 2000),
+    FAKE("cuDeviceGetCount", DeviceGetCount, 2000),
+    FAKE("cuDeviceGetAttribute", DeviceGetAttribute, 2000),
+    FAKE("cuDeviceTotalMem", DeviceTotalMem, 3020),
     FAKE("cuDevicePrimaryCtxRetain", PrimaryCtxRetain, 7000),
-    FAKE("cuDevicePrimaryCtxRelease", PrimaryCtxRelease, 11000), FAKE("cuCtxSetCurrent", CtxSetCurrent, 4000),
-    FAKE("cuMemGetInfo", MemGetInfo, 3020), FAKE("cuStreamCreate", StreamCreate, 2000),
-    FAKE("cuStreamDestroy", StreamDestroy, 4000), FAKE("cuStreamSynchronize", StreamSynchronize, 2000),
+    FAKE("cuDevicePrimaryCtxRelease", PrimaryCtxRelease, 11000),
+    FAKE("cuCtxSetCurrent", CtxSetCurrent, 4000),
+    FAKE("cuMemGetInfo", MemGetInfo, 3020),
+    FAKE("cuStreamCreate", StreamCreate, 2000),
+    FAKE("cuStreamDestroy", StreamDestroy, 4000),
+    FAKE("cuStreamSynchronize", StreamSynchronize, 2000),
     FAKE("cuStreamIsCapturing", StreamIsCapturing, 10000),
-    FAKE("cuStreamGetCaptureInfo", StreamGetCaptureInfo, 12030), FAKE("cuStreamWaitEvent", StreamWaitEvent, 3020),
-    FAKE("cuEventCreate", EventCreate, 2000), FAKE("cuEventRecord", EventRecord, 2000),
-    FAKE("cuEventQuery", EventQuery, 2000), FAKE("cuEventSynchronize", EventSynchronize, 2000),
-    FAKE("cuEventDestroy", EventDestroy, 4000), FAKE("cuMemHostAlloc", MemHostAlloc, 2020),
-    FAKE("cuMemHostGetDevicePointer", MemHostGetDevicePointer, 3020), FAKE("cuMemFreeHost", MemFreeHost, 2000),
-    FAKE("cuMemPrefetchAsync", MemPrefetchAsync, 12020), FAKE("cuMemRangeGetAttribute", MemRangeGetAttribute, 8000),
-    FAKE("cuCtxGetCurrent", CtxGetCurrent, 4000), FAKE("cuCtxPushCurrent", CtxPushCurrent, 4000),
-    FAKE("cuCtxPopCurrent", CtxPopCurrent, 4000), FAKE("cuStreamGetCtx", StreamGetCtx, 9020),
+    FAKE("cuStreamGetCaptureInfo", StreamGetCaptureInfo, 12030),
+    FAKE("cuStreamWaitEvent", StreamWaitEvent, 3020),
+    FAKE("cuEventCreate", EventCreate, 2000),
+    FAKE("cuEventRecord", EventRecord, 2000),
+    FAKE("cuEventQuery", EventQuery, 2000),
+    FAKE("cuEventSynchronize", EventSynchronize, 2000),
+    FAKE("cuEventDestroy", EventDestroy, 4000),
+    FAKE("cuMemHostAlloc", MemHostAlloc, 2020),
+    FAKE("cuMemHostGetDevicePointer", MemHostGetDevicePointer, 3020),
+    FAKE("cuMemFreeHost", MemFreeHost, 2000),
+    FAKE("cuMemPrefetchAsync", MemPrefetchAsync, 12020),
+    FAKE("cuMemRangeGetAttribute", MemRangeGetAttribute, 8000),
+    FAKE("cuCtxGetCurrent", CtxGetCurrent, 4000),
+    FAKE("cuCtxPushCurrent", CtxPushCurrent, 4000),
+    FAKE("cuCtxPopCurrent", CtxPopCurrent, 4000),
+    FAKE("cuStreamGetCtx", StreamGetCtx, 9020),
     FAKE_IF("cuMemPrefetchBatchAsync", MemPrefetchBatchAsync, 13000, Export::kBatch),
     FAKE_IF("cuMemDiscardBatchAsync", MemDiscardBatchAsync, 13000, Export::kBatch),
     FAKE_IF("cuMemDiscardAndPrefetchBatchAsync", MemDiscardAndPrefetchBatchAsync, 13000, Export::kBatch),
@@ -580,16 +625,23 @@ const Entry kEntries[] = {
     FAKE_IF("cuModuleLoadData", ModuleLoadData, 2000, Export::kCopyKernel),
     FAKE_IF("cuModuleGetFunction", ModuleGetFunction, 2000, Export::kCopyKernel),
     // A program's launches, and the backend's copy kernel (which needs the two above).
-    FAKE("cuLaunchKernel", LaunchKernel, 4000), FAKE("cuFuncGetParamInfo", FuncGetParamInfo, 12040),
+    FAKE("cuLaunchKernel", LaunchKernel, 4000),
+    FAKE("cuFuncGetParamInfo", FuncGetParamInfo, 12040),
     // What a program allocates and copies with (the cuda backend uses none of them).
-    FAKE("cuMemAlloc", MemAlloc, 3020), FAKE("cuMemAllocManaged", MemAllocManaged, 6000),
-    FAKE("cuMemFree", MemFree, 3020), FAKE("cuMemcpyHtoD", MemcpyHtoD, 3020), FAKE("cuMemcpyDtoH", MemcpyDtoH, 3020),
-    FAKE("cuMemAllocAsync", MemAllocAsync, 11020), FAKE("cuMemFreeAsync", MemFreeAsync, 11020),
-    FAKE("cuMemPoolCreate", MemPoolCreate, 11020), FAKE("cuMemPoolDestroy", MemPoolDestroy, 11020),
+    FAKE("cuMemAlloc", MemAlloc, 3020),
+    FAKE("cuMemAllocManaged", MemAllocManaged, 6000),
+    FAKE("cuMemFree", MemFree, 3020),
+    FAKE("cuMemcpyHtoD", MemcpyHtoD, 3020),
+    FAKE("cuMemcpyDtoH", MemcpyDtoH, 3020),
+    FAKE("cuMemAllocAsync", MemAllocAsync, 11020),
+    FAKE("cuMemFreeAsync", MemFreeAsync, 11020),
+    FAKE("cuMemPoolCreate", MemPoolCreate, 11020),
+    FAKE("cuMemPoolDestroy", MemPoolDestroy, 11020),
     FAKE("cuDeviceGetDefaultMemPool", DeviceGetDefaultMemPool, 11020),
     FAKE("cuMemAllocFromPoolAsync", MemAllocFromPoolAsync, 11020),
     FAKE("cuMemGetAllocationGranularity", MemGetAllocationGranularity, 10020),
-    FAKE("cuMemCreate", MemCreate, 10020), FAKE("cuMemRelease", MemRelease, 10020),
+    FAKE("cuMemCreate", MemCreate, 10020),
+    FAKE("cuMemRelease", MemRelease, 10020),
     // CUDA 13's cuCtxGetDevice takes a context too (cuCtxGetDevice_v2): not faked.
     {"cuCtxGetDevice", reinterpret_cast<void*>(&CtxGetDevice), 2000, 13000},
     FAKE("cuGetProcAddress", GetProcAddress, 12000),

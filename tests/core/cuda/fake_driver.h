@@ -13,24 +13,24 @@
 struct FakeCall {
   char name[48];
   uint64_t stream;
-  uint64_t address;  // prefetch/discard/copy: first range
-  uint64_t bytes;    // summed over the ranges of a batch call
-  uint64_t value;    // number of ranges for batch calls; copies: the host address; memsets: the value
-  int location_type; // prefetches: CU_MEM_LOCATION_TYPE_*
+  uint64_t address;   // prefetch/discard/copy: first range
+  uint64_t bytes;     // summed over the ranges of a batch call
+  uint64_t value;     // number of ranges for batch calls; copies: the host address; memsets: the value
+  int location_type;  // prefetches: CU_MEM_LOCATION_TYPE_*
 };
 
 struct FakeDriverConfig {
-  int batch_calls = 1;             // export cuMemPrefetchBatchAsync and the discard calls
-  int concurrent_managed = 1;      // CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS
+  int batch_calls = 1;         // export cuMemPrefetchBatchAsync and the discard calls
+  int concurrent_managed = 1;  // CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS
   int driver_version = 13000;
-  int prefetch_result = 0;         // CUresult of every prefetch call
+  int prefetch_result = 0;  // CUresult of every prefetch call
   uint64_t total_memory = 80ull << 30;
-  int contextless_threads = 0;     // 1: stream calls fail with INVALID_CONTEXT until the thread sets one
-  int copy_calls = 1;              // export cuMemcpyDtoHAsync/HtoDAsync and the memsets (the copy data path)
-  int copy_result = 0;             // CUresult of every copy call
-  int fail_event_records = 0;      // this many cuEventRecord calls fail (CUDA_ERROR_INVALID_HANDLE)
-  uint64_t free_memory = 0;        // cuMemGetInfo's free bytes (0: all of total_memory)
-  int devices = 1;                 // cuDeviceGetCount
+  int contextless_threads = 0;  // 1: stream calls fail with INVALID_CONTEXT until the thread sets one
+  int copy_calls = 1;           // export cuMemcpyDtoHAsync/HtoDAsync and the memsets (the copy data path)
+  int copy_result = 0;          // CUresult of every copy call
+  int fail_event_records = 0;   // this many cuEventRecord calls fail (CUDA_ERROR_INVALID_HANDLE)
+  uint64_t free_memory = 0;     // cuMemGetInfo's free bytes (0: all of total_memory)
+  int devices = 1;              // cuDeviceGetCount
   // 1: export cuModuleLoadData, cuModuleGetFunction and cuLaunchKernel; the backend's
   // copy kernel then "runs" on the host when launched (with model_memory).
   int copy_kernels = 0;

@@ -7,9 +7,7 @@
 namespace pump::cuda {
 namespace {
 
-TEST(StreamKey, LegacyHandlesShareOneKey) {
-  EXPECT_EQ(stream_key(0), stream_key(kLegacyStreamHandle));
-}
+TEST(StreamKey, LegacyHandlesShareOneKey) { EXPECT_EQ(stream_key(0), stream_key(kLegacyStreamHandle)); }
 
 TEST(StreamKey, PerThreadDefaultStreamGetsADifferentKeyOnEachThread) {
   StreamId here = stream_key(kPerThreadStreamHandle);

@@ -54,7 +54,7 @@ EngineOptions TightBudgetProgram::engine_options(DataPath datapath) {
   options.budget_bytes = 2 * kBlockBytes;
   options.datapath = datapath;
   options.host_limit_bytes = 2ull << 20;  // one slab (the smallest): shadows for all four
-  options.prefetch_on_alloc = true;  // what fits is prefetched at allocation
+  options.prefetch_on_alloc = true;       // what fits is prefetched at allocation
   return options;
 }
 
@@ -110,8 +110,9 @@ void TightBudgetProgram::check(int allocation, const char* when, TightBudgetResu
     if (!wrong++) first = i;
   }
   char line[200];
-  std::snprintf(line, sizeof line, "allocation %d %s: %zu bytes differ, the first at offset %zu (0x%02x, expected 0x%02x)",
-                allocation, when, wrong, first, host_[first], expected_[allocation][first]);
+  std::snprintf(line, sizeof line,
+                "allocation %d %s: %zu bytes differ, the first at offset %zu (0x%02x, expected 0x%02x)", allocation,
+                when, wrong, first, host_[first], expected_[allocation][first]);
   result->lost_bytes.push_back(line);
 }
 

@@ -57,9 +57,9 @@ class TightBudgetProgram {
   void check(int allocation, const char* when, TightBudgetResult* result);
   void unattributed_access(TightBudgetResult* result);
 
-  std::vector<uint8_t> memory_;                  // the allocations, 2 MiB apart
-  std::vector<std::vector<uint8_t>> expected_;   // what each allocation holds
-  std::vector<uint8_t> host_;                    // the program's host buffer
+  std::vector<uint8_t> memory_;                 // the allocations, 2 MiB apart
+  std::vector<std::vector<uint8_t>> expected_;  // what each allocation holds
+  std::vector<uint8_t> host_;                   // the program's host buffer
 };
 
 }  // namespace pump::testing

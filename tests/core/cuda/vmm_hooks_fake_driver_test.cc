@@ -25,7 +25,6 @@ using testing::FakeDriver;
 constexpr uint64_t kMiB = 1 << 20;
 constexpr uint64_t kGranule = 2 * kMiB;
 
-
 CUmemAllocationProp device_prop(int device = 0) {
   CUmemAllocationProp prop{};
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;

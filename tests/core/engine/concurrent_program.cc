@@ -69,9 +69,10 @@ ConcurrentProgramResult run_concurrent_program(Engine& engine, ConcurrentDevice&
       }
       const int j = static_cast<int>(rng() % o.shared_allocations);
       const uint8_t next = static_cast<uint8_t>(value[slot] + 1);
-      launch(engine, device, stream,
-             {{own(t, slot), bytes, true, true, value[slot], next}, {shared(j), bytes, true, false, shared_value(j), 0}},
-             &mine);
+      launch(
+          engine, device, stream,
+          {{own(t, slot), bytes, true, true, value[slot], next}, {shared(j), bytes, true, false, shared_value(j), 0}},
+          &mine);
       value[slot] = next;
       kernels.fetch_add(1, std::memory_order_relaxed);
     }

@@ -20,8 +20,8 @@ namespace pump::testing {
 struct KernelAccess {
   uint64_t address = 0;
   uint64_t bytes = 0;
-  bool reads = false;     // it reads the old bytes: each must be `expected`
-  bool writes = false;    // it then fills the range with `value`
+  bool reads = false;   // it reads the old bytes: each must be `expected`
+  bool writes = false;  // it then fills the range with `value`
   uint8_t expected = 0;
   uint8_t value = 0;
 };
@@ -38,14 +38,16 @@ class ConcurrentDevice {
 struct ConcurrentProgramOptions {
   int threads = 8;
   int launches_per_thread = 500;
-  int own_allocations = 3;       // per thread
-  int shared_allocations = 4;    // read by every thread
+  int own_allocations = 3;     // per thread
+  int shared_allocations = 4;  // read by every thread
   uint64_t allocation_bytes = 64 << 10;
-  int free_one_in = 16;          // a launch is replaced by a free and allocation once in so many
+  int free_one_in = 16;  // a launch is replaced by a free and allocation once in so many
   uint32_t seed = 1;
   // The addresses: allocations lie back to back from `base`.
   uint64_t base = 0x7f0000000000ull;
-  uint64_t bytes_needed() const { return (uint64_t(threads) * own_allocations + shared_allocations) * allocation_bytes; }
+  uint64_t bytes_needed() const {
+    return (uint64_t(threads) * own_allocations + shared_allocations) * allocation_bytes;
+  }
 };
 
 struct ConcurrentProgramResult {

@@ -49,8 +49,16 @@ void stub_on_kernel(void* ctx, const pump_kernel_v1_t* k) {
   }
   if (s->then) s->then(s->host);
 }
-const pump_policy_v1_t kStubPolicy = {sizeof(pump_policy_v1_t), PUMP_POLICY_ABI_V1, "stub", "1", stub_init,
-                                      stub_fini, stub_on_kernel, nullptr, nullptr, nullptr};
+const pump_policy_v1_t kStubPolicy = {sizeof(pump_policy_v1_t),
+                                      PUMP_POLICY_ABI_V1,
+                                      "stub",
+                                      "1",
+                                      stub_init,
+                                      stub_fini,
+                                      stub_on_kernel,
+                                      nullptr,
+                                      nullptr,
+                                      nullptr};
 
 pump_extent_v1_t extent(uint64_t address, uint64_t bytes, uint32_t access, uint32_t role = PUMP_ROLE_UNKNOWN) {
   return {address, bytes, access, role};
@@ -118,8 +126,8 @@ TEST_F(EngineDataPathTest, ChecksumModeListsEachCleanDiscardWithItsShadowAndNoDe
   ASSERT_EQ(b.save.size(), 1u);
   const uint64_t shadow_a = b.save[0].shadow;
   EXPECT_TRUE(b.check_clean.empty()) << "a save is no clean discard";
-  run(*e, {reads(kA)});                    // A restored, B saved
-  b = run(*e, {reads(kB)});                // A, only read since, dropped clean
+  run(*e, {reads(kA)});      // A restored, B saved
+  b = run(*e, {reads(kB)});  // A, only read since, dropped clean
   ASSERT_EQ(b.discard.size(), 1u);
   ASSERT_EQ(b.check_clean.size(), 1u);
   EXPECT_EQ(b.check_clean[0].address, kA);
@@ -222,7 +230,7 @@ TEST_F(EngineDataPathTest, AnExactWriteOnlyExtentCoveringADroppedBlockPopulatesI
   e->on_alloc(kB, 4 * kMiB);
   run(*e, {writes(kA)});
   ASSERT_EQ(run(*e, {writes(kB)}).save.size(), 1u);  // A saved
-  TransferBatch b = run(*e, {writes(kA)});            // overwritten whole: its old bytes are not needed
+  TransferBatch b = run(*e, {writes(kA)});           // overwritten whole: its old bytes are not needed
   EXPECT_TRUE(b.restore.empty());
   EXPECT_TRUE(names(b.populate, kA));
   EXPECT_EQ(e->stats().bytes_populated, 4 * kMiB);
@@ -286,7 +294,7 @@ TEST_F(EngineDataPathTest, APointerIntoAnAllocationKeepsEveryPieceOfItRecent) {
   auto e = make(12 * kMiB);
   e->on_alloc(kA, 8 * kMiB);
   e->on_alloc(kB, 4 * kMiB);
-  e->on_alloc(kC, 4 * kMiB);  // 16 MiB tracked over 12
+  e->on_alloc(kC, 4 * kMiB);                   // 16 MiB tracked over 12
   run(*e, {writes(kA + 4 * kMiB, 4 * kMiB)});  // A in two pieces, the upper one used first
   run(*e, {writes(kB)});
   run(*e, {reads(kA, 64 * 1024)}, {1});  // a pointer into A's lower piece
@@ -336,7 +344,8 @@ TEST_F(EngineDataPathTest, AnInexactExtentWaitsForAFetchStillLandingInItsAllocat
   e->after_kernel(&t);
   bool waited = false;
   for (size_t i = waits_before; i < backend_.waits.size(); ++i)
-    waited |= backend_.waits[i].stream == kStream && backend_.waits[i].fence.stream == RecordingBackend::kPrefetchStream;
+    waited |=
+        backend_.waits[i].stream == kStream && backend_.waits[i].fence.stream == RecordingBackend::kPrefetchStream;
   EXPECT_TRUE(waited) << "the kernel may run while the restore of a piece it can reach is still copying";
 }
 
@@ -344,9 +353,9 @@ TEST_F(EngineDataPathTest, APieceLeavesOnlyAfterEveryStreamsKernelWithAPointerIn
   backend_.all_done = false;  // the kernels still run: an eviction must wait for them
   auto e = make(12 * kMiB);
   e->on_alloc(kA, 8 * kMiB);
-  e->on_alloc(kB, 8 * kMiB);  // 16 MiB tracked over 12: every kernel gets a fence
+  e->on_alloc(kB, 8 * kMiB);                   // 16 MiB tracked over 12: every kernel gets a fence
   run(*e, {writes(kA + 4 * kMiB, 4 * kMiB)});  // A in two pieces
-  for (StreamId stream : {2, 3}) {  // kernels on two streams get a pointer into A's lower piece
+  for (StreamId stream : {2, 3}) {             // kernels on two streams get a pointer into A's lower piece
     const pump_extent_v1_t pointer = reads(kA, 64 * 1024);
     const uint8_t inexact = 1;
     KernelTicket t;
@@ -372,9 +381,9 @@ TEST_F(EngineDataPathTest, AnUnattributedAccessBringsBackEveryDroppedBlock) {
   run(*e, {writes(kA)});
   run(*e, {extent(kB, 4 * kMiB, PUMP_ACCESS_WRITE, PUMP_ROLE_WORKSPACE)});
   run(*e, {writes(kC)});
-  run(*e, {writes(kD)});                                // A saved
-  run(*e, {reads(kC), reads(kD), updates(kA)});          // B (dead) discarded, A restored and written
-  run(*e, {reads(kC), reads(kD), reads(kB, 64 * 1024)}); // A saved again; only 64 KiB of B back
+  run(*e, {writes(kD)});                                  // A saved
+  run(*e, {reads(kC), reads(kD), updates(kA)});           // B (dead) discarded, A restored and written
+  run(*e, {reads(kC), reads(kD), reads(kB, 64 * 1024)});  // A saved again; only 64 KiB of B back
   e->on_free(kC);
   e->on_free(kD);
   const size_t before = backend_.batches.size();

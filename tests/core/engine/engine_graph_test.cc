@@ -36,9 +36,16 @@ pump_status_v1_t keep_host(const pump_policy_host_v1_t* host, void** ctx) {
   *ctx = const_cast<pump_policy_host_v1_t*>(host);
   return PUMP_OK;
 }
-const pump_policy_v1_t kPrefetchEverything = {sizeof(pump_policy_v1_t), PUMP_POLICY_ABI_V1, "prefetch-everything",
-                                              "1", keep_host, nullptr, prefetch_everything, nullptr,
-                                              nullptr, nullptr};
+const pump_policy_v1_t kPrefetchEverything = {sizeof(pump_policy_v1_t),
+                                              PUMP_POLICY_ABI_V1,
+                                              "prefetch-everything",
+                                              "1",
+                                              keep_host,
+                                              nullptr,
+                                              prefetch_everything,
+                                              nullptr,
+                                              nullptr,
+                                              nullptr};
 
 std::vector<std::string>* g_lines = nullptr;
 void keep_line(LogLevel, const char* line) { g_lines->push_back(line); }
@@ -152,8 +159,9 @@ TEST_F(EngineGraphTest, AGraphLargerThanTheBudgetIsAnOversizedKernelWarnedOnce) 
   launch(*e);
   EXPECT_EQ(e->stats().kernels_oversized, 1u) << "the second launch finds its blocks resident";
   EXPECT_EQ(e->stats().graph_launches, 2u);
-  const auto warned = std::count_if(lines_.begin(), lines_.end(),
-                                    [](const std::string& l) { return l.find("PUMP_GPU_BUDGET") != std::string::npos; });
+  const auto warned = std::count_if(lines_.begin(), lines_.end(), [](const std::string& l) {
+    return l.find("PUMP_GPU_BUDGET") != std::string::npos;
+  });
   EXPECT_EQ(warned, 1);
 }
 

@@ -28,8 +28,8 @@ TEST(EngineOnSim, ABlockUsedWhileEverythingFittedIsNotEvictedUnderItsRunningKern
   options.budget_bytes = 64 * kMiB;
   Engine engine(sim, nullptr, options, nullptr);
   engine.on_alloc(kA, 48 * kMiB);
-  launch(engine, sim, 1, kA, 48 * kMiB, 0.5);  // fits: no fence recorded for it
-  engine.on_alloc(kB, 48 * kMiB);             // the model grows past the budget
+  launch(engine, sim, 1, kA, 48 * kMiB, 0.5);    // fits: no fence recorded for it
+  engine.on_alloc(kB, 48 * kMiB);                // the model grows past the budget
   launch(engine, sim, 2, kB, 48 * kMiB, 0.001);  // needs A's room while A's kernel runs
   sim.synchronize();
   const SimStats stats = sim.stats();

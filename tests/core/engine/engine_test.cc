@@ -48,9 +48,9 @@ void scripted_on_pressure(void* ctx, const pump_kernel_v1_t* k, uint64_t bytes) 
   if (p->on_pressure) p->on_pressure(p->host, k, bytes);
 }
 
-const pump_policy_v1_t kScripted = {sizeof(pump_policy_v1_t), PUMP_POLICY_ABI_V1, "scripted", "1",
-                                    scripted_init, scripted_fini, scripted_on_kernel, scripted_on_pressure,
-                                    nullptr, nullptr};
+const pump_policy_v1_t kScripted = {
+    sizeof(pump_policy_v1_t), PUMP_POLICY_ABI_V1,   "scripted", "1",    scripted_init, scripted_fini,
+    scripted_on_kernel,       scripted_on_pressure, nullptr,    nullptr};
 
 void prefetch_all(const pump_policy_host_v1_t* host, const pump_kernel_v1_t* k, pump_when_v1_t when) {
   for (size_t i = 0; i < k->num_blocks; ++i) host->prefetch(host, k->blocks[i].id, when);
@@ -205,8 +205,8 @@ TEST_F(EngineTest, EvictingABlockOfTheKernelBeingDecidedIsRefused) {
 TEST_F(EngineTest, DeadWorkspaceIsDiscardedButLiveDataIsWrittenBack) {
   auto e = make(64 * kMiB);
   backend_.all_done = true;
-  e->on_alloc(kBase, 4 * kMiB);                // workspace
-  e->on_alloc(kBase + 8 * kMiB, 4 * kMiB);     // activation
+  e->on_alloc(kBase, 4 * kMiB);             // workspace
+  e->on_alloc(kBase + 8 * kMiB, 4 * kMiB);  // activation
   run(*e, {extent(kBase, 4 * kMiB, PUMP_ACCESS_READ_WRITE, PUMP_ROLE_WORKSPACE),
            extent(kBase + 8 * kMiB, 4 * kMiB, PUMP_ACCESS_WRITE, PUMP_ROLE_ACTIVATION)});
   pump_block_v1_t ws{}, act{};
@@ -419,13 +419,13 @@ TEST_F(EngineTest, ABlockSharedByTwoStreamsKeepsOneFencePerStreamWhileNoneComple
 
 TEST_F(EngineTest, ABlockStaysWhileAnyKernelUsingItIsOnItsWayNotOnlyTheLastOne) {
   auto e = make(8 * kMiB, nullptr);
-  e->on_alloc(kBase, 4 * kMiB);               // shared by two threads' kernels
+  e->on_alloc(kBase, 4 * kMiB);  // shared by two threads' kernels
   e->on_alloc(kBase + 8 * kMiB, 4 * kMiB);
   e->on_alloc(kBase + 16 * kMiB, 4 * kMiB);
   const pump_extent_v1_t shared = extent(kBase, 4 * kMiB);
   KernelTicket a;
   e->before_kernel(&a, /*stream=*/1, &shared, 1);  // thread A decided; its launch is on its way
-  run(*e, {shared}, /*stream=*/2);                  // thread B launches on the block meanwhile
+  run(*e, {shared}, /*stream=*/2);                 // thread B launches on the block meanwhile
   run(*e, {extent(kBase + 8 * kMiB, 4 * kMiB)}, /*stream=*/3);
   run(*e, {extent(kBase + 16 * kMiB, 4 * kMiB)}, /*stream=*/3);  // needs room
   for (const TransferBatch& b : backend_.batches)

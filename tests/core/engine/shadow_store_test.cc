@@ -178,11 +178,13 @@ namespace {
 
 TEST(ShadowStoreTest, SlabsSideBySideAreStillTwoSlabs) {
   uint64_t next = 0x200000000ull;
-  ShadowStore store([&next](uint64_t bytes) {
-    const uint64_t at = next;
-    next += bytes;  // the next slab starts where this one ends
-    return at;
-  }, 4 * kMiB, 2 * kMiB);
+  ShadowStore store(
+      [&next](uint64_t bytes) {
+        const uint64_t at = next;
+        next += bytes;  // the next slab starts where this one ends
+        return at;
+      },
+      4 * kMiB, 2 * kMiB);
   const uint64_t a = store.allocate(2 * kMiB);
   const uint64_t b = store.allocate(2 * kMiB);
   ASSERT_EQ(b, a + 2 * kMiB) << "the second slab lies right after the first";

@@ -1,8 +1,8 @@
 // A million launches through one engine on the simulated GPU, as a long training run
 // makes them: three streams, a budget of half the memory (every block leaves and comes
 // back, on the copy data path) in phases with half the memory freed (everything fits),
-// an allocation freed and made again every few hundred launches. What the engine and the sim hold must stay flat: each container's size in
-// the second half of the run stays within what it reached in the first half.
+// an allocation freed and made again every few hundred launches. What the engine and the sim hold must stay flat: each
+// container's size in the second half of the run stays within what it reached in the first half.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -32,14 +32,15 @@ struct Sample {
   EngineFootprint engine;
   SimFootprint sim;
   std::vector<size_t> sizes() const {
-    return {engine.blocks, engine.allocations, engine.out_in_flight, engine.tail_fences, engine.stream_uses,
-            engine.shadow_free_ranges, sim.streams, sim.queued_ops, sim.pending_events, sim.live_kernels,
-            sim.page_segments, sim.shadow_segments};
+    return {engine.blocks,      engine.allocations,        engine.out_in_flight, engine.tail_fences,
+            engine.stream_uses, engine.shadow_free_ranges, sim.streams,          sim.queued_ops,
+            sim.pending_events, sim.live_kernels,          sim.page_segments,    sim.shadow_segments};
   }
 };
-const char* const kNames[] = {"engine blocks", "engine allocations", "engine out_in_flight", "engine tail_fences",
-                              "engine stream_uses", "shadow free ranges", "sim streams", "sim queued ops",
-                              "sim pending events", "sim live kernels", "sim page segments", "sim shadow segments"};
+const char* const kNames[] = {"engine blocks",      "engine allocations", "engine out_in_flight",
+                              "engine tail_fences", "engine stream_uses", "shadow free ranges",
+                              "sim streams",        "sim queued ops",     "sim pending events",
+                              "sim live kernels",   "sim page segments",  "sim shadow segments"};
 
 TEST(SoakOnSim, AMillionLaunchesKeepMemoryEventsAndTrackerFlat) {
   SimBackend sim;

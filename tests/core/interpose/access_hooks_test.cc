@@ -180,7 +180,7 @@ TEST_F(AccessHooks, PerThreadStreamCallsUseTheThreadsDefaultStream) {
 // cudaMemcpy hook, which must not tell the engine about the copy a second time.
 cudaError_t runtime_copy_through_the_driver_hook(void* dst, const void* src, size_t count, cudaMemcpyKind) {
   return cuMemcpyHtoD_v2(reinterpret_cast<CUdeviceptr>(dst), src, count) == CUDA_SUCCESS ? cudaSuccess
-                                                                                          : cudaErrorUnknown;
+                                                                                         : cudaErrorUnknown;
 }
 
 TEST_F(AccessHooks, ARuntimeCopyReachingTheDriverHookUnderneathIsSeenOnce) {
@@ -204,35 +204,33 @@ struct CopyCase {
 
 const CopyCase kCopyCases[] = {
     {"cudaMemcpy", k_cudaMemcpy, [] { cudaMemcpy(ptr(kA), ptr(kB), 10, cudaMemcpyDefault); }, kA, 10, kB},
-    {"cudaMemcpyAsync", k_cudaMemcpyAsync,
-     [] { cudaMemcpyAsync(ptr(kA), ptr(kB), 11, cudaMemcpyDefault, nullptr); }, kA, 11, kB},
+    {"cudaMemcpyAsync", k_cudaMemcpyAsync, [] { cudaMemcpyAsync(ptr(kA), ptr(kB), 11, cudaMemcpyDefault, nullptr); },
+     kA, 11, kB},
     {"cudaMemcpyAsync_ptsz", k_cudaMemcpyAsync_ptsz,
      [] { cudaMemcpyAsync_ptsz(ptr(kA), ptr(kB), 12, cudaMemcpyDefault, nullptr); }, kA, 12, kB},
     {"cudaMemset", k_cudaMemset, [] { cudaMemset(ptr(kA), 1, 13); }, kA, 13, 0},
     {"cudaMemsetAsync", k_cudaMemsetAsync, [] { cudaMemsetAsync(ptr(kA), 1, 14, nullptr); }, kA, 14, 0},
-    {"cudaMemsetAsync_ptsz", k_cudaMemsetAsync_ptsz, [] { cudaMemsetAsync_ptsz(ptr(kA), 1, 15, nullptr); }, kA, 15,
-     0},
+    {"cudaMemsetAsync_ptsz", k_cudaMemsetAsync_ptsz, [] { cudaMemsetAsync_ptsz(ptr(kA), 1, 15, nullptr); }, kA, 15, 0},
     {"cuMemcpy", k_cuMemcpy, [] { cuMemcpy(kA, kB, 16); }, kA, 16, kB},
     {"cuMemcpyAsync", k_cuMemcpyAsync, [] { cuMemcpyAsync(kA, kB, 17, nullptr); }, kA, 17, kB},
     {"cuMemcpyHtoD_v2", k_cuMemcpyHtoD_v2, [] { cuMemcpyHtoD_v2(kA, ptr(kB), 18); }, kA, 18, kB},
     {"cuMemcpyDtoH_v2", k_cuMemcpyDtoH_v2, [] { cuMemcpyDtoH_v2(ptr(kA), kB, 19); }, kA, 19, kB},
     {"cuMemcpyDtoD_v2", k_cuMemcpyDtoD_v2, [] { cuMemcpyDtoD_v2(kA, kB, 20); }, kA, 20, kB},
-    {"cuMemcpyHtoDAsync_v2", k_cuMemcpyHtoDAsync_v2, [] { cuMemcpyHtoDAsync_v2(kA, ptr(kB), 21, nullptr); }, kA,
-     21, kB},
-    {"cuMemcpyDtoHAsync_v2", k_cuMemcpyDtoHAsync_v2, [] { cuMemcpyDtoHAsync_v2(ptr(kA), kB, 22, nullptr); }, kA,
-     22, kB},
-    {"cuMemcpyDtoDAsync_v2", k_cuMemcpyDtoDAsync_v2, [] { cuMemcpyDtoDAsync_v2(kA, kB, 23, nullptr); }, kA, 23,
+    {"cuMemcpyHtoDAsync_v2", k_cuMemcpyHtoDAsync_v2, [] { cuMemcpyHtoDAsync_v2(kA, ptr(kB), 21, nullptr); }, kA, 21,
      kB},
+    {"cuMemcpyDtoHAsync_v2", k_cuMemcpyDtoHAsync_v2, [] { cuMemcpyDtoHAsync_v2(ptr(kA), kB, 22, nullptr); }, kA, 22,
+     kB},
+    {"cuMemcpyDtoDAsync_v2", k_cuMemcpyDtoDAsync_v2, [] { cuMemcpyDtoDAsync_v2(kA, kB, 23, nullptr); }, kA, 23, kB},
     {"cuMemsetD8_v2", k_cuMemsetD8_v2, [] { cuMemsetD8_v2(kA, 1, 24); }, kA, 24, 0},
     {"cuMemsetD32_v2", k_cuMemsetD32_v2, [] { cuMemsetD32_v2(kA, 1, 25); }, kA, 100, 0},
     {"cuMemsetD8Async", k_cuMemsetD8Async, [] { cuMemsetD8Async(kA, 1, 26, nullptr); }, kA, 26, 0},
     {"cuMemsetD32Async", k_cuMemsetD32Async, [] { cuMemsetD32Async(kA, 1, 27, nullptr); }, kA, 108, 0},
     {"cudaMemcpyPeer", k_cudaMemcpyPeer, [] { cudaMemcpyPeer(ptr(kA), 1, ptr(kB), 0, 28); }, kA, 28, kB},
-    {"cudaMemcpyPeerAsync", k_cudaMemcpyPeerAsync,
-     [] { cudaMemcpyPeerAsync(ptr(kA), 1, ptr(kB), 0, 29, nullptr); }, kA, 29, kB},
+    {"cudaMemcpyPeerAsync", k_cudaMemcpyPeerAsync, [] { cudaMemcpyPeerAsync(ptr(kA), 1, ptr(kB), 0, 29, nullptr); }, kA,
+     29, kB},
     {"cuMemcpyPeer", k_cuMemcpyPeer, [] { cuMemcpyPeer(kA, nullptr, kB, nullptr, 30); }, kA, 30, kB},
-    {"cuMemcpyPeerAsync", k_cuMemcpyPeerAsync, [] { cuMemcpyPeerAsync(kA, nullptr, kB, nullptr, 31, nullptr); }, kA,
-     31, kB},
+    {"cuMemcpyPeerAsync", k_cuMemcpyPeerAsync, [] { cuMemcpyPeerAsync(kA, nullptr, kB, nullptr, 31, nullptr); }, kA, 31,
+     kB},
 };
 
 TEST_F(AccessHooks, EveryCopyAndSetReachesTheEngineWithItsExactExtents) {
@@ -278,31 +276,69 @@ const UnsizedCase kUnsizedCases[] = {
      [] { cudaMemcpy2DAsync(ptr(kA), 64, ptr(kB), 64, 64, 4, cudaMemcpyDefault, nullptr); }},
     {"cudaMemcpy2DAsync_ptsz", k_cudaMemcpy2DAsync_ptsz,
      [] { cudaMemcpy2DAsync_ptsz(ptr(kA), 64, ptr(kB), 64, 64, 4, cudaMemcpyDefault, nullptr); }},
-    {"cudaMemcpy3D", k_cudaMemcpy3D, [] { cudaMemcpy3DParms p{}; cudaMemcpy3D(&p); }},
-    {"cudaMemcpy3DAsync", k_cudaMemcpy3DAsync, [] { cudaMemcpy3DParms p{}; cudaMemcpy3DAsync(&p, nullptr); }},
+    {"cudaMemcpy3D", k_cudaMemcpy3D,
+     [] {
+       cudaMemcpy3DParms p{};
+       cudaMemcpy3D(&p);
+     }},
+    {"cudaMemcpy3DAsync", k_cudaMemcpy3DAsync,
+     [] {
+       cudaMemcpy3DParms p{};
+       cudaMemcpy3DAsync(&p, nullptr);
+     }},
     {"cudaMemcpy3DAsync_ptsz", k_cudaMemcpy3DAsync_ptsz,
-     [] { cudaMemcpy3DParms p{}; cudaMemcpy3DAsync_ptsz(&p, nullptr); }},
-    {"cuMemcpy2D_v2", k_cuMemcpy2D_v2, [] { CUDA_MEMCPY2D p{}; cuMemcpy2D_v2(&p); }},
-    {"cuMemcpy2DUnaligned_v2", k_cuMemcpy2DUnaligned_v2, [] { CUDA_MEMCPY2D p{}; cuMemcpy2DUnaligned_v2(&p); }},
-    {"cuMemcpy2DAsync_v2", k_cuMemcpy2DAsync_v2, [] { CUDA_MEMCPY2D p{}; cuMemcpy2DAsync_v2(&p, nullptr); }},
-    {"cuMemcpy3D_v2", k_cuMemcpy3D_v2, [] { CUDA_MEMCPY3D p{}; cuMemcpy3D_v2(&p); }},
-    {"cuMemcpy3DAsync_v2", k_cuMemcpy3DAsync_v2, [] { CUDA_MEMCPY3D p{}; cuMemcpy3DAsync_v2(&p, nullptr); }},
+     [] {
+       cudaMemcpy3DParms p{};
+       cudaMemcpy3DAsync_ptsz(&p, nullptr);
+     }},
+    {"cuMemcpy2D_v2", k_cuMemcpy2D_v2,
+     [] {
+       CUDA_MEMCPY2D p{};
+       cuMemcpy2D_v2(&p);
+     }},
+    {"cuMemcpy2DUnaligned_v2", k_cuMemcpy2DUnaligned_v2,
+     [] {
+       CUDA_MEMCPY2D p{};
+       cuMemcpy2DUnaligned_v2(&p);
+     }},
+    {"cuMemcpy2DAsync_v2", k_cuMemcpy2DAsync_v2,
+     [] {
+       CUDA_MEMCPY2D p{};
+       cuMemcpy2DAsync_v2(&p, nullptr);
+     }},
+    {"cuMemcpy3D_v2", k_cuMemcpy3D_v2,
+     [] {
+       CUDA_MEMCPY3D p{};
+       cuMemcpy3D_v2(&p);
+     }},
+    {"cuMemcpy3DAsync_v2", k_cuMemcpy3DAsync_v2,
+     [] {
+       CUDA_MEMCPY3D p{};
+       cuMemcpy3DAsync_v2(&p, nullptr);
+     }},
     {"cudaGraphLaunch", k_cudaGraphLaunch, [] { cudaGraphLaunch(nullptr, nullptr); }},
     {"cudaGraphLaunch_ptsz", k_cudaGraphLaunch_ptsz, [] { cudaGraphLaunch_ptsz(nullptr, nullptr); }},
     {"cuGraphLaunch", k_cuGraphLaunch, [] { cuGraphLaunch(nullptr, nullptr); }},
     {"cublasSgemmBatched", k_cublasSgemmBatched,
-     [] { cublasSgemmBatched(nullptr, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, nullptr, nullptr, 4, nullptr, 4, nullptr,
-                             nullptr, 4, 2); }},
+     [] {
+       cublasSgemmBatched(nullptr, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, nullptr, nullptr, 4, nullptr, 4, nullptr, nullptr,
+                          4, 2);
+     }},
     {"cublasDgemmBatched", k_cublasDgemmBatched,
-     [] { cublasDgemmBatched(nullptr, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, nullptr, nullptr, 4, nullptr, 4, nullptr,
-                             nullptr, 4, 2); }},
+     [] {
+       cublasDgemmBatched(nullptr, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, nullptr, nullptr, 4, nullptr, 4, nullptr, nullptr,
+                          4, 2);
+     }},
     {"cublasHgemmBatched", k_cublasHgemmBatched,
-     [] { cublasHgemmBatched(nullptr, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, nullptr, nullptr, 4, nullptr, 4, nullptr,
-                             nullptr, 4, 2); }},
+     [] {
+       cublasHgemmBatched(nullptr, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, nullptr, nullptr, 4, nullptr, 4, nullptr, nullptr,
+                          4, 2);
+     }},
     {"cublasGemmBatchedEx", k_cublasGemmBatchedEx,
-     [] { cublasGemmBatchedEx(nullptr, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, nullptr, nullptr, CUDA_R_32F, 4, nullptr,
-                              CUDA_R_32F, 4, nullptr, nullptr, CUDA_R_32F, 4, 2, CUBLAS_COMPUTE_32F,
-                              CUBLAS_GEMM_DEFAULT); }},
+     [] {
+       cublasGemmBatchedEx(nullptr, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, nullptr, nullptr, CUDA_R_32F, 4, nullptr,
+                           CUDA_R_32F, 4, nullptr, nullptr, CUDA_R_32F, 4, 2, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+     }},
 };
 
 TEST_F(AccessHooks, EveryUnsizedAccessRestoresEveryDroppedBlockFirst) {

@@ -28,10 +28,10 @@ TEST(CudaLibraryFiles, OtherFilesServeNoHook) {
 }
 
 TEST(CudaLibraryFiles, NvidiasLibrariesAreCudaLibrariesButNotTheRuntimeOrDriver) {
-  for (const char* file : {"libcublas.so.13", "/x/libcublasLt.so.13", "libcudnn_ops.so.9", "libnccl.so.2",
-                           "libcufft.so.12", "libcusparse.so.12", "libcusolver.so.12", "libcurand.so.10",
-                           "libnvshmem_host.so.3", "libnppc.so.13", "libcutensor.so.2", "libnvinfer.so.10",
-                           "libnvinfer_plugin.so.10"})
+  for (const char* file :
+       {"libcublas.so.13", "/x/libcublasLt.so.13", "libcudnn_ops.so.9", "libnccl.so.2", "libcufft.so.12",
+        "libcusparse.so.12", "libcusolver.so.12", "libcurand.so.10", "libnvshmem_host.so.3", "libnppc.so.13",
+        "libcutensor.so.2", "libnvinfer.so.10", "libnvinfer_plugin.so.10"})
     EXPECT_TRUE(is_cuda_library_file(file)) << file;
   for (const char* file : {"libcuda.so.1", "libcudart.so.13", "/usr/lib/libcudf.so", "libtorch_cuda.so",
                            "/jax/xla_cuda_plugin.so", "/opt/app/bin/train", ""})

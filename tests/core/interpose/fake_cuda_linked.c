@@ -23,8 +23,7 @@ EXPORT int pump_fake_cuLaunchKernel_ptsz(void) {
 }
 
 /* cuGetProcAddress_v2's shape: hands out the fakes above by base name. */
-EXPORT int pump_fake_cuGetProcAddress_v2(const char* symbol, void** pfn, int version, uint64_t flags,
-                                         int* status) {
+EXPORT int pump_fake_cuGetProcAddress_v2(const char* symbol, void** pfn, int version, uint64_t flags, int* status) {
   (void)version;
   (void)flags;
   if (status) *status = 0;

@@ -11,11 +11,11 @@
 enum { kSuccess = 0, kInvalidArgument = 4, kInProgress = 7 };
 
 /* Scripted by the test. */
-EXPORT int fake_nccl_result = kSuccess;   /* what every collective and group call returns */
-EXPORT int fake_nccl_ranks = 2;           /* ncclCommCount */
-EXPORT int fake_nccl_rank = 0;            /* ncclCommUserRank */
-EXPORT int fake_nccl_device = 0;          /* ncclCommCuDevice */
-EXPORT int fake_nccl_in_progress = 0;     /* ncclCommGetAsyncError answers ncclInProgress this often first */
+EXPORT int fake_nccl_result = kSuccess; /* what every collective and group call returns */
+EXPORT int fake_nccl_ranks = 2;         /* ncclCommCount */
+EXPORT int fake_nccl_rank = 0;          /* ncclCommUserRank */
+EXPORT int fake_nccl_device = 0;        /* ncclCommCuDevice */
+EXPORT int fake_nccl_in_progress = 0;   /* ncclCommGetAsyncError answers ncclInProgress this often first */
 EXPORT int fake_nccl_async_queries = 0;
 /* Called from inside the communicator and memory calls (what NCCL would do there). */
 EXPORT void (*fake_nccl_inside)(void) = NULL;

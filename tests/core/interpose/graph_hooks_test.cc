@@ -116,8 +116,7 @@ class GraphHooks : public ::testing::Test {
       backend_.capturing_streams.insert(stream_key(s));
       backend_.capture_ids[stream_key(s)] = kCapture;
     }
-    ASSERT_EQ(cudaMemcpyAsync(ptr(kA), ptr(kA + 2 * kMiB), 2 * kMiB, cudaMemcpyDeviceToDevice, kOrigin),
-              cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(ptr(kA), ptr(kA + 2 * kMiB), 2 * kMiB, cudaMemcpyDeviceToDevice, kOrigin), cudaSuccess);
     ASSERT_EQ(cudaMemsetAsync(ptr(kB), 0, 4 * kMiB, kForked), cudaSuccess);
     EXPECT_TRUE(backend_.batches.empty()) << "nothing is queued on a capturing stream";
     cudaGraph_t graph = nullptr;

@@ -51,11 +51,26 @@ TEST(HookList, EveryHookHasAnAddress) {
 }
 
 TEST(HookList, CoversTheCallsPyTorchIsKnownToMake) {
-  for (const char* name : {"__cudaLaunchKernel", "cudaLaunchKernelExC", "cudnnBackendExecute", "cublasSgemm_v2",
-                           "cublasGemmEx", "cublasGemmStridedBatchedEx", "cublasLtMatmul", "cudaMalloc",
-                           "cudaGetDriverEntryPointByVersion", "cuMemCreate", "cuMemMap", "cudaMemcpyPeerAsync",
-                           "ncclAllReduce", "ncclReduceScatter", "ncclAllGather", "ncclBroadcast", "ncclGroupStart",
-                           "ncclGroupEnd", "ncclCommInitRankConfig", "ncclCommSplit"})
+  for (const char* name : {"__cudaLaunchKernel",
+                           "cudaLaunchKernelExC",
+                           "cudnnBackendExecute",
+                           "cublasSgemm_v2",
+                           "cublasGemmEx",
+                           "cublasGemmStridedBatchedEx",
+                           "cublasLtMatmul",
+                           "cudaMalloc",
+                           "cudaGetDriverEntryPointByVersion",
+                           "cuMemCreate",
+                           "cuMemMap",
+                           "cudaMemcpyPeerAsync",
+                           "ncclAllReduce",
+                           "ncclReduceScatter",
+                           "ncclAllGather",
+                           "ncclBroadcast",
+                           "ncclGroupStart",
+                           "ncclGroupEnd",
+                           "ncclCommInitRankConfig",
+                           "ncclCommSplit"})
     EXPECT_TRUE(find_hook(name)) << name;
 }
 

@@ -91,8 +91,8 @@ class MultiDeviceHooks : public ::testing::Test {
   }
   void TearDown() override {
     set_devices_for_testing(nullptr);
-    for (SymbolId id : {k_cudaMemcpyPeerAsync, k_cudaMemcpyPeer, k_cudaMemcpyAsync, k_cudaMemcpy2DAsync,
-                        k_cuStreamGetDevice})
+    for (SymbolId id :
+         {k_cudaMemcpyPeerAsync, k_cudaMemcpyPeer, k_cudaMemcpyAsync, k_cudaMemcpy2DAsync, k_cuStreamGetDevice})
       g_real_symbols[id].store(nullptr);
   }
 

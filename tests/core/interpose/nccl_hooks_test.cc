@@ -83,7 +83,7 @@ class NcclHooks : public ::testing::Test {
     backend_->host_memory = true;
     backend_->journal = &g_journal;
     EngineOptions options;
-    options.budget_bytes = kMiB;  // less than what is tracked: every settled call records a fence
+    options.budget_bytes = kMiB;             // less than what is tracked: every settled call records a fence
     options.host_limit_bytes = 1024 * kMiB;  // shadows for what leaves (the copy data path)
     engine_ = std::make_unique<Engine>(*backend_, nullptr, options, &config_);
     engine_->on_alloc(kA, kMiB);
@@ -146,34 +146,49 @@ struct CollectiveCase {
 };
 
 const CollectiveCase kCollectives[] = {
-    {"ncclAllReduce", k_ncclAllReduce,
+    {"ncclAllReduce",
+     k_ncclAllReduce,
      [] { return ncclAllReduce(at(kA), at_mut(kB), 16, type(kFloat32), op(kSum), kComm, kStream); },
      {{64, PUMP_ACCESS_READ}, {64, PUMP_ACCESS_WRITE}}},
-    {"ncclReduceScatter", k_ncclReduceScatter,
+    {"ncclReduceScatter",
+     k_ncclReduceScatter,
      [] { return ncclReduceScatter(at(kA), at_mut(kB), 16, type(kFloat32), op(kSum), kComm, kStream); },
      {{128, PUMP_ACCESS_READ}, {64, PUMP_ACCESS_WRITE}}},
-    {"ncclAllGather", k_ncclAllGather,
+    {"ncclAllGather",
+     k_ncclAllGather,
      [] { return ncclAllGather(at(kA), at_mut(kB), 16, type(kFloat32), kComm, kStream); },
      {{64, PUMP_ACCESS_READ}, {128, PUMP_ACCESS_WRITE}}},
-    {"ncclBroadcast", k_ncclBroadcast,
+    {"ncclBroadcast",
+     k_ncclBroadcast,
      [] { return ncclBroadcast(at(kA), at_mut(kB), 16, type(kFloat32), 0, kComm, kStream); },
      {{64, PUMP_ACCESS_READ}, {64, PUMP_ACCESS_WRITE}}},
-    {"ncclBcast", k_ncclBcast, [] { return ncclBcast(at_mut(kA), 16, type(kFloat32), 0, kComm, kStream); },
+    {"ncclBcast",
+     k_ncclBcast,
+     [] { return ncclBcast(at_mut(kA), 16, type(kFloat32), 0, kComm, kStream); },
      {{64, PUMP_ACCESS_READ}}},
-    {"ncclReduce", k_ncclReduce,
+    {"ncclReduce",
+     k_ncclReduce,
      [] { return ncclReduce(at(kA), at_mut(kB), 16, type(kFloat32), op(kSum), 0, kComm, kStream); },
      {{64, PUMP_ACCESS_READ}, {64, PUMP_ACCESS_WRITE}}},
-    {"ncclAlltoAll", k_ncclAlltoAll, [] { return ncclAlltoAll(at(kA), at_mut(kB), 16, type(kFloat32), kComm, kStream); },
+    {"ncclAlltoAll",
+     k_ncclAlltoAll,
+     [] { return ncclAlltoAll(at(kA), at_mut(kB), 16, type(kFloat32), kComm, kStream); },
      {{128, PUMP_ACCESS_READ}, {128, PUMP_ACCESS_WRITE}}},
-    {"ncclGather", k_ncclGather,
+    {"ncclGather",
+     k_ncclGather,
      [] { return ncclGather(at(kA), at_mut(kB), 16, type(kFloat32), 0, kComm, kStream); },
      {{64, PUMP_ACCESS_READ}, {128, PUMP_ACCESS_WRITE}}},
-    {"ncclScatter", k_ncclScatter,
+    {"ncclScatter",
+     k_ncclScatter,
      [] { return ncclScatter(at(kA), at_mut(kB), 16, type(kFloat32), 0, kComm, kStream); },
      {{128, PUMP_ACCESS_READ}, {64, PUMP_ACCESS_WRITE}}},
-    {"ncclSend", k_ncclSend, [] { return ncclSend(at(kA), 16, type(kFloat32), 1, kComm, kStream); },
+    {"ncclSend",
+     k_ncclSend,
+     [] { return ncclSend(at(kA), 16, type(kFloat32), 1, kComm, kStream); },
      {{64, PUMP_ACCESS_READ}}},
-    {"ncclRecv", k_ncclRecv, [] { return ncclRecv(at_mut(kB), 16, type(kFloat32), 1, kComm, kStream); },
+    {"ncclRecv",
+     k_ncclRecv,
+     [] { return ncclRecv(at_mut(kB), 16, type(kFloat32), 1, kComm, kStream); },
      {{64, PUMP_ACCESS_WRITE}}},
 };
 
@@ -229,7 +244,8 @@ TEST_F(NcclHooks, ANonblockingCommunicatorIsWaitedForBeforeItsCallIsSettled) {
   EXPECT_EQ(ncclAllReduce(at(kA), at_mut(kB), 64, type(kFloat32), op(kSum), kComm, kStream), ncclInProgress);
   EXPECT_EQ(fake_nccl_async_queries, 3);
   int last_query = -1;
-  for (int i = find_line("ncclCommGetAsyncError"); i >= 0; i = find_line("ncclCommGetAsyncError", i + 1)) last_query = i;
+  for (int i = find_line("ncclCommGetAsyncError"); i >= 0; i = find_line("ncclCommGetAsyncError", i + 1))
+    last_query = i;
   ASSERT_GE(last_query, 0);
   EXPECT_GT(find_line("mark 77"), last_query);
 }
@@ -282,7 +298,8 @@ TEST_F(NcclHooks, AReceivedBufferCountsAsWrittenSoItsOldShadowIsNotTrusted) {
   kernel(kB, PUMP_ACCESS_WRITE);  // A must leave: by a save, since the receive changed it
   const EngineStats after = engine_->stats();
   EXPECT_EQ(after.bytes_saved - before.bytes_saved, kMiB);
-  EXPECT_EQ(after.bytes_discarded_clean, before.bytes_discarded_clean) << "dropping A as clean would lose what it received";
+  EXPECT_EQ(after.bytes_discarded_clean, before.bytes_discarded_clean)
+      << "dropping A as clean would lose what it received";
 }
 
 TEST_F(NcclHooks, ADeviceScalarOfAPreMulSumOperatorIsReadByTheCollectivesUsingIt) {

@@ -87,9 +87,9 @@ TEST(MissingRealSymbol, EachLibraryReturnsItsOwnErrorCode) {
   CUdeviceptr d = 0;
   EXPECT_EQ(cuMemFree_v2(d), CUDA_ERROR_NOT_FOUND);
   float alpha = 1, beta = 0;
-  EXPECT_EQ(cublasSgemm_v2(nullptr, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, &alpha, nullptr, 1, nullptr, 1, &beta,
-                           nullptr, 1),
-            CUBLAS_STATUS_NOT_INITIALIZED);
+  EXPECT_EQ(
+      cublasSgemm_v2(nullptr, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, &alpha, nullptr, 1, nullptr, 1, &beta, nullptr, 1),
+      CUBLAS_STATUS_NOT_INITIALIZED);
   EXPECT_EQ(cublasLtMatmul(nullptr, nullptr, &alpha, nullptr, nullptr, nullptr, nullptr, &beta, nullptr, nullptr,
                            nullptr, nullptr, nullptr, nullptr, 0, nullptr),
             CUBLAS_STATUS_NOT_INITIALIZED);

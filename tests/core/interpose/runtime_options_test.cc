@@ -78,14 +78,14 @@ TEST(RuntimeOptions, CopyViaNamesHowTheCopyPathMovesBytes) {
 TEST(RuntimeOptions, ParsesGoodValues) {
   LogCapture log;
   RuntimeOptions o = parse_runtime_options(*config_with({{"DISABLE", "1"},
-                                                        {"PLUGINS", " cudnn , /opt/x/libmine.so,,launch "},
-                                                        {"POLICY", "none"},
-                                                        {"GPU_BUDGET", "8GiB"},
-                                                        {"MANAGED_LIMIT", "16GiB"},
-                                                        {"PREFETCH_ON_ALLOC", "1"},
-                                                        {"SPLIT_GRANULARITY", "2MiB"},
-                                                        {"STATS", "/tmp/s.json"},
-                                                        {"TRACE", "/tmp/t.jsonl"}}));
+                                                         {"PLUGINS", " cudnn , /opt/x/libmine.so,,launch "},
+                                                         {"POLICY", "none"},
+                                                         {"GPU_BUDGET", "8GiB"},
+                                                         {"MANAGED_LIMIT", "16GiB"},
+                                                         {"PREFETCH_ON_ALLOC", "1"},
+                                                         {"SPLIT_GRANULARITY", "2MiB"},
+                                                         {"STATS", "/tmp/s.json"},
+                                                         {"TRACE", "/tmp/t.jsonl"}}));
   EXPECT_TRUE(o.disabled);
   EXPECT_EQ(o.plugins, (std::vector<std::string>{"cudnn", "/opt/x/libmine.so", "launch"}));
   EXPECT_EQ(o.policy, "none");
@@ -133,34 +133,30 @@ TEST_P(RuntimeOptionsBadValue, GivesOneMessageNamingTheVariableAndValueThenTheDe
   EXPECT_EQ(o.copy_via, defaults.copy_via);
 }
 
-INSTANTIATE_TEST_SUITE_P(Interpose, RuntimeOptionsBadValue,
-                         ::testing::Values(BadValue{"DISABLE", "maybe"}, BadValue{"GPU_BUDGET", "lots"},
-                                           BadValue{"GPU_BUDGET", "150%"}, BadValue{"MANAGED_LIMIT", "-3GiB"},
-                                           BadValue{"MANAGED_LIMIT", "0"}, BadValue{"PREFETCH_ON_ALLOC", "2"},
-                                           BadValue{"SPLIT_GRANULARITY", "100KiB"},
-                                           BadValue{"SPLIT_GRANULARITY", "1KiB"}, BadValue{"DATAPATH", "fast"},
-                                           BadValue{"DATAPATH", "UM"}, BadValue{"HOST_LIMIT", "lots"},
-                                           BadValue{"HOST_LIMIT", "150%"}, BadValue{"HOST_LIMIT", "-1GiB"},
-                                           BadValue{"VERIFY", "on"}, BadValue{"COPY_VIA", "bounce"},
-                                           // below one page: a budget that holds nothing
-                                           BadValue{"GPU_BUDGET", "0"}, BadValue{"GPU_BUDGET", "0B"},
-                                           BadValue{"GPU_BUDGET", "0.0001"}, BadValue{"GPU_BUDGET", "4095"},
-                                           // per device: the whole setting is refused
-                                           BadValue{"GPU_BUDGET", "0:8GiB,0:6GiB"},
-                                           BadValue{"GPU_BUDGET", "0:8GiB,1:lots"},
-                                           BadValue{"GPU_BUDGET", "8GiB,6GiB"}, BadValue{"GPU_BUDGET", "x:8GiB"},
-                                           BadValue{"GPU_BUDGET", "0:8GiB,"}, BadValue{"GPU_BUDGET", "1:0"},
-                                           BadValue{"GPU_BUDGET", "0:150%"},
-                                           BadValue{"MANAGED_LIMIT", "0:16GiB,1:0"},
-                                           BadValue{"MANAGED_LIMIT", "1:16GiB,1:8GiB"},
-                                           BadValue{"MANAGED_LIMIT", "0:50%"}),
-                         [](const ::testing::TestParamInfo<BadValue>& info) {
-                           // e.g. GPU_BUDGET_150_ : the variable and its value, as a test name
-                           std::string name = std::string(info.param.key) + "_" + info.param.value;
-                           for (char& c : name)
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return name + "_" + std::to_string(info.index);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Interpose, RuntimeOptionsBadValue,
+    ::testing::Values(BadValue{"DISABLE", "maybe"}, BadValue{"GPU_BUDGET", "lots"}, BadValue{"GPU_BUDGET", "150%"},
+                      BadValue{"MANAGED_LIMIT", "-3GiB"}, BadValue{"MANAGED_LIMIT", "0"},
+                      BadValue{"PREFETCH_ON_ALLOC", "2"}, BadValue{"SPLIT_GRANULARITY", "100KiB"},
+                      BadValue{"SPLIT_GRANULARITY", "1KiB"}, BadValue{"DATAPATH", "fast"}, BadValue{"DATAPATH", "UM"},
+                      BadValue{"HOST_LIMIT", "lots"}, BadValue{"HOST_LIMIT", "150%"}, BadValue{"HOST_LIMIT", "-1GiB"},
+                      BadValue{"VERIFY", "on"}, BadValue{"COPY_VIA", "bounce"},
+                      // below one page: a budget that holds nothing
+                      BadValue{"GPU_BUDGET", "0"}, BadValue{"GPU_BUDGET", "0B"}, BadValue{"GPU_BUDGET", "0.0001"},
+                      BadValue{"GPU_BUDGET", "4095"},
+                      // per device: the whole setting is refused
+                      BadValue{"GPU_BUDGET", "0:8GiB,0:6GiB"}, BadValue{"GPU_BUDGET", "0:8GiB,1:lots"},
+                      BadValue{"GPU_BUDGET", "8GiB,6GiB"}, BadValue{"GPU_BUDGET", "x:8GiB"},
+                      BadValue{"GPU_BUDGET", "0:8GiB,"}, BadValue{"GPU_BUDGET", "1:0"},
+                      BadValue{"GPU_BUDGET", "0:150%"}, BadValue{"MANAGED_LIMIT", "0:16GiB,1:0"},
+                      BadValue{"MANAGED_LIMIT", "1:16GiB,1:8GiB"}, BadValue{"MANAGED_LIMIT", "0:50%"}),
+    [](const ::testing::TestParamInfo<BadValue>& info) {
+      // e.g. GPU_BUDGET_150_ : the variable and its value, as a test name
+      std::string name = std::string(info.param.key) + "_" + info.param.value;
+      for (char& c : name)
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+      return name + "_" + std::to_string(info.index);
+    });
 
 TEST(RuntimeOptions, ABudgetOfOnePageIsAccepted) {
   LogCapture log;

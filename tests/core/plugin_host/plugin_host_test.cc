@@ -75,8 +75,8 @@ TEST_F(PluginHostTest, LoadsPolicyByBuiltInNameFromPluginDir) {
 TEST_F(PluginHostTest, LoadingTheSamePluginTwiceReturnsTheSameApi) {
   auto by_name = host_.load_policy("good");
   auto by_path = host_.load_policy(fixture("libpump_policy_good.so"));
-  auto via_dotdot = host_.load_policy(kFixtureDir + "/../" + fs::path(kFixtureDir).filename().string() +
-                                      "/libpump_policy_good.so");
+  auto via_dotdot =
+      host_.load_policy(kFixtureDir + "/../" + fs::path(kFixtureDir).filename().string() + "/libpump_policy_good.so");
   ASSERT_TRUE(by_name && by_path && via_dotdot);
   EXPECT_EQ(by_name->api, by_path->api);
   EXPECT_EQ(by_name->api, via_dotdot->api);

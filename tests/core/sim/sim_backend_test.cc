@@ -414,11 +414,11 @@ TEST(SimBackendShadow, DiscardAfterAWriteSinceTheSaveLosesTheBytes) {
   use(b, {kA, kMiB}, kWrite);
   out(b, {kA, kMiB}, /*save=*/true);
   in(b, {kA, kMiB}, /*restore=*/true);
-  use(b, {kA + 4096, 4096}, kWrite);   // one page written: its shadow is stale
-  out(b, {kA, kMiB}, /*save=*/false);  // dropped as if clean
+  use(b, {kA + 4096, 4096}, kWrite);    // one page written: its shadow is stale
+  out(b, {kA, kMiB}, /*save=*/false);   // dropped as if clean
   in(b, {kA, kMiB}, /*restore=*/true);  // brings back the old bytes of that page
   EXPECT_EQ(b.stats().violations_read_discarded, 0u) << "nothing read yet";
-  use(b, {kA + 8192, 4096}, kRead);     // another page: its shadow was fine
+  use(b, {kA + 8192, 4096}, kRead);  // another page: its shadow was fine
   EXPECT_EQ(b.stats().violations_read_discarded, 0u);
   use(b, {kA, kMiB}, kRead);
   EXPECT_EQ(b.stats().violations_read_discarded, 1u);
@@ -447,10 +447,10 @@ TEST(SimBackendShadow, PopulatingASavedPageInsteadOfRestoringLosesIt) {
 
 TEST(SimBackendShadow, OverwritingLostOrDeadPagesBeforeReadingThemIsFine) {
   SimBackend b(hand_model());
-  use(b, {kA, kMiB}, kWrite);   // a workspace: written, read only by its own kernel
+  use(b, {kA, kMiB}, kWrite);          // a workspace: written, read only by its own kernel
   out(b, {kA, kMiB}, /*save=*/false);  // dead: dropped
   in(b, {kA, kMiB}, /*restore=*/false);
-  use(b, {kA, kMiB}, kWrite);   // the next user writes before it reads
+  use(b, {kA, kMiB}, kWrite);  // the next user writes before it reads
   use(b, {kA, kMiB}, kRead);
   // A saved page overwritten whole after a populate is fine too.
   use(b, {kB, kMiB}, kWrite);
@@ -479,7 +479,7 @@ TEST(SimBackendShadow, ReadingDroppedWorkspaceBytesIsNoViolation) {
   use(b, {kA, kMiB}, kWrite);
   use_as_workspace(b, {kA, kMiB});
   out(b, {kA, kMiB}, /*save=*/false);  // dead: dropped
-  use(b, {kA, kMiB}, kRead | kWrite);   // fault-populated, read as if meaningful
+  use(b, {kA, kMiB}, kRead | kWrite);  // fault-populated, read as if meaningful
   in(b, {kB, kMiB}, /*restore=*/false);
   use_as_workspace(b, {kB, kMiB});
   out(b, {kB, kMiB}, /*save=*/false);
@@ -493,7 +493,7 @@ TEST(SimBackendShadow, WorkspaceBytesWrittenSinceOrSharingAPageStillCount) {
   const uint64_t page = hand_model().page_bytes;
   SimBackend b(hand_model());
   use_as_workspace(b, {kA, kMiB});
-  use(b, {kA, page}, kWrite);          // a new tensor written there: live again
+  use(b, {kA, page}, kWrite);  // a new tensor written there: live again
   out(b, {kA, kMiB}, /*save=*/false);
   use(b, {kA, page}, kRead);
   EXPECT_EQ(b.stats().violations_read_discarded, 1u);

@@ -73,8 +73,8 @@ TEST(SimWorkloads, ComputeTimeFollowsBytesAtTheArithmeticIntensity) {
   SimWorkload d = training_loop(TrainingLoopSpec{});
   uint64_t bytes = 0;
   for (const pump_extent_v1_t& e : d.iteration[0].extents) bytes += e.bytes;
-  const double ratio = (static_cast<double>(bytes) / SimDeviceModel{}.prefetch_bytes_per_second) /
-                       d.iteration[0].compute_seconds;
+  const double ratio =
+      (static_cast<double>(bytes) / SimDeviceModel{}.prefetch_bytes_per_second) / d.iteration[0].compute_seconds;
   EXPECT_GT(ratio, 2.0);
   EXPECT_LT(ratio, 5.0);
 }

@@ -1,10 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 #include "core/trace/trace_reader.h"
@@ -14,7 +14,8 @@ namespace pump {
 namespace {
 
 std::string temp_path(const char* name) {
-  return (std::filesystem::temp_directory_path() / (std::string("pump_trace_test_") + std::to_string(::getpid()) + "_" + name))
+  return (std::filesystem::temp_directory_path() /
+          (std::string("pump_trace_test_") + std::to_string(::getpid()) + "_" + name))
       .string();
 }
 
@@ -89,9 +90,10 @@ TEST(Trace, GuessedExtentsKeepTheirMark) {
   std::optional<Trace> old = parse("{\"pump_trace\":1,\"writer\":\"pump\"}\n", &error);
   ASSERT_TRUE(old) << error;
   EXPECT_FALSE(old->marks_inexact);
-  EXPECT_FALSE(parse("{\"pump_trace\":1}\n{\"op\":\"kernel\",\"stream\":0,\"extents\":[{\"address\":1,"
-                     "\"bytes\":1,\"access\":\"r\",\"role\":\"unknown\",\"inexact\":1}]}\n",
-                     &error));
+  EXPECT_FALSE(
+      parse("{\"pump_trace\":1}\n{\"op\":\"kernel\",\"stream\":0,\"extents\":[{\"address\":1,"
+            "\"bytes\":1,\"access\":\"r\",\"role\":\"unknown\",\"inexact\":1}]}\n",
+            &error));
 }
 
 TEST(Trace, ConcurrentWritersProduceWholeLines) {
@@ -133,7 +135,8 @@ TEST(Trace, MalformedLineGivesOneErrorWithItsLineNumber) {
       {"{\"op\":\"alloc\",\"address\":1,\"bytes\":-1}", "non-negative integer"},
       {"{\"op\":\"launch\"}", "unknown op \"launch\""},
       {"[1,2]", "must be a JSON object"},
-      {"{\"op\":\"kernel\",\"stream\":1,\"extents\":[{\"address\":1,\"bytes\":2,\"access\":\"x\",\"role\":\"weight\"}]}",
+      {"{\"op\":\"kernel\",\"stream\":1,\"extents\":[{\"address\":1,\"bytes\":2,\"access\":\"x\",\"role\":\"weight\"}]"
+       "}",
        "extent 0: kernel record: \"access\""},
       {"{\"op\":\"kernel\",\"stream\":1,\"extents\":{}}", "\"extents\" must be an array"},
       {"{\"op\":\"kernel\",\"stream\":1,\"seconds\":-1,\"extents\":[]}", "\"seconds\""},
@@ -171,9 +174,9 @@ TEST(Trace, UnknownFieldsAreIgnored) {
 TEST(Trace, OddKernelNamesRoundTripAndInvalidUtf8BecomesReplacement) {
   const std::string path = temp_path("odd_names");
   const pump_extent_v1_t e{0x1000, 16, PUMP_ACCESS_READ, PUMP_ROLE_WEIGHT};
-  const std::vector<std::string> kept = {
-      "plain_kernel<float, 128>",        "quote\" back\\slash / slash", "tab\tnl\ncr\rbs\bff\f",
-      std::string("nul\0x\x01\x1f\x7f", 8), "caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x98\x80"};
+  const std::vector<std::string> kept = {"plain_kernel<float, 128>", "quote\" back\\slash / slash",
+                                         "tab\tnl\ncr\rbs\bff\f", std::string("nul\0x\x01\x1f\x7f", 8),
+                                         "caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x98\x80"};
   {
     std::unique_ptr<TraceWriter> w = TraceWriter::open(path);
     ASSERT_TRUE(w);
@@ -206,13 +209,13 @@ TEST(Trace, OddKernelNamesRoundTripAndInvalidUtf8BecomesReplacement) {
 TEST(Trace, BadJsonLinesAreOneLineErrorsAndNeverCrash) {
   const std::string header = "{\"pump_trace\":1}\n";
   const std::string cases[] = {
-      std::string(100000, '['),                          // hostile nesting
-      "{\"op\":\"free\",\"address\":16,}",               // trailing comma
-      "{\"op\":\"free\",\"address\":16} trailing",       // text after the value
-      "{\"op\":\"free\",\"address\":\"0x10\xff\"}",        // not UTF-8
-      "{\"op\":\"free\",\"address\":\"open",              // unterminated string
-      "{\"op\":\"free\",\"address\":\"a\x01b\"}",          // raw control character
-      "{\"op\":\"free\",\"address\":\"\\ud800\"}",        // lone surrogate
+      std::string(100000, '['),                      // hostile nesting
+      "{\"op\":\"free\",\"address\":16,}",           // trailing comma
+      "{\"op\":\"free\",\"address\":16} trailing",   // text after the value
+      "{\"op\":\"free\",\"address\":\"0x10\xff\"}",  // not UTF-8
+      "{\"op\":\"free\",\"address\":\"open",         // unterminated string
+      "{\"op\":\"free\",\"address\":\"a\x01b\"}",    // raw control character
+      "{\"op\":\"free\",\"address\":\"\\ud800\"}",   // lone surrogate
       "NaN",
   };
   for (const std::string& bad : cases) {
