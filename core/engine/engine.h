@@ -141,6 +141,12 @@ class Engine {
   // The block containing `address`. Its flags never carry PUMP_BLOCK_IN_USE: this is the
   // extractors' lookup for every pointer word of every launch, kept free of fence queries.
   bool find_block(uint64_t address, pump_block_v1_t* out);
+  // [*lowest, *end): every allocation ever tracked lies in it (empty before the first);
+  // lock-free, for callers that test many words against find_block.
+  void tracked_span(uint64_t* lowest, uint64_t* end) const {
+    *lowest = lowest_tracked_.load(std::memory_order_acquire);
+    *end = tracked_end_.load(std::memory_order_acquire);
+  }
   // Whether a block of this engine contains `address` (which device's memory it is).
   bool holds(uint64_t address);
   EngineStats stats() const;

@@ -21,8 +21,14 @@ bool ExtractorRegistry::find_block(uint64_t address, pump_block_v1_t* out) {
 
 void* ExtractorRegistry::real_symbol(const char* name) { return real_symbol_by_name(name); }
 
-ExtractorRegistry::ExtractorRegistry(const Config* config, FindBlockFn find_block)
-    : config_(config), find_block_(find_block) {}
+void ExtractorRegistry::tracked_span(uint64_t* lowest, uint64_t* end) {
+  if (tracked_span_) return tracked_span_(lowest, end);
+  *lowest = 0;
+  *end = UINT64_MAX;
+}
+
+ExtractorRegistry::ExtractorRegistry(const Config* config, FindBlockFn find_block, TrackedSpanFn tracked_span)
+    : config_(config), find_block_(find_block), tracked_span_(tracked_span) {}
 
 // Extractors are never finalized: hooks may run on other threads until the process ends.
 ExtractorRegistry::~ExtractorRegistry() = default;

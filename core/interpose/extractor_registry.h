@@ -26,8 +26,10 @@ class ExtractorRegistry final : private ExtractorServices {
   };
   // The block containing `address` on any device; false if none.
   using FindBlockFn = bool (*)(uint64_t address, pump_block_v1_t* out);
+  // [*lowest, *end) holds every block find_block can answer (null: the whole address space).
+  using TrackedSpanFn = void (*)(uint64_t* lowest, uint64_t* end);
 
-  ExtractorRegistry(const Config* config, FindBlockFn find_block);
+  ExtractorRegistry(const Config* config, FindBlockFn find_block, TrackedSpanFn tracked_span = nullptr);
   ~ExtractorRegistry();
   ExtractorRegistry(const ExtractorRegistry&) = delete;
   ExtractorRegistry& operator=(const ExtractorRegistry&) = delete;
@@ -55,9 +57,11 @@ class ExtractorRegistry final : private ExtractorServices {
   const char* config(const char* key) override;
   bool find_block(uint64_t address, pump_block_v1_t* out) override;
   void* real_symbol(const char* name) override;
+  void tracked_span(uint64_t* lowest, uint64_t* end) override;
 
   const Config* config_;
   FindBlockFn find_block_;
+  TrackedSpanFn tracked_span_;
   std::vector<std::unique_ptr<ExtractorHost>> hosts_;
   Route routes_[kHookCount];
 };

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string_view>
 
@@ -24,6 +25,12 @@ void finish_at_exit() {
 bool find_block_any(uint64_t address, pump_block_v1_t* out) {
   Runtime* rt = Runtime::get();
   return rt && rt->find_block(address, out);
+}
+
+void tracked_span_any(uint64_t* lowest, uint64_t* end) {
+  *lowest = UINT64_MAX;
+  *end = 0;
+  if (Runtime* rt = Runtime::get()) rt->tracked_span(lowest, end);
 }
 
 std::string join(const std::vector<std::string>& items) {
@@ -51,7 +58,7 @@ Runtime* Runtime::get() {
 
 Runtime::Runtime(RuntimeOptions options)
     : options_(std::move(options)), host_limit_(std::make_unique<HostLimit>(options_.host_limit_bytes)) {
-  extractors_ = std::make_unique<ExtractorRegistry>(&config_, &find_block_any);
+  extractors_ = std::make_unique<ExtractorRegistry>(&config_, &find_block_any, &tracked_span_any);
   if (!options_.trace_path.empty()) trace_ = TraceWriter::open(options_.trace_path);  // logs why if it fails
   load_plugins();
   require_every_launch_seen();
@@ -176,6 +183,18 @@ Engine* Runtime::current_engine(Library library, int* device_out) {
   if (device < 0) return nullptr;
   if (device_out) *device_out = device;
   return engine(device);
+}
+
+void Runtime::tracked_span(uint64_t* lowest, uint64_t* end) {
+  for (int i = 0, n = engine_count(); i < n; ++i) {
+    int device = -1;
+    uint64_t lo = 0, hi = 0;
+    if (Engine* e = engine_at(i, &device)) {
+      e->tracked_span(&lo, &hi);
+      *lowest = std::min(*lowest, lo);
+      *end = std::max(*end, hi);
+    }
+  }
 }
 
 bool Runtime::find_block(uint64_t address, pump_block_v1_t* out) {

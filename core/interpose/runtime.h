@@ -55,6 +55,8 @@ class Runtime {
   Engine* engine_at(int index, int* device) const;
   // The block containing `address` on any device.
   bool find_block(uint64_t address, pump_block_v1_t* out);
+  // Widens [*lowest, *end) to every engine's tracked span (Engine::tracked_span).
+  void tracked_span(uint64_t* lowest, uint64_t* end);
 
   // PUMP_MANAGED_LIMIT accounting, per device. reserve fails (one clear message) past the
   // device's limit.

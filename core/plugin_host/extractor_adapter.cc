@@ -28,6 +28,12 @@ ExtractorHost::ExtractorHost(const pump_extractor_v1_t* api, ExtractorServices& 
   table_.real_symbol = [](const pump_extractor_host_v1_t* self, const char* name) {
     return from(self).services_->real_symbol(name);
   };
+  table_.tracked_span = [](const pump_extractor_host_v1_t* self, uint64_t* lowest, uint64_t* end) {
+    uint64_t lo = 0, hi = UINT64_MAX;
+    from(self).services_->tracked_span(&lo, &hi);
+    if (lowest) *lowest = lo;
+    if (end) *end = hi;
+  };
 }
 
 const ExtractorHost& ExtractorHost::from(const pump_extractor_host_v1_t* table) {

@@ -16,6 +16,7 @@ class ExtractorServices {
   virtual const char* config(const char* key) = 0;                      // key is not null
   virtual bool find_block(uint64_t address, pump_block_v1_t* out) = 0;  // out is not null
   virtual void* real_symbol(const char* name) = 0;
+  virtual void tracked_span(uint64_t* lowest, uint64_t* end) = 0;  // neither is null
 
  protected:
   ~ExtractorServices() = default;

@@ -6,6 +6,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <new>
@@ -72,10 +73,20 @@ struct LaunchState {
 // Matches words against blocks, once per distinct block.
 class BlockMatcher {
  public:
-  BlockMatcher(const pump_extractor_host_v1_t* host, pump_extent_sink_v1_t* sink) : host_(host), sink_(sink) {}
+  BlockMatcher(const pump_extractor_host_v1_t* host, pump_extent_sink_v1_t* sink) : host_(host), sink_(sink) {
+    // A parameter block holds dozens of words (PyTorch's offset calculators: hundreds)
+    // that pass the bounds above: the host's span of tracked memory rejects them here,
+    // not one find_block call each (SDK 1.2; older hosts: every candidate is asked).
+    if (PUMP_HAS_MEMBER(host, pump_extractor_host_v1_t, tracked_span)) {
+      uint64_t lowest = 0, end = 0;
+      host->tracked_span(host, &lowest, &end);
+      lowest_ = std::max(lowest_, lowest);
+      end_ = std::min(end_, end);
+    }
+  }
 
   void word(uint64_t value) {
-    if (value < kLowestPointer || value >= kHighestPointer) return;
+    if (value < lowest_ || value >= end_) return;
     for (int i = 0; i < count_; ++i) {
       if (value - seen_[i].start < seen_[i].bytes) return;  // already reported
     }
@@ -92,6 +103,8 @@ class BlockMatcher {
   };
   const pump_extractor_host_v1_t* host_;
   pump_extent_sink_v1_t* sink_;
+  uint64_t lowest_ = kLowestPointer;  // words outside [lowest_, end_) are no block
+  uint64_t end_ = kHighestPointer;
   Range seen_[kMaxBlocksPerLaunch];
   int count_ = 0;
 };

@@ -6,6 +6,8 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -31,6 +33,7 @@ class FakeExtractorHost {
     table_.get_config = [](const pump_extractor_host_v1_t*, const char*) -> const char* { return nullptr; };
     table_.find_block = &FakeExtractorHost::find_block;
     table_.real_symbol = &FakeExtractorHost::real_symbol;
+    table_.tracked_span = &FakeExtractorHost::tracked_span;
   }
   FakeExtractorHost(const FakeExtractorHost&) = delete;
   FakeExtractorHost& operator=(const FakeExtractorHost&) = delete;
@@ -49,6 +52,12 @@ class FakeExtractorHost {
   // Unscripted names resolve with dlsym(RTLD_DEFAULT) into what the test links.
   void resolve_with_dlsym(bool on) { use_dlsym_ = on; }
   int find_block_calls() const { return find_block_calls_; }
+  int tracked_span_calls() const { return tracked_span_calls_; }
+  // A host built against SDK 1.1: its table ends before tracked_span.
+  void offer_tracked_span(bool on) {
+    wrapper_.table.struct_size =
+        on ? sizeof(pump_extractor_host_v1_t) : offsetof(pump_extractor_host_v1_t, tracked_span);
+  }
   // What the plugin logged through the host, in order.
   struct LogLine {
     pump_log_level_v1_t level;
@@ -77,6 +86,17 @@ class FakeExtractorHost {
     }
     return PUMP_ERR_NOT_FOUND;
   }
+  // The span of the scripted blocks, as the real host answers it from its engines.
+  static void tracked_span(const pump_extractor_host_v1_t* t, uint64_t* lowest, uint64_t* end) {
+    auto* h = self(t);
+    ++h->tracked_span_calls_;
+    *lowest = UINT64_MAX;
+    *end = 0;
+    for (const auto& b : h->blocks_) {
+      *lowest = std::min(*lowest, b.address);
+      *end = std::max(*end, b.address + b.bytes);
+    }
+  }
   static void* real_symbol(const pump_extractor_host_v1_t* t, const char* name) {
     const auto* h = self(t);
     auto it = h->scripted_.find(name);
@@ -89,6 +109,7 @@ class FakeExtractorHost {
   std::map<std::string, void*> scripted_;
   bool use_dlsym_ = true;
   int find_block_calls_ = 0;
+  int tracked_span_calls_ = 0;
   std::vector<LogLine> logs_;
 };
 

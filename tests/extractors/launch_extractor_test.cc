@@ -162,6 +162,29 @@ TEST_F(LaunchExtractorTest, ScalarsAndUnknownWordsReportNothing) {
   EXPECT_TRUE(extents.empty());
 }
 
+// The host's span of tracked memory (SDK 1.2) is asked once per launch and rejects the
+// words outside it without a lookup each; a host without it gets every candidate asked.
+TEST_F(LaunchExtractorTest, WordsOutsideTheTrackedSpanAreNotLookedUp) {
+  LoadedExtractor plugin("launch", host);
+  ASSERT_TRUE(plugin.ok());
+  auto launch = [&] {
+    extents.clear();
+    return plugin.extract("__cudaLaunchKernel", &extents, reinterpret_cast<cudaKernel_t>(&kernel_object), dim3(1, 1, 1),
+                          dim3(1, 1, 1), static_cast<void**>(k.pointers), size_t{0}, cudaStream_t{});
+  };
+  ASSERT_EQ(launch(), PUMP_OK);
+  expect_both_blocks_once();
+  EXPECT_EQ(host.tracked_span_calls(), 1);
+  const int with_span = host.find_block_calls();
+  EXPECT_EQ(with_span, 2);  // the two pointers; the scalar and the unknown word are outside the span
+
+  host.offer_tracked_span(false);
+  ASSERT_EQ(launch(), PUMP_OK);
+  expect_both_blocks_once();
+  EXPECT_EQ(host.tracked_span_calls(), 1);
+  EXPECT_EQ(host.find_block_calls() - with_span, 4);  // and the scalar and the unknown word
+}
+
 TEST_F(LaunchExtractorTest, MissingDriverSymbolIsUnsupported) {
   host.script_symbol("cudaFuncGetParamInfo", nullptr);
   LoadedExtractor plugin("launch", host);

@@ -29,6 +29,10 @@ TEST(SdkAbi, V1LayoutIsFrozen) {
   EXPECT_EQ(offsetof(pump_policy_host_v1_t, evict), 56u);
   EXPECT_EQ(offsetof(pump_policy_host_v1_t, parse_size), 64u);
   EXPECT_EQ(sizeof(pump_policy_host_v1_t), 72u);
+  // 1.2: the extractor host's tracked_span, after what 1.0 laid out.
+  EXPECT_EQ(offsetof(pump_extractor_host_v1_t, real_symbol), 32u);
+  EXPECT_EQ(offsetof(pump_extractor_host_v1_t, tracked_span), 40u);
+  EXPECT_EQ(sizeof(pump_extractor_host_v1_t), 48u);
 }
 
 TEST(SdkAbi, HasMemberChecksSizeAndNull) {

@@ -45,6 +45,13 @@ struct pump_extractor_host_v1 {
   /* Address of a real (not intercepted) library function, e.g. "cuKernelGetParamInfo"
    * or "cudnnBackendGetAttribute", or NULL if the library is not loaded. */
   void* (*real_symbol)(const pump_extractor_host_v1_t* self, const char* name);
+
+  /* SDK 1.2 (check with PUMP_HAS_MEMBER): every block find_block can answer lies in
+   * [*lowest, *end) (empty: *lowest >= *end). The span only grows; ask once per call, not
+   * once per plugin: allocations widen it between calls. An extractor testing many words
+   * (the launch extractor, a kernel's parameter block) rejects the words outside it
+   * without a find_block call each. */
+  void (*tracked_span)(const pump_extractor_host_v1_t* self, uint64_t* lowest, uint64_t* end);
 };
 
 /* Where extract() reports extents: call add() once per extent. */

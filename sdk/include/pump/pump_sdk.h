@@ -11,7 +11,8 @@
 #include "pump_types_v1.h"
 
 #define PUMP_SDK_VERSION_MAJOR 1
-#define PUMP_SDK_VERSION_MINOR 1 /* 1.1: PUMP_BLOCK_CLEAN, the policy host's parse_size */
+/* 1.1: PUMP_BLOCK_CLEAN, the policy host's parse_size; 1.2: the extractor host's tracked_span */
+#define PUMP_SDK_VERSION_MINOR 2
 
 typedef pump_status_v1_t pump_status_t;
 typedef pump_block_v1_t pump_block_t;

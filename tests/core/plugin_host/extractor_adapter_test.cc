@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/common/log.h"
+#include "pump/pump_sdk.h"
 
 namespace pump {
 namespace {
@@ -21,6 +22,10 @@ struct FakeServices final : ExtractorServices {
     return true;
   }
   void* real_symbol(const char* name) override { return std::string(name) == "cuFoo" ? this : nullptr; }
+  void tracked_span(uint64_t* lowest, uint64_t* end) override {
+    *lowest = 0x1000;
+    *end = 0x2000;
+  }
   int lookups = 0;
 };
 
@@ -77,6 +82,12 @@ TEST_F(ExtractorHostTest, ServicesForwardToTheGivenServices) {
   EXPECT_EQ(t.find_block(&t, 0x1800, nullptr), PUMP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(services_.lookups, 2);  // a null out never reaches the services
   EXPECT_EQ(t.real_symbol(&t, "cuFoo"), &services_);
+  ASSERT_TRUE(PUMP_HAS_MEMBER(&t, pump_extractor_host_v1_t, tracked_span));
+  uint64_t lowest = 0, end = 0;
+  t.tracked_span(&t, &lowest, &end);
+  EXPECT_EQ(lowest, 0x1000u);
+  EXPECT_EQ(end, 0x2000u);
+  t.tracked_span(&t, nullptr, &end);  // a null out-pointer is skipped
 
   t.log(&t, PUMP_LOG_WARN, "shown");
   t.log(&t, PUMP_LOG_DEBUG, "below the level");
