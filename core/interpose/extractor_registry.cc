@@ -9,11 +9,13 @@ namespace {
 // (address, bytes): an extent equal to one of them was derived from the answer.
 thread_local bool t_recording = false;
 thread_local std::vector<std::pair<uint64_t, uint64_t>> t_found_blocks;
+thread_local uint32_t t_lookups = 0;  // find_block calls during the current extraction
 }  // namespace
 
 const char* ExtractorRegistry::config(const char* key) { return config_->get_c_str(key); }
 
 bool ExtractorRegistry::find_block(uint64_t address, pump_block_v1_t* out) {
+  ++t_lookups;
   if (!find_block_ || !find_block_(address, out)) return false;
   if (t_recording) t_found_blocks.emplace_back(out->address, out->bytes);
   return true;
@@ -80,15 +82,17 @@ void sink_add(void* opaque, const pump_extent_v1_t* extent) {
 }  // namespace
 
 bool ExtractorRegistry::extract(const Route& route, const void* const* args, uint32_t num_args,
-                                std::vector<pump_extent_v1_t>* out, std::vector<uint8_t>* inexact) {
+                                std::vector<pump_extent_v1_t>* out, std::vector<uint8_t>* inexact, uint32_t* lookups) {
   if (!route.api) return false;
   pump_call_v1_t call{route.index, num_args, args};
   pump_extent_sink_v1_t sink{out, &sink_add};
   const size_t first = out->size();
   t_found_blocks.clear();
+  t_lookups = 0;
   t_recording = inexact != nullptr;
   const bool ok = route.api->extract(route.ctx, &call, &sink) == PUMP_OK;
   t_recording = false;
+  if (lookups) *lookups = t_lookups;
   if (inexact) {
     inexact->resize(out->size(), 0);
     for (size_t i = first; i < out->size(); ++i) {

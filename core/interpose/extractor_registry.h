@@ -46,8 +46,10 @@ class ExtractorRegistry final : private ExtractorServices {
   // is resized to out->size(): 1 for each appended extent that equals (address and bytes)
   // a block the find_block service answered during this extraction on this thread, i.e.
   // a whole block reported because a pointer pointed into it, not a computed size.
+  // `lookups`, when given, gets how many find_block calls the extractor made.
   static bool extract(const Route& route, const void* const* args, uint32_t num_args,
-                      std::vector<pump_extent_v1_t>* out, std::vector<uint8_t>* inexact = nullptr);
+                      std::vector<pump_extent_v1_t>* out, std::vector<uint8_t>* inexact = nullptr,
+                      uint32_t* lookups = nullptr);
 
   // Names in a NULL-terminated apis list that no hook serves.
   static std::vector<std::string> unhooked_names(const char* const* apis);

@@ -223,9 +223,13 @@ bool begin_extracted_call(SymbolId id, const void* const* args, uint32_t num_arg
     const ExtractorRegistry* registry = rt ? &rt->extractors() : test->extractors;
     const ExtractorRegistry::Route* route = registry ? &registry->route(id) : nullptr;
     const uint64_t extract_start = timed ? hook_clock_ns() : 0;
+    uint32_t lookups = 0;
     const bool extracted =
-        route && route->api && ExtractorRegistry::extract(*route, args, num_args, &extents, &inexact);
-    if (timed) counter->extract_ns.fetch_add(hook_clock_ns() - extract_start, std::memory_order_relaxed);
+        route && route->api && ExtractorRegistry::extract(*route, args, num_args, &extents, &inexact, &lookups);
+    if (timed) {
+      counter->extract_ns.fetch_add(hook_clock_ns() - extract_start, std::memory_order_relaxed);
+      counter->lookups.fetch_add(lookups, std::memory_order_relaxed);
+    }
     if (!extracted) extents.clear();
     if (kind == HookKind::kCollective && !(route && route->api)) {
       // NCCL's kernels reach their buffers through structures no launch shows: a collective

@@ -284,7 +284,7 @@ StatsReport Runtime::report() {
     if (!c.calls.load(std::memory_order_relaxed)) continue;
     r.hooks.push_back({kSymbols[i].name, library_name(kSymbols[i].library), c.calls.load(), c.calls_with_extents.load(),
                        c.extents.load(), c.bytes_known.load(), c.bytes_unknown.load(), c.pump_ns.load(),
-                       c.real_ns.load(), c.extract_ns.load(), c.engine_ns.load()});
+                       c.real_ns.load(), c.extract_ns.load(), c.engine_ns.load(), c.lookups.load()});
   }
   for (int d = 0; d < kMaxDevices; ++d) {
     const ManagedAccount& a = managed_[d];

@@ -135,6 +135,7 @@ std::string render_stats_json(const StatsReport& r) {
       o["real_ns"] = h.real_ns;
       o["extract_ns"] = h.extract_ns;
       o["engine_ns"] = h.engine_ns;
+      o["lookups"] = h.lookups;
     }
   }
 

@@ -28,13 +28,14 @@ struct HookCounter {
   // call, their backends' driver queries included); the rest is the dispatch between them.
   std::atomic<uint64_t> extract_ns{0};
   std::atomic<uint64_t> engine_ns{0};
+  std::atomic<uint64_t> lookups{0};  // the extractor's find_block calls (counted with the times)
 };
 
 struct HookReport {
   std::string name;
   std::string library;
   uint64_t calls = 0, calls_with_extents = 0, extents = 0, bytes_known = 0, bytes_unknown = 0;
-  uint64_t pump_ns = 0, real_ns = 0, extract_ns = 0, engine_ns = 0;
+  uint64_t pump_ns = 0, real_ns = 0, extract_ns = 0, engine_ns = 0, lookups = 0;
 };
 
 struct DeviceReport {

@@ -21,7 +21,7 @@ StatsReport sample() {
   r.budget = "8GiB";
   r.managed_limit = "0:8GiB,1:123";
   r.managed_allocations = 4;
-  r.hooks.push_back({"cublasSgemm_v2", "cublas", 10, 9, 27, 1000, 24, 5000, 7000, 1200, 2100});
+  r.hooks.push_back({"cublasSgemm_v2", "cublas", 10, 9, 27, 1000, 24, 5000, 7000, 1200, 2100, 33});
   DeviceReport d;
   d.device = 0;
   d.policy = "lru \"quoted\"";
@@ -100,7 +100,8 @@ TEST(StatsReport, RendersHooksDevicesAndConfiguration) {
                              "\"pump_ns\": 5000",
                              "\"real_ns\": 7000",
                              "\"extract_ns\": 1200",
-                             "\"engine_ns\": 2100"})
+                             "\"engine_ns\": 2100",
+                             "\"lookups\": 33"})
     EXPECT_NE(json.find(needle), std::string::npos) << needle << "\n" << json;
 }
 

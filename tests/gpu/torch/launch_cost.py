@@ -74,6 +74,7 @@ def run_once(model, steps, batch, env_extra, stats_path, cpus):
         # it, in the extractor plugins, in the engines (their driver queries included).
         host = {part: sum(h.get(f"{part}_ns", 0) for h in report["hooks"].values()) / 1e6 / steps
                 for part in ("pump", "extract", "engine")}
+        host["lookups"] = sum(h.get("lookups", 0) for h in report["hooks"].values()) / steps
     return ms, checksum, kernels, host, r.stderr
 
 
@@ -151,6 +152,8 @@ def main():
             us = {part: v * 1e3 / kps for part, v in hooks.items()}
             in_hooks = (f"{us['pump']:.2f} ({us['extract']:.2f} + {us['engine']:.2f} + "
                         f"{us['pump'] - us['extract'] - us['engine']:.2f})")
+            hooks["lookups_per_launch"] = statistics.median(run["lookups"] for run in host_ms[name]) / kps
+            in_hooks += f" {hooks['lookups_per_launch']:.1f} lookups"
         print(f"{name:<12} {med:>10.2f} {percentile(xs, 0.1):>7.2f}-{percentile(xs, 0.9):<8.2f} {extra:>10} {per:>10} "
               f"{in_hooks:>52}")
         result["rows"][name] = {"median_ms": med, "p10_ms": percentile(xs, 0.1), "p90_ms": percentile(xs, 0.9),
