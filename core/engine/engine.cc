@@ -54,6 +54,7 @@ void Engine::on_alloc(uint64_t address, uint64_t bytes, uint64_t group) {
   ++stats_.allocations;
   allocations_[address] = AllocationState{address + bytes};
   // Only ever widened (a freed range may stay inside): a lock-free "not ours" for most words.
+  granules_.add(address, bytes);
   if (address < lowest_tracked_.load(std::memory_order_relaxed))
     lowest_tracked_.store(address, std::memory_order_release);
   if (address + bytes > tracked_end_.load(std::memory_order_relaxed))
@@ -958,7 +959,7 @@ bool Engine::find_block(uint64_t address, pump_block_v1_t* out) {
   // The launch extractor asks for every parameter word that could be a pointer; most are
   // sizes, strides or other devices' addresses, outside every block this engine ever had.
   if (address < lowest_tracked_.load(std::memory_order_acquire) ||
-      address >= tracked_end_.load(std::memory_order_acquire))
+      address >= tracked_end_.load(std::memory_order_acquire) || !granules_.may_hold(address))
     return false;
   std::lock_guard lock(mutex_);
   Block* b = tracker_.find(address);

@@ -20,6 +20,7 @@
 #include "core/engine/device_backend.h"
 #include "core/engine/engine_block.h"
 #include "core/engine/engine_stats.h"
+#include "core/engine/granule_filter.h"
 #include "core/engine/graph_extents.h"
 #include "core/engine/policy.h"
 #include "core/engine/shadow_store.h"
@@ -252,6 +253,7 @@ class Engine {
   // mutex_, read without it by find_block).
   std::atomic<uint64_t> lowest_tracked_{UINT64_MAX};
   std::atomic<uint64_t> tracked_end_{0};
+  GranuleFilter granules_;  // the 2 MiB granules allocations overlapped (same discipline)
   EngineStats stats_;
   uint64_t seq_ = 0;
   uint64_t current_seq_ = 0;           // kernel being decided (0 outside before_kernel)
