@@ -15,7 +15,7 @@ namespace pump {
 
 class GranuleFilter {
  public:
-  static constexpr unsigned kGranuleShift = 21;  // 2 MiB, the driver's large-page size
+  static constexpr unsigned kGranuleShift = 21;         // 2 MiB, the driver's large-page size
   static constexpr uint64_t kBits = uint64_t{1} << 20;  // 128 KiB of table per engine
 
   GranuleFilter() : words_(std::make_unique<std::atomic<uint64_t>[]>(kBits / 64)) {}

@@ -14,9 +14,9 @@ TEST(GranuleFilter, EveryAddressOfAnAddedRangeMayBeHeld) {
   GranuleFilter f;
   f.add(kBase + 3 * kMiB, 5 * kMiB);  // granules 1..3 of kBase
   for (uint64_t a = kBase + 3 * kMiB; a < kBase + 8 * kMiB; a += 4096) EXPECT_TRUE(f.may_hold(a)) << std::hex << a;
-  EXPECT_TRUE(f.may_hold(kBase + 2 * kMiB));       // same granule as the range's start
-  EXPECT_FALSE(f.may_hold(kBase + 1 * kMiB));      // the granule below: never touched
-  EXPECT_FALSE(f.may_hold(kBase + 8 * kMiB));      // the granule after the range's end
+  EXPECT_TRUE(f.may_hold(kBase + 2 * kMiB));   // same granule as the range's start
+  EXPECT_FALSE(f.may_hold(kBase + 1 * kMiB));  // the granule below: never touched
+  EXPECT_FALSE(f.may_hold(kBase + 8 * kMiB));  // the granule after the range's end
   EXPECT_FALSE(f.may_hold(kBase + 1000 * kMiB));
 }
 

@@ -37,6 +37,31 @@ TEST(BlockTracker, FindsTheBlockContainingAnyInteriorAddress) {
   EXPECT_EQ(t.find(kBase + 9 * kMiB), nullptr);
 }
 
+// find() remembers its recent answers per layout generation: a split, a new allocation
+// or a removal must never leave it answering with a stale piece.
+TEST(BlockTracker, FindAnswersTheCurrentPieceAfterSplitsAndRemovals) {
+  BlockTracker t(kGran);
+  ASSERT_TRUE(t.add_allocation(kBase, 4 * kMiB));
+  Block* whole = t.find(kBase + 3 * kMiB);
+  ASSERT_NE(whole, nullptr);
+  EXPECT_EQ(t.find(kBase + 3 * kMiB), whole);  // remembered
+  std::vector<Block*> pieces;
+  ASSERT_TRUE(t.cover(kBase + 2 * kMiB, kMiB, &pieces));  // splits at 2 and 3 MiB
+  Block* upper = t.find(kBase + 3 * kMiB);
+  ASSERT_NE(upper, nullptr);
+  EXPECT_EQ(upper->address, kBase + 3 * kMiB);
+  EXPECT_EQ(t.find(kBase + 2 * kMiB)->address, kBase + 2 * kMiB);
+  EXPECT_EQ(t.find(kBase)->bytes, 2 * kMiB);
+  t.remove_allocation(kBase);
+  EXPECT_EQ(t.find(kBase + 3 * kMiB), nullptr);
+  EXPECT_EQ(t.find(kBase), nullptr);
+  ASSERT_TRUE(t.add_allocation(kBase + kMiB, kMiB));  // a recycled block, another range
+  EXPECT_EQ(t.find(kBase), nullptr);
+  EXPECT_EQ(t.find(kBase + 3 * kMiB), nullptr);
+  ASSERT_NE(t.find(kBase + kMiB), nullptr);
+  EXPECT_EQ(t.find(kBase + kMiB)->bytes, kMiB);
+}
+
 TEST(BlockTracker, RejectsOverlappingAndEmptyAllocations) {
   BlockTracker t(kGran);
   ASSERT_TRUE(t.add_allocation(kBase, 4 * kMiB));
