@@ -591,26 +591,17 @@ void CudaBackend::issue_fetch_in_groups(const TransferBatch& batch, const std::v
       api_.cuStreamSynchronize(populate_stream_);
     }
   };
-  if (populated) {  // issue_populate_first did it: the restores wait for all of it
-    hand_over();
-    for (size_t i = 0; i < batch.restore.size();) {
-      std::vector<ShadowRange> group;
-      for (uint64_t bytes = 0; i < batch.restore.size() && bytes < options_.restore_group_bytes; ++i) {
-        group.push_back(batch.restore[i]);
-        bytes += batch.restore[i].bytes;
-      }
-      issue_restores(group);
-    }
-    return;
-  }
-  issue_populate(populate_stream_, batch.populate);
+  // (With `populated`, issue_populate_first did every populate: the groups only wait.)
+  if (!populated) issue_populate(populate_stream_, batch.populate);
   std::vector<ShadowRange> group;
   uint64_t group_bytes = 0;
   auto flush = [&] {
-    std::vector<Range> ranges;
-    ranges.reserve(group.size());
-    for (const ShadowRange& r : group) ranges.push_back({r.address, r.bytes});
-    issue_populate(populate_stream_, std::move(ranges));
+    if (!populated) {
+      std::vector<Range> ranges;
+      ranges.reserve(group.size());
+      for (const ShadowRange& r : group) ranges.push_back({r.address, r.bytes});
+      issue_populate(populate_stream_, std::move(ranges));
+    }
     hand_over();
     issue_restores(group);
     group.clear();

@@ -115,10 +115,8 @@ void Engine::reset_ticket(KernelTicket* ticket) {
 }
 
 void Engine::issue_waits(KernelTicket* ticket) {
-  for (Fence& w : ticket->waits_) {
+  for (const Fence& w : ticket->waits_)
     if (!w.empty()) backend_.stream_wait(ticket->stream, w);
-    w = Fence{};
-  }
 }
 
 void Engine::before_kernel(KernelTicket* ticket, StreamId stream, const pump_extent_v1_t* extents, size_t count,
@@ -133,7 +131,7 @@ void Engine::before_kernel(KernelTicket* ticket, StreamId stream, const pump_ext
 }
 
 void Engine::kernel_locked(KernelTicket* ticket, StreamId stream, bool capturing, const pump_extent_v1_t* extents,
-                           size_t count, const uint8_t* inexact, bool overwrites_known) {
+                           size_t count, const uint8_t* inexact) {
   ++stats_.kernels;
   if (capturing) {
     // Nothing may be queued on it now; what it touches becomes its graph's.
@@ -165,7 +163,7 @@ void Engine::kernel_locked(KernelTicket* ticket, StreamId stream, bool capturing
     const bool covers = !guessed && e.address <= p->address && e.address + e.bytes >= p->end();
     if (!covers || e.role != PUMP_ROLE_WORKSPACE) p->kernel_only_workspace = false;
     if (!guessed && e.role != PUMP_ROLE_UNKNOWN) p->role = static_cast<pump_role_v1_t>(e.role);
-    if (!covers || e.access != PUMP_ACCESS_WRITE || !overwrites_known) p->kernel_overwrite = false;
+    if (!covers || e.access != PUMP_ACCESS_WRITE) p->kernel_overwrite = false;
   }
   if (kernel_blocks_.empty()) {
     kernel_allocations_.clear();
@@ -295,12 +293,7 @@ void Engine::graph_launch_locked(KernelTicket* ticket, StreamId stream, bool cap
   // One unit: its blocks are made room for and prefetched before it, left alone while it
   // may run; a graph whose blocks exceed the budget is an oversized kernel.
   ++stats_.graph_launches;
-  // A graph's extents are the union of its calls', their order lost: a block one call
-  // writes whole may be read by an earlier one, so none counts as overwritten (always
-  // restored, never only populated). Under PUMP_VERIFY=poison, torch.compile's graphs read
-  // blocks populated that way (docs/results, 2026-11-23 fourth session).
-  kernel_locked(ticket, stream, false, graph->extents.data(), graph->extents.size(), graph->inexact.data(),
-                /*overwrites_known=*/false);
+  kernel_locked(ticket, stream, false, graph->extents.data(), graph->extents.size(), graph->inexact.data());
 }
 
 void Engine::collect_pieces(const pump_extent_v1_t* extents, size_t count, const uint8_t* inexact) {

@@ -217,10 +217,8 @@ class Engine {
   bool other_streams_settled(Block& b);  // adds their waits to the batch; false if one is captured
   void decide_and_order(StreamId stream, uint64_t seq, KernelTicket* ticket);
   // The bodies of before_kernel and before_unattributed_access, the lock held.
-  // `overwrites_known`: an extent's WRITE access may mean the call overwrites it before
-  // reading (false for a graph, whose calls' order is lost).
   void kernel_locked(KernelTicket* ticket, StreamId stream, bool capturing, const pump_extent_v1_t* extents,
-                     size_t count, const uint8_t* inexact, bool overwrites_known = true);
+                     size_t count, const uint8_t* inexact);
   void unattributed_locked(KernelTicket* ticket, StreamId stream, bool capturing);
   void graph_launch_locked(KernelTicket* ticket, StreamId stream, bool capturing, uint64_t exec);
   static void reset_ticket(KernelTicket* ticket);

@@ -5,8 +5,14 @@
 
 namespace pump {
 
-void GraphExtents::add_extent(Capture& c, const pump_extent_v1_t& e, bool inexact) {
-  if (!e.bytes) return;
+void GraphExtents::add_extent(Capture& c, const pump_extent_v1_t& extent, bool inexact) {
+  if (!extent.bytes) return;
+  // The record loses the order of the graph's calls: a range one call writes whole may be
+  // read by an earlier one, so a write is kept as read and write, never an overwrite that
+  // lets the engine bring a dropped piece back without its bytes (PUMP_VERIFY=poison under
+  // torch.compile showed it).
+  pump_extent_v1_t e = extent;
+  if (e.access & PUMP_ACCESS_WRITE) e.access |= PUMP_ACCESS_READ;
   auto [it, inserted] = c.extents.try_emplace(Key{e.address, e.bytes, inexact}, e);
   if (inserted) return;
   pump_extent_v1_t& joined = it->second;

@@ -56,7 +56,8 @@ class GraphExtents {
 
  private:
   // A capture's calls repeat the same tensors many times: one extent per distinct
-  // (address, bytes, inexact), access modes joined, a role kept only if all agree.
+  // (address, bytes, inexact), access modes joined (a write counts as read and write too:
+  // the calls' order is lost), a role kept only if all agree.
   struct Key {
     uint64_t address;
     uint64_t bytes;

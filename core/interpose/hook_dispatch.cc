@@ -253,7 +253,7 @@ bool begin_extracted_call(SymbolId id, const void* const* args, uint32_t num_arg
   const Devices devices(rt, test);
   int current = -1;
   Engine* const home = devices.current(&current, kSymbols[id].library);
-  if (rt && rt->stats_enabled()) {
+  if (timed) {  // a report is asked for: the known/unknown bytes too
     uint64_t known = 0, unknown = 0;
     pump_block_v1_t block;
     // An inexact extent is a block find_block already answered: known without asking again.

@@ -1,9 +1,9 @@
 #include "core/plugin_host/extractor_adapter.h"
 
-#include <algorithm>
 #include <type_traits>
 
 #include "core/common/log.h"
+#include "core/plugin_host/plugin_abi_v1.h"
 
 namespace pump {
 
@@ -14,9 +14,7 @@ ExtractorHost::ExtractorHost(const pump_extractor_v1_t* api, ExtractorServices& 
   table_.struct_size = sizeof(pump_extractor_host_v1_t);
   table_.abi_version = PUMP_EXTRACTOR_ABI_V1;
   table_.log = [](const pump_extractor_host_v1_t* self, pump_log_level_v1_t level, const char* message) {
-    LogLevel l = static_cast<LogLevel>(std::clamp(static_cast<int>(level), 0, 3));
-    if (l > log_level()) return;
-    log(l, "extractor %s: %s", from(self).name_.c_str(), message ? message : "");
+    plugin_detail::log_from_plugin("extractor", from(self).name_.c_str(), level, message);
   };
   table_.get_config = [](const pump_extractor_host_v1_t* self, const char* key) -> const char* {
     return key ? from(self).services_->config(key) : nullptr;

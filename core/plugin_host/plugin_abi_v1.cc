@@ -87,4 +87,9 @@ std::unique_ptr<pump_extractor_v1_t> adapt_extractor_v1(const void* raw, size_t 
   return api;
 }
 
+void log_from_plugin(const char* kind, const char* name, pump_log_level_v1_t level, const char* message) {
+  log(static_cast<LogLevel>(std::clamp(static_cast<int>(level), 0, 3)), "%s %s: %s", kind, name ? name : "?",
+      message ? message : "");
+}
+
 }  // namespace pump::plugin_detail

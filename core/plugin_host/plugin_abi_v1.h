@@ -34,4 +34,8 @@ struct StructHeader {
 bool copy_widened(const void* raw, size_t object_bytes, const char* noun, const std::string& shown_path,
                   uint32_t expected_abi, size_t min_size, size_t host_size, void* out);
 
+// Both host tables' log service: the plugin's level clamped to pump's, the line
+// prefixed "<kind> <name>: " ("policy lru: ...", "extractor cudnn: ...").
+void log_from_plugin(const char* kind, const char* name, pump_log_level_v1_t level, const char* message);
+
 }  // namespace pump::plugin_detail

@@ -1,12 +1,12 @@
 #include "core/plugin_host/policy_adapter.h"
 
-#include <algorithm>
 #include <optional>
 #include <type_traits>
 
 #include "core/common/byte_size.h"
 #include "core/common/log.h"
 #include "core/engine/engine.h"
+#include "core/plugin_host/plugin_abi_v1.h"
 
 namespace pump {
 
@@ -18,9 +18,7 @@ PolicyAdapter::PolicyAdapter(const pump_policy_v1_t* api) : api_(api), host_{} {
   t.struct_size = sizeof(pump_policy_host_v1_t);
   t.abi_version = PUMP_POLICY_ABI_V1;
   t.log = [](const pump_policy_host_v1_t* self, pump_log_level_v1_t level, const char* message) {
-    const char* name = from(self).name;
-    log(static_cast<LogLevel>(std::clamp(static_cast<int>(level), 0, 3)), "policy %s: %s", name ? name : "?",
-        message ? message : "");
+    plugin_detail::log_from_plugin("policy", from(self).name, level, message);
   };
   t.get_config = [](const pump_policy_host_v1_t* self, const char* key) -> const char* {
     return key ? from(self).engine->config().get_c_str(key) : nullptr;

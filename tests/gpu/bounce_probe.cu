@@ -21,30 +21,7 @@
 #include <string>
 #include <vector>
 
-#define CHECK(x)                                                                          \
-  do {                                                                                    \
-    cudaError_t e_ = (x);                                                                 \
-    if (e_ != cudaSuccess) {                                                              \
-      std::printf("FAIL %s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                       \
-    }                                                                                     \
-  } while (0)
-
-__global__ void fill(uint32_t* p, size_t words, uint32_t seed) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < words; i += size_t(gridDim.x) * blockDim.x)
-    p[i] = uint32_t(i * 2654435761u) ^ seed;
-}
-__global__ void check(const uint32_t* p, size_t words, uint32_t seed, unsigned long long* bad) {
-  unsigned long long n = 0;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < words; i += size_t(gridDim.x) * blockDim.x)
-    n += p[i] != (uint32_t(i * 2654435761u) ^ seed);
-  if (n) atomicAdd(bad, n);
-}
-// Device-side copy, 16 bytes per access.
-__global__ void copy16(uint4* __restrict__ dst, const uint4* __restrict__ src, size_t n) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
-    dst[i] = src[i];
-}
+#include "probe_kernels.cuh"
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -75,7 +52,7 @@ int main(int argc, char** argv) {
   char* stage[2][2];
   for (auto& d : stage)
     for (auto& s : d) CHECK(cudaMalloc(&s, chunk));
-  unsigned long long* bad;
+  Bad* bad;
   CHECK(cudaMallocManaged(&bad, sizeof *bad));
   cudaStream_t s_out[2], s_in[2];
   for (int i = 0; i < 2; ++i) {
@@ -105,16 +82,16 @@ int main(int argc, char** argv) {
     CHECK(cudaDeviceSynchronize());
   };
   auto verify = [&](const char* what) {
-    *bad = 0;
+    *bad = kNothingBad;
     check<<<1024, 256>>>(in_m, words, 0x5678, bad);
     CHECK(cudaDeviceSynchronize());
-    unsigned long long in_bad = *bad;
+    const unsigned long long in_bad = bad->count;
     // Out: the host buffer holds the 0x1234 pattern; compare on the device via ref_d1.
     CHECK(cudaMemcpy(ref_d1, h_out, per_dir, cudaMemcpyHostToDevice));
-    *bad = 0;
+    *bad = kNothingBad;
     check<<<1024, 256>>>(ref_d1, words, 0x1234, bad);
     CHECK(cudaDeviceSynchronize());
-    std::printf("  %-58s mismatches: in %llu, out %llu\n", what, in_bad, *bad);
+    std::printf("  %-58s mismatches: in %llu, out %llu\n", what, in_bad, bad->count);
   };
   auto report = [&](const char* what, double s) {
     std::printf("%-60s %6.1f GB/s total (%.1f ms for %.2f GB each way)\n", what, 2.0 * per_dir / s / 1e9, s * 1e3,

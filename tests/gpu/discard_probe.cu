@@ -32,42 +32,7 @@
 #include <string>
 #include <vector>
 
-#define CHECK(x)                                                                          \
-  do {                                                                                    \
-    cudaError_t e_ = (x);                                                                 \
-    if (e_ != cudaSuccess) {                                                              \
-      std::printf("FAIL %s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                       \
-    }                                                                                     \
-  } while (0)
-
-struct Bad {
-  unsigned long long count, first, last;  // wrong words; first and last wrong word index
-};
-
-__global__ void fill(uint32_t* p, size_t words, uint32_t seed) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < words; i += size_t(gridDim.x) * blockDim.x)
-    p[i] = uint32_t(i * 2654435761u) ^ seed;
-}
-__global__ void check(const uint32_t* p, size_t words, uint32_t seed, Bad* bad) {
-  unsigned long long n = 0, first = ~0ull, last = 0;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < words; i += size_t(gridDim.x) * blockDim.x)
-    if (p[i] != (uint32_t(i * 2654435761u) ^ seed)) {
-      ++n;
-      first = first < i ? first : i;
-      last = i;
-    }
-  if (n) {
-    atomicAdd(&bad->count, n);
-    atomicMin(&bad->first, first);
-    atomicMax(&bad->last, last);
-  }
-}
-// Device-side copy, 16 bytes per access.
-__global__ void copy16(uint4* __restrict__ dst, const uint4* __restrict__ src, size_t n) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
-    dst[i] = src[i];
-}
+#include "probe_kernels.cuh"
 
 struct Variant {
   const char* name;
@@ -129,7 +94,7 @@ int main(int argc, char** argv) {
 
   // Counts M's words that differ from pattern(seed); returns the counters.
   auto verify = [&](uint32_t seed) {
-    *bad = Bad{0, ~0ull, 0};
+    *bad = kNothingBad;
     check<<<1024, 256>>>(reinterpret_cast<const uint32_t*>(M), words, seed, bad);
     CHECK(cudaGetLastError());
     CHECK(cudaDeviceSynchronize());

@@ -16,8 +16,8 @@
 #include "core/interpose/real_symbols.h"
 #include "core/interpose/reentry_guard.h"
 #include "core/interpose/runtime.h"
+#include "tests/core/common/warning_capture.h"
 #include "tests/core/cuda/fake_driver_handle.h"
-#include "tests/core/cuda/warning_capture.h"
 
 namespace pump {
 namespace {

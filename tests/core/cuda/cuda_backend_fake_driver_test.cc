@@ -94,6 +94,18 @@ class FakeDriverTest : public ::testing::Test {
 
   std::vector<FakeCall> calls() { return driver_.calls(); }
   std::vector<FakeCall> calls_named(const char* name) { return driver_.calls_named(name); }
+  static constexpr uint64_t kPiece = 64 * 1024;  // the fake driver's pinned arena is small
+  // One batch: kBase saved to a shadow, kBase + 8 MiB restored from another (kPiece each).
+  // Returns the first shadow's address (0 if none could be had) once both directions are done.
+  uint64_t save_and_restore(CudaBackend& b, BatchFences* f) {
+    const uint64_t shadow = b.allocate_host(2 * kPiece);
+    if (shadow == 0) return 0;
+    TransferBatch batch;
+    batch.save = {{kBase, kPiece, shadow}};
+    batch.restore = {{kBase + 8 * kMiB, kPiece, shadow + kPiece}};
+    *f = b.submit(std::move(batch));
+    return wait_done(f->in) && wait_done(f->out) ? shadow : 0;
+  }
   bool wait_done(const Fence& f) {
     for (int i = 0; i < 2000 && !backend_->done(f); ++i) std::this_thread::sleep_for(1ms);
     return backend_->done(f);
@@ -447,18 +459,12 @@ std::vector<std::string> names_on(const std::vector<FakeCall>& calls, uint64_t s
 TEST_F(FakeDriverTest, SavesCopyToTheShadowThenDiscardOnTheOutStreamAndRestoresPopulateThenCopyOnTheInStream) {
   CudaBackend& b = start();
   ASSERT_TRUE(b.has_copy_path());
-  constexpr uint64_t kPiece = 64 * 1024;  // the fake driver's pinned arena is small
-  const uint64_t shadow = b.allocate_host(2 * kPiece);
+  BatchFences f;
+  const uint64_t shadow = save_and_restore(b, &f);
   ASSERT_NE(shadow, 0u);
   EXPECT_EQ(b.stats().pinned_bytes, 2 * kPiece);
-  TransferBatch batch;
-  batch.save = {{kBase, kPiece, shadow}};
-  batch.restore = {{kBase + 8 * kMiB, kPiece, shadow + kPiece}};
-  BatchFences f = b.submit(std::move(batch));
   ASSERT_FALSE(f.out.empty());
   ASSERT_NE(f.out.stream, f.in.stream);  // two directions, two streams
-  ASSERT_TRUE(wait_done(f.in));
-  ASSERT_TRUE(wait_done(f.out));
   const auto all = calls();
   auto copies_out = calls_named("cuMemcpyDtoHAsync");
   ASSERT_EQ(copies_out.size(), 1u);
@@ -495,6 +501,36 @@ TEST_F(FakeDriverTest, SavesCopyToTheShadowThenDiscardOnTheOutStreamAndRestoresP
   EXPECT_EQ(s.restore_bytes, kPiece);
   EXPECT_EQ(s.discard_bytes, kPiece);
   EXPECT_EQ(s.populate_bytes, kPiece);
+}
+
+// populate_first (pump-datapath-bench --populate-first): a batch's populates are queued
+// before its out side (its copies and discards), the restores still wait for them.
+TEST_F(FakeDriverTest, WithPopulateFirstABatchsPopulatesAreQueuedBeforeItsOutSide) {
+  CudaBackendOptions options;
+  options.populate_first = true;
+  CudaBackend& b = start({}, options);
+  ASSERT_TRUE(b.has_copy_path());
+  BatchFences f;
+  ASSERT_NE(save_and_restore(b, &f), 0u);
+  const auto all = calls();
+  size_t populate_at = 0, save_at = 0, discard_at = 0, restore_at = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const FakeCall& c = all[i];
+    if (std::strcmp(c.name, "cuMemPrefetchAsync") == 0 && c.address == kBase + 8 * kMiB) populate_at = i + 1;
+    if (std::strcmp(c.name, "cuMemcpyDtoHAsync") == 0) save_at = i + 1;
+    if (std::strcmp(c.name, "cuMemDiscardBatchAsync") == 0) discard_at = i + 1;
+    if (std::strcmp(c.name, "cuMemcpyHtoDAsync") == 0) restore_at = i + 1;
+  }
+  ASSERT_NE(populate_at, 0u);
+  ASSERT_NE(save_at, 0u);
+  ASSERT_NE(discard_at, 0u);
+  ASSERT_NE(restore_at, 0u);
+  EXPECT_LT(populate_at, save_at);
+  EXPECT_LT(populate_at, discard_at);
+  EXPECT_LT(discard_at, restore_at);
+  const CudaBackendStats s = b.stats();
+  EXPECT_EQ(s.populate_bytes, kPiece);
+  EXPECT_EQ(s.restore_bytes, kPiece);
 }
 
 TEST_F(FakeDriverTest, FetchesWaitForTheOutWorkOfTheirBatchOnlyWhenAskedTo) {

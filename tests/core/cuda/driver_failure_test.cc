@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "core/common/log.h"
+#include "tests/core/common/warning_capture.h"
 #include "tests/core/cuda/fake_driver_handle.h"
 #include "tests/core/cuda/tight_budget_program.h"
-#include "tests/core/cuda/warning_capture.h"
 
 namespace pump {
 namespace {

@@ -9,6 +9,7 @@
 
 #include "core/common/log.h"
 #include "pump/pump_sdk.h"
+#include "tests/core/common/warning_capture.h"
 
 namespace pump {
 namespace {
@@ -45,22 +46,16 @@ const pump_extractor_v1_t kExtractor = {
     },
 };
 
-std::vector<std::string>& lines() {
-  static std::vector<std::string> captured;
-  return captured;
-}
-
 class ExtractorHostTest : public ::testing::Test {
  protected:
   void SetUp() override {
     g_table = nullptr;
     g_init_status = PUMP_OK;
-    lines().clear();
     set_log_level(LogLevel::kWarn);
-    set_log_sink([](LogLevel, const char* line) { lines().emplace_back(line); });
   }
-  void TearDown() override { set_log_sink(nullptr); }
+  std::vector<std::string> lines() const { return log_.taken(); }
 
+  testing::WarningCapture log_;
   FakeServices services_;
 };
 

@@ -12,6 +12,7 @@
 #include "core/common/config.h"
 #include "core/common/log.h"
 #include "core/engine/engine.h"
+#include "tests/core/common/warning_capture.h"
 #include "tests/core/plugin_host/instant_backend.h"
 
 namespace pump {
@@ -58,25 +59,17 @@ const pump_policy_v1_t kPolicy = {
     [](void* ctx, const pump_block_v1_t*) { ++static_cast<Script*>(ctx)->frees; },
 };
 
-std::vector<std::string>& errors() {
-  static std::vector<std::string> lines;
-  return lines;
-}
-
 class PolicyAdapterTest : public ::testing::Test {
  protected:
   void SetUp() override {
     script = &script_;
-    errors().clear();
     set_log_level(LogLevel::kWarn);
-    set_log_sink([](LogLevel level, const char* line) {
-      if (level == LogLevel::kError) errors().emplace_back(line);
-    });
   }
-  void TearDown() override {
-    set_log_sink(nullptr);
-    script = nullptr;
-  }
+  void TearDown() override { script = nullptr; }
+  // What the adapter logged (warnings and errors).
+  std::vector<std::string> errors() const { return log_.taken(); }
+
+  testing::WarningCapture log_;
 
   std::unique_ptr<Engine> make(uint64_t budget) {
     EngineOptions options;

@@ -1,0 +1,52 @@
+// What the one-off managed-memory probes share (bounce_probe.cu, discard_probe.cu): a CUDA
+// call check, a per-word pattern to fill and verify, and a 16-byte device copy. Header
+// only, so each probe still builds with one nvcc command.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+#define CHECK(x)                                                                          \
+  do {                                                                                    \
+    cudaError_t e_ = (x);                                                                 \
+    if (e_ != cudaSuccess) {                                                              \
+      std::printf("FAIL %s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                       \
+    }                                                                                     \
+  } while (0)
+
+// Wrong words found by check(): how many, and the first and last wrong word index.
+struct Bad {
+  unsigned long long count, first, last;
+};
+constexpr Bad kNothingBad{0, ~0ull, 0};
+
+__device__ __forceinline__ uint32_t pattern(size_t i, uint32_t seed) { return uint32_t(i * 2654435761u) ^ seed; }
+
+__global__ void fill(uint32_t* p, size_t words, uint32_t seed) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < words; i += size_t(gridDim.x) * blockDim.x)
+    p[i] = pattern(i, seed);
+}
+// Adds the words of p that differ from the pattern to *bad (start it at kNothingBad).
+__global__ void check(const uint32_t* p, size_t words, uint32_t seed, Bad* bad) {
+  unsigned long long n = 0, first = ~0ull, last = 0;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < words; i += size_t(gridDim.x) * blockDim.x)
+    if (p[i] != pattern(i, seed)) {
+      ++n;
+      first = first < i ? first : i;
+      last = i;
+    }
+  if (n) {
+    atomicAdd(&bad->count, n);
+    atomicMin(&bad->first, first);
+    atomicMax(&bad->last, last);
+  }
+}
+// Device-side copy, 16 bytes per access.
+__global__ void copy16(uint4* __restrict__ dst, const uint4* __restrict__ src, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    dst[i] = src[i];
+}
