@@ -119,15 +119,49 @@ void Engine::issue_waits(KernelTicket* ticket) {
     if (!w.empty()) backend_.stream_wait(ticket->stream, w);
 }
 
+void Engine::before_kernel(KernelTicket* ticket, StreamId stream, pump_extent_v1_t* extents, size_t count,
+                           const uint8_t* inexact) {
+  // Most pointer words a launch passes lie in no block: rejected before the lock; a launch
+  // left with nothing is not the engine's (as if its extractor had found no block).
+  bool any = false;
+  for (size_t i = 0; i < count; ++i) {
+    if (inexact && inexact[i] && extents[i].bytes == PUMP_WHOLE_BLOCK && !may_hold(extents[i].address))
+      extents[i].bytes = 0;
+    any = any || extents[i].bytes != 0;
+  }
+  if (!any) {
+    reset_ticket(ticket);
+    return;
+  }
+  launch(ticket, stream, extents, count, inexact, extents);
+}
+
 void Engine::before_kernel(KernelTicket* ticket, StreamId stream, const pump_extent_v1_t* extents, size_t count,
                            const uint8_t* inexact) {
+  launch(ticket, stream, extents, count, inexact, nullptr);
+}
+
+void Engine::launch(KernelTicket* ticket, StreamId stream, const pump_extent_v1_t* extents, size_t count,
+                    const uint8_t* inexact, pump_extent_v1_t* to_resolve) {
   reset_ticket(ticket);
   const bool capturing = backend_.capturing(stream);
   {
-    std::lock_guard lock(mutex_);
+    std::lock_guard lock(mutex_);  // the launch's one acquisition on the way in
+    if (to_resolve) resolve_pointers_locked(to_resolve, count, inexact);
     kernel_locked(ticket, stream, capturing, extents, count, inexact);
   }
   issue_waits(ticket);
+}
+
+void Engine::resolve_pointers_locked(pump_extent_v1_t* extents, size_t count, const uint8_t* inexact) {
+  if (!inexact) return;
+  for (size_t i = 0; i < count; ++i) {
+    pump_extent_v1_t& e = extents[i];
+    if (!inexact[i] || e.bytes != PUMP_WHOLE_BLOCK) continue;
+    const Block* b = tracker_.find(e.address);
+    e.address = b ? b->address : e.address;
+    e.bytes = b ? b->bytes : 0;
+  }
 }
 
 void Engine::kernel_locked(KernelTicket* ticket, StreamId stream, bool capturing, const pump_extent_v1_t* extents,
@@ -956,9 +990,7 @@ void Engine::submit_pending(StreamId stream) {
 bool Engine::find_block(uint64_t address, pump_block_v1_t* out) {
   // The launch extractor asks for every parameter word that could be a pointer; most are
   // sizes, strides or other devices' addresses, outside every block this engine ever had.
-  if (address < lowest_tracked_.load(std::memory_order_acquire) ||
-      address >= tracked_end_.load(std::memory_order_acquire) || !granules_.may_hold(address))
-    return false;
+  if (!may_hold(address)) return false;
   std::lock_guard lock(mutex_);
   Block* b = tracker_.find(address);
   if (!b) return false;
@@ -967,6 +999,7 @@ bool Engine::find_block(uint64_t address, pump_block_v1_t* out) {
 }
 
 bool Engine::holds(uint64_t address) {
+  if (!may_hold(address)) return false;
   std::lock_guard lock(mutex_);
   return tracker_.find(address) != nullptr;
 }

@@ -102,7 +102,12 @@ class Engine {
   // null: all exact) flags extents that name a whole block only because a pointer
   // pointed into it (kernel-launch parameters): such a kernel may touch anything of
   // that allocation, so on the copy data path every piece of it counts as touched.
-  // `ticket` is overwritten.
+  // An inexact extent of PUMP_WHOLE_BLOCK bytes is such a pointer not yet resolved: it is
+  // rewritten in place to the block holding it, or to 0 bytes if none does (one lock for
+  // the launch, not one per pointer). `ticket` is overwritten.
+  void before_kernel(KernelTicket* ticket, StreamId stream, pump_extent_v1_t* extents, size_t count,
+                     const uint8_t* inexact = nullptr);
+  // The same for extents with no PUMP_WHOLE_BLOCK among them (computed, or resolved before).
   void before_kernel(KernelTicket* ticket, StreamId stream, const pump_extent_v1_t* extents, size_t count,
                      const uint8_t* inexact = nullptr);
   // An access pump cannot attribute (a graph launch, a copy it cannot size, pointers read
@@ -217,6 +222,16 @@ class Engine {
   bool other_streams_settled(Block& b);  // adds their waits to the batch; false if one is captured
   void decide_and_order(StreamId stream, uint64_t seq, KernelTicket* ticket);
   // The bodies of before_kernel and before_unattributed_access, the lock held.
+  // Whether `address` may lie in a block (false: certainly not), without the lock.
+  bool may_hold(uint64_t address) const {
+    return address >= lowest_tracked_.load(std::memory_order_acquire) &&
+           address < tracked_end_.load(std::memory_order_acquire) && granules_.may_hold(address);
+  }
+  // before_kernel's; `to_resolve` (the extents, or null) gets resolve_pointers_locked.
+  void launch(KernelTicket* ticket, StreamId stream, const pump_extent_v1_t* extents, size_t count,
+              const uint8_t* inexact, pump_extent_v1_t* to_resolve);
+  // Rewrites each PUMP_WHOLE_BLOCK extent to the block holding its address (0 bytes: none).
+  void resolve_pointers_locked(pump_extent_v1_t* extents, size_t count, const uint8_t* inexact);
   void kernel_locked(KernelTicket* ticket, StreamId stream, bool capturing, const pump_extent_v1_t* extents,
                      size_t count, const uint8_t* inexact);
   void unattributed_locked(KernelTicket* ticket, StreamId stream, bool capturing);

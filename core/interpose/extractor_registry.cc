@@ -97,7 +97,7 @@ bool ExtractorRegistry::extract(const Route& route, const void* const* args, uin
     inexact->resize(out->size(), 0);
     for (size_t i = first; i < out->size(); ++i) {
       const pump_extent_v1_t& e = (*out)[i];
-      uint8_t flag = 0;
+      uint8_t flag = e.bytes == PUMP_WHOLE_BLOCK;
       for (const auto& [address, bytes] : t_found_blocks)
         if (e.address == address && e.bytes == bytes) flag = 1;
       (*inexact)[i] = flag;

@@ -43,9 +43,10 @@ class ExtractorRegistry final : private ExtractorServices {
 
   // Runs the hook's extractor over the call's arguments; extents are appended to `out`.
   // False when the extractor could not understand this call. When `inexact` is given it
-  // is resized to out->size(): 1 for each appended extent that equals (address and bytes)
-  // a block the find_block service answered during this extraction on this thread, i.e.
-  // a whole block reported because a pointer pointed into it, not a computed size.
+  // is resized to out->size(): 1 for each appended extent that names a whole block
+  // because a pointer pointed into it, not a computed size: a PUMP_WHOLE_BLOCK extent (a
+  // pointer the engine resolves: Engine::before_kernel), or one equal (address and bytes)
+  // to a block the find_block service answered during this extraction on this thread.
   // `lookups`, when given, gets how many find_block calls the extractor made.
   static bool extract(const Route& route, const void* const* args, uint32_t num_args,
                       std::vector<pump_extent_v1_t>* out, std::vector<uint8_t>* inexact = nullptr,
@@ -60,6 +61,7 @@ class ExtractorRegistry final : private ExtractorServices {
   bool find_block(uint64_t address, pump_block_v1_t* out) override;
   void* real_symbol(const char* name) override;
   void tracked_span(uint64_t* lowest, uint64_t* end) override;
+  bool resolves_pointers() const override { return true; }
 
   const Config* config_;
   FindBlockFn find_block_;

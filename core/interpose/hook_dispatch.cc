@@ -1,5 +1,6 @@
 #include "core/interpose/hook_dispatch.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -77,6 +78,19 @@ class Devices {
       if (Engine* e = rt_->engine_at(i, &device)) f(device, e);
     }
   }
+  // A PUMP_WHOLE_BLOCK extent rewritten to the block holding its address, asking `hint`'s
+  // engine first; returns that block's device, or -1 (0 bytes: no engine holds it).
+  int resolve(pump_extent_v1_t* e, int hint) const {
+    pump_block_v1_t block{};
+    int found = -1;
+    if (Engine* h = of(hint); h && h->find_block(e->address, &block)) found = hint;
+    each([&](int device, Engine* engine) {
+      if (found < 0 && device != hint && engine->find_block(e->address, &block)) found = device;
+    });
+    e->address = found >= 0 ? block.address : e->address;
+    e->bytes = found >= 0 ? block.bytes : 0;
+    return found;
+  }
   // The device whose engine holds `address`, -1 if none. `hint` is asked first.
   int owner(uint64_t address, int hint) const {
     if (Engine* e = of(hint); e && e->holds(address)) return hint;
@@ -116,8 +130,9 @@ int device_of_stream(StreamId stream, int current, ncclComm_t comm) {
 // Hands `engine` its share of the call (`extents`; UNSIZED calls have none) and adds it to
 // `scope`. On a bridge when the call's stream is another device's and the backend has one.
 // `graph_exec`: the executable graph an UNSIZED graph launch launches (0 for other calls).
+// Pointers among `extents` (PUMP_WHOLE_BLOCK) are resolved by `engine` in place.
 void add_part(CallScope* scope, Engine* engine, int device, bool other_device, bool unsized, uint64_t graph_exec,
-              const std::vector<pump_extent_v1_t>& extents, const std::vector<uint8_t>& inexact, bool recording) {
+              std::vector<pump_extent_v1_t>& extents, const std::vector<uint8_t>& inexact, bool recording) {
   DeviceBackend& backend = engine->backend();
   const StreamId bridge = other_device ? backend.bridge_stream() : 0;
   const bool bridged = bridge != 0;
@@ -245,48 +260,25 @@ bool begin_extracted_call(SymbolId id, const void* const* args, uint32_t num_arg
     if (!unsized && extents.empty()) return false;
   }
   if (inexact.size() != extents.size()) inexact.resize(extents.size(), 0);
-  if (counter && !extents.empty()) {
-    counter->calls_with_extents.fetch_add(1, std::memory_order_relaxed);
-    counter->extents.fetch_add(extents.size(), std::memory_order_relaxed);
-  }
 
   const Devices devices(rt, test);
   int current = -1;
   Engine* const home = devices.current(&current, kSymbols[id].library);
-  if (timed) {  // a report is asked for: the known/unknown bytes too
-    uint64_t known = 0, unknown = 0;
-    pump_block_v1_t block;
-    // An inexact extent is a block find_block already answered: known without asking again.
-    for (size_t i = 0; i < extents.size(); ++i)
-      (inexact[i] || rt->find_block(extents[i].address, &block) ? known : unknown) += extents[i].bytes;
-    counter->bytes_known.fetch_add(known, std::memory_order_relaxed);
-    counter->bytes_unknown.fetch_add(unknown, std::memory_order_relaxed);
-  }
   scope->stream = stream_of(stream_context);
-  if (rt) {
-    if (TraceWriter* trace = rt->trace())
-      trace->record_kernel(scope->stream, extents.data(), extents.size(), nullptr, -1, inexact.data());
-  }
-  if (test) {
-    t_last_dispatch.id = id;
-    t_last_dispatch.unattributed = unsized;
-    t_last_dispatch.graph_exec = graph_exec;
-    t_last_dispatch.stream = scope->stream;
-    t_last_dispatch.extents = extents;
-    t_last_dispatch.inexact = inexact;
-    t_last_dispatch.parts.clear();
-  }
   const bool recording = test != nullptr;
+  if (recording) t_last_dispatch.parts.clear();
 
   // One engine, or every extent held by the current device's (or by none): the common
-  // case, the call's stream taken to be the current device's.
+  // case, the call's stream taken to be the current device's. Its engine resolves the
+  // call's pointers under the one lock it takes for the call.
   std::vector<int>& owners = t_owners;
   bool one_device = devices.engine_count() <= 1;
   if (!one_device) {
     owners.resize(extents.size());
     bool elsewhere = unsized;  // an unsized access may touch any device's memory
     for (size_t i = 0; i < extents.size(); ++i) {
-      owners[i] = devices.owner(extents[i].address, current);
+      owners[i] = extents[i].bytes == PUMP_WHOLE_BLOCK ? devices.resolve(&extents[i], current)
+                                                       : devices.owner(extents[i].address, current);
       if (owners[i] >= 0 && owners[i] != current) elsewhere = true;
     }
     one_device = !elsewhere;
@@ -294,27 +286,65 @@ bool begin_extracted_call(SymbolId id, const void* const* args, uint32_t num_arg
   if (one_device) {
     if (!home) return false;
     add_part(scope, home, current, false, unsized, graph_exec, extents, inexact, recording);
-    return !scope->empty();
+  } else {
+    // Several devices: each engine gets its own extents (an UNSIZED call reaches every
+    // engine); the stream's device sees the call on it, the others on their bridges.
+    const int stream_device = device_of_stream(scope->stream, current, comm);
+    devices.each([&](int device, Engine* engine) {
+      std::vector<pump_extent_v1_t>& mine = t_part_extents;
+      std::vector<uint8_t>& mine_inexact = t_part_inexact;
+      mine.clear();
+      mine_inexact.clear();
+      for (size_t i = 0; i < extents.size(); ++i) {
+        // Memory no engine holds is reported to the stream's device (its unknown bytes).
+        const int owner = owners[i] >= 0 ? owners[i] : stream_device;
+        if (owner != device || (inexact[i] && !extents[i].bytes)) continue;
+        mine.push_back(extents[i]);
+        mine_inexact.push_back(inexact[i]);
+      }
+      if (mine.empty() && !unsized) return;
+      add_part(scope, engine, device, device != stream_device, unsized, graph_exec, mine, mine_inexact, recording);
+    });
   }
 
-  // Several devices: each engine gets its own extents (an UNSIZED call reaches every
-  // engine); the stream's device sees the call on it, the others on their bridges.
-  const int stream_device = device_of_stream(scope->stream, current, comm);
-  devices.each([&](int device, Engine* engine) {
-    std::vector<pump_extent_v1_t>& mine = t_part_extents;
-    std::vector<uint8_t>& mine_inexact = t_part_inexact;
-    mine.clear();
-    mine_inexact.clear();
+  // Pointers are resolved now; those that named no block are dropped from what is
+  // recorded and counted.
+  if (std::find(inexact.begin(), inexact.end(), 1) != inexact.end()) {
+    size_t kept = 0;
     for (size_t i = 0; i < extents.size(); ++i) {
-      // Memory no engine holds is reported to the stream's device (its unknown bytes).
-      const int owner = owners[i] >= 0 ? owners[i] : stream_device;
-      if (owner != device) continue;
-      mine.push_back(extents[i]);
-      mine_inexact.push_back(inexact[i]);
+      if (inexact[i] && !extents[i].bytes) continue;
+      extents[kept] = extents[i];
+      inexact[kept++] = inexact[i];
     }
-    if (mine.empty() && !unsized) return;
-    add_part(scope, engine, device, device != stream_device, unsized, graph_exec, mine, mine_inexact, recording);
-  });
+    extents.resize(kept);
+    inexact.resize(kept);
+  }
+  if (counter && !extents.empty()) {
+    counter->calls_with_extents.fetch_add(1, std::memory_order_relaxed);
+    counter->extents.fetch_add(extents.size(), std::memory_order_relaxed);
+  }
+  if (timed) {  // a report is asked for: the known/unknown bytes too
+    uint64_t known = 0, unknown = 0;
+    pump_block_v1_t block;
+    // An inexact extent is a block an engine or find_block already answered: known
+    // without asking again.
+    for (size_t i = 0; i < extents.size(); ++i)
+      (inexact[i] || rt->find_block(extents[i].address, &block) ? known : unknown) += extents[i].bytes;
+    counter->bytes_known.fetch_add(known, std::memory_order_relaxed);
+    counter->bytes_unknown.fetch_add(unknown, std::memory_order_relaxed);
+  }
+  if (rt) {
+    if (TraceWriter* trace = rt->trace())
+      trace->record_kernel(scope->stream, extents.data(), extents.size(), nullptr, -1, inexact.data());
+  }
+  if (recording) {
+    t_last_dispatch.id = id;
+    t_last_dispatch.unattributed = unsized;
+    t_last_dispatch.graph_exec = graph_exec;
+    t_last_dispatch.stream = scope->stream;
+    t_last_dispatch.extents = extents;
+    t_last_dispatch.inexact = inexact;
+  }
   return !scope->empty();
 }
 

@@ -32,6 +32,7 @@ ExtractorHost::ExtractorHost(const pump_extractor_v1_t* api, ExtractorServices& 
     if (lowest) *lowest = lo;
     if (end) *end = hi;
   };
+  table_.flags = services.resolves_pointers() ? PUMP_HOST_RESOLVES_POINTERS : 0;
 }
 
 const ExtractorHost& ExtractorHost::from(const pump_extractor_host_v1_t* table) {

@@ -17,6 +17,9 @@ class ExtractorServices {
   virtual bool find_block(uint64_t address, pump_block_v1_t* out) = 0;  // out is not null
   virtual void* real_symbol(const char* name) = 0;
   virtual void tracked_span(uint64_t* lowest, uint64_t* end) = 0;  // neither is null
+  // Whether extents of PUMP_WHOLE_BLOCK bytes reaching the caller's sink are resolved
+  // there (the table then offers PUMP_HOST_RESOLVES_POINTERS).
+  virtual bool resolves_pointers() const = 0;
 
  protected:
   ~ExtractorServices() = default;

@@ -58,17 +58,20 @@ class ExtentReporter {
     emit(reinterpret_cast<uintptr_t>(ptr), bytes, access, role);
   }
 
-  // The whole block containing `ptr` (interior pointers too). Returns false when no
-  // known block contains it.
-  bool whole_block(const void* ptr, pump_access_v1_t access, pump_role_v1_t role) {
-    if (ptr == nullptr) return false;
+  // The whole block containing `ptr` (interior pointers too); nothing if no known block
+  // does. A host that resolves pointers (SDK 1.3) does it under its one lock per call;
+  // an older one is asked here.
+  void whole_block(const void* ptr, pump_access_v1_t access, pump_role_v1_t role) {
+    if (ptr == nullptr) return;
     ++inexact_;
-    pump_block_v1_t block{};
-    if (host_->find_block == nullptr || host_->find_block(host_, reinterpret_cast<uintptr_t>(ptr), &block) != PUMP_OK) {
-      return false;
+    const auto address = reinterpret_cast<uintptr_t>(ptr);
+    if (PUMP_HAS_FIELD(host_, pump_extractor_host_v1_t, flags) && (host_->flags & PUMP_HOST_RESOLVES_POINTERS) != 0) {
+      emit(address, PUMP_WHOLE_BLOCK, access, role);
+      return;
     }
+    pump_block_v1_t block{};
+    if (host_->find_block == nullptr || host_->find_block(host_, address, &block) != PUMP_OK) return;
     emit(block.address, block.bytes, access, role);
-    return true;
   }
 
   unsigned reported() const { return reported_; }

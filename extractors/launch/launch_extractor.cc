@@ -60,8 +60,8 @@ constexpr uint32_t kArgCount[kApiCount] = {6, 6, 6, 6, 3, 3, 11, 11, 4, 4, 6, 6,
 // such words are sizes, counts, flags or floats, rejected without a lookup.
 constexpr uint64_t kLowestPointer = 0x10000;
 constexpr uint64_t kHighestPointer = uint64_t{1} << 57;
-// Distinct blocks remembered per launch for deduplication; past this, duplicates
-// may be reported (harmless: the host merges extents per block).
+// Distinct blocks (or pointers) remembered per launch for deduplication; past this,
+// duplicates may be reported (harmless: the host merges extents per block).
 constexpr int kMaxBlocksPerLaunch = 64;
 
 struct LaunchState {
@@ -70,13 +70,20 @@ struct LaunchState {
   KernelParamLayoutCache layouts;
 };
 
-// Matches words against blocks, once per distinct block.
+// Matches words against blocks. A host that resolves pointers (SDK 1.3) gets each
+// candidate word once as a PUMP_WHOLE_BLOCK extent and resolves them all under the one
+// lock it takes for the launch; an older host is asked find_block per word, and each
+// block is reported once.
 class BlockMatcher {
  public:
-  BlockMatcher(const pump_extractor_host_v1_t* host, pump_extent_sink_v1_t* sink) : host_(host), sink_(sink) {
+  BlockMatcher(const pump_extractor_host_v1_t* host, pump_extent_sink_v1_t* sink)
+      : host_(host),
+        sink_(sink),
+        host_resolves_(PUMP_HAS_FIELD(host, pump_extractor_host_v1_t, flags) &&
+                       (host->flags & PUMP_HOST_RESOLVES_POINTERS) != 0) {
     // A parameter block holds dozens of words (PyTorch's offset calculators: hundreds)
-    // that pass the bounds above: the host's span of tracked memory rejects them here,
-    // not one find_block call each (SDK 1.2; older hosts: every candidate is asked).
+    // that pass the bounds above: the host's span of tracked memory rejects them here
+    // (SDK 1.2; older hosts: every candidate is asked).
     if (PUMP_HAS_MEMBER(host, pump_extractor_host_v1_t, tracked_span)) {
       uint64_t lowest = 0, end = 0;
       host->tracked_span(host, &lowest, &end);
@@ -87,25 +94,38 @@ class BlockMatcher {
 
   void word(uint64_t value) {
     if (value < lowest_ || value >= end_) return;
+    if (host_resolves_) {
+      for (int i = 0; i < count_; ++i) {
+        if (value == seen_[i].start) return;  // the same pointer twice
+      }
+      if (count_ < kMaxBlocksPerLaunch) seen_[count_++] = Range{value, 1};
+      report(value, PUMP_WHOLE_BLOCK);
+      return;
+    }
     for (int i = 0; i < count_; ++i) {
       if (value - seen_[i].start < seen_[i].bytes) return;  // already reported
     }
     pump_block_v1_t block{};
     if (host_->find_block(host_, value, &block) != PUMP_OK) return;
     if (count_ < kMaxBlocksPerLaunch) seen_[count_++] = Range{block.address, block.bytes};
-    pump_extent_v1_t e{block.address, block.bytes, PUMP_ACCESS_READ_WRITE, PUMP_ROLE_UNKNOWN};
-    sink_->add(sink_->opaque, &e);
+    report(block.address, block.bytes);
   }
 
  private:
   struct Range {
     uint64_t start, bytes;
   };
+  void report(uint64_t address, uint64_t bytes) {
+    pump_extent_v1_t e{address, bytes, PUMP_ACCESS_READ_WRITE, PUMP_ROLE_UNKNOWN};
+    sink_->add(sink_->opaque, &e);
+  }
+
   const pump_extractor_host_v1_t* host_;
   pump_extent_sink_v1_t* sink_;
+  const bool host_resolves_;
   uint64_t lowest_ = kLowestPointer;  // words outside [lowest_, end_) are no block
   uint64_t end_ = kHighestPointer;
-  Range seen_[kMaxBlocksPerLaunch];
+  Range seen_[kMaxBlocksPerLaunch];  // reported blocks, or pointers when the host resolves
   int count_ = 0;
 };
 

@@ -34,6 +34,7 @@ class FakeExtractorHost {
     table_.find_block = &FakeExtractorHost::find_block;
     table_.real_symbol = &FakeExtractorHost::real_symbol;
     table_.tracked_span = &FakeExtractorHost::tracked_span;
+    table_.flags = PUMP_HOST_RESOLVES_POINTERS;
   }
   FakeExtractorHost(const FakeExtractorHost&) = delete;
   FakeExtractorHost& operator=(const FakeExtractorHost&) = delete;
@@ -58,6 +59,33 @@ class FakeExtractorHost {
     wrapper_.table.struct_size =
         on ? sizeof(pump_extractor_host_v1_t) : offsetof(pump_extractor_host_v1_t, tracked_span);
   }
+  // A host built against SDK 1.2: no flags, so no PUMP_WHOLE_BLOCK extents.
+  void offer_pointer_resolution(bool on) {
+    wrapper_.table.struct_size = on ? sizeof(pump_extractor_host_v1_t) : offsetof(pump_extractor_host_v1_t, flags);
+  }
+  // What the real host does with a call's extents: each PUMP_WHOLE_BLOCK extent becomes the
+  // block holding its address (dropped if none), and a block named twice so is kept once.
+  void resolve(std::vector<pump_extent_v1_t>* extents, size_t first) const {
+    std::vector<pump_extent_v1_t> out(extents->begin(), extents->begin() + static_cast<ptrdiff_t>(first));
+    for (size_t i = first; i < extents->size(); ++i) {
+      pump_extent_v1_t e = (*extents)[i];
+      if (e.bytes == PUMP_WHOLE_BLOCK) {
+        auto b = std::find_if(blocks_.begin(), blocks_.end(),
+                              [&](const pump_block_v1_t& b) { return e.address - b.address < b.bytes; });
+        if (b == blocks_.end()) continue;
+        e.address = b->address;
+        e.bytes = b->bytes;
+        ++pointers_resolved_;
+        auto same = [&](const pump_extent_v1_t& o) {
+          return o.address == e.address && o.bytes == e.bytes && o.access == e.access && o.role == e.role;
+        };
+        if (std::find_if(out.begin() + static_cast<ptrdiff_t>(first), out.end(), same) != out.end()) continue;
+      }
+      out.push_back(e);
+    }
+    *extents = std::move(out);
+  }
+  int pointers_resolved() const { return pointers_resolved_; }
   // What the plugin logged through the host, in order.
   struct LogLine {
     pump_log_level_v1_t level;
@@ -110,13 +138,14 @@ class FakeExtractorHost {
   bool use_dlsym_ = true;
   int find_block_calls_ = 0;
   int tracked_span_calls_ = 0;
+  mutable int pointers_resolved_ = 0;
   std::vector<LogLine> logs_;
 };
 
 // A loaded extractor plugin with one context on a host.
 class LoadedExtractor {
  public:
-  LoadedExtractor(const char* name, const FakeExtractorHost& host) {
+  LoadedExtractor(const char* name, const FakeExtractorHost& host) : host_(&host) {
     std::string path = std::string(PUMP_PLUGIN_DIR) + "/libpump_extractor_" + name + ".so";
     library_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (library_ == nullptr) {
@@ -162,10 +191,14 @@ class LoadedExtractor {
     pump_extent_sink_v1_t sink{extents, [](void* opaque, const pump_extent_v1_t* e) {
                                  static_cast<std::vector<pump_extent_v1_t>*>(opaque)->push_back(*e);
                                }};
-    return api_->extract(ctx_, &call, &sink);
+    const size_t first = extents->size();
+    const pump_status_v1_t status = api_->extract(ctx_, &call, &sink);
+    host_->resolve(extents, first);
+    return status;
   }
 
  private:
+  const FakeExtractorHost* host_;
   void* library_ = nullptr;
   const pump_extractor_v1_t* api_ = nullptr;
   void* ctx_ = nullptr;

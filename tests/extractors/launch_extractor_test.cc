@@ -162,9 +162,11 @@ TEST_F(LaunchExtractorTest, ScalarsAndUnknownWordsReportNothing) {
   EXPECT_TRUE(extents.empty());
 }
 
-// The host's span of tracked memory (SDK 1.2) is asked once per launch and rejects the
-// words outside it without a lookup each; a host without it gets every candidate asked.
-TEST_F(LaunchExtractorTest, WordsOutsideTheTrackedSpanAreNotLookedUp) {
+// A host that resolves pointers (SDK 1.3) gets each candidate word as a PUMP_WHOLE_BLOCK
+// extent and is asked nothing per word. An older host is asked find_block per word: with
+// the span of tracked memory (SDK 1.2) only for the words inside it, without it for every
+// candidate.
+TEST_F(LaunchExtractorTest, WordsAreResolvedByTheHostOrLookedUpInsideTheTrackedSpan) {
   LoadedExtractor plugin("launch", host);
   ASSERT_TRUE(plugin.ok());
   auto launch = [&] {
@@ -174,15 +176,22 @@ TEST_F(LaunchExtractorTest, WordsOutsideTheTrackedSpanAreNotLookedUp) {
   };
   ASSERT_EQ(launch(), PUMP_OK);
   expect_both_blocks_once();
+  EXPECT_EQ(host.find_block_calls(), 0);
+  EXPECT_EQ(host.pointers_resolved(), 2);  // the scalar and the unknown word are outside the span
   EXPECT_EQ(host.tracked_span_calls(), 1);
-  const int with_span = host.find_block_calls();
-  EXPECT_EQ(with_span, 2);  // the two pointers; the scalar and the unknown word are outside the span
+
+  host.offer_pointer_resolution(false);
+  ASSERT_EQ(launch(), PUMP_OK);
+  expect_both_blocks_once();
+  EXPECT_EQ(host.tracked_span_calls(), 2);
+  EXPECT_EQ(host.find_block_calls(), 2);  // the two pointers
+  EXPECT_EQ(host.pointers_resolved(), 2);
 
   host.offer_tracked_span(false);
   ASSERT_EQ(launch(), PUMP_OK);
   expect_both_blocks_once();
-  EXPECT_EQ(host.tracked_span_calls(), 1);
-  EXPECT_EQ(host.find_block_calls() - with_span, 4);  // and the scalar and the unknown word
+  EXPECT_EQ(host.tracked_span_calls(), 2);
+  EXPECT_EQ(host.find_block_calls(), 6);  // and the scalar and the unknown word
 }
 
 TEST_F(LaunchExtractorTest, MissingDriverSymbolIsUnsupported) {

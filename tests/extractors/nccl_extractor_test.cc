@@ -179,14 +179,24 @@ TEST_F(NcclExtractorTest, WithoutTheRankCountTheBuffersAreTheirWholeBlocks) {
   host.script_symbol("ncclCommCount", nullptr);  // libnccl not found
   LoadedExtractor plugin("nccl", host);
   ASSERT_TRUE(plugin.ok());
-  const int lookups = host.find_block_calls();
+  const int resolved = host.pointers_resolved();
   ASSERT_EQ(plugin.extract("ncclAllGather", &extents, static_cast<const void*>(device_address(kSend + 64)),
                            device_address(kRecv + 128), size_t{10}, int{kInt8}, kComm, kStream),
             PUMP_OK);
   ASSERT_EQ(extents.size(), 2u);
   expect_extent(extents, kSend, 64 << 20, PUMP_ACCESS_READ_WRITE);
   expect_extent(extents, kRecv, 64 << 20, PUMP_ACCESS_READ_WRITE);
-  EXPECT_EQ(host.find_block_calls(), lookups + 2) << "whole blocks come from the host's find_block (inexact)";
+  EXPECT_EQ(host.pointers_resolved(), resolved + 2) << "whole blocks are pointers the host resolves (inexact)";
+
+  host.offer_pointer_resolution(false);  // an SDK 1.2 host is asked with find_block
+  extents.clear();
+  const int lookups = host.find_block_calls();
+  ASSERT_EQ(plugin.extract("ncclAllGather", &extents, static_cast<const void*>(device_address(kSend + 64)),
+                           device_address(kRecv + 128), size_t{10}, int{kInt8}, kComm, kStream),
+            PUMP_OK);
+  ASSERT_EQ(extents.size(), 2u);
+  expect_extent(extents, kSend, 64 << 20, PUMP_ACCESS_READ_WRITE);
+  EXPECT_EQ(host.find_block_calls(), lookups + 2);
 }
 
 TEST_F(NcclExtractorTest, AlltoAllReadsAndWritesRanksTimesTheCount) {

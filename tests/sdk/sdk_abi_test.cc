@@ -32,7 +32,9 @@ TEST(SdkAbi, V1LayoutIsFrozen) {
   // 1.2: the extractor host's tracked_span, after what 1.0 laid out.
   EXPECT_EQ(offsetof(pump_extractor_host_v1_t, real_symbol), 32u);
   EXPECT_EQ(offsetof(pump_extractor_host_v1_t, tracked_span), 40u);
-  EXPECT_EQ(sizeof(pump_extractor_host_v1_t), 48u);
+  // 1.3: its flags, after tracked_span.
+  EXPECT_EQ(offsetof(pump_extractor_host_v1_t, flags), 48u);
+  EXPECT_EQ(sizeof(pump_extractor_host_v1_t), 56u);
 }
 
 TEST(SdkAbi, HasMemberChecksSizeAndNull) {

@@ -52,7 +52,18 @@ struct pump_extractor_host_v1 {
    * (the launch extractor, a kernel's parameter block) rejects the words outside it
    * without a find_block call each. */
   void (*tracked_span)(const pump_extractor_host_v1_t* self, uint64_t* lowest, uint64_t* end);
+
+  /* SDK 1.3 (check with PUMP_HAS_FIELD): PUMP_HOST_* bits saying what the host offers. */
+  uint64_t flags;
 };
+
+/* SDK 1.3: `bytes` of an extent that names the whole block holding `address` (a pointer
+ * whose reach the extractor cannot size). Only for hosts whose `flags` has
+ * PUMP_HOST_RESOLVES_POINTERS: the host resolves every such extent of a call at once, under
+ * the lock it takes for the call anyway (no find_block call per pointer), and ignores one
+ * that no block holds. Its access and role apply to the whole block. */
+#define PUMP_WHOLE_BLOCK UINT64_MAX
+#define PUMP_HOST_RESOLVES_POINTERS 1u
 
 /* Where extract() reports extents: call add() once per extent. */
 typedef struct pump_extent_sink_v1 {

@@ -11,8 +11,9 @@
 #include "pump_types_v1.h"
 
 #define PUMP_SDK_VERSION_MAJOR 1
-/* 1.1: PUMP_BLOCK_CLEAN, the policy host's parse_size; 1.2: the extractor host's tracked_span */
-#define PUMP_SDK_VERSION_MINOR 2
+/* 1.1: PUMP_BLOCK_CLEAN, the policy host's parse_size; 1.2: the extractor host's tracked_span;
+ * 1.3: the extractor host's flags, PUMP_WHOLE_BLOCK extents */
+#define PUMP_SDK_VERSION_MINOR 3
 
 typedef pump_status_v1_t pump_status_t;
 typedef pump_block_v1_t pump_block_t;
@@ -43,7 +44,9 @@ typedef pump_call_v1_t pump_call_t;
 
 /* True when optional member `field` of a struct that reports `struct_size`
  * is present and set: growth by appending, checked before every optional call. */
-#define PUMP_HAS_MEMBER(s, type, field) \
-  ((s)->struct_size >= offsetof(type, field) + sizeof((s)->field) && (s)->field != NULL)
+#define PUMP_HAS_MEMBER(s, type, field) (PUMP_HAS_FIELD(s, type, field) && (s)->field != NULL)
+/* Whether the other side's table `s` is long enough to hold `field` (of any type: a
+ * flags word is read only then; SDK 1.3). */
+#define PUMP_HAS_FIELD(s, type, field) ((s)->struct_size >= offsetof(type, field) + sizeof((s)->field))
 
 #endif /* PUMP_SDK_H */

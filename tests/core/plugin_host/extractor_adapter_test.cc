@@ -27,7 +27,9 @@ struct FakeServices final : ExtractorServices {
     *lowest = 0x1000;
     *end = 0x2000;
   }
+  bool resolves_pointers() const override { return resolves; }
   int lookups = 0;
+  bool resolves = true;
 };
 
 // The extractor below keeps the table its init got, and fails its init when told to.
@@ -83,11 +85,19 @@ TEST_F(ExtractorHostTest, ServicesForwardToTheGivenServices) {
   EXPECT_EQ(lowest, 0x1000u);
   EXPECT_EQ(end, 0x2000u);
   t.tracked_span(&t, nullptr, &end);  // a null out-pointer is skipped
+  ASSERT_TRUE(PUMP_HAS_FIELD(&t, pump_extractor_host_v1_t, flags));
+  EXPECT_EQ(t.flags, PUMP_HOST_RESOLVES_POINTERS);
 
   t.log(&t, PUMP_LOG_WARN, "shown");
   t.log(&t, PUMP_LOG_DEBUG, "below the level");
   ASSERT_EQ(lines().size(), 1u);
   EXPECT_NE(lines()[0].find("extractor test-extractor: shown"), std::string::npos) << lines()[0];
+}
+
+TEST_F(ExtractorHostTest, PointerResolutionIsOfferedOnlyWhenTheServicesDoIt) {
+  services_.resolves = false;
+  ExtractorHost host(&kExtractor, services_);
+  EXPECT_EQ(host.table()->flags, 0u);
 }
 
 TEST_F(ExtractorHostTest, FailedInitIsOneError) {
