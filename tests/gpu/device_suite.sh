@@ -1,7 +1,26 @@
 #!/usr/bin/env bash
 # On a GPU machine, from the repo root, with .device/ carried (scripts/device_bundle.sh):
-#   tests/gpu/device_suite.sh [part...]     parts: check static-cudart torch-resnet torch-gpt bench datapath decode verify ddp ddp-bench graphs compile dataloader
-# static-cudart, datapath, decode, verify, ddp, ddp-bench, graphs, compile and dataloader are not in the default list: run them by name.
+#   tests/gpu/device_suite.sh [part...]     parts: check static-cudart torch-resnet torch-gpt bench datapath decode verify ddp ddp-bench graphs compile dataloader frameworks
+# static-cudart, datapath, decode, verify, ddp, ddp-bench, graphs, compile, dataloader and frameworks are not in the default list: run them by name.
+# frameworks (issue 9, framework independence; frameworks_suite below): programs that are not
+# PyTorch with its default allocator, each natively and then under pump at PUMP_GPU_BUDGET =
+# half its native footprint, PUMP_PLUGINS=cudnn,cublas,launch, for each of POLICIES (default
+# none,lru; none is the speed reference) with PUMP_VERIFY off, and poison too for every policy
+# but none. The programs (FRAMEWORKS_CONFIGS picks some, default all five):
+#   jax-noprealloc     tests/gpu/frameworks/jax_train.py, a jitted MLP, XLA_PYTHON_CLIENT_PREALLOCATE=false
+#   jax-prealloc       the same with preallocation at XLA_PYTHON_CLIENT_MEM_FRACTION 0.40 (SAFETY, see
+#                      frameworks_config); its footprint is peak_bytes_in_use, not the pool
+#   cupy               tests/gpu/frameworks/cupy_program.py: cuBLAS GEMMs, elementwise, reductions, a RawKernel
+#   torch-expandable   train_steps.py ResNet-50 (FRAMEWORKS_TORCH_STEPS, default 8), expandable_segments:True
+#   torch-mallocasync  the same with PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync
+# Every pump run: its loss lines bit for bit against native, and check_engaged.py on its
+# PUMP_STATS (pump engaged: managed allocations > 0, else a failure; launches with known
+# blocks, target 100%; bytes known over all hooks, target 99%; peak resident <= budget +
+# FRAMEWORKS_SLACK; missed targets are MISS lines, failures only with FRAMEWORKS_STRICT=1).
+# A missing package (jax, cupy, torch) is a SKIPPED row, not a failure. Ends with a table:
+# program x run -> engaged, launches known, bytes known, peak within budget, losses, ms/step
+# (median) against pump-none and native. Each run is capped at 300 s (timeout); JAX and CuPy
+# runs take FRAMEWORKS_STEPS steps (default 10). Logs: $OUT/frameworks-<program>-<run>.*.
 # compile: as graphs, with the model under torch.compile(mode="reduce-overhead") (graph_steps.py --mode compile).
 # dataloader: a DataLoader forking its workers after CUDA init (dataloader_suite below).
 # graphs: a ResNet-50 step captured whole with torch.cuda.graph and replayed
@@ -153,6 +172,138 @@ graphs_suite() {  # graphs_suite [capture|compile]
   [ $failures -eq 0 ]
 }
 
+# Framework independence (issue 9): programs whose allocators and kernels are not PyTorch's
+# default ones (frameworks_suite below). FW_* are set by frameworks_config.
+FW_CONFIGS="jax-noprealloc jax-prealloc cupy torch-expandable torch-mallocasync"
+frameworks_config() {  # frameworks_config NAME: sets FW_MODULES, FW_ENV and FW_PROG for NAME
+  local torch_steps=${FRAMEWORKS_TORCH_STEPS:-8}
+  FW_ENV=()
+  case $1 in
+    jax-noprealloc) FW_MODULES="jax"; FW_ENV=(JAX_PLATFORMS=cuda XLA_PYTHON_CLIENT_PREALLOCATE=false)
+                    FW_PROG=(python3 tests/gpu/frameworks/jax_train.py --steps "${FRAMEWORKS_STEPS:-10}") ;;
+    jax-prealloc) FW_MODULES="jax"
+                  # SAFETY: JAX preallocates XLA_PYTHON_CLIENT_MEM_FRACTION of the card's total
+                  # memory (default 0.75) in one allocation, natively and as one managed
+                  # allocation under pump: 0.75 is more than we allow ourselves on a shared GPU,
+                  # so 0.40, and lower still if that would not fit 90% of PUMP_MANAGED_LIMIT
+                  # (half the free memory, FW_LIMIT).
+                  local frac
+                  frac=$(python3 -c "print(f'{min(0.40, 0.9 * $FW_LIMIT / ($FW_TOTAL_MIB * 2**20)):.3f}')")
+                  FW_ENV=(JAX_PLATFORMS=cuda XLA_PYTHON_CLIENT_PREALLOCATE=true XLA_PYTHON_CLIENT_MEM_FRACTION="$frac")
+                  FW_PROG=(python3 tests/gpu/frameworks/jax_train.py --steps "${FRAMEWORKS_STEPS:-10}") ;;
+    cupy) FW_MODULES="cupy"; FW_PROG=(python3 tests/gpu/frameworks/cupy_program.py --steps "${FRAMEWORKS_STEPS:-10}") ;;
+    torch-expandable) FW_MODULES="torch torchvision"; FW_ENV=(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)
+                      FW_PROG=(python3 tests/gpu/torch/train_steps.py --model resnet50 --steps "$torch_steps") ;;
+    torch-mallocasync) FW_MODULES="torch torchvision"; FW_ENV=(PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync)
+                       FW_PROG=(python3 tests/gpu/torch/train_steps.py --model resnet50 --steps "$torch_steps") ;;
+    *) return 1 ;;
+  esac
+}
+
+fw_row() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >> "$OUT/frameworks.rows"; }
+fw_median() {
+  python3 -c 'import statistics,sys; ms=[float(l.split("=",1)[1]) for l in open(sys.argv[1]) if l.startswith("pump-bench: iteration_ms=")]; print(f"{statistics.median(ms):.2f}" if ms else "-")' "$1"
+}
+
+# One program under one allocator setting: native, then pump at half the native footprint for
+# each policy of POLICIES (PUMP_VERIFY off, and poison too for every policy but none).
+# Prints one line a run; returns the number of failures (a skip is none).
+frameworks_one() {
+  local name=$1 failures=0 free footprint budget rc m
+  free=$(nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits | head -1)  # MiB
+  FW_LIMIT=$((free * 1024 * 1024 / 2))  # SAFETY: half the free memory (jax-prealloc's fraction is kept under it)
+  frameworks_config "$name" || { echo "$name: unknown configuration"; return 1; }
+  for m in $FW_MODULES; do
+    if ! python3 -c "import importlib.util,sys; sys.exit(importlib.util.find_spec('$m') is None)"; then
+      echo "$name: SKIPPED: skipped: $m not installed"; fw_row "$name native" SKIPPED "-" "-" "-" "$m not installed" "-"
+      return 0
+    fi
+  done
+  local base="$OUT/frameworks-$name"  # budget: half the native footprint; managed limit: half the free memory
+  env "${FW_ENV[@]}" timeout 300 "${FW_PROG[@]}" > "$base-native.txt" 2> "$base-native.err"
+  rc=$?
+  if [ $rc -eq 77 ]; then
+    echo "$name: SKIPPED: $(grep -m1 '^skipped' "$base-native.txt")"
+    fw_row "$name native" SKIPPED "-" "-" "-" "$(grep -m1 '^skipped' "$base-native.txt" | cut -c10-)" "-"
+    return 0
+  elif [ $rc -ne 0 ]; then
+    echo "$name native: FAILED rc=$rc: $(tail -3 "$base-native.err" | tr '\n' ' ')"; fw_row "$name native" FAILED "-" "-" "-" "-" "-"
+    return 1
+  fi
+  footprint=$(sed -n 's/^pump-bench: footprint_bytes=//p' "$base-native.txt")
+  if [ -z "$footprint" ] || [ "$footprint" -le 0 ]; then
+    echo "$name native: FAILED: no footprint_bytes"; fw_row "$name native" FAILED "-" "-" "-" "-" "-"; return 1
+  fi
+  budget=$((footprint / 2))
+  grep '^loss ' "$base-native.txt" > "$base-native.losses"
+  echo "$name native: $(fw_median "$base-native.txt") ms/step, footprint $((footprint >> 20)) MiB, $(wc -l < "$base-native.losses") loss lines" \
+       "(${FW_ENV[*]:-default allocator})"
+  fw_row "$name native" "-" "-" "-" "-" ref "$(fw_median "$base-native.txt")"
+  local policy verify run losses
+  for policy in $(echo "${POLICIES:-none,lru}" | tr ',' ' '); do
+    for verify in off poison; do
+      [ "$policy" = none ] && [ "$verify" = poison ] && continue
+      run="pump-$policy-$verify"
+      free=$(nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits | head -1)  # MiB, just before
+      FW_LIMIT=$((free * 1024 * 1024 / 2))  # SAFETY: half the free memory
+      env "${FW_ENV[@]}" LD_PRELOAD="$LIBPUMP" PUMP_GPU_BUDGET="$budget" PUMP_MANAGED_LIMIT="$FW_LIMIT" \
+        PUMP_PLUGINS=cudnn,cublas,launch PUMP_POLICY="$policy" PUMP_VERIFY="$verify" PUMP_STATS="$base-$run.stats.json" \
+        timeout 300 "${FW_PROG[@]}" > "$base-$run.txt" 2> "$base-$run.err"
+      rc=$?
+      if [ $rc -ne 0 ]; then  # 77 too: the framework lost its GPU under pump
+        echo "$name $run: FAILED rc=$rc: $(grep -m1 '^skipped' "$base-$run.txt") $(tail -3 "$base-$run.err" | tr '\n' ' ')"
+        fw_row "$name $run" "FAILED rc=$rc" "-" "-" "-" "-" "-"; failures=$((failures + 1)); continue
+      fi
+      if grep '^loss ' "$base-$run.txt" | cmp -s - "$base-native.losses"; then losses=identical
+      else losses=DIFFER; failures=$((failures + 1)); fi
+      # The whole check in $base-$run.check.txt; here its summary line and its MISS and FAIL lines.
+      python3 tests/gpu/frameworks/check_engaged.py "$base-$run.stats.json" --output "$base-$run.txt" \
+        --label "$name $run" --losses "$losses" --row "$OUT/frameworks.rows" --slack "${FRAMEWORKS_SLACK:-0}" \
+        ${FRAMEWORKS_STRICT:+--strict} > "$base-$run.check.txt" 2>&1 || failures=$((failures + 1))
+      grep -E '(summary|MISS|FAIL): ' "$base-$run.check.txt"
+    done
+  done
+  return $failures
+}
+
+# The table: one row a run, ms/step against the same program's pump-none run and native.
+frameworks_table() {
+  python3 - "$OUT/frameworks.rows" <<'PY'
+import sys
+rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1]) if line.strip()]
+ms = {}
+for r in rows:
+    program, run = r[0].split(" ", 1)
+    ms[(program, run)] = r[6]
+def ratio(a, b):
+    try:
+        return f"{float(a) / float(b):.2f}x"
+    except ValueError:
+        return "-"
+print(f"{'program/allocator':<18} {'run':<20} {'engaged':<9} {'launches':>9} {'bytes':>9} {'peak<=bud':>9} "
+      f"{'losses':<10} {'ms/step':>9} {'vs none':>8} {'vs native':>9}")
+for r in rows:
+    program, run = r[0].split(" ", 1)
+    print(f"{program:<18} {run:<20} {r[1]:<9} {r[2]:>9} {r[3]:>9} {r[4]:>9} {r[5]:<10} {r[6]:>9} "
+          f"{ratio(r[6], ms.get((program, 'pump-none-off'), '-')) if run != 'native' else '-':>8} "
+          f"{ratio(r[6], ms.get((program, 'native'), '-')):>9}")
+PY
+}
+
+frameworks_suite() {
+  local failures=0 name
+  FW_TOTAL_MIB=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
+  : > "$OUT/frameworks.rows"
+  echo "frameworks: ${FRAMEWORKS_CONFIGS:-$FW_CONFIGS}; policies ${POLICIES:-none,lru}; budget half of each native footprint"
+  for name in ${FRAMEWORKS_CONFIGS:-$FW_CONFIGS}; do
+    frameworks_one "$name"
+    failures=$((failures + $?))
+  done
+  echo "frameworks: table (launches and bytes: known %, targets 100% and 99%; ms/step: median)"
+  frameworks_table
+  [ $failures -eq 0 ]
+}
+
 status=0
 for part in "${@:-check torch-resnet torch-gpt bench}"; do
   for p in $part; do
@@ -187,6 +338,7 @@ for part in "${@:-check torch-resnet torch-gpt bench}"; do
       graphs) graphs_suite capture 2>&1 | tee "$OUT/graphs.txt"; rc=${PIPESTATUS[0]} ;;
       compile) graphs_suite compile 2>&1 | tee "$OUT/compile.txt"; rc=${PIPESTATUS[0]} ;;
       dataloader) dataloader_suite 2>&1 | tee "$OUT/dataloader.txt"; rc=${PIPESTATUS[0]} ;;
+      frameworks) frameworks_suite 2>&1 | tee "$OUT/frameworks.txt"; rc=${PIPESTATUS[0]} ;;
       ddp) rc=0
            for run in "ddp resnet50 fp32" "ddp transformer bf16" "two-gpu transformer bf16"; do
              set -- $run
