@@ -98,6 +98,11 @@ class Engine {
   // allocation held on the device counts as taken.
   void on_free(uint64_t address, const std::function<void()>& free_memory = {});
 
+  // For fork() (core/interpose/fork_guard.h): the lock taken before it, given back after
+  // it on both sides, so that no other thread holds it across the fork.
+  void lock_for_fork() { mutex_.lock(); }
+  void unlock_after_fork() { mutex_.unlock(); }
+
   // A kernel touching `extents` is about to be queued on `stream`. `inexact` (may be
   // null: all exact) flags extents that name a whole block only because a pointer
   // pointed into it (kernel-launch parameters): such a kernel may touch anything of

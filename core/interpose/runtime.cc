@@ -10,6 +10,7 @@
 #include "core/common/log.h"
 #include "core/cuda/cuda_backend.h"
 #include "core/interpose/current_device.h"
+#include "core/interpose/fork_guard.h"
 #include "core/interpose/real_symbols.h"
 #include "core/plugin_host/plugin_host.h"
 #include "core/plugin_host/policy_adapter.h"
@@ -62,6 +63,7 @@ Runtime::Runtime(RuntimeOptions options)
   if (!options_.trace_path.empty()) trace_ = TraceWriter::open(options_.trace_path);  // logs why if it fails
   load_plugins();
   require_every_launch_seen();
+  install_fork_guard();
   log(LogLevel::kInfo,
       "runtime ready: extractors [%s], policy %s, budget %s, managed limit %s, data path %s, host limit %s%s",
       join(extractors_loaded_).c_str(), policy_ && policy_->name ? policy_->name : "none (no policy)",
