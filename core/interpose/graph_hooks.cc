@@ -32,6 +32,7 @@ typename Sym<id>::Ret with_engines_told(CallReal call_real, After after) {
   if (!fn) return missing_symbol_status<typename Sym<id>::Ret>();
   if (inside_hook()) return call_real(fn);
   ReentryGuard guard;
+  count_guarded_call(id);  // PUMP_STATS lists the graph calls a program makes
   const auto result = call_real(fn);
   after(static_cast<int>(result) == 0);  // every library's success is 0
   return result;
@@ -45,6 +46,7 @@ typename Sym<id>::Ret end_capture(StreamId stream, Graph* graph, CallReal call_r
   if (!fn) return missing_symbol_status<typename Sym<id>::Ret>();
   if (inside_hook()) return call_real(fn);
   ReentryGuard guard;
+  count_guarded_call(id);
   struct Pending {
     Engine* engine;
     uint64_t capture;
