@@ -292,6 +292,50 @@ void Engine::forget_graphs() {
   graphs_.forget_graphs();
 }
 
+void Engine::graph_created(uint64_t graph) {
+  std::lock_guard lock(mutex_);
+  graphs_.created(graph);
+}
+
+void Engine::add_to_graph(uint64_t graph, pump_extent_v1_t* extents, size_t count, const uint8_t* inexact) {
+  std::lock_guard lock(mutex_);
+  resolve_pointers_locked(extents, count, inexact);
+  graphs_.add_to_graph(graph, extents, count, inexact);
+}
+
+void Engine::graph_unattributed(uint64_t graph) {
+  std::lock_guard lock(mutex_);
+  graphs_.graph_unattributed(graph);
+}
+
+void Engine::add_child_graph(uint64_t graph, uint64_t child) {
+  std::lock_guard lock(mutex_);
+  graphs_.add_child(graph, child);
+}
+
+void Engine::add_to_exec(uint64_t exec, pump_extent_v1_t* extents, size_t count, const uint8_t* inexact) {
+  std::lock_guard lock(mutex_);
+  resolve_pointers_locked(extents, count, inexact);
+  graphs_.add_to_exec(exec, extents, count, inexact);
+}
+
+void Engine::exec_unattributed(uint64_t exec) {
+  std::lock_guard lock(mutex_);
+  graphs_.exec_unattributed(exec);
+}
+
+void Engine::add_child_graph_to_exec(uint64_t exec, uint64_t child) {
+  std::lock_guard lock(mutex_);
+  graphs_.add_child_to_exec(exec, child);
+}
+
+bool Engine::exec_record(uint64_t exec, GraphExtents::Record* out) const {
+  std::lock_guard lock(mutex_);
+  const GraphExtents::Record* r = graphs_.of_exec(exec);
+  if (r) *out = *r;
+  return r != nullptr;
+}
+
 void Engine::note_unnamed_capture_call() {
   std::lock_guard lock(mutex_);
   ++stats_.kernels;

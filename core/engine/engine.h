@@ -131,6 +131,20 @@ class Engine {
   // Forgets every graph (a node of one changed, and a node does not name its graph);
   // executable graphs already made keep theirs: instantiation copies a graph.
   void forget_graphs();
+  // Graphs built or edited by hand (see GraphExtents): an empty graph was made; nodes added
+  // to `graph` (or its nodes' parameters changed) touch `extents`, whose pointers
+  // (PUMP_WHOLE_BLOCK, inexact) this engine resolves in place under its lock (those in no
+  // block of its own are dropped); a node pump cannot size makes the graph unattributed; a
+  // child graph node adds the child's record. The `*_exec` forms edit an executable graph.
+  void graph_created(uint64_t graph);
+  void add_to_graph(uint64_t graph, pump_extent_v1_t* extents, size_t count, const uint8_t* inexact);
+  void graph_unattributed(uint64_t graph);
+  void add_child_graph(uint64_t graph, uint64_t child);
+  void add_to_exec(uint64_t exec, pump_extent_v1_t* extents, size_t count, const uint8_t* inexact);
+  void exec_unattributed(uint64_t exec);
+  void add_child_graph_to_exec(uint64_t exec, uint64_t child);
+  // A copy of executable graph `exec`'s record; false when the engine has none (tests).
+  bool exec_record(uint64_t exec, GraphExtents::Record* out) const;
   // A call touching this device's memory was captured on another device's stream (it
   // reaches no stream of this engine): the capture cannot be named here, so every capture
   // open now, and the next to end, keeps its graph unattributed on this engine.

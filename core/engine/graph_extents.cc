@@ -84,6 +84,66 @@ void GraphExtents::instantiated(uint64_t graph, uint64_t exec) {
   else execs_[exec] = it->second;
 }
 
+void GraphExtents::join(Record& r, const pump_extent_v1_t* extents, size_t count, const uint8_t* inexact,
+                        const Record* child) {
+  Capture c;
+  c.unattributed = r.unattributed || (child && child->unattributed);
+  for (size_t i = 0; i < r.extents.size(); ++i) add_extent(c, r.extents[i], r.inexact[i] != 0);
+  for (size_t i = 0; i < count; ++i) add_extent(c, extents[i], inexact && inexact[i]);
+  if (child)
+    for (size_t i = 0; i < child->extents.size(); ++i) add_extent(c, child->extents[i], child->inexact[i] != 0);
+  r = finish(c);
+}
+
+void GraphExtents::add_to_graph(uint64_t graph, const pump_extent_v1_t* extents, size_t count, const uint8_t* inexact) {
+  auto it = graphs_.find(graph);
+  if (it == graphs_.end()) {
+    forget_graphs();
+    return;
+  }
+  join(it->second, extents, count, inexact, nullptr);
+}
+
+void GraphExtents::graph_unattributed(uint64_t graph) {
+  auto it = graphs_.find(graph);
+  if (it == graphs_.end()) forget_graphs();
+  else it->second = Record{{}, {}, true};
+}
+
+void GraphExtents::add_child(uint64_t graph, uint64_t child) {
+  auto it = graphs_.find(graph);
+  if (it == graphs_.end()) {
+    forget_graphs();
+    return;
+  }
+  auto c = graphs_.find(child);
+  if (c == graphs_.end()) it->second = Record{{}, {}, true};
+  else if (c != it) join(it->second, nullptr, 0, nullptr, &c->second);
+}
+
+void GraphExtents::add_to_exec(uint64_t exec, const pump_extent_v1_t* extents, size_t count, const uint8_t* inexact) {
+  auto it = execs_.find(exec);
+  if (it != execs_.end()) join(it->second, extents, count, inexact, nullptr);
+}
+
+void GraphExtents::exec_unattributed(uint64_t exec) {
+  auto it = execs_.find(exec);
+  if (it != execs_.end()) it->second = Record{{}, {}, true};
+}
+
+void GraphExtents::add_child_to_exec(uint64_t exec, uint64_t child) {
+  auto it = execs_.find(exec);
+  if (it == execs_.end()) return;
+  auto c = graphs_.find(child);
+  if (c == graphs_.end()) it->second = Record{{}, {}, true};
+  else join(it->second, nullptr, 0, nullptr, &c->second);
+}
+
+const GraphExtents::Record* GraphExtents::of_graph(uint64_t graph) const {
+  auto it = graphs_.find(graph);
+  return it == graphs_.end() ? nullptr : &it->second;
+}
+
 const GraphExtents::Record* GraphExtents::of_exec(uint64_t exec) const {
   auto it = execs_.find(exec);
   return it == execs_.end() ? nullptr : &it->second;

@@ -2,9 +2,12 @@
 // extents of every call seen during a capture are gathered under its capture id (one
 // id for every stream the capture forked into), handed to the graph at the end of the
 // capture and to each executable graph instantiated from it, so that a graph launch is
-// decided like one kernel touching their union. A graph pump saw no capture of (built
-// from nodes by hand, updated from such a graph) has no record: its launch stays an
-// access pump cannot attribute. Not thread-safe: the engine holds its lock.
+// decided like one kernel touching their union. A graph made empty (cuGraphCreate) starts
+// with an empty record, and each node added to a graph by hand, or whose parameters
+// change, adds its extents to the graph's (or executable graph's) record: the union only
+// grows, an over-approximation. A graph pump knows nothing of (a clone, a child graph's
+// embedded copy) has no record: its launch stays an access pump cannot attribute. Not
+// thread-safe: the engine holds its lock.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +47,24 @@ class GraphExtents {
   // Executable `exec` was made from `graph` (instantiated, or updated in place).
   void instantiated(uint64_t graph, uint64_t exec);
   void graph_destroyed(uint64_t graph) { graphs_.erase(graph); }
+
+  // Graphs and executable graphs edited by hand (graph_hooks.cc).
+  // An empty graph was made: it touches nothing yet (a reused handle loses its record).
+  void created(uint64_t graph) { graphs_[graph] = Record{}; }
+  // Nodes added to `graph`, or its nodes' parameters changed, touch `extents` too. A graph
+  // without a record may be a child graph's embedded copy, edited behind the record of the
+  // graph that holds it: every graph is forgotten then.
+  void add_to_graph(uint64_t graph, const pump_extent_v1_t* extents, size_t count, const uint8_t* inexact);
+  // A node pump cannot size was added to `graph` (or changed): its launches are unattributed.
+  void graph_unattributed(uint64_t graph);
+  // A child graph node of `child` was added to `graph`: the child's record joins the graph's.
+  void add_child(uint64_t graph, uint64_t child);
+  // The same for an executable graph's node edits; an executable without a record keeps none.
+  void add_to_exec(uint64_t exec, const pump_extent_v1_t* extents, size_t count, const uint8_t* inexact);
+  void exec_unattributed(uint64_t exec);
+  void add_child_to_exec(uint64_t exec, uint64_t child);
+  // The record of `graph`, or null when pump knows nothing of it.
+  const Record* of_graph(uint64_t graph) const;
   void forget_graphs() { graphs_.clear(); }
   void exec_destroyed(uint64_t exec) { execs_.erase(exec); }
 
@@ -73,6 +94,8 @@ class GraphExtents {
   };
   void add_extent(Capture& c, const pump_extent_v1_t& e, bool inexact);
   static Record finish(const Capture& c);
+  // Adds `extents` (and `child`'s record, when not null) to record `r`.
+  void join(Record& r, const pump_extent_v1_t* extents, size_t count, const uint8_t* inexact, const Record* child);
 
   std::unordered_map<uint64_t, Capture> captures_;
   std::unordered_map<uint64_t, Record> graphs_;
