@@ -261,10 +261,10 @@ void Engine::end_capture(uint64_t capture, uint64_t graph, bool empty_is_known) 
   else graphs_.end_capture(capture, graph, empty_is_known);
 }
 
-void Engine::capture_into_existing_graph(StreamId stream) {
+void Engine::capture_into_existing_graph(StreamId stream, uint64_t graph) {
   std::lock_guard lock(mutex_);
   uint64_t capture = 0;
-  if (named_capture(stream, &capture)) graphs_.add_unattributed(capture);
+  if (named_capture(stream, &capture)) graphs_.capture_into(capture, graph);
 }
 
 void Engine::abandon_capture(uint64_t capture) {

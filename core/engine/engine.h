@@ -118,9 +118,9 @@ class Engine {
   // before_unattributed_access on a capturing stream) under its DeviceBackend::capture_id.
   // The capture `capture` ended into `graph`; `empty_is_known`: see GraphExtents.
   void end_capture(uint64_t capture, uint64_t graph, bool empty_is_known = true);
-  // The capture of `stream` began into an existing graph, whose nodes pump never saw:
-  // its graph's launches stay unattributed.
-  void capture_into_existing_graph(StreamId stream);
+  // The capture of `stream` began into existing graph `graph`: it starts from the graph's
+  // record (GraphExtents::capture_into).
+  void capture_into_existing_graph(StreamId stream, uint64_t graph);
   // The capture failed (its end returned an error): what was gathered for it is dropped.
   void abandon_capture(uint64_t capture);
   // Executable `exec` was instantiated from `graph`, or updated in place to match it.

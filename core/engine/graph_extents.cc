@@ -34,6 +34,18 @@ void GraphExtents::add_lost_call() {
   lost_call_pending_ = true;
 }
 
+void GraphExtents::capture_into(uint64_t capture, uint64_t graph) {
+  auto g = graphs_.find(graph);
+  if (g == graphs_.end()) {
+    forget_graphs();
+    add_unattributed(capture);
+    return;
+  }
+  Capture& c = captures_[capture];
+  c.unattributed |= g->second.unattributed;
+  for (size_t i = 0; i < g->second.extents.size(); ++i) add_extent(c, g->second.extents[i], g->second.inexact[i] != 0);
+}
+
 void GraphExtents::add_graph(uint64_t capture, uint64_t exec) {
   const Record* r = of_exec(exec);
   if (!r) {

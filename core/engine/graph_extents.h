@@ -35,6 +35,10 @@ class GraphExtents {
   // A call inside a capture the backend could not name: every capture open now, and the
   // next to end (it may have been that call's), take the unattributed path.
   void add_lost_call();
+  // The capture began into existing graph `graph`: it starts from the graph's record, which
+  // its end replaces. A graph without a record leaves the capture unattributed and, as it
+  // may be a child graph's embedded copy, forgets every graph.
+  void capture_into(uint64_t capture, uint64_t graph);
   // A launch of known graph `exec` inside the capture: its accesses become the capture's.
   void add_graph(uint64_t capture, uint64_t exec);
 

@@ -1,5 +1,6 @@
 // Hooks that follow CUDA graphs from capture to launch (see engine.h, "CUDA graphs"):
-//   capture into an existing graph -> that capture's graph stays unattributed (nodes unseen);
+//   capture into an existing graph -> the capture starts from that graph's record (a graph
+//                      pump has no record of: unattributed, and every graph is forgotten);
 //   end of capture  -> each engine hands what it gathered under the capture's id to the graph;
 //   instantiation   -> ... and the graph's to the executable graph;
 //   update in place -> the executable takes the new graph's (forgotten if that failed);
@@ -83,10 +84,10 @@ typename Sym<id>::Ret end_capture(StreamId stream, Graph* graph, CallReal call_r
   return result;
 }
 
-template <SymbolId id, typename CallReal>
-typename Sym<id>::Ret begin_capture_to_graph(StreamId stream, CallReal call_real) {
+template <SymbolId id, typename Graph, typename CallReal>
+typename Sym<id>::Ret begin_capture_to_graph(StreamId stream, Graph graph, CallReal call_real) {
   return with_engines_told<id>(call_real, [&](bool ok) {
-    if (ok) for_each_engine([&](Engine& e) { e.capture_into_existing_graph(stream); });
+    if (ok) for_each_engine([&](Engine& e) { e.capture_into_existing_graph(stream, handle_key(graph)); });
   });
 }
 
@@ -203,6 +204,22 @@ Node kernel_node(const P* p) {
     ok = extract_graph_node(k___cudaLaunchKernel, args, 6, &n.extents, &n.inexact);
   }
   return ok ? n : unattributed_node();
+}
+// The legacy kernel node (no CUkernel): as a CUfunction's.
+Node kernel_node(const CUDA_KERNEL_NODE_PARAMS_v1* p) {
+  if (!p) return unattributed_node();
+  CUDA_KERNEL_NODE_PARAMS v2{};
+  v2.func = p->func;
+  v2.gridDimX = p->gridDimX;
+  v2.gridDimY = p->gridDimY;
+  v2.gridDimZ = p->gridDimZ;
+  v2.blockDimX = p->blockDimX;
+  v2.blockDimY = p->blockDimY;
+  v2.blockDimZ = p->blockDimZ;
+  v2.sharedMemBytes = p->sharedMemBytes;
+  v2.kernelParams = p->kernelParams;
+  v2.extra = p->extra;
+  return kernel_node(&v2);
 }
 // The runtime's kernel node (a host stub), extracted as cudaLaunchKernel.
 Node kernel_node(const cudaKernelNodeParams* p) {
@@ -379,23 +396,23 @@ uint64_t launched_graph(SymbolId id, const void* const* args) {
 cudaError_t on_cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t* deps,
                                              const cudaGraphEdgeData* data, size_t count, cudaStreamCaptureMode mode) {
   return begin_capture_to_graph<k_cudaStreamBeginCaptureToGraph>(
-      stream_key(stream), [&](auto fn) { return fn(stream, graph, deps, data, count, mode); });
+      stream_key(stream), graph, [&](auto fn) { return fn(stream, graph, deps, data, count, mode); });
 }
 cudaError_t on_cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t* deps,
                                                   const cudaGraphEdgeData* data, size_t count,
                                                   cudaStreamCaptureMode mode) {
   return begin_capture_to_graph<k_cudaStreamBeginCaptureToGraph_ptsz>(
-      stream_key_per_thread(stream), [&](auto fn) { return fn(stream, graph, deps, data, count, mode); });
+      stream_key_per_thread(stream), graph, [&](auto fn) { return fn(stream, graph, deps, data, count, mode); });
 }
 CUresult on_cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph, const CUgraphNode* deps,
                                         const CUgraphEdgeData* data, size_t count, CUstreamCaptureMode mode) {
   return begin_capture_to_graph<k_cuStreamBeginCaptureToGraph>(
-      stream_key(hStream), [&](auto fn) { return fn(hStream, hGraph, deps, data, count, mode); });
+      stream_key(hStream), hGraph, [&](auto fn) { return fn(hStream, hGraph, deps, data, count, mode); });
 }
 CUresult on_cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph, const CUgraphNode* deps,
                                              const CUgraphEdgeData* data, size_t count, CUstreamCaptureMode mode) {
   return begin_capture_to_graph<k_cuStreamBeginCaptureToGraph_ptsz>(
-      stream_key_per_thread(hStream), [&](auto fn) { return fn(hStream, hGraph, deps, data, count, mode); });
+      stream_key_per_thread(hStream), hGraph, [&](auto fn) { return fn(hStream, hGraph, deps, data, count, mode); });
 }
 
 cudaError_t on_cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* pGraph) {
@@ -520,6 +537,27 @@ CUresult on_cuGraphAddNode_v2(CUgraphNode* phGraphNode, CUgraph hGraph, const CU
       phGraphNode, hGraph,
       [&](auto fn) { return fn(phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams); },
       [&] { return generic_node(nodeParams); });
+}
+CUresult on_cuGraphAddNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
+                           size_t numDependencies, CUgraphNodeParams* nodeParams) {
+  return add_node<k_cuGraphAddNode>(
+      phGraphNode, hGraph, [&](auto fn) { return fn(phGraphNode, hGraph, dependencies, numDependencies, nodeParams); },
+      [&] { return generic_node(nodeParams); });
+}
+CUresult on_cuGraphAddKernelNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
+                                 size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS_v1* nodeParams) {
+  return add_node<k_cuGraphAddKernelNode>(
+      phGraphNode, hGraph, [&](auto fn) { return fn(phGraphNode, hGraph, dependencies, numDependencies, nodeParams); },
+      [&] { return kernel_node(nodeParams); });
+}
+CUresult on_cuGraphKernelNodeSetParams(CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS_v1* nodeParams) {
+  return edit_node<k_cuGraphKernelNodeSetParams>(
+      hNode, [&](auto fn) { return fn(hNode, nodeParams); }, [&] { return kernel_node(nodeParams); });
+}
+CUresult on_cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                           const CUDA_KERNEL_NODE_PARAMS_v1* nodeParams) {
+  return edit_exec_node<k_cuGraphExecKernelNodeSetParams>(
+      hGraphExec, [&](auto fn) { return fn(hGraphExec, hNode, nodeParams); }, [&] { return kernel_node(nodeParams); });
 }
 CUresult on_cuGraphAddBatchMemOpNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
                                      size_t numDependencies, const CUDA_BATCH_MEM_OP_NODE_PARAMS* nodeParams) {

@@ -10,6 +10,7 @@
 #include "core/interpose/cuda_headers.h"
 #include "core/interpose/extractor_registry.h"
 #include "core/interpose/hook_dispatch.h"
+#include "core/interpose/proc_address.h"
 #include "core/interpose/real_symbols.h"
 #include "pump/pump_sdk.h"
 #include "tests/core/engine/recording_backend.h"
@@ -61,6 +62,25 @@ CUresult fake_launch(CUgraphExec, CUstream) { return CUDA_SUCCESS; }
 CUresult fake_set_params(CUgraphNode, const CUDA_KERNEL_NODE_PARAMS*) { return CUDA_SUCCESS; }
 CUresult fake_exec_set_params(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS*) { return CUDA_SUCCESS; }
 
+// Capture into an existing graph: kStream captures (capture id 7) until its end, which
+// hands back the graph it began into.
+testing::RecordingBackend* g_backend = nullptr;
+CUgraph g_capturing_into = nullptr;
+CUresult fake_capture_to_graph(CUstream stream, CUgraph graph, const CUgraphNode*, const CUgraphEdgeData*, size_t,
+                               CUstreamCaptureMode) {
+  g_backend->capturing_streams.insert(reinterpret_cast<uint64_t>(stream));
+  g_backend->capture_ids[reinterpret_cast<uint64_t>(stream)] = 7;
+  g_capturing_into = graph;
+  return CUDA_SUCCESS;
+}
+CUresult fake_end_capture(CUstream, CUgraph* graph) {
+  g_backend->capturing_streams.clear();
+  g_backend->capture_ids.clear();
+  *graph = g_capturing_into;
+  return CUDA_SUCCESS;
+}
+cudaError_t fake_set(void*, int, size_t, cudaStream_t) { return cudaSuccess; }
+
 // The extractor: each of the kernel's parameters is one word, reported as a pointer.
 const char* const kApis[] = {"cuLaunchKernel", nullptr};
 pump_status_v1_t extract(void*, const pump_call_v1_t* call, pump_extent_sink_v1_t* sink) {
@@ -95,6 +115,10 @@ class GraphBuild : public ::testing::Test {
     install<k_cuGraphLaunch>(&fake_launch);
     install<k_cuGraphKernelNodeSetParams_v2>(&fake_set_params);
     install<k_cuGraphExecKernelNodeSetParams_v2>(&fake_exec_set_params);
+    install<k_cuStreamBeginCaptureToGraph>(&fake_capture_to_graph);
+    install<k_cuStreamEndCapture>(&fake_end_capture);
+    install<k_cudaMemsetAsync>(&fake_set);
+    g_backend = &backend_;
     api_.struct_size = sizeof api_;
     api_.abi_version = PUMP_EXTRACTOR_ABI_V1;
     api_.name = "pointers";
@@ -115,7 +139,10 @@ class GraphBuild : public ::testing::Test {
     devices_.extractors = registry_.get();
     set_devices_for_testing(&devices_);
   }
-  void TearDown() override { set_devices_for_testing(nullptr); }
+  void TearDown() override {
+    set_devices_for_testing(nullptr);
+    g_backend = nullptr;
+  }
 
   CUgraph create() {
     CUgraph g = nullptr;
@@ -305,6 +332,53 @@ TEST_F(GraphBuild, AnExecLevelEditAddsToThatExecutableOnly) {
   bool unattributed = false;
   record_blocks(two, &unattributed);
   EXPECT_TRUE(unattributed);
+}
+
+TEST_F(GraphBuild, TheLegacyKernelNodeSignatureIsFollowedToo) {
+  install<k_cuGraphAddKernelNode>(
+      +[](CUgraphNode* node, CUgraph, const CUgraphNode*, size_t, const CUDA_KERNEL_NODE_PARAMS_v1*) {
+        *node = next_handle<CUgraphNode>();
+        return CUDA_SUCCESS;
+      });
+  const CUgraph g = create();
+  const CUDA_KERNEL_NODE_PARAMS k = kernel({kD + 3});
+  CUDA_KERNEL_NODE_PARAMS_v1 v1{};
+  v1.func = k.func;
+  v1.kernelParams = k.kernelParams;
+  CUgraphNode node = nullptr;
+  ASSERT_EQ(cuGraphAddKernelNode(&node, g, nullptr, 0, &v1), CUDA_SUCCESS);
+  EXPECT_EQ(record_blocks(instantiate(g)), (std::vector<uint64_t>{kD}));
+}
+
+// XLA traces library calls into a graph it made (cuGraphCreate, then a capture into it).
+TEST_F(GraphBuild, ACaptureIntoAKnownGraphAddsToItsRecord) {
+  const CUgraph g = create();
+  add_kernel(g, {kA});
+  ASSERT_EQ(cuStreamBeginCaptureToGraph(kStream, g, nullptr, nullptr, 0, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  ASSERT_EQ(cudaMemsetAsync(reinterpret_cast<void*>(kB), 0, kMiB, reinterpret_cast<cudaStream_t>(kStream)),
+            cudaSuccess);
+  CUgraph ended = nullptr;
+  ASSERT_EQ(cuStreamEndCapture(kStream, &ended), CUDA_SUCCESS);
+  ASSERT_EQ(ended, g);
+  GraphExtents::Record r;
+  ASSERT_TRUE(engine_->exec_record(reinterpret_cast<uint64_t>(instantiate(g)), &r));
+  EXPECT_FALSE(r.unattributed);
+  ASSERT_EQ(r.extents.size(), 2u);
+  EXPECT_EQ(r.extents[0].address, kA) << "the node added before";
+  EXPECT_EQ(r.extents[1].address, kB) << "the captured set";
+  EXPECT_EQ(r.extents[1].bytes, kMiB);
+}
+
+TEST(GraphBuildEntryPoints, DriverLookupsOfTheGraphBuildingFunctionsGetTheHooks) {
+  EXPECT_EQ(hook_for_driver_symbol("cuGraphCreate", 12000, 0), k_cuGraphCreate);
+  EXPECT_EQ(hook_for_driver_symbol("cuGraphAddNode", 12030, 0), k_cuGraphAddNode_v2);
+  EXPECT_EQ(hook_for_driver_symbol("cuGraphAddNode", 12020, 0), k_cuGraphAddNode);
+  EXPECT_EQ(hook_for_driver_symbol("cuGraphAddKernelNode", 12000, 0), k_cuGraphAddKernelNode_v2);
+  EXPECT_EQ(hook_for_driver_symbol("cuGraphAddKernelNode", 11000, 0), k_cuGraphAddKernelNode);
+  EXPECT_EQ(hook_for_driver_symbol("cuGraphKernelNodeSetParams", 11000, 0), k_cuGraphKernelNodeSetParams);
+  EXPECT_EQ(hook_for_driver_symbol("cuGraphExecKernelNodeSetParams", 11000, 0), k_cuGraphExecKernelNodeSetParams);
+  EXPECT_EQ(hook_for_driver_symbol("cuGraphAddBatchMemOpNode", 12000, 0), k_cuGraphAddBatchMemOpNode);
+  EXPECT_EQ(hook_for_driver_symbol("cuGraphDestroyNode", 12000, 0), k_cuGraphDestroyNode);
 }
 
 }  // namespace
