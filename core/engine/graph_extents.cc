@@ -98,13 +98,55 @@ void GraphExtents::instantiated(uint64_t graph, uint64_t exec) {
 
 void GraphExtents::join(Record& r, const pump_extent_v1_t* extents, size_t count, const uint8_t* inexact,
                         const Record* child) {
-  Capture c;
-  c.unattributed = r.unattributed || (child && child->unattributed);
-  for (size_t i = 0; i < r.extents.size(); ++i) add_extent(c, r.extents[i], r.inexact[i] != 0);
-  for (size_t i = 0; i < count; ++i) add_extent(c, extents[i], inexact && inexact[i]);
+  if (child) r.unattributed |= child->unattributed;
+  // A graph built by hand grows one node at a time and repeats the same blocks: an extent
+  // already in the (sorted) record is joined in place, only new ones re-sort it.
+  auto key_less = [](const Key& a, const Key& b) {
+    if (a.address != b.address) return a.address < b.address;
+    if (a.bytes != b.bytes) return a.bytes < b.bytes;
+    return a.inexact < b.inexact;
+  };
+  auto join_into = [](pump_extent_v1_t& joined, const pump_extent_v1_t& e) {
+    joined.access |= e.access;
+    if (joined.role != e.role) joined.role = PUMP_ROLE_UNKNOWN;
+  };
+  std::vector<std::pair<Key, pump_extent_v1_t>> fresh;
+  auto add = [&](const pump_extent_v1_t& extent, bool in) {
+    if (!extent.bytes) return;
+    pump_extent_v1_t e = extent;
+    if (e.access & PUMP_ACCESS_WRITE) e.access |= PUMP_ACCESS_READ;  // see add_extent
+    const Key k{e.address, e.bytes, in};
+    size_t lo = 0, hi = r.extents.size();
+    while (lo < hi) {
+      const size_t mid = (lo + hi) / 2;
+      const Key m{r.extents[mid].address, r.extents[mid].bytes, r.inexact[mid] != 0};
+      if (key_less(m, k)) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo < r.extents.size() && Key{r.extents[lo].address, r.extents[lo].bytes, r.inexact[lo] != 0} == k) {
+      join_into(r.extents[lo], e);
+      return;
+    }
+    for (auto& [fk, fe] : fresh)
+      if (fk == k) {
+        join_into(fe, e);
+        return;
+      }
+    fresh.emplace_back(k, e);
+  };
+  for (size_t i = 0; i < count; ++i) add(extents[i], inexact && inexact[i]);
   if (child)
-    for (size_t i = 0; i < child->extents.size(); ++i) add_extent(c, child->extents[i], child->inexact[i] != 0);
-  r = finish(c);
+    for (size_t i = 0; i < child->extents.size(); ++i) add(child->extents[i], child->inexact[i] != 0);
+  if (fresh.empty()) return;
+  for (size_t i = 0; i < r.extents.size(); ++i)
+    fresh.emplace_back(Key{r.extents[i].address, r.extents[i].bytes, r.inexact[i] != 0}, r.extents[i]);
+  std::sort(fresh.begin(), fresh.end(), [&](const auto& a, const auto& b) { return key_less(a.first, b.first); });
+  r.extents.clear();
+  r.inexact.clear();
+  for (const auto& [k, e] : fresh) {
+    r.extents.push_back(e);
+    r.inexact.push_back(k.inexact ? 1 : 0);
+  }
 }
 
 void GraphExtents::add_to_graph(uint64_t graph, const pump_extent_v1_t* extents, size_t count, const uint8_t* inexact) {
