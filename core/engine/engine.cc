@@ -313,6 +313,11 @@ void Engine::add_child_graph(uint64_t graph, uint64_t child) {
   graphs_.add_child(graph, child);
 }
 
+void Engine::conditional_bodies(uint64_t graph, const uint64_t* bodies, size_t count) {
+  std::lock_guard lock(mutex_);
+  graphs_.bodies_added(graph, bodies, count);
+}
+
 void Engine::add_to_exec(uint64_t exec, pump_extent_v1_t* extents, size_t count, const uint8_t* inexact) {
   std::lock_guard lock(mutex_);
   resolve_pointers_locked(extents, count, inexact);

@@ -140,6 +140,8 @@ class Engine {
   void add_to_graph(uint64_t graph, pump_extent_v1_t* extents, size_t count, const uint8_t* inexact);
   void graph_unattributed(uint64_t graph);
   void add_child_graph(uint64_t graph, uint64_t child);
+  // A conditional node of `graph` with body graphs `bodies`: see GraphExtents::bodies_added.
+  void conditional_bodies(uint64_t graph, const uint64_t* bodies, size_t count);
   void add_to_exec(uint64_t exec, pump_extent_v1_t* extents, size_t count, const uint8_t* inexact);
   void exec_unattributed(uint64_t exec);
   void add_child_graph_to_exec(uint64_t exec, uint64_t child);

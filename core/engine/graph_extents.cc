@@ -24,6 +24,7 @@ void GraphExtents::add_extent(Capture& c, const pump_extent_v1_t& extent, bool i
 
 void GraphExtents::add_call(uint64_t capture, const pump_extent_v1_t* extents, size_t count, const uint8_t* inexact) {
   Capture& c = captures_[capture];
+  c.seed_only = false;
   for (size_t i = 0; i < count; ++i) add_extent(c, extents[i], inexact && inexact[i]);
 }
 
@@ -42,6 +43,7 @@ void GraphExtents::capture_into(uint64_t capture, uint64_t graph) {
     return;
   }
   Capture& c = captures_[capture];
+  c.seed_only = c.extents.empty() && !c.unattributed;
   c.unattributed |= g->second.unattributed;
   for (size_t i = 0; i < g->second.extents.size(); ++i) add_extent(c, g->second.extents[i], g->second.inexact[i] != 0);
 }
@@ -53,6 +55,7 @@ void GraphExtents::add_graph(uint64_t capture, uint64_t exec) {
     return;
   }
   Capture& c = captures_[capture];
+  c.seed_only = false;
   c.unattributed |= r->unattributed;
   for (size_t i = 0; i < r->extents.size(); ++i) add_extent(c, r->extents[i], r->inexact[i] != 0);
 }
@@ -86,7 +89,17 @@ void GraphExtents::end_capture(uint64_t capture, uint64_t graph, bool empty_is_k
     else graphs_.erase(graph);
     return;
   }
-  graphs_[graph] = finish(it->second);
+  // With several engines, one that saw none of the capture's own calls keeps the graph
+  // unknown, as for a capture of its own (see above).
+  if (it->second.seed_only && !empty_is_known) {
+    graphs_.erase(graph);
+    if (parent_.count(graph)) forget_graphs();  // a body's holders would miss what it gained
+  } else {
+    Record r = finish(it->second);
+    // A capture into a conditional body: the graphs holding it gain what it gained.
+    if (parent_.count(graph)) each_holder(graph, [&](Record& h) { join(h, nullptr, 0, nullptr, &r); });
+    graphs_[graph] = std::move(r);
+  }
   captures_.erase(it);
 }
 
@@ -149,6 +162,22 @@ void GraphExtents::join(Record& r, const pump_extent_v1_t* extents, size_t count
   }
 }
 
+template <typename F>
+bool GraphExtents::each_holder(uint64_t graph, F f) {
+  std::vector<uint64_t> holders;
+  for (auto p = parent_.find(graph); p != parent_.end() && holders.size() < 64; p = parent_.find(p->second))
+    holders.push_back(p->second);
+  for (uint64_t h : holders) {
+    auto it = graphs_.find(h);
+    if (it == graphs_.end()) {
+      forget_graphs();
+      return false;
+    }
+    f(it->second);
+  }
+  return true;
+}
+
 void GraphExtents::add_to_graph(uint64_t graph, const pump_extent_v1_t* extents, size_t count, const uint8_t* inexact) {
   auto it = graphs_.find(graph);
   if (it == graphs_.end()) {
@@ -156,12 +185,17 @@ void GraphExtents::add_to_graph(uint64_t graph, const pump_extent_v1_t* extents,
     return;
   }
   join(it->second, extents, count, inexact, nullptr);
+  each_holder(graph, [&](Record& r) { join(r, extents, count, inexact, nullptr); });
 }
 
 void GraphExtents::graph_unattributed(uint64_t graph) {
   auto it = graphs_.find(graph);
-  if (it == graphs_.end()) forget_graphs();
-  else it->second = Record{{}, {}, true};
+  if (it == graphs_.end()) {
+    forget_graphs();
+    return;
+  }
+  it->second = Record{{}, {}, true};
+  each_holder(graph, [](Record& r) { r = Record{{}, {}, true}; });
 }
 
 void GraphExtents::add_child(uint64_t graph, uint64_t child) {
@@ -171,8 +205,25 @@ void GraphExtents::add_child(uint64_t graph, uint64_t child) {
     return;
   }
   auto c = graphs_.find(child);
-  if (c == graphs_.end()) it->second = Record{{}, {}, true};
-  else if (c != it) join(it->second, nullptr, 0, nullptr, &c->second);
+  if (c == graphs_.end()) {
+    graph_unattributed(graph);
+    return;
+  }
+  if (c == it) return;
+  const Record copy = c->second;
+  join(it->second, nullptr, 0, nullptr, &copy);
+  each_holder(graph, [&](Record& r) { join(r, nullptr, 0, nullptr, &copy); });
+}
+
+void GraphExtents::bodies_added(uint64_t graph, const uint64_t* bodies, size_t count) {
+  if (graphs_.find(graph) == graphs_.end()) {
+    forget_graphs();
+    return;
+  }
+  for (size_t i = 0; i < count; ++i) {
+    graphs_[bodies[i]] = Record{};
+    parent_[bodies[i]] = graph;
+  }
 }
 
 void GraphExtents::add_to_exec(uint64_t exec, const pump_extent_v1_t* extents, size_t count, const uint8_t* inexact) {

@@ -50,11 +50,17 @@ class GraphExtents {
   void abandon(uint64_t capture) { captures_.erase(capture); }
   // Executable `exec` was made from `graph` (instantiated, or updated in place).
   void instantiated(uint64_t graph, uint64_t exec);
-  void graph_destroyed(uint64_t graph) { graphs_.erase(graph); }
+  void graph_destroyed(uint64_t graph) {
+    graphs_.erase(graph);
+    parent_.erase(graph);
+  }
 
   // Graphs and executable graphs edited by hand (graph_hooks.cc).
   // An empty graph was made: it touches nothing yet (a reused handle loses its record).
-  void created(uint64_t graph) { graphs_[graph] = Record{}; }
+  void created(uint64_t graph) {
+    graphs_[graph] = Record{};
+    parent_.erase(graph);
+  }
   // Nodes added to `graph`, or its nodes' parameters changed, touch `extents` too. A graph
   // without a record may be a child graph's embedded copy, edited behind the record of the
   // graph that holds it: every graph is forgotten then.
@@ -67,9 +73,16 @@ class GraphExtents {
   void add_to_exec(uint64_t exec, const pump_extent_v1_t* extents, size_t count, const uint8_t* inexact);
   void exec_unattributed(uint64_t exec);
   void add_child_to_exec(uint64_t exec, uint64_t child);
+  // A conditional node was added to `graph` with body graphs `bodies` (made empty by the
+  // driver): what is later added to a body is added to `graph`, and to the graphs holding
+  // it, too (a body may run any number of times: the union covers them all).
+  void bodies_added(uint64_t graph, const uint64_t* bodies, size_t count);
   // The record of `graph`, or null when pump knows nothing of it.
   const Record* of_graph(uint64_t graph) const;
-  void forget_graphs() { graphs_.clear(); }
+  void forget_graphs() {
+    graphs_.clear();
+    parent_.clear();
+  }
   void exec_destroyed(uint64_t exec) { execs_.erase(exec); }
 
   // The record of executable `exec`, or null when pump did not see it captured.
@@ -95,6 +108,7 @@ class GraphExtents {
   struct Capture {
     std::unordered_map<Key, pump_extent_v1_t, KeyHash> extents;
     bool unattributed = false;
+    bool seed_only = false;  // began into a known graph, no call of its own seen yet
   };
   void add_extent(Capture& c, const pump_extent_v1_t& e, bool inexact);
   static Record finish(const Capture& c);
@@ -104,6 +118,11 @@ class GraphExtents {
   std::unordered_map<uint64_t, Capture> captures_;
   std::unordered_map<uint64_t, Record> graphs_;
   std::unordered_map<uint64_t, Record> execs_;
+  std::unordered_map<uint64_t, uint64_t> parent_;  // a conditional body -> the graph holding it
+  // Calls f(record) for each graph holding `graph` through conditional bodies; false (and
+  // every graph forgotten) when one of them has no record.
+  template <typename F>
+  bool each_holder(uint64_t graph, F f);
   bool lost_call_pending_ = false;
 };
 

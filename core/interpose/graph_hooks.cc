@@ -8,7 +8,8 @@
 //   node added      -> what the node touches joins its graph's record: a kernel node's
 //                      extents as a launch of that kernel would be extracted, a 1D/2D/3D
 //                      copy or set's span, a child graph's record; empty, event and host
-//                      nodes touch nothing; anything else (conditional, memory alloc/free,
+//                      nodes touch nothing; a conditional node the union of its bodies,
+//                      followed as nodes are added to them; anything else (memory alloc/free,
 //                      batch mem-op, a kernel no extractor understands, an unknown child)
 //                      makes the graph unattributed;
 //   node edited     -> the new parameters' extents join the record of the node's graph
@@ -159,10 +160,11 @@ NodeGraphs& node_graphs() {
 
 // What a node touches, as pump understands it.
 struct Node {
-  enum Kind { kNothing, kExtents, kUnattributed, kChild } kind = kNothing;
+  enum Kind { kNothing, kExtents, kUnattributed, kChild, kBodies } kind = kNothing;
   std::vector<pump_extent_v1_t> extents;
   std::vector<uint8_t> inexact;
   uint64_t child = 0;
+  std::vector<uint64_t> bodies;  // a conditional node's body graphs
 };
 Node unattributed_node() {
   Node n;
@@ -289,10 +291,23 @@ Node memset_node(const P* p, uint64_t dst) {
                                                                                                : unattributed_node();
 }
 
-// The generic node parameters (cuGraphAddNode, cuGraph[Exec]NodeSetParams).
-Node generic_node(const CUgraphNodeParams* p) {
+// The generic node parameters (cuGraphAddNode, cuGraph[Exec]NodeSetParams). A conditional
+// node being added (`adding`, after the real call filled in its bodies) is the union of
+// its body graphs, empty now, followed as nodes are added to them.
+Node generic_node(const CUgraphNodeParams* p, bool adding = false) {
   if (!p) return unattributed_node();
   switch (p->type) {
+    case CU_GRAPH_NODE_TYPE_CONDITIONAL: {
+      const CUDA_CONDITIONAL_NODE_PARAMS& c = p->conditional;
+      if (!adding || !c.phGraph_out || c.size == 0) return unattributed_node();
+      Node n;
+      n.kind = Node::kBodies;
+      for (unsigned i = 0; i < c.size; ++i) {
+        if (!c.phGraph_out[i]) return unattributed_node();
+        n.bodies.push_back(handle_key(c.phGraph_out[i]));
+      }
+      return n;
+    }
     case CU_GRAPH_NODE_TYPE_KERNEL: return kernel_node(&p->kernel);
     case CU_GRAPH_NODE_TYPE_MEMCPY: return memcpy_node(&p->memcpy.copyParams);
     case CU_GRAPH_NODE_TYPE_MEMSET: return memset_node(&p->memset, p->memset.dst);
@@ -320,6 +335,7 @@ void tell_graph(uint64_t graph, const Node& n) {
       }
       case Node::kUnattributed: e.graph_unattributed(graph); break;
       case Node::kChild: e.add_child_graph(graph, n.child); break;
+      case Node::kBodies: e.conditional_bodies(graph, n.bodies.data(), n.bodies.size()); break;
     }
   });
 }
@@ -334,6 +350,7 @@ void tell_exec(uint64_t exec, const Node& n) {
       }
       case Node::kUnattributed: e.exec_unattributed(exec); break;
       case Node::kChild: e.add_child_graph_to_exec(exec, n.child); break;
+      case Node::kBodies: e.exec_unattributed(exec); break;  // never from an edit
     }
   });
 }
@@ -536,13 +553,13 @@ CUresult on_cuGraphAddNode_v2(CUgraphNode* phGraphNode, CUgraph hGraph, const CU
   return add_node<k_cuGraphAddNode_v2>(
       phGraphNode, hGraph,
       [&](auto fn) { return fn(phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams); },
-      [&] { return generic_node(nodeParams); });
+      [&] { return generic_node(nodeParams, true); });
 }
 CUresult on_cuGraphAddNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
                            size_t numDependencies, CUgraphNodeParams* nodeParams) {
   return add_node<k_cuGraphAddNode>(
       phGraphNode, hGraph, [&](auto fn) { return fn(phGraphNode, hGraph, dependencies, numDependencies, nodeParams); },
-      [&] { return generic_node(nodeParams); });
+      [&] { return generic_node(nodeParams, true); });
 }
 CUresult on_cuGraphAddKernelNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
                                  size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS_v1* nodeParams) {

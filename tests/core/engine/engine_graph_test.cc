@@ -326,5 +326,21 @@ TEST(GraphExtentsByHand, NodesJoinTheRecordAndOnlyUnknownGraphsForgetEveryGraph)
   EXPECT_EQ(g.execs_known(), 1u) << "executables keep theirs: instantiation copied the graph";
 }
 
+// With several engines, one that saw none of a capture into a known graph keeps it unknown.
+TEST(GraphExtentsByHand, ACaptureIntoAKnownGraphThatSawNoCallIsUnknownWhereEmptyIsNotKnown) {
+  GraphExtents g;
+  g.created(kGraph);
+  g.capture_into(kCapture, kGraph);
+  g.end_capture(kCapture, kGraph, /*empty_is_known=*/false);
+  EXPECT_EQ(g.of_graph(kGraph), nullptr);
+  g.created(kGraph);
+  g.capture_into(kCapture, kGraph);
+  const pump_extent_v1_t e{kA, kMiB, PUMP_ACCESS_READ, PUMP_ROLE_UNKNOWN};
+  g.add_call(kCapture, &e, 1, nullptr);
+  g.end_capture(kCapture, kGraph, false);
+  ASSERT_NE(g.of_graph(kGraph), nullptr);
+  EXPECT_EQ(g.of_graph(kGraph)->extents.size(), 1u);
+}
+
 }  // namespace
 }  // namespace pump

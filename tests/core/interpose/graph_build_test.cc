@@ -40,9 +40,15 @@ CUresult fake_add_child(CUgraphNode* node, CUgraph, const CUgraphNode*, size_t, 
   *node = next_handle<CUgraphNode>();
   return CUDA_SUCCESS;
 }
+// A conditional node's bodies: the driver points phGraph_out at an array of its own.
+CUgraph g_bodies[2];
 CUresult fake_add_node(CUgraphNode* node, CUgraph, const CUgraphNode*, const CUgraphEdgeData*, size_t,
-                       CUgraphNodeParams*) {
+                       CUgraphNodeParams* params) {
   *node = next_handle<CUgraphNode>();
+  if (params->type == CU_GRAPH_NODE_TYPE_CONDITIONAL && params->conditional.size <= 2) {
+    for (unsigned i = 0; i < params->conditional.size; ++i) g_bodies[i] = next_handle<CUgraph>();
+    params->conditional.phGraph_out = g_bodies;
+  }
   return CUDA_SUCCESS;
 }
 CUresult fake_add_memcpy(CUgraphNode* node, CUgraph, const CUgraphNode*, size_t, const CUDA_MEMCPY3D*, CUcontext) {
@@ -274,6 +280,7 @@ TEST_F(GraphBuild, ANodePumpCannotSizeOrAnUnknownChildLeavesTheGraphUnattributed
   CUgraphNode node = nullptr;
   CUgraphNodeParams cond{};
   cond.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+  cond.conditional.size = 3;  // the fake gives no bodies
   ASSERT_EQ(cuGraphAddNode_v2(&node, g, nullptr, nullptr, 0, &cond), CUDA_SUCCESS);
   const CUgraphExec exec = instantiate(g);
   ASSERT_EQ(cuGraphLaunch(exec, kStream), CUDA_SUCCESS);
@@ -348,6 +355,39 @@ TEST_F(GraphBuild, TheLegacyKernelNodeSignatureIsFollowedToo) {
   CUgraphNode node = nullptr;
   ASSERT_EQ(cuGraphAddKernelNode(&node, g, nullptr, 0, &v1), CUDA_SUCCESS);
   EXPECT_EQ(record_blocks(instantiate(g)), (std::vector<uint64_t>{kD}));
+}
+
+// XLA's while loops: a conditional node whose body is built (and edited) afterwards.
+TEST_F(GraphBuild, AConditionalNodeIsTheUnionOfItsBodiesBuiltAfterIt) {
+  const CUgraph g = create();
+  add_kernel(g, {kA});
+  CUgraphNode node = nullptr;
+  CUgraphNodeParams cond{};
+  cond.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+  cond.conditional.type = CU_GRAPH_COND_TYPE_IF;
+  cond.conditional.size = 2;
+  ASSERT_EQ(cuGraphAddNode_v2(&node, g, nullptr, nullptr, 0, &cond), CUDA_SUCCESS);
+  const CUgraph then_body = g_bodies[0], else_body = g_bodies[1];
+  const CUgraphNode body_node = add_kernel(then_body, {kB});
+  // A child graph node inside the other body, holding a kernel of its own.
+  const CUgraph child = create();
+  add_kernel(child, {kC});
+  ASSERT_EQ(cuGraphAddChildGraphNode(&node, else_body, nullptr, 0, child), CUDA_SUCCESS);
+  const CUDA_KERNEL_NODE_PARAMS k = kernel({kD});
+  ASSERT_EQ(cuGraphKernelNodeSetParams_v2(body_node, &k), CUDA_SUCCESS);  // an edit inside a body
+  const CUgraphExec exec = instantiate(g);
+  EXPECT_EQ(record_blocks(exec), (std::vector<uint64_t>{kA, kB, kC, kD}));
+  ASSERT_EQ(cuGraphLaunch(exec, kStream), CUDA_SUCCESS);
+  EXPECT_EQ(engine_->stats().graph_launches, 1u);
+  EXPECT_EQ(engine_->stats().graph_launches_unattributed, 0u);
+
+  // A node pump cannot size inside a body: the graph holding it is unattributed too.
+  CUgraphNodeParams alloc{};
+  alloc.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+  ASSERT_EQ(cuGraphAddNode_v2(&node, then_body, nullptr, nullptr, 0, &alloc), CUDA_SUCCESS);
+  bool unattributed = false;
+  record_blocks(instantiate(g), &unattributed);
+  EXPECT_TRUE(unattributed);
 }
 
 // XLA traces library calls into a graph it made (cuGraphCreate, then a capture into it).
