@@ -297,6 +297,11 @@ void Engine::graph_created(uint64_t graph) {
   graphs_.created(graph);
 }
 
+void Engine::graph_cloned(uint64_t original, uint64_t clone) {
+  std::lock_guard lock(mutex_);
+  graphs_.cloned(original, clone);
+}
+
 void Engine::add_to_graph(uint64_t graph, pump_extent_v1_t* extents, size_t count, const uint8_t* inexact) {
   std::lock_guard lock(mutex_);
   resolve_pointers_locked(extents, count, inexact);

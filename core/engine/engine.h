@@ -137,6 +137,7 @@ class Engine {
   // block of its own are dropped); a node pump cannot size makes the graph unattributed; a
   // child graph node adds the child's record. The `*_exec` forms edit an executable graph.
   void graph_created(uint64_t graph);
+  void graph_cloned(uint64_t original, uint64_t clone);
   void add_to_graph(uint64_t graph, pump_extent_v1_t* extents, size_t count, const uint8_t* inexact);
   void graph_unattributed(uint64_t graph);
   void add_child_graph(uint64_t graph, uint64_t child);

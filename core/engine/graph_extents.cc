@@ -215,6 +215,17 @@ void GraphExtents::add_child(uint64_t graph, uint64_t child) {
   each_holder(graph, [&](Record& r) { join(r, nullptr, 0, nullptr, &copy); });
 }
 
+void GraphExtents::cloned(uint64_t original, uint64_t clone) {
+  parent_.erase(clone);
+  auto it = graphs_.find(original);
+  if (it == graphs_.end()) {
+    graphs_.erase(clone);
+    return;
+  }
+  Record copy = it->second;
+  graphs_[clone] = std::move(copy);
+}
+
 void GraphExtents::bodies_added(uint64_t graph, const uint64_t* bodies, size_t count) {
   if (graphs_.find(graph) == graphs_.end()) {
     forget_graphs();

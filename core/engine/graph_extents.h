@@ -61,6 +61,8 @@ class GraphExtents {
     graphs_[graph] = Record{};
     parent_.erase(graph);
   }
+  // `clone` was cloned from `original`: it has its record (none if it has none).
+  void cloned(uint64_t original, uint64_t clone);
   // Nodes added to `graph`, or its nodes' parameters changed, touch `extents` too. A graph
   // without a record may be a child graph's embedded copy, edited behind the record of the
   // graph that holds it: every graph is forgotten then.

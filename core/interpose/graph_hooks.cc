@@ -4,7 +4,7 @@
 //   end of capture  -> each engine hands what it gathered under the capture's id to the graph;
 //   instantiation   -> ... and the graph's to the executable graph;
 //   update in place -> the executable takes the new graph's (forgotten if that failed);
-//   graph created   -> an empty record: the graph touches nothing yet;
+//   graph created   -> an empty record: the graph touches nothing yet (a clone: a copy);
 //   node added      -> what the node touches joins its graph's record: a kernel node's
 //                      extents as a launch of that kernel would be extracted, a 1D/2D/3D
 //                      copy or set's span, a child graph's record; empty, event and host
@@ -601,6 +601,16 @@ CUresult on_cuGraphCreate(CUgraph* phGraph, unsigned int flags) {
         if (!ok || !phGraph || !*phGraph) return;
         node_graphs().graph_destroyed(handle_key(*phGraph));
         for_each_engine([&](Engine& e) { e.graph_created(handle_key(*phGraph)); });
+      });
+}
+CUresult on_cuGraphClone(CUgraph* phGraphClone, CUgraph originalGraph) {
+  // The clone's nodes are new handles pump did not see added: their edits forget every graph.
+  return with_engines_told<k_cuGraphClone>(
+      [&](auto fn) { return fn(phGraphClone, originalGraph); },
+      [&](bool ok) {
+        if (!ok || !phGraphClone || !*phGraphClone) return;
+        node_graphs().graph_destroyed(handle_key(*phGraphClone));
+        for_each_engine([&](Engine& e) { e.graph_cloned(handle_key(originalGraph), handle_key(*phGraphClone)); });
       });
 }
 CUresult on_cuGraphDestroyNode(CUgraphNode hNode) {

@@ -91,6 +91,7 @@ constexpr DriverEntry kDriverEntries[] = {
      k_cuGraphExecChildGraphNodeSetParams},
     {"cuGraphExecNodeSetParams", 12020, k_cuGraphExecNodeSetParams, k_cuGraphExecNodeSetParams},
     {"cuGraphCreate", 10000, k_cuGraphCreate, k_cuGraphCreate},
+    {"cuGraphClone", 10000, k_cuGraphClone, k_cuGraphClone},
     {"cuGraphAddKernelNode", 10000, k_cuGraphAddKernelNode, k_cuGraphAddKernelNode},
     {"cuGraphKernelNodeSetParams", 10000, k_cuGraphKernelNodeSetParams, k_cuGraphKernelNodeSetParams},
     {"cuGraphExecKernelNodeSetParams", 10010, k_cuGraphExecKernelNodeSetParams, k_cuGraphExecKernelNodeSetParams},

@@ -390,6 +390,21 @@ TEST_F(GraphBuild, AConditionalNodeIsTheUnionOfItsBodiesBuiltAfterIt) {
   EXPECT_TRUE(unattributed);
 }
 
+TEST_F(GraphBuild, AClonedGraphHasItsOriginalsRecord) {
+  install<k_cuGraphClone>(+[](CUgraph* clone, CUgraph) {
+    *clone = next_handle<CUgraph>();
+    return CUDA_SUCCESS;
+  });
+  const CUgraph g = create();
+  add_kernel(g, {kB});
+  CUgraph clone = nullptr;
+  ASSERT_EQ(cuGraphClone(&clone, g), CUDA_SUCCESS);
+  add_kernel(g, {kC});  // the original grows, the clone does not
+  EXPECT_EQ(record_blocks(instantiate(clone)), (std::vector<uint64_t>{kB}));
+  ASSERT_EQ(cuGraphClone(&clone, reinterpret_cast<CUgraph>(0x66)), CUDA_SUCCESS);
+  EXPECT_EQ(record_blocks(instantiate(clone)), (std::vector<uint64_t>{0xdead})) << "a clone of an unknown graph";
+}
+
 // XLA traces library calls into a graph it made (cuGraphCreate, then a capture into it).
 TEST_F(GraphBuild, ACaptureIntoAKnownGraphAddsToItsRecord) {
   const CUgraph g = create();
@@ -411,6 +426,7 @@ TEST_F(GraphBuild, ACaptureIntoAKnownGraphAddsToItsRecord) {
 
 TEST(GraphBuildEntryPoints, DriverLookupsOfTheGraphBuildingFunctionsGetTheHooks) {
   EXPECT_EQ(hook_for_driver_symbol("cuGraphCreate", 12000, 0), k_cuGraphCreate);
+  EXPECT_EQ(hook_for_driver_symbol("cuGraphClone", 12000, 0), k_cuGraphClone);
   EXPECT_EQ(hook_for_driver_symbol("cuGraphAddNode", 12030, 0), k_cuGraphAddNode_v2);
   EXPECT_EQ(hook_for_driver_symbol("cuGraphAddNode", 12020, 0), k_cuGraphAddNode);
   EXPECT_EQ(hook_for_driver_symbol("cuGraphAddKernelNode", 12000, 0), k_cuGraphAddKernelNode_v2);
