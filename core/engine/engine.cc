@@ -261,10 +261,10 @@ void Engine::end_capture(uint64_t capture, uint64_t graph, bool empty_is_known) 
   else graphs_.end_capture(capture, graph, empty_is_known);
 }
 
-void Engine::capture_into_existing_graph(StreamId stream) {
+void Engine::capture_into_existing_graph(StreamId stream, uint64_t graph) {
   std::lock_guard lock(mutex_);
   uint64_t capture = 0;
-  if (named_capture(stream, &capture)) graphs_.add_unattributed(capture);
+  if (named_capture(stream, &capture)) graphs_.capture_into(capture, graph);
 }
 
 void Engine::abandon_capture(uint64_t capture) {
@@ -290,6 +290,60 @@ void Engine::graph_exec_destroyed(uint64_t exec) {
 void Engine::forget_graphs() {
   std::lock_guard lock(mutex_);
   graphs_.forget_graphs();
+}
+
+void Engine::graph_created(uint64_t graph) {
+  std::lock_guard lock(mutex_);
+  graphs_.created(graph);
+}
+
+void Engine::graph_cloned(uint64_t original, uint64_t clone) {
+  std::lock_guard lock(mutex_);
+  graphs_.cloned(original, clone);
+}
+
+void Engine::add_to_graph(uint64_t graph, pump_extent_v1_t* extents, size_t count, const uint8_t* inexact) {
+  std::lock_guard lock(mutex_);
+  resolve_pointers_locked(extents, count, inexact);
+  graphs_.add_to_graph(graph, extents, count, inexact);
+}
+
+void Engine::graph_unattributed(uint64_t graph) {
+  std::lock_guard lock(mutex_);
+  graphs_.graph_unattributed(graph);
+}
+
+void Engine::add_child_graph(uint64_t graph, uint64_t child) {
+  std::lock_guard lock(mutex_);
+  graphs_.add_child(graph, child);
+}
+
+void Engine::conditional_bodies(uint64_t graph, const uint64_t* bodies, size_t count) {
+  std::lock_guard lock(mutex_);
+  graphs_.bodies_added(graph, bodies, count);
+}
+
+void Engine::add_to_exec(uint64_t exec, pump_extent_v1_t* extents, size_t count, const uint8_t* inexact) {
+  std::lock_guard lock(mutex_);
+  resolve_pointers_locked(extents, count, inexact);
+  graphs_.add_to_exec(exec, extents, count, inexact);
+}
+
+void Engine::exec_unattributed(uint64_t exec) {
+  std::lock_guard lock(mutex_);
+  graphs_.exec_unattributed(exec);
+}
+
+void Engine::add_child_graph_to_exec(uint64_t exec, uint64_t child) {
+  std::lock_guard lock(mutex_);
+  graphs_.add_child_to_exec(exec, child);
+}
+
+bool Engine::exec_record(uint64_t exec, GraphExtents::Record* out) const {
+  std::lock_guard lock(mutex_);
+  const GraphExtents::Record* r = graphs_.of_exec(exec);
+  if (r) *out = *r;
+  return r != nullptr;
 }
 
 void Engine::note_unnamed_capture_call() {

@@ -123,9 +123,9 @@ class Engine {
   // before_unattributed_access on a capturing stream) under its DeviceBackend::capture_id.
   // The capture `capture` ended into `graph`; `empty_is_known`: see GraphExtents.
   void end_capture(uint64_t capture, uint64_t graph, bool empty_is_known = true);
-  // The capture of `stream` began into an existing graph, whose nodes pump never saw:
-  // its graph's launches stay unattributed.
-  void capture_into_existing_graph(StreamId stream);
+  // The capture of `stream` began into existing graph `graph`: it starts from the graph's
+  // record (GraphExtents::capture_into).
+  void capture_into_existing_graph(StreamId stream, uint64_t graph);
   // The capture failed (its end returned an error): what was gathered for it is dropped.
   void abandon_capture(uint64_t capture);
   // Executable `exec` was instantiated from `graph`, or updated in place to match it.
@@ -136,6 +136,23 @@ class Engine {
   // Forgets every graph (a node of one changed, and a node does not name its graph);
   // executable graphs already made keep theirs: instantiation copies a graph.
   void forget_graphs();
+  // Graphs built or edited by hand (see GraphExtents): an empty graph was made; nodes added
+  // to `graph` (or its nodes' parameters changed) touch `extents`, whose pointers
+  // (PUMP_WHOLE_BLOCK, inexact) this engine resolves in place under its lock (those in no
+  // block of its own are dropped); a node pump cannot size makes the graph unattributed; a
+  // child graph node adds the child's record. The `*_exec` forms edit an executable graph.
+  void graph_created(uint64_t graph);
+  void graph_cloned(uint64_t original, uint64_t clone);
+  void add_to_graph(uint64_t graph, pump_extent_v1_t* extents, size_t count, const uint8_t* inexact);
+  void graph_unattributed(uint64_t graph);
+  void add_child_graph(uint64_t graph, uint64_t child);
+  // A conditional node of `graph` with body graphs `bodies`: see GraphExtents::bodies_added.
+  void conditional_bodies(uint64_t graph, const uint64_t* bodies, size_t count);
+  void add_to_exec(uint64_t exec, pump_extent_v1_t* extents, size_t count, const uint8_t* inexact);
+  void exec_unattributed(uint64_t exec);
+  void add_child_graph_to_exec(uint64_t exec, uint64_t child);
+  // A copy of executable graph `exec`'s record; false when the engine has none (tests).
+  bool exec_record(uint64_t exec, GraphExtents::Record* out) const;
   // A call touching this device's memory was captured on another device's stream (it
   // reaches no stream of this engine): the capture cannot be named here, so every capture
   // open now, and the next to end, keeps its graph unattributed on this engine.

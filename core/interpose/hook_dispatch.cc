@@ -214,6 +214,19 @@ void count_guarded_call(SymbolId id) {
   if (Runtime* rt = Runtime::get()) rt->counter(id).calls.fetch_add(1, std::memory_order_relaxed);
 }
 
+bool extract_graph_node(SymbolId id, const void* const* args, uint32_t num_args, std::vector<pump_extent_v1_t>* extents,
+                        std::vector<uint8_t>* inexact) {
+  extents->clear();
+  inexact->clear();
+  const TestDevices* const test = g_test_devices.load(std::memory_order_acquire);
+  Runtime* rt = test ? nullptr : Runtime::get();
+  const ExtractorRegistry* registry = rt ? &rt->extractors() : test ? test->extractors : nullptr;
+  const ExtractorRegistry::Route* route = registry ? &registry->route(id) : nullptr;
+  if (!route || !route->api || !ExtractorRegistry::extract(*route, args, num_args, extents, inexact)) return false;
+  if (inexact->size() != extents->size()) inexact->resize(extents->size(), 0);
+  return true;
+}
+
 bool begin_extracted_call(SymbolId id, const void* const* args, uint32_t num_args, StreamThunk stream_of,
                           void* stream_context, CallScope* scope, ncclComm_t comm) {
   const HookKind kind = kSymbols[id].kind;

@@ -172,6 +172,13 @@ inline ncclResult_t run_collective_hook(const void* const* args, uint32_t num_ar
   return result;
 }
 
+// The extents of a call that does not run now (a graph node's kernel, extracted as its
+// launch `id` would be: `args` packed as that hook packs them) through `id`'s extractor
+// route. False when no extractor handles `id` or it could not understand the call.
+// Pointers stay unresolved (PUMP_WHOLE_BLOCK extents, inexact): the engines resolve them.
+bool extract_graph_node(SymbolId id, const void* const* args, uint32_t num_args, std::vector<pump_extent_v1_t>* extents,
+                        std::vector<uint8_t>* inexact);
+
 // The real call with the reentry guard held (GUARDED hooks): counted, nothing else.
 void count_guarded_call(SymbolId id);
 template <SymbolId id, typename CallReal>

@@ -282,5 +282,65 @@ TEST_F(EngineGraphTest, AnEmptyCaptureIsAGraphTouchingNothing) {
   EXPECT_EQ(e->stats().unattributed_accesses, 0u);
 }
 
+// Graphs built by hand (GraphExtents alone): nodes join one record, sorted, repeats joined.
+TEST(GraphExtentsByHand, NodesJoinTheRecordAndOnlyUnknownGraphsForgetEveryGraph) {
+  GraphExtents g;
+  g.created(kGraph);
+  const pump_extent_v1_t first[] = {{kB, kMiB, PUMP_ACCESS_READ, PUMP_ROLE_WEIGHT},
+                                    {kA, kMiB, PUMP_ACCESS_WRITE, PUMP_ROLE_WORKSPACE}};
+  g.add_to_graph(kGraph, first, 2, nullptr);
+  const pump_extent_v1_t second[] = {{kA, kMiB, PUMP_ACCESS_READ, PUMP_ROLE_ACTIVATION},
+                                     {kC, 0, PUMP_ACCESS_READ, PUMP_ROLE_UNKNOWN},  // nothing
+                                     {kC, 2 * kMiB, PUMP_ACCESS_READ, PUMP_ROLE_UNKNOWN}};
+  const uint8_t second_inexact[] = {0, 0, 1};
+  g.add_to_graph(kGraph, second, 3, second_inexact);
+  const GraphExtents::Record* r = g.of_graph(kGraph);
+  ASSERT_NE(r, nullptr);
+  EXPECT_FALSE(r->unattributed);
+  ASSERT_EQ(r->extents.size(), 3u);
+  EXPECT_EQ(r->extents[0].address, kA);
+  EXPECT_EQ(r->extents[0].access, static_cast<uint32_t>(PUMP_ACCESS_READ_WRITE));
+  EXPECT_EQ(r->extents[0].role, static_cast<uint32_t>(PUMP_ROLE_UNKNOWN)) << "its uses disagree";
+  EXPECT_EQ(r->extents[1].address, kB);
+  EXPECT_EQ(r->extents[1].role, static_cast<uint32_t>(PUMP_ROLE_WEIGHT));
+  EXPECT_EQ(r->extents[2].address, kC);
+  EXPECT_EQ(r->inexact, (std::vector<uint8_t>{0, 0, 1}));
+
+  // A child joins; an unknown child makes the parent unattributed.
+  const uint64_t child = 0x3000;
+  g.created(child);
+  g.add_child(kGraph, child);
+  EXPECT_FALSE(g.of_graph(kGraph)->unattributed);
+  g.add_child(kGraph, 0x4000);
+  EXPECT_TRUE(g.of_graph(kGraph)->unattributed);
+
+  // An executable's edits are its own.
+  g.instantiated(child, kExec);
+  g.add_to_exec(kExec, first, 1, nullptr);
+  EXPECT_EQ(g.of_exec(kExec)->extents.size(), 1u);
+  EXPECT_EQ(g.of_graph(child)->extents.size(), 0u);
+
+  // A node added to a graph without a record (maybe a child's embedded copy): all forgotten.
+  g.add_to_graph(0x5000, first, 1, nullptr);
+  EXPECT_EQ(g.graphs_known(), 0u);
+  EXPECT_EQ(g.execs_known(), 1u) << "executables keep theirs: instantiation copied the graph";
+}
+
+// With several engines, one that saw none of a capture into a known graph keeps it unknown.
+TEST(GraphExtentsByHand, ACaptureIntoAKnownGraphThatSawNoCallIsUnknownWhereEmptyIsNotKnown) {
+  GraphExtents g;
+  g.created(kGraph);
+  g.capture_into(kCapture, kGraph);
+  g.end_capture(kCapture, kGraph, /*empty_is_known=*/false);
+  EXPECT_EQ(g.of_graph(kGraph), nullptr);
+  g.created(kGraph);
+  g.capture_into(kCapture, kGraph);
+  const pump_extent_v1_t e{kA, kMiB, PUMP_ACCESS_READ, PUMP_ROLE_UNKNOWN};
+  g.add_call(kCapture, &e, 1, nullptr);
+  g.end_capture(kCapture, kGraph, false);
+  ASSERT_NE(g.of_graph(kGraph), nullptr);
+  EXPECT_EQ(g.of_graph(kGraph)->extents.size(), 1u);
+}
+
 }  // namespace
 }  // namespace pump
