@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <utility>
 
 #include "core/common/byte_size.h"
 #include "core/common/log.h"
@@ -45,7 +46,7 @@ Engine::~Engine() { policy_.reset(); }
 // ---------------------------------------------------------------- allocations
 
 void Engine::on_alloc(uint64_t address, uint64_t bytes, uint64_t group) {
-  std::lock_guard lock(mutex_);
+  const auto lock = lock_settled();
   if (!tracker_.add_allocation(address, bytes, group)) {
     log(LogLevel::kWarn, "allocation [0x%llx, +%llu) overlaps a tracked block or is empty: not tracked",
         static_cast<unsigned long long>(address), static_cast<unsigned long long>(bytes));
@@ -70,7 +71,7 @@ void Engine::on_alloc(uint64_t address, uint64_t bytes, uint64_t group) {
 }
 
 void Engine::on_free(uint64_t address, const std::function<void()>& free_memory) {
-  std::unique_lock lock(mutex_);
+  std::unique_lock lock = lock_settled();
   // Transfers of this memory still queued (a look-ahead restore, a save) must be done
   // before it goes back to the driver: the next allocation may get the same addresses,
   // and a restore landing there would overwrite its bytes. One fence per transfer stream
@@ -146,7 +147,7 @@ void Engine::launch(KernelTicket* ticket, StreamId stream, const pump_extent_v1_
   reset_ticket(ticket);
   const bool capturing = backend_.capturing(stream);
   {
-    std::lock_guard lock(mutex_);  // the launch's one acquisition on the way in
+    const auto lock = lock_settled();  // the launch's one acquisition
     if (to_resolve) resolve_pointers_locked(to_resolve, count, inexact);
     kernel_locked(ticket, stream, capturing, extents, count, inexact);
   }
@@ -212,7 +213,7 @@ void Engine::before_unattributed_access(KernelTicket* ticket, StreamId stream) {
   reset_ticket(ticket);
   const bool capturing = backend_.capturing(stream);
   {
-    std::lock_guard lock(mutex_);
+    const auto lock = lock_settled();
     unattributed_locked(ticket, stream, capturing);
   }
   issue_waits(ticket);
@@ -256,98 +257,98 @@ bool Engine::named_capture(StreamId stream, uint64_t* capture) {
 // ---------------------------------------------------------------- graphs
 
 void Engine::end_capture(uint64_t capture, uint64_t graph, bool empty_is_known) {
-  std::lock_guard lock(mutex_);
+  const auto lock = lock_counted();
   if (capture == 0 || capture == DeviceBackend::kCaptureUnknown) graphs_.graph_destroyed(graph);
   else graphs_.end_capture(capture, graph, empty_is_known);
 }
 
 void Engine::capture_into_existing_graph(StreamId stream, uint64_t graph) {
-  std::lock_guard lock(mutex_);
+  const auto lock = lock_counted();
   uint64_t capture = 0;
   if (named_capture(stream, &capture)) graphs_.capture_into(capture, graph);
 }
 
 void Engine::abandon_capture(uint64_t capture) {
-  std::lock_guard lock(mutex_);
+  const auto lock = lock_counted();
   graphs_.abandon(capture);
 }
 
 void Engine::graph_instantiated(uint64_t graph, uint64_t exec) {
-  std::lock_guard lock(mutex_);
+  const auto lock = lock_counted();
   graphs_.instantiated(graph, exec);
 }
 
 void Engine::graph_destroyed(uint64_t graph) {
-  std::lock_guard lock(mutex_);
+  const auto lock = lock_counted();
   graphs_.graph_destroyed(graph);
 }
 
 void Engine::graph_exec_destroyed(uint64_t exec) {
-  std::lock_guard lock(mutex_);
+  const auto lock = lock_counted();
   graphs_.exec_destroyed(exec);
 }
 
 void Engine::forget_graphs() {
-  std::lock_guard lock(mutex_);
+  const auto lock = lock_counted();
   graphs_.forget_graphs();
 }
 
 void Engine::graph_created(uint64_t graph) {
-  std::lock_guard lock(mutex_);
+  const auto lock = lock_counted();
   graphs_.created(graph);
 }
 
 void Engine::graph_cloned(uint64_t original, uint64_t clone) {
-  std::lock_guard lock(mutex_);
+  const auto lock = lock_counted();
   graphs_.cloned(original, clone);
 }
 
 void Engine::add_to_graph(uint64_t graph, pump_extent_v1_t* extents, size_t count, const uint8_t* inexact) {
-  std::lock_guard lock(mutex_);
+  const auto lock = lock_counted();
   resolve_pointers_locked(extents, count, inexact);
   graphs_.add_to_graph(graph, extents, count, inexact);
 }
 
 void Engine::graph_unattributed(uint64_t graph) {
-  std::lock_guard lock(mutex_);
+  const auto lock = lock_counted();
   graphs_.graph_unattributed(graph);
 }
 
 void Engine::add_child_graph(uint64_t graph, uint64_t child) {
-  std::lock_guard lock(mutex_);
+  const auto lock = lock_counted();
   graphs_.add_child(graph, child);
 }
 
 void Engine::conditional_bodies(uint64_t graph, const uint64_t* bodies, size_t count) {
-  std::lock_guard lock(mutex_);
+  const auto lock = lock_counted();
   graphs_.bodies_added(graph, bodies, count);
 }
 
 void Engine::add_to_exec(uint64_t exec, pump_extent_v1_t* extents, size_t count, const uint8_t* inexact) {
-  std::lock_guard lock(mutex_);
+  const auto lock = lock_counted();
   resolve_pointers_locked(extents, count, inexact);
   graphs_.add_to_exec(exec, extents, count, inexact);
 }
 
 void Engine::exec_unattributed(uint64_t exec) {
-  std::lock_guard lock(mutex_);
+  const auto lock = lock_counted();
   graphs_.exec_unattributed(exec);
 }
 
 void Engine::add_child_graph_to_exec(uint64_t exec, uint64_t child) {
-  std::lock_guard lock(mutex_);
+  const auto lock = lock_counted();
   graphs_.add_child_to_exec(exec, child);
 }
 
 bool Engine::exec_record(uint64_t exec, GraphExtents::Record* out) const {
-  std::lock_guard lock(mutex_);
+  const auto lock = lock_counted();
   const GraphExtents::Record* r = graphs_.of_exec(exec);
   if (r) *out = *r;
   return r != nullptr;
 }
 
 void Engine::note_unnamed_capture_call() {
-  std::lock_guard lock(mutex_);
+  const auto lock = lock_counted();
   ++stats_.kernels;
   ++stats_.kernels_captured;
   graphs_.add_lost_call();
@@ -357,7 +358,7 @@ void Engine::before_graph_launch(KernelTicket* ticket, StreamId stream, uint64_t
   reset_ticket(ticket);
   const bool capturing = backend_.capturing(stream);
   {
-    std::lock_guard lock(mutex_);
+    const auto lock = lock_settled();
     graph_launch_locked(ticket, stream, capturing, exec);
   }
   issue_waits(ticket);
@@ -578,8 +579,8 @@ void Engine::decide_and_order(StreamId stream, uint64_t seq, KernelTicket* ticke
     }
   };
   if (!kernel_wait_.empty()) need(kernel_wait_);
-  std::vector<Range>& kernel_ranges = ticket->ranges_;
-  kernel_ranges.clear();
+  LaunchRecord& record = *take_launch_record_locked(ticket);
+  std::vector<Range>& kernel_ranges = record.ranges;
   for (Block* b : kernel_blocks_) {
     if (!b->ready.empty()) {
       // Once its prefetch is seen done, forget it: no fence query on later launches.
@@ -608,10 +609,17 @@ void Engine::decide_and_order(StreamId stream, uint64_t seq, KernelTicket* ticke
     if (use == a.uses.end()) a.uses.push_back({stream, seq, Fence{}, false});
     else use->seq = seq;
   }
-  ticket->allocations_.assign(kernel_allocations_.begin(), kernel_allocations_.end());
+  record.allocations.assign(kernel_allocations_.begin(), kernel_allocations_.end());
   kernel_allocations_.clear();
-  ticket->blocks_.assign(kernel_blocks_.begin(), kernel_blocks_.end());
-  ticket->layout_generation_ = tracker_.layout_generation();
+  record.blocks.assign(kernel_blocks_.begin(), kernel_blocks_.end());
+  record.layout_generation = tracker_.layout_generation();
+  record.seq = seq;
+  record.stream = stream;
+  // Completion fences only matter for eviction, and nothing is evicted while everything
+  // tracked fits the budget: then after_kernel skips the per-launch driver call and the
+  // blocks stay unfenced (fenced at their stream's tail if one must ever be evicted).
+  record.fence_wanted = tracker_.tracked_bytes() > budget_;
+  ticket->record_ = &record;
   ticket->seq = seq;
   ticket->stream = stream;
   ticket->open_ = true;
@@ -622,46 +630,92 @@ void Engine::decide_and_order(StreamId stream, uint64_t seq, KernelTicket* ticke
   kernel_wait_ = Fence{};
 }
 
-void Engine::after_kernel(KernelTicket* ticket_ptr, bool launched) {
-  KernelTicket& ticket = *ticket_ptr;
-  if (ticket.seq == 0 || !ticket.open_) return;  // nothing to do, or already done
-  ticket.open_ = false;
-  std::lock_guard lock(mutex_);
-  // Completion fences only matter for eviction, and nothing is evicted while everything
-  // tracked fits the budget: then skip the per-launch driver call and leave the blocks
-  // unfenced (fenced at their stream's tail if one must ever be evicted).
-  const bool fence_now = launched && tracker_.tracked_bytes() > budget_;
-  const Fence fence = fence_now ? backend_.mark(ticket.stream) : Fence{};
-  for (uint64_t base : ticket.allocations_) {
+void Engine::after_kernel(KernelTicket* ticket, bool launched) {
+  if (ticket->seq == 0 || !ticket->open_) return;  // nothing to do, or already done
+  ticket->open_ = false;
+  LaunchRecord* record = std::exchange(ticket->record_, nullptr);
+  // The fence must follow the kernel now (the backend's marks are thread-safe); settling
+  // the blocks waits for the next holder of the lock.
+  record->launched = launched;
+  record->fenced = launched && record->fence_wanted;
+  record->fence = record->fenced ? backend_.mark(record->stream) : Fence{};
+  settle_queue_.push(record);
+}
+
+std::unique_lock<std::mutex> Engine::lock_settled() {
+  std::unique_lock lock(mutex_);
+  ++lock_acquisitions_;
+  settle_queued_locked();
+  return lock;
+}
+
+std::unique_lock<std::mutex> Engine::lock_counted() const {
+  std::unique_lock lock(mutex_);
+  ++lock_acquisitions_;
+  return lock;
+}
+
+LaunchRecord* Engine::take_launch_record_locked(KernelTicket* ticket) {
+  // A ticket filled again without after_kernel: its launch never got queued.
+  if (LaunchRecord* stale = std::exchange(ticket->record_, nullptr)) {
+    stale->launched = stale->fenced = false;
+    stale->fence = Fence{};
+    settle_locked(*stale);
+    free_launch_records_.push_back(stale);
+  }
+  if (free_launch_records_.empty()) {
+    launch_records_.push_back(std::make_unique<LaunchRecord>());
+    free_launch_records_.push_back(launch_records_.back().get());
+  }
+  LaunchRecord* record = free_launch_records_.back();
+  free_launch_records_.pop_back();
+  record->ranges.clear();
+  return record;
+}
+
+void Engine::settle_queued_locked() {
+  for (LaunchRecord* record = settle_queue_.take_all(); record;) {
+    LaunchRecord* next = record->next;
+    settle_locked(*record);
+    free_launch_records_.push_back(record);
+    record = next;
+  }
+}
+
+void Engine::settle_locked(LaunchRecord& record) {
+  const bool launched = record.launched;
+  const Fence& fence = record.fence;
+  for (uint64_t base : record.allocations) {
     auto it = allocations_.find(base);
     if (it == allocations_.end() || !it->second.launches_pending) continue;  // freed meanwhile
     AllocationState& a = it->second;
     --a.launches_pending;
     if (!launched) continue;
-    auto use = std::find_if(a.uses.begin(), a.uses.end(), [&](const auto& u) { return u.stream == ticket.stream; });
+    auto use = std::find_if(a.uses.begin(), a.uses.end(), [&](const auto& u) { return u.stream == record.stream; });
     if (use == a.uses.end()) continue;
-    // The newest fence of the stream follows every launch of it queued before it (after_kernel
-    // calls are serialized): whichever thread's kernel was queued last, it covers both.
+    // The newest fence of the stream follows every launch of it queued before it (the
+    // backend numbers its marks in the order it records them): whichever thread's kernel
+    // was queued last, it covers both.
     if (!fence.empty() && (use->fence.empty() || later(fence, use->fence))) use->fence = fence;
-    if (!fence_now) use->unfenced = true;
+    if (!record.fenced) use->unfenced = true;
   }
   auto settle = [&](Block* b) {
     if (b->launches_pending) --b->launches_pending;
-    if (b->last_use == ticket.seq) {
+    if (b->last_use == record.seq) {
       b->last_fence = fence;
-      b->unfenced = launched && !fence_now;
-    } else if (launched && b->last_use > ticket.seq) {
+      b->unfenced = launched && !record.fenced;
+    } else if (launched && b->last_use > record.seq) {
       // A later kernel took the block over while this one was on its way: its completion
       // is not covered by that kernel's fence (it may run after it, or on another stream).
-      remember_earlier_kernel(*b, ticket.stream, ticket.seq, fence);
+      remember_earlier_kernel(*b, record.stream, record.seq, fence);
     }
   };
-  if (tracker_.layout_generation() == ticket.layout_generation_) {
+  if (tracker_.layout_generation() == record.layout_generation) {
     // No block came or went since before_kernel (the steady state): the pointers hold.
-    for (Block* b : ticket.blocks_) settle(b);
+    for (Block* b : record.blocks) settle(b);
     return;
   }
-  for (const Range& r : ticket.ranges_)
+  for (const Range& r : record.ranges)
     for (Block* b = tracker_.find(r.address); b && b->address < r.end(); b = tracker_.find(b->end())) settle(b);
 }
 
@@ -1045,7 +1099,7 @@ bool Engine::find_block(uint64_t address, pump_block_v1_t* out) {
   // The launch extractor asks for every parameter word that could be a pointer; most are
   // sizes, strides or other devices' addresses, outside every block this engine ever had.
   if (!may_hold(address)) return false;
-  std::lock_guard lock(mutex_);
+  const auto lock = lock_counted();
   Block* b = tracker_.find(address);
   if (!b) return false;
   *out = snapshot(*b, false);  // extractors' per-word lookup: no fence query, IN_USE not reported
@@ -1054,12 +1108,12 @@ bool Engine::find_block(uint64_t address, pump_block_v1_t* out) {
 
 bool Engine::holds(uint64_t address) {
   if (!may_hold(address)) return false;
-  std::lock_guard lock(mutex_);
+  const auto lock = lock_counted();
   return tracker_.find(address) != nullptr;
 }
 
 EngineStats Engine::stats() const {
-  std::lock_guard lock(mutex_);
+  const auto lock = lock_counted();
   EngineStats out = stats_;
   out.shadow_used_peak_bytes = shadows_.peak_used_bytes();
   out.shadow_pinned_bytes = shadows_.slab_bytes();
@@ -1067,12 +1121,12 @@ EngineStats Engine::stats() const {
 }
 
 pump_budget_v1_t Engine::budget() const {
-  std::lock_guard lock(mutex_);
+  const auto lock = lock_counted();
   return budget_locked();
 }
 
 EngineFootprint Engine::footprint() const {
-  std::lock_guard lock(mutex_);
+  const auto lock = lock_counted();
   EngineFootprint f;
   f.blocks = tracker_.size();
   f.allocations = allocations_.size();
@@ -1081,11 +1135,17 @@ EngineFootprint Engine::footprint() const {
   for (const Block& b : tracker_.blocks()) f.stream_uses += b.other_fences.size() + b.other_unfenced.size();
   f.shadow_free_ranges = shadows_.free_ranges();
   f.graph_records = graphs_.captures_open() + graphs_.graphs_known() + graphs_.execs_known();
+  f.launch_records = launch_records_.size();
   return f;
 }
 
+uint64_t Engine::lock_acquisitions() const {
+  std::lock_guard lock(mutex_);  // not counted: a test's question is not the engine's work
+  return lock_acquisitions_;
+}
+
 uint64_t Engine::resident_bytes() const {
-  std::lock_guard lock(mutex_);
+  const auto lock = lock_counted();
   return tracker_.resident_bytes();
 }
 

@@ -22,6 +22,7 @@
 #include "core/engine/engine_stats.h"
 #include "core/engine/granule_filter.h"
 #include "core/engine/graph_extents.h"
+#include "core/engine/launch_record.h"
 #include "core/engine/policy.h"
 #include "core/engine/shadow_store.h"
 #include "pump/extractor_v1.h"
@@ -48,10 +49,9 @@ struct EngineOptions {
 
 const char* datapath_name(DataPath path);
 
-// Filled by before_kernel, handed to after_kernel once the launch was queued: it
-// carries what after_kernel needs to settle the kernel's blocks. A caller that keeps
-// one ticket per thread (the hooks do) and reuses it allocates nothing per launch once
-// the ticket's lists have grown.
+// Filled by before_kernel, handed to after_kernel once the launch was queued. It holds
+// the launch's record (launch_record.h: the engine's, reused, so a launch allocates
+// nothing once the records' lists have grown) and the waits the launch owes.
 class KernelTicket {
  public:
   uint64_t seq = 0;  // 0: nothing to do after the launch
@@ -59,12 +59,9 @@ class KernelTicket {
 
  private:
   friend class Engine;
-  bool open_ = false;                  // filled by before_kernel, after_kernel not called yet
-  uint64_t layout_generation_ = 0;     // the tracker's layout when it was filled
-  std::vector<Block*> blocks_;         // the kernel's blocks (valid while the layout holds)
-  std::vector<Range> ranges_;          // ... and their ranges, adjacent ones joined
-  std::vector<uint64_t> allocations_;  // allocations it touched through pointers
-  Fence waits_[2];                     // transfers the launch must wait for, one per transfer stream
+  bool open_ = false;               // filled by before_kernel, after_kernel not called yet
+  LaunchRecord* record_ = nullptr;  // while open
+  Fence waits_[2];                  // transfers the launch must wait for, one per transfer stream
 };
 
 // How much the engine holds, by container: a long run must keep each of these flat.
@@ -76,6 +73,7 @@ struct EngineFootprint {
   size_t stream_uses = 0;         // kernels of other streams remembered on blocks, summed
   size_t shadow_free_ranges = 0;  // the host shadow store's free list
   size_t graph_records = 0;       // captures open, graphs and executable graphs known
+  size_t launch_records = 0;      // launch records ever made (reused: bounded by launches in flight)
 };
 
 class Engine {
@@ -199,6 +197,8 @@ class Engine {
   // For invariant checks in tests: the sum of bytes resident in stream order.
   uint64_t resident_bytes() const;
   EngineFootprint footprint() const;
+  // How often the engine lock was taken (a launch on the common path takes it once).
+  uint64_t lock_acquisitions() const;
 
  private:
   pump_block_v1_t snapshot(const Block& b, bool in_use) const;
@@ -286,6 +286,17 @@ class Engine {
   ShadowStore shadows_;
 
   mutable std::mutex mutex_;
+  mutable uint64_t lock_acquisitions_ = 0;
+  // Takes mutex_ and settles the launches queued since it was last taken: every entry
+  // point that reads or changes block state starts here.
+  std::unique_lock<std::mutex> lock_settled();
+  std::unique_lock<std::mutex> lock_counted() const;  // for read-only queries: nothing settled
+  SettleQueue settle_queue_;
+  std::vector<std::unique_ptr<LaunchRecord>> launch_records_;
+  std::vector<LaunchRecord*> free_launch_records_;
+  LaunchRecord* take_launch_record_locked(KernelTicket* ticket);
+  void settle_queued_locked();
+  void settle_locked(LaunchRecord& record);
   // [lowest_tracked_, tracked_end_): covers every allocation ever tracked (written under
   // mutex_, read without it by find_block).
   std::atomic<uint64_t> lowest_tracked_{UINT64_MAX};

@@ -317,7 +317,7 @@ for part in "${@:-check torch-resnet torch-gpt bench}"; do
       verify) # Bitwise, on the copy path, normally and under PUMP_VERIFY=poison (a read pump did
               # not foresee turns into NaN): ResNet-50 fp32 and the GPT decoder in bf16.
               rc=0
-              for v in off poison; do
+              for v in ${VERIFY_MODES:-off poison}; do  # VERIFY_MODES: split across calls
                 for model in "resnet50 fp32" "transformer bf16"; do
                   set -- $model
                   PUMP_DATAPATH=copy PUMP_VERIFY=$v python3 tests/gpu/torch/check_policies.py --libpump "$LIBPUMP" \

@@ -17,8 +17,9 @@ using testing::ConcurrentDevice;
 using testing::ConcurrentProgramOptions;
 using testing::KernelAccess;
 
-// The sim is not thread-safe: the engine calls it under its own lock, but the program
-// queues its kernels from its threads. One lock around both plays the device.
+// The sim is not thread-safe: the engine calls it from every launching thread (its fences
+// and waits outside its own lock), and the program queues its kernels from its threads.
+// One lock around both plays the device.
 class LockedSim final : public DeviceBackend, public ConcurrentDevice {
  public:
   std::string_view name() const override { return "locked sim"; }

@@ -512,5 +512,27 @@ TEST_F(EngineTest, ALaunchAsksTheDriverAndWaitsForItsTransfersOutsideTheEngineLo
   EXPECT_EQ(blocked, 0);
 }
 
+// One launch takes the engine lock once: after_kernel queues what it settles for the next
+// holder of the lock, whether everything fits (no fence) or blocks must leave (a fence
+// after each kernel, recorded without the lock).
+TEST_F(EngineTest, ALaunchTakesTheEngineLockOnce) {
+  for (uint64_t budget : {64 * kMiB, 8 * kMiB}) {
+    SCOPED_TRACE(budget);
+    backend_ = RecordingBackend{};
+    backend_.all_done = true;
+    auto e = make(budget, nullptr);
+    for (uint64_t i = 0; i < 4; ++i) e->on_alloc(kBase + i * 4 * kMiB, 4 * kMiB);
+    const uint64_t locks = e->lock_acquisitions();
+    const size_t marks = backend_.marks.size();
+    constexpr int kLaunches = 40;
+    for (int i = 0; i < kLaunches; ++i)
+      run(*e, {extent(kBase + (i % 4) * 4 * kMiB, 4 * kMiB), extent(kBase + ((i + 1) % 4) * 4 * kMiB, kMiB)});
+    EXPECT_EQ(e->lock_acquisitions() - locks, static_cast<uint64_t>(kLaunches));
+    // Over the budget, each kernel got its fence; within it, none was needed.
+    EXPECT_EQ(backend_.marks.size() - marks, budget < 16 * kMiB ? static_cast<size_t>(kLaunches) : 0u);
+    EXPECT_LE(e->footprint().launch_records, 2u);  // reused, not one per launch
+  }
+}
+
 }  // namespace
 }  // namespace pump
