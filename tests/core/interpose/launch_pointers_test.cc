@@ -125,6 +125,18 @@ TEST_F(LaunchPointers, TheEngineResolvesEachPointerToItsBlockWithoutAFindBlockCa
   EXPECT_EQ(s.bytes_unknown, 0u) << "a word that names no block is no unknown access";
 }
 
+// Through the exported hook, the whole launch (resolving its pointers, deciding, settling
+// after the real call) takes its device's engine lock once.
+TEST_F(LaunchPointers, ALaunchTakesItsEnginesLockOnce) {
+  launch({kA + 64, kB + 8});  // warm: the hook's first call sets itself up
+  const uint64_t locks = engines_[0]->lock_acquisitions();
+  constexpr int kLaunches = 10;
+  for (int i = 0; i < kLaunches; ++i) launch({kA + 64 * i, 42, kB + 8});
+  EXPECT_EQ(g_real_launches, kLaunches + 1);
+  EXPECT_EQ(engines_[0]->lock_acquisitions() - locks, static_cast<uint64_t>(kLaunches));
+  EXPECT_EQ(engines_[0]->stats().kernels_with_blocks, static_cast<uint64_t>(kLaunches + 1));
+}
+
 TEST_F(LaunchPointers, ALaunchWhosePointersNameNoBlockIsNotTheEngines) {
   launch({42, kB + kMiB + 1, 0x10});
   EXPECT_EQ(g_real_launches, 1);
