@@ -253,6 +253,9 @@ TEST(PumpBenchEndToEnd, HelpSaysWhatTheColumnsMeanAndThatMsPerIterIsAMedian) {
   for (const char* column : {"ms/iter (a median", "min-max ms", "vs none", "bound ms", "/bound", "in MiB/it",
                              "fault MiB/it", "wb MiB/it", "drop MiB/it", "peak GiB", "traffic/oracle", "check ("})
     EXPECT_NE(p.output.find(column), std::string::npos) << column;
+  // Wrapped for a terminal: the option lines reach 102 columns; a paragraph line ran to 146.
+  std::istringstream lines(p.output);
+  for (std::string line; std::getline(lines, line);) EXPECT_LE(line.size(), 102u) << line;
 }
 
 TEST(PumpBenchEndToEnd, ATinySizeIsRefusedWithOneLine) {
