@@ -78,7 +78,8 @@ usage: pump-bench [options] [-- COMMAND ARGS...]
   --json PATH, --csv PATH     write every configuration's numbers and the machine
   --plot PATH.png             time per iteration against oversubscription (python3 + matplotlib);
                               its directory must exist and be writable (checked before any run)
-  --plugin-dir DIR            where policy plugins live (default: ../lib/pump next to this binary)
+  --plugin-dir DIR            where policy plugins live (default: PUMP_PLUGIN_DIR, else the pump/
+                              folder beside libpump.so; in the sim ../lib/pump next to this binary)
   --libpump PATH              libpump.so for GPU runs (default: ../lib/libpump.so next to this binary)
   --trace PATH                replay a recorded trace (PUMP_TRACE=...) in the sim
   -- COMMAND ARGS...          benchmark any program on the GPU: it must print one line
