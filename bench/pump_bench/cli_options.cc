@@ -78,7 +78,8 @@ usage: pump-bench [options] [-- COMMAND ARGS...]
   --json PATH, --csv PATH     write every configuration's numbers and the machine
   --plot PATH.png             time per iteration against oversubscription (python3 + matplotlib);
                               its directory must exist and be writable (checked before any run)
-  --plugin-dir DIR            where policy plugins live (default: ../lib/pump next to this binary)
+  --plugin-dir DIR            where policy plugins live (default: PUMP_PLUGIN_DIR, else the pump/
+                              folder beside libpump.so; in the sim ../lib/pump next to this binary)
   --libpump PATH              libpump.so for GPU runs (default: ../lib/libpump.so next to this binary)
   --trace PATH                replay a recorded trace (PUMP_TRACE=...) in the sim
   -- COMMAND ARGS...          benchmark any program on the GPU: it must print one line
@@ -105,9 +106,10 @@ not fit comes in, as much goes out). A budget is footprint / ratio.
 
 Columns: workload, ratio (footprint / budget), config (the row, above), path (copy or
 um, the row's data path), ms/iter (a median: of the steady iterations in the sim, of
-the repeats' medians on a GPU; the progress lines show the same median), min-max ms, vs none (speedup over the none row), bound ms (this row's own
-bound: max(compute, in/BW_in, out/BW_out, (in+out)/BW_both) with compute = the native
-time and in/out = the bytes this row moved per iteration), /bound (ms/iter over bound ms),
+the repeats' medians on a GPU; the progress lines show the same median), min-max ms,
+vs none (speedup over the none row), bound ms (this row's own bound: max(compute,
+in/BW_in, out/BW_out, (in+out)/BW_both) with compute = the native time and in/out = the
+bytes this row moved per iteration), /bound (ms/iter over bound ms),
 in MiB/it (brought in: prefetched + restored + faulted), fault MiB/it (of which demand
 faults), wb MiB/it (written back: unified-memory eviction + copy saves), drop MiB/it
 (discarded without write-back: clean and dead data), peak GiB (peak residency),

@@ -32,6 +32,8 @@ void run_config(const GpuMatrix& m, const GpuWorkload& w, const std::map<std::st
   const std::string stats_pattern = (dir / ("pump-bench-stats-" + std::to_string(getpid()) + ".%r.json")).string();
   std::map<std::string, std::string> full_env = env;
   if (pumped) full_env["PUMP_STATS"] = stats_pattern;
+  // libpump looks policies up there: --policies finds them by name as the sim does.
+  if (pumped && !m.plugin_dir.empty()) full_env["PUMP_PLUGIN_DIR"] = m.plugin_dir;
   row->command_line = describe_command(w.argv, full_env);
   for (int r = 0; r < m.repeats; ++r) {
     remove_pump_stats_per_rank(stats_pattern);

@@ -47,6 +47,7 @@ struct GpuMatrix {
   LinkRates link;                              // unknown: bounds are the native time alone
   int repeats = 3;
   std::string libpump;
+  std::string plugin_dir;                // --plugin-dir: each pumped run's PUMP_PLUGIN_DIR (empty: left as it is)
   std::vector<uint64_t> free_by_device;  // each device's free memory, by CUDA ordinal
   std::string stats_directory;           // where runs write PUMP_STATS (empty: the temporary directory)
 };

@@ -142,7 +142,7 @@ int run(int argc, char** argv) {
     matrix.ratios = o.ratios;
     matrix.policies = o.policies;
     matrix.datapaths = o.datapaths;
-    matrix.plugin_dir = o.plugin_dir.empty() ? (bin.parent_path() / "lib" / "pump").string() : o.plugin_dir;
+    matrix.plugin_dir = o.plugin_dir;  // empty: PUMP_PLUGIN_DIR, else next to the binary (as libpump looks)
     const int iterations = o.iterations.value_or(4);
     std::string error;
     if (!o.trace_path.empty()) {
@@ -176,6 +176,7 @@ int run(int argc, char** argv) {
     matrix.datapaths = o.datapaths;
     matrix.repeats = o.repeats;
     matrix.free_by_device = gpu.free_by_device;
+    if (!o.plugin_dir.empty()) matrix.plugin_dir = std::filesystem::absolute(o.plugin_dir).string();
     matrix.libpump = o.libpump_path.empty() ? (bin.parent_path() / "lib" / "libpump.so").string() : o.libpump_path;
     if (!std::filesystem::exists(matrix.libpump)) {
       std::cerr << "pump-bench: " << matrix.libpump << " not found (build it, or pass --libpump PATH)\n";

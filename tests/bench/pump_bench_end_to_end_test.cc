@@ -253,6 +253,26 @@ TEST(PumpBenchEndToEnd, HelpSaysWhatTheColumnsMeanAndThatMsPerIterIsAMedian) {
   for (const char* column : {"ms/iter (a median", "min-max ms", "vs none", "bound ms", "/bound", "in MiB/it",
                              "fault MiB/it", "wb MiB/it", "drop MiB/it", "peak GiB", "traffic/oracle", "check ("})
     EXPECT_NE(p.output.find(column), std::string::npos) << column;
+  // Wrapped for a terminal: the option lines reach 102 columns; a paragraph line ran to 146.
+  std::istringstream lines(p.output);
+  for (std::string line; std::getline(lines, line);) EXPECT_LE(line.size(), 102u) << line;
+}
+
+// PUMP_PLUGIN_DIR, as libpump reads it, and --plugin-dir: a policy there is found by its
+// file's name and by the name it declares ("fixture-good", file libpump_policy_good.so).
+TEST(PumpBenchEndToEnd, PoliciesAreFoundInPumpPluginDirOrPluginDirByEitherName) {
+  for (const char* name : {"good", "fixture-good"}) {
+    const std::vector<std::string> sim{PUMP_BENCH_BINARY, "--sim",      "--workload", "training-loop",      "--size",
+                                       "small",           "--policies", name,         "--oversubscription", "2"};
+    std::vector<std::string> with_option = sim;
+    with_option.insert(with_option.end(), {"--plugin-dir", PUMP_FIXTURE_PLUGIN_DIR});
+    for (const auto& [argv, env] : std::vector<std::pair<std::vector<std::string>, std::map<std::string, std::string>>>{
+             {sim, {{"PUMP_PLUGIN_DIR", PUMP_FIXTURE_PLUGIN_DIR}}}, {with_option, {}}}) {
+      const ProcessResult p = run_process(argv, env);
+      EXPECT_EQ(p.exit_code, 0) << name << ": " << p.output;
+      EXPECT_EQ(p.output.find("pump: error"), std::string::npos) << name << ": " << p.output;
+    }
+  }
 }
 
 TEST(PumpBenchEndToEnd, ATinySizeIsRefusedWithOneLine) {

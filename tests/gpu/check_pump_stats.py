@@ -17,11 +17,14 @@ def main():
         print(f"device {d['device']}: policy {d['policy']}, budget {budget >> 20} MiB, "
               f"kernels {d['kernels']} ({d['kernels_with_known_blocks']} with known blocks), "
               f"prefetched {d['bytes_prefetched'] >> 20} MiB, evicted {d['bytes_evicted'] >> 20} MiB, "
+              f"saved {d.get('bytes_saved', 0) >> 20} MiB, restored {d.get('bytes_restored', 0) >> 20} MiB, "
               f"discarded {d['bytes_discarded'] >> 20} MiB, demand {d['bytes_demand'] >> 20} MiB, "
               f"peak resident {d['peak_resident_bytes'] >> 20} MiB")
-        if d["bytes_prefetched"] == 0:
+        # Brought in ahead: prefetched, or on the copy path restored from (or repopulated for) the host.
+        if d["bytes_prefetched"] + d.get("bytes_restored", 0) + d.get("bytes_populated", 0) == 0:
             failures.append("no bytes were prefetched")
-        if d["bytes_evicted"] + d["bytes_discarded"] == 0:
+        # Evicted by unified memory (um), saved by copy (copy path) or dropped (clean, dead).
+        if d["bytes_evicted"] + d.get("bytes_saved", 0) + d["bytes_discarded"] == 0:
             failures.append("nothing was evicted although the working set exceeds the budget")
         if d["peak_resident_bytes"] > budget + slack:
             failures.append(f"peak residency {d['peak_resident_bytes']} > budget {budget} + {slack}")

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # On a GPU machine, from the repo root, with .device/ carried (scripts/device_bundle.sh):
-#   tests/gpu/device_suite.sh [part...]     parts: check static-cudart torch-resnet torch-gpt bench datapath decode verify ddp ddp-bench graphs compile dataloader frameworks
-# static-cudart, datapath, decode, verify, ddp, ddp-bench, graphs, compile, dataloader and frameworks are not in the default list: run them by name.
+#   tests/gpu/device_suite.sh [part...]     parts: check static-cudart torch-resnet torch-gpt bench datapath decode verify ddp ddp-bench graphs compile dataloader frameworks exits
+# static-cudart, datapath, decode, verify, ddp, ddp-bench, graphs, compile, dataloader, frameworks and exits are not in the default list: run them by name.
+# exits (issue 12): programs that exit from a non-main thread or are killed by SIGTERM under pump leave
+# a whole PUMP_STATS report or none (exits_suite below).
 # frameworks (issue 9, framework independence; frameworks_suite below): programs that are not
 # PyTorch with its default allocator, each natively and then under pump at PUMP_GPU_BUDGET =
 # half its native footprint, PUMP_PLUGINS=cudnn,cublas,launch, for each of POLICIES (default
@@ -84,6 +86,109 @@ dataloader_suite() {
   else echo "dataloader: LOSSES DIFFER FROM NATIVE"; return 1; fi
   python3 -c "import json,sys; json.load(open(sys.argv[1])); print('dataloader: one whole stats report')" \
     "$OUT/dataloader-pump.stats.json" || return 1
+}
+
+# Programs ending abruptly under pump (issue 12; exits_suite below): a PUMP_STATS report whole
+# or none, never torn. EXITS_WORK, EXITS_LIMIT: set by exits_suite.
+# exits_run DIR END [ENV=VALUE...] -- PROGRAM...: runs PROGRAM (stdout, stderr in DIR) capped at
+# EXITS_TIMEOUT s (default 180); END sigterm: the suite sends SIGTERM once PROGRAM printed
+# "step 3 done" (timeout passes it on). Prints PROGRAM's exit status (124 or 137: it hung).
+exits_run() {
+  local dir=$1 end=$2 pid t; shift 2
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done; shift
+  rm -rf "$dir"; mkdir -p "$dir/stats"
+  # timeout outside env: only the program is preloaded.
+  timeout -k 10 "${EXITS_TIMEOUT:-180}" env "${envs[@]}" "$@" > "$dir/out.txt" 2> "$dir/err.txt" &
+  pid=$!
+  if [ "$end" = sigterm ]; then
+    for ((t = 0; t < 1500; t++)); do  # up to 150 s to reach step 3
+      grep -qs '^step 3 done' "$dir/out.txt" && break
+      kill -0 "$pid" 2> /dev/null || break
+      sleep 0.1
+    done
+    kill -TERM "$pid" 2> /dev/null
+  fi
+  wait "$pid"
+  echo $?
+}
+
+# exits_case NAME END EXPECT BUDGET EVICTS -- PROGRAM...: PROGRAM natively (a reference: is a
+# failure pump's?), then under pump with lru at BUDGET. PASS: pump's run ended with EXPECT and
+# left a whole report or none; EVICTS=1: a report there shows prefetches and evictions
+# (check_pump_stats.py; its residency bound is loose, budget + twice the budget: the budget
+# suites check residency, this one what is left at exit).
+exits_case() {
+  local name=$1 end=$2 expect=$3 budget=$4 evicts=$5; shift 6
+  local dir="$EXITS_WORK/$name" native rc whole problems=()
+  native=$(exits_run "$dir-native" "$end" -- "$@")
+  rc=$(exits_run "$dir" "$end" LD_PRELOAD="$LIBPUMP" PUMP_PLUGINS=cudnn,cublas,launch PUMP_POLICY=lru \
+    PUMP_GPU_BUDGET="$budget" PUMP_MANAGED_LIMIT="$EXITS_LIMIT" PUMP_STATS="$dir/stats/stats.json" -- "$@")
+  case $rc in
+    "$expect") ;;
+    124 | 137) problems+=("hung: killed after ${EXITS_TIMEOUT:-180} s") ;;
+    *) problems+=("rc=$rc, expected $expect") ;;
+  esac
+  whole=$(python3 tests/gpu/check_stats_whole.py "$dir/stats" stats.json) || problems+=("torn report")
+  if [ "$evicts" = 1 ] && [ "$whole" != none ] && [ ${#problems[@]} -eq 0 ]; then
+    python3 tests/gpu/check_pump_stats.py "$dir/stats/stats.json" $((2 * budget)) > "$dir/check.txt" 2>&1 ||
+      problems+=("$(grep -m1 '^FAIL' "$dir/check.txt")")
+  fi
+  if [ ${#problems[@]} -eq 0 ]; then
+    echo "PASS $name: rc=$rc, report: $whole (native rc=$native)"
+  else
+    echo "FAIL $name: ${problems[*]}; report: $whole (native rc=$native$([ "$native" = "$expect" ] || echo ", not $expect either"))"
+    tail -3 "$dir/err.txt" | sed 's/^/  stderr: /'
+  fi
+  [ -f "$dir/check.txt" ] && sed -n '1s/^/  /p' "$dir/check.txt"
+  [ ${#problems[@]} -eq 0 ]
+}
+
+# exits: issue 12's "a program that exits from a non-main thread and one killed by SIGTERM leave a
+# complete or no stats file". Under pump (lru, budget half the footprint so it evicts), each
+# natively first for reference:
+#   torch-thread-exit  tests/gpu/torch/exit_steps.py (an MLP, ~400 MiB): after step 3 a second
+#                      thread calls libc exit(0) while the main thread launches steps unawaited
+#   torch-sigterm      the same loop, SIGTERM from the suite after step 3 (default action)
+#   cuda-thread-exit, cuda-sigterm  tests/gpu/exit_probe.cu (8 x 32 MiB, a kernel per buffer), likewise
+#   probe-thread-exit, probe-sigterm  tests/core/interpose/cuda_malloc_probe.c as CI runs it on the
+#                      fake driver (exit(0) from a thread; raise(SIGTERM)), here on the GPU
+# Expected: exit status 0 (thread-exit) or 143 (SIGTERM), within EXITS_TIMEOUT s (default 180); the report whole
+# (check_stats_whole.py) or absent, nothing else left beside it; a thread-exit report of a
+# program that evicts shows it did. One PASS/FAIL line a case; logs in $OUT/exits/.
+exits_suite() {
+  local failures=0 free footprint budget probe_budget=$((128 << 20))
+  free=$(nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits | head -1)  # MiB
+  EXITS_LIMIT=$((free * 1024 * 1024 / 2))  # SAFETY: half the free memory
+  EXITS_WORK=$OUT/exits
+  rm -rf "$EXITS_WORK"; mkdir -p "$EXITS_WORK"
+  [ "$EXITS_LIMIT" -ge $((2 << 30)) ] || { echo "exits: FAIL: only $free MiB free on the GPU"; return 1; }
+  # The shared runtime, as PyTorch uses it; cuda_malloc_probe.c as it is (C, pthreads).
+  if ! { nvcc -O2 -std=c++17 -arch=sm_90 -cudart shared -o "$EXITS_WORK/exit_probe" tests/gpu/exit_probe.cu &&
+         nvcc -O2 -cudart shared -o "$EXITS_WORK/cuda_malloc_probe" tests/core/interpose/cuda_malloc_probe.c -lpthread
+       } > "$EXITS_WORK/build.log" 2>&1; then
+    echo "exits: FAIL: the probes do not build: $(tail -3 "$EXITS_WORK/build.log" | tr '\n' ' ')"; return 1
+  fi
+  timeout 300 python3 tests/gpu/torch/exit_steps.py --end none > "$EXITS_WORK/torch-footprint.txt" \
+    2> "$EXITS_WORK/torch-footprint.err" ||
+    { echo "exits: FAIL: exit_steps.py natively: $(tail -3 "$EXITS_WORK/torch-footprint.err" | tr '\n' ' ')"; return 1; }
+  footprint=$(sed -n 's/^pump-bench: footprint_bytes=//p' "$EXITS_WORK/torch-footprint.txt")
+  budget=$((footprint / 2))
+  echo "exits: torch footprint $((footprint >> 20)) MiB, budget $((budget >> 20)) MiB; probes 256 MiB, budget" \
+    "$((probe_budget >> 20)) MiB; managed limit $((EXITS_LIMIT >> 20)) MiB"
+  local torch=(python3 tests/gpu/torch/exit_steps.py)
+  exits_case torch-thread-exit run 0 "$budget" 1 -- "${torch[@]}" --end thread-exit || failures=$((failures + 1))
+  exits_case torch-sigterm sigterm 143 "$budget" 0 -- "${torch[@]}" --end sigterm || failures=$((failures + 1))
+  exits_case cuda-thread-exit run 0 "$probe_budget" 1 -- "$EXITS_WORK/exit_probe" thread-exit 8 32 ||
+    failures=$((failures + 1))
+  exits_case cuda-sigterm sigterm 143 "$probe_budget" 0 -- "$EXITS_WORK/exit_probe" sigterm 8 32 ||
+    failures=$((failures + 1))
+  exits_case probe-thread-exit run 0 "$probe_budget" 0 -- "$EXITS_WORK/cuda_malloc_probe" thread-exit ||
+    failures=$((failures + 1))
+  exits_case probe-sigterm run 143 "$probe_budget" 0 -- "$EXITS_WORK/cuda_malloc_probe" sigterm ||
+    failures=$((failures + 1))
+  echo "exits: $failures of 6 cases failed"
+  [ $failures -eq 0 ]
 }
 
 # One decode run: decode_run NAME [ENV=VALUE...] -- ARGS...; prints "NAME: <median> ms/token <checksum>"
@@ -338,6 +443,7 @@ for part in "${@:-check torch-resnet torch-gpt bench}"; do
       graphs) graphs_suite capture 2>&1 | tee "$OUT/graphs.txt"; rc=${PIPESTATUS[0]} ;;
       compile) graphs_suite compile 2>&1 | tee "$OUT/compile.txt"; rc=${PIPESTATUS[0]} ;;
       dataloader) dataloader_suite 2>&1 | tee "$OUT/dataloader.txt"; rc=${PIPESTATUS[0]} ;;
+      exits) exits_suite 2>&1 | tee "$OUT/exits.txt"; rc=${PIPESTATUS[0]} ;;
       frameworks) frameworks_suite 2>&1 | tee "$OUT/frameworks.txt"; rc=${PIPESTATUS[0]} ;;
       ddp) rc=0
            for run in "ddp resnet50 fp32" "ddp transformer bf16" "two-gpu transformer bf16"; do
