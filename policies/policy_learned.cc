@@ -125,8 +125,12 @@ struct LearnedPolicy {
   std::vector<RangeKey> range_keys;
   std::vector<KernelRecord> history;                 // ring of kHistoryKernels, indexed by ordinal
   std::unordered_map<uint64_t, uint64_t> last_seen;  // signature -> ordinal
-  uint64_t next_ordinal = 0;                         // ordinals observed so far
-  uint64_t observed_seq = 0;                         // engine seq of the kernel observed last (0: none)
+  // last_seen holds the kernels before this ordinal: while a period is followed it is not
+  // needed, and catch_up_last_seen fills it from the history when it is (one map write per
+  // kernel, as before, but none in the per-launch steady state).
+  uint64_t last_seen_through = 0;
+  uint64_t next_ordinal = 0;  // ordinals observed so far
+  uint64_t observed_seq = 0;  // engine seq of the kernel observed last (0: none)
   bool observed_any = false;
 
   // Detection.
@@ -187,6 +191,7 @@ void forget_everything(LearnedPolicy* s) {
   s->range_keys.clear();
   for (KernelRecord& r : s->history) r.ranges.clear();
   s->last_seen.clear();
+  s->last_seen_through = s->next_ordinal;
   s->candidate = s->matches = 0;
   s->period = Period{};
   s->predicting = false;
@@ -228,6 +233,29 @@ void build_period(LearnedPolicy* s, uint32_t length) {
   s->lookahead_next = 0;
 }
 
+// Brings last_seen up to the kernels before `ordinal` (the current one, already in the
+// history). Kernels that left the history are skipped: their entries would be too old to
+// be usable (observe's `usable`) whether written or not.
+void catch_up_last_seen(LearnedPolicy* s, uint64_t ordinal) {
+  uint64_t o = s->last_seen_through;
+  if (ordinal + 1 > kHistoryKernels && o < ordinal + 1 - kHistoryKernels) o = ordinal + 1 - kHistoryKernels;
+  for (; o < ordinal; ++o) s->last_seen[record_at(*s, o).signature] = o;
+  s->last_seen_through = ordinal;
+}
+
+// The ranges of the blocks in `kernel`, when they are those of the period's `slot` in order:
+// one read of each range's key instead of a hash lookup (the steady state of a training loop).
+bool ranges_as_predicted(const LearnedPolicy& s, uint32_t slot, const pump_kernel_v1_t* kernel) {
+  const Period& p = s.period;
+  const uint32_t first = p.slot_offsets[slot];
+  if (p.slot_offsets[slot + 1] - first != kernel->num_blocks) return false;
+  for (size_t i = 0; i < kernel->num_blocks; ++i) {
+    const RangeKey& key = s.range_keys[p.slot_ranges[first + i]];
+    if (key.address != kernel->blocks[i].address || key.bytes != kernel->blocks[i].bytes) return false;
+  }
+  return true;
+}
+
 uint32_t farthest_next_use(const LearnedPolicy& s, const KernelRecord& record) {
   uint32_t farthest = 0;
   for (uint32_t id : record.ranges) farthest = std::max(farthest, s.period.next_use(id, s.current_slot));
@@ -250,12 +278,21 @@ void observe(LearnedPolicy* s, const pump_kernel_v1_t* kernel) {
   uint64_t signature = 0x9e3779b97f4a7c15ull;
   for (size_t i = 0; i < kernel->num_blocks; ++i) {
     const pump_block_v1_t& b = kernel->blocks[i];
-    const RangeKey key{b.address, b.bytes};
-    auto [it, inserted] = s->range_ids.try_emplace(key, static_cast<uint32_t>(s->range_keys.size()));
-    if (inserted) s->range_keys.push_back(key);
-    record.ranges.push_back(it->second);
     record.bytes += b.bytes;
     signature = mix64(signature ^ mix64(b.address) ^ mix64(b.bytes * 4 + b.access));
+  }
+  const uint32_t predicted_slot = s->period.length ? s->period.slot_of(ordinal) : 0;
+  if (s->period.length && s->period.slot_signature[predicted_slot] == signature &&
+      ranges_as_predicted(*s, predicted_slot, kernel)) {
+    const uint32_t* first = s->period.slot_ranges.data() + s->period.slot_offsets[predicted_slot];
+    record.ranges.assign(first, first + kernel->num_blocks);
+  } else {
+    for (size_t i = 0; i < kernel->num_blocks; ++i) {
+      const RangeKey key{kernel->blocks[i].address, kernel->blocks[i].bytes};
+      auto [it, inserted] = s->range_ids.try_emplace(key, static_cast<uint32_t>(s->range_keys.size()));
+      if (inserted) s->range_keys.push_back(key);
+      record.ranges.push_back(it->second);
+    }
   }
   record.signature = signature;
   ++s->next_ordinal;
@@ -278,6 +315,7 @@ void observe(LearnedPolicy* s, const pump_kernel_v1_t* kernel) {
         record_at(*s, ordinal - s->candidate).signature == signature) {
       ++s->matches;
     } else {
+      catch_up_last_seen(s, ordinal);
       auto seen = s->last_seen.find(signature);
       const bool usable = seen != s->last_seen.end() && ordinal - seen->second < kHistoryKernels;
       s->candidate = usable ? static_cast<uint32_t>(ordinal - seen->second) : 0;
@@ -290,6 +328,8 @@ void observe(LearnedPolicy* s, const pump_kernel_v1_t* kernel) {
       s->current_farthest_known = false;
     }
   }
+  if (s->period.length) return;  // last_seen catches up when it is needed again
+  catch_up_last_seen(s, ordinal);
   // Old signatures are useless once they left the history: keep the map bounded.
   if (s->last_seen.size() > 4 * kHistoryKernels) {
     s->last_seen.clear();
@@ -298,6 +338,7 @@ void observe(LearnedPolicy* s, const pump_kernel_v1_t* kernel) {
       s->last_seen[record_at(*s, o).signature] = o;
   }
   s->last_seen[signature] = ordinal;
+  s->last_seen_through = ordinal + 1;
 }
 
 // ---------------------------------------------------------------- eviction

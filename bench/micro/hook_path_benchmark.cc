@@ -15,6 +15,8 @@
 //
 //   for p in none lru learned; do PUMP_POLICY=$p build/release/bin/pump-hook-bench; done
 // PUMP_STATS=/tmp/s.json adds the per-call statistics (as in the GPU measurements).
+// BM_LaunchCold times each __cudaLaunchKernel alone, back to back or with the caches evicted
+// before it (cold_cache.h), and reports the median.
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #include <sys/mman.h>
@@ -25,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/micro/cold_cache.h"
 #include "core/interpose/cuda_headers.h"
 #include "core/interpose/real_symbols.h"
 #include "core/interpose/reentry_guard.h"
@@ -108,6 +111,7 @@ struct World {
   };
   std::vector<Conv> convs;
   uint64_t next_desc = 1;
+  bench::LaunchTimes* times = nullptr;  // set: each launch's hook call is timed
   cudnnHandle_t cudnn = reinterpret_cast<cudnnHandle_t>(0x7700);
 
   World() {
@@ -201,6 +205,16 @@ struct World {
     return blocks[b] + ((n * 4096) % sizes[b]);
   }
 
+  void call(cudaKernel_t k, dim3 grid, dim3 block, void** args) {
+    if (!times) {
+      __cudaLaunchKernel(k, grid, block, args, 0, kStream);
+      return;
+    }
+    const auto begin = bench::LaunchTimes::Clock::now();
+    __cudaLaunchKernel(k, grid, block, args, 0, kStream);
+    times->add(begin, bench::LaunchTimes::Clock::now());
+  }
+
   // One launch of kernel k with pointers chosen from n.
   void launch(const Kernel& k, uint64_t n) {
     const dim3 grid(128), block(256);
@@ -215,18 +229,18 @@ struct World {
       }
       for (int a = 0; a < 3; ++a) p.data[a] = pointer(n + a);
       void* args[] = {&count, &p};
-      __cudaLaunchKernel(k.handle, grid, block, args, 0, kStream);
+      call(k.handle, grid, block, args);
     } else if (k.kind == 1) {
       char f = 0;
       uint64_t data[3] = {pointer(n), pointer(n + 1), pointer(n + 2)};
       void* args[] = {&count, &f, data};
-      __cudaLaunchKernel(k.handle, grid, block, args, 0, kStream);
+      call(k.handle, grid, block, args);
     } else {
       uint64_t a = pointer(n), b = pointer(n + 1), c = 0x3f800000;
       int32_t m = 512, k2 = 64, e = 7;
       uint64_t o = pointer(n + 2);
       void* args[] = {&a, &b, &c, &m, &k2, &o, &e};
-      __cudaLaunchKernel(k.handle, grid, block, args, 0, kStream);
+      call(k.handle, grid, block, args);
     }
   }
 
@@ -398,6 +412,28 @@ void BM_Step(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(w.driver_calls() - before) / static_cast<double>(n ? n : 1));
 }
 BENCHMARK(BM_Step)->Unit(benchmark::kMillisecond);
+
+// BM_Step's launches one per iteration (the convolutions and other cuDNN calls left out),
+// each timed alone; arg 1: the caches evicted before each.
+void BM_LaunchCold(benchmark::State& state) {
+  World& w = world();
+  const bool evict = state.range(0) != 0;
+  bench::CacheEvictor evictor;
+  bench::LaunchTimes times;
+  w.times = &times;
+  for (int i = 0; i < 1460; ++i) w.launch(w.kernels[i % w.kernels.size()], static_cast<uint64_t>(i));  // warm
+  times = {};
+  int i = 0;
+  for (auto _ : state) {
+    if (evict) evictor.evict();
+    w.launch(w.kernels[i % w.kernels.size()], static_cast<uint64_t>(i));
+    times.finish_iteration(state);
+    if (++i == 1460) i = 0;
+  }
+  w.times = nullptr;
+  times.report(state);
+}
+BENCHMARK(BM_LaunchCold)->ArgName("cold")->Arg(0)->Arg(1)->Iterations(3000)->UseManualTime();
 
 }  // namespace
 }  // namespace pump

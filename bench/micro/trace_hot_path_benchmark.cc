@@ -3,7 +3,9 @@
 // recording (bench/traces/, a GPT decoder training step: ~1,200 calls per step) are
 // replayed in a cycle through before_kernel/after_kernel, on a backend whose transfers
 // complete at once, so only the engine's and the policy's own work is timed.
-// PUMP_BENCH_TRACE=path replays another recording.
+// PUMP_BENCH_TRACE=path replays another recording. BM_TraceLaunchCold times each launch
+// alone, hot (back to back) or cold (the caches evicted before it, as a framework's own work
+// between two launches does: cold_cache.h), and reports the median.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
@@ -11,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/micro/cold_cache.h"
 #include "core/common/config.h"
 #include "core/engine/engine.h"
 #include "core/plugin_host/plugin_host.h"
@@ -52,45 +55,77 @@ const pump::Trace* recorded_trace() {
   return trace ? &*trace : nullptr;
 }
 
-void replay(benchmark::State& state, const char* policy_name) {
-  const pump::Trace* trace = recorded_trace();
-  if (!trace) {
-    state.SkipWithError("no trace (PUMP_BENCH_TRACE)");
-    return;
-  }
-  static pump::PluginHost host(PUMP_PLUGIN_DIR);
-  std::optional<pump::LoadedPolicy> policy;
-  if (policy_name) {
-    policy = host.load_policy(policy_name);
-    if (!policy) {
-      state.SkipWithError("policy plugin could not be loaded");
-      return;
-    }
-  }
+// The engine over the recording, warmed up: what every replay shares.
+struct Replay {
   InstantBackend backend;
-  pump::EngineOptions options;
-  options.budget_bytes = 1ull << 40;  // everything fits
-  pump::Config config;
-  pump::Engine engine(backend, pump::make_policy_adapter(policy ? policy->api : nullptr), options, &config);
-  // PyTorch's caching allocator keeps its segments: every allocation stays, frees are ignored.
+  std::optional<pump::Engine> engine;
   std::vector<const pump::TraceRecord*> kernels;
-  for (const pump::TraceRecord& r : trace->records) {
-    if (r.op == pump::TraceRecord::Op::kAlloc) engine.on_alloc(r.address, r.bytes);
-    if (r.op == pump::TraceRecord::Op::kKernel && !r.extents.empty()) kernels.push_back(&r);
-  }
   pump::KernelTicket ticket;  // reused, as the hooks reuse theirs
-  auto launch = [&](const pump::TraceRecord& k) {
-    engine.before_kernel(&ticket, k.stream, k.extents.data(), k.extents.size());
-    engine.after_kernel(&ticket);
-  };
-  for (int round = 0; round < 3; ++round)  // warm up: resident, split, and any period learned
-    for (const pump::TraceRecord* k : kernels) launch(*k);
+
+  // False (and the state skipped) when the trace or the policy is missing.
+  bool start(benchmark::State& state, const char* policy_name) {
+    const pump::Trace* trace = recorded_trace();
+    if (!trace) {
+      state.SkipWithError("no trace (PUMP_BENCH_TRACE)");
+      return false;
+    }
+    // PUMP_PLUGIN_DIR: another build's policies (to compare two builds in one run).
+    static pump::PluginHost host(std::getenv("PUMP_PLUGIN_DIR") ? std::getenv("PUMP_PLUGIN_DIR") : PUMP_PLUGIN_DIR);
+    std::optional<pump::LoadedPolicy> policy;
+    if (policy_name) {
+      policy = host.load_policy(policy_name);
+      if (!policy) {
+        state.SkipWithError("policy plugin could not be loaded");
+        return false;
+      }
+    }
+    pump::EngineOptions options;
+    options.budget_bytes = 1ull << 40;  // everything fits
+    static pump::Config config;
+    engine.emplace(backend, pump::make_policy_adapter(policy ? policy->api : nullptr), options, &config);
+    // PyTorch's caching allocator keeps its segments: every allocation stays, frees are ignored.
+    for (const pump::TraceRecord& r : trace->records) {
+      if (r.op == pump::TraceRecord::Op::kAlloc) engine->on_alloc(r.address, r.bytes);
+      if (r.op == pump::TraceRecord::Op::kKernel && !r.extents.empty()) kernels.push_back(&r);
+    }
+    for (int round = 0; round < 3; ++round)  // warm up: resident, split, and any period learned
+      for (const pump::TraceRecord* k : kernels) launch(*k);
+    state.counters["kernels_per_cycle"] = static_cast<double>(kernels.size());
+    return true;
+  }
+  void launch(const pump::TraceRecord& k) {
+    engine->before_kernel(&ticket, k.stream, k.extents.data(), k.extents.size());
+    engine->after_kernel(&ticket);
+  }
+};
+
+void replay(benchmark::State& state, const char* policy_name) {
+  Replay r;
+  if (!r.start(state, policy_name)) return;
   size_t i = 0;
   for (auto _ : state) {
-    launch(*kernels[i]);
-    if (++i == kernels.size()) i = 0;
+    r.launch(*r.kernels[i]);
+    if (++i == r.kernels.size()) i = 0;
   }
-  state.counters["kernels_per_cycle"] = static_cast<double>(kernels.size());
+}
+
+// Arg 1: the caches evicted before each launch; 0: back to back, timed the same way.
+void cold(benchmark::State& state, const char* policy_name) {
+  Replay r;
+  if (!r.start(state, policy_name)) return;
+  const bool evict = state.range(0) != 0;
+  pump::bench::CacheEvictor evictor;
+  pump::bench::LaunchTimes times;
+  size_t i = 0;
+  for (auto _ : state) {
+    if (evict) evictor.evict();
+    const auto begin = pump::bench::LaunchTimes::Clock::now();
+    r.launch(*r.kernels[i]);
+    times.add(begin, pump::bench::LaunchTimes::Clock::now());
+    times.finish_iteration(state);
+    if (++i == r.kernels.size()) i = 0;
+  }
+  times.report(state);
 }
 
 void BM_TraceLaunchNoPolicy(benchmark::State& state) { replay(state, nullptr); }
@@ -102,5 +137,20 @@ BENCHMARK_CAPTURE(BM_TraceLaunchPolicy, learned, "learned");
 BENCHMARK_CAPTURE(BM_TraceLaunchPolicy, eager, "eager");
 BENCHMARK_CAPTURE(BM_TraceLaunchPolicy, lazy, "lazy");
 BENCHMARK_CAPTURE(BM_TraceLaunchPolicy, activations, "activations");
+void BM_TraceLaunchCold(benchmark::State& state, const char* name) { cold(state, name); }
+BENCHMARK_CAPTURE(BM_TraceLaunchCold, no_policy, nullptr)
+    ->ArgName("cold")
+    ->Arg(0)
+    ->Arg(1)
+    ->Iterations(3000)
+    ->UseManualTime();
+BENCHMARK_CAPTURE(BM_TraceLaunchCold, none, "none")->ArgName("cold")->Arg(0)->Arg(1)->Iterations(3000)->UseManualTime();
+BENCHMARK_CAPTURE(BM_TraceLaunchCold, lru, "lru")->ArgName("cold")->Arg(0)->Arg(1)->Iterations(3000)->UseManualTime();
+BENCHMARK_CAPTURE(BM_TraceLaunchCold, learned, "learned")
+    ->ArgName("cold")
+    ->Arg(0)
+    ->Arg(1)
+    ->Iterations(3000)
+    ->UseManualTime();
 
 }  // namespace

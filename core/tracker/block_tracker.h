@@ -104,16 +104,22 @@ class BasicBlockTracker {
   std::vector<Block*> free_;
   std::unordered_map<uint64_t, Block*> by_id_;
   std::unordered_map<uint64_t, uint64_t> groups_;  // allocation address -> its nonzero group
-  // find()'s recent answers, direct-mapped by 64 KiB of address, each valid for the layout
+  // find()'s recent answers, hashed by 64 KiB of address, each valid for the layout
   // generation it was found at: a program's launches name the same tensors again and again,
   // and a walk down the address tree misses the cache at every level between two launches
-  // of a real program (sampled on the H100: the most frequent function of libpump.so).
+  // of a real program (sampled on the H100: the most frequent function of libpump.so). An
+  // entry holds the block's bounds, so a hit reads one cache line; hashed and large enough
+  // that a model's tensors, tens of MiB apart, rarely share one.
   struct FoundBlock {
     uint64_t generation = UINT64_MAX;
+    uint64_t begin = 0, end = 0;
     Block* block = nullptr;
   };
-  static constexpr size_t kFoundBlocks = 256;
-  std::array<FoundBlock, kFoundBlocks> found_{};
+  static constexpr int kFoundBits = 11;
+  static size_t found_slot(uint64_t address) {
+    return static_cast<size_t>(((address >> 16) * 0x9e3779b97f4a7c15ull) >> (64 - kFoundBits));
+  }
+  std::array<FoundBlock, size_t{1} << kFoundBits> found_{};
 };
 
 // ------------------------------------------------------------------ implementation
@@ -204,13 +210,13 @@ uint64_t BasicBlockTracker<State>::previous_in_group(const Block& block) {
 
 template <typename State>
 BasicBlock<State>* BasicBlockTracker<State>::find(uint64_t address) {
-  FoundBlock& recent = found_[(address >> 16) % kFoundBlocks];
-  if (recent.generation == generation_ && recent.block->contains(address)) return recent.block;
+  FoundBlock& recent = found_[found_slot(address)];
+  if (recent.generation == generation_ && address - recent.begin < recent.end - recent.begin) return recent.block;
   auto it = by_address_.upper_bound(address);
   if (it == by_address_.begin()) return nullptr;
   --it;
   if (!it->contains(address)) return nullptr;
-  recent = FoundBlock{generation_, &*it};
+  recent = FoundBlock{generation_, it->address, it->end(), &*it};
   return &*it;
 }
 

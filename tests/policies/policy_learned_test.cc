@@ -103,6 +103,22 @@ TEST(PolicyLearned, AKernelOffThePredictionFallsBackToLruAndTheSequenceIsRelearn
             (Ids{c.blocks[3], c.blocks[4], c.blocks[5], c.blocks[0], c.blocks[1], c.blocks[2]}));
 }
 
+// As above after a long prediction: what was seen while predicting (not written to the
+// policy's signature map then) still finds the new period at once.
+TEST(PolicyLearned, AfterALongPredictionTheChangedSequenceIsRelearnedFromWhatWasSeen) {
+  Chain c;
+  PolicyInstance policy("learned", c.host);
+  ASSERT_TRUE(policy.ready());
+  for (int i = 0; i < 5; ++i) run_period(policy, c.host, c.period, Chain::kBudget);
+  // The program now runs kernels 3,4,5 only: each was seen 3 kernels before, so after
+  // 3 of them (the confirmation of a period of 3) the next are predicted again.
+  const std::vector<Ids> tail = {c.period[3], c.period[4], c.period[5]};
+  run_period(policy, c.host, tail, Chain::kBudget);
+  evict_all(c.host, c.blocks);
+  run_kernel(policy, c.host, tail[0], Chain::kBudget);
+  EXPECT_EQ(prefetched_ids(c.host), (Ids{c.blocks[3], c.blocks[4], c.blocks[5]}));
+}
+
 TEST(PolicyLearned, PressureBeforeLearningEvictsTheLeastRecentlyUsedBlock) {
   FakePolicyHost host(300);
   const uint64_t oldest = host.add_block(100, PUMP_ROLE_ACTIVATION, true);
