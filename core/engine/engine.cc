@@ -422,13 +422,25 @@ void Engine::collect_pieces(const pump_extent_v1_t* extents, size_t count, const
   // while it may run, and are not clean or dead after it. On the unified path too: it
   // discards dead pieces, and a piece a pointer reached is not dead.
   kernel_allocations_.clear();
-  kernel_allocation_set_.clear();
+  if (!kernel_allocation_set_.empty()) kernel_allocation_set_.clear();
+  // A launch reaches a handful of allocations: a linear scan allocates nothing per launch
+  // (a set's nodes did, on the hot path); the set takes over past a few dozen.
+  constexpr size_t kScanned = 32;
+  auto taken = [&](uint64_t base) {
+    return kernel_allocations_.size() <= kScanned
+               ? std::find(kernel_allocations_.begin(), kernel_allocations_.end(), base) != kernel_allocations_.end()
+               : kernel_allocation_set_.count(base) > 0;
+  };
   auto add = [&](uint64_t base) {
-    if (kernel_allocation_set_.insert(base).second) kernel_allocations_.push_back(base);
+    if (taken(base)) return;
+    kernel_allocations_.push_back(base);
+    if (kernel_allocations_.size() == kScanned + 1)
+      kernel_allocation_set_.insert(kernel_allocations_.begin(), kernel_allocations_.end());
+    else if (kernel_allocations_.size() > kScanned + 1) kernel_allocation_set_.insert(base);
   };
   for (size_t j = 0; j < pieces_.size(); ++j) {
     if (!extent_inexact_[piece_extent_[j]]) continue;
-    if (kernel_allocation_set_.count(pieces_[j]->allocation)) continue;  // its whole run is in already
+    if (taken(pieces_[j]->allocation)) continue;  // its whole run is in already
     add(pieces_[j]->allocation);
     // A pointer into one piece of a grouped memory may reach every piece it touches.
     for (uint64_t b = tracker_.previous_in_group(*pieces_[j]); b; b = tracker_.previous_in_group(*tracker_.find(b)))
