@@ -70,6 +70,18 @@ void Engine::on_alloc(uint64_t address, uint64_t bytes, uint64_t group) {
   submit_pending(0);
 }
 
+void Engine::on_park(uint64_t address) {
+  const auto lock = lock_settled();
+  auto it = allocations_.find(address);
+  if (it == allocations_.end()) return;
+  it->second.inexact_seq = 0;  // what kernels wrote through pointers into it is dead too
+  for (Block* b = tracker_.find(address); b && b->address < it->second.end; b = tracker_.find(b->end())) {
+    b->dead = true;
+    release_shadow(*b);
+  }
+  ++stats_.parks;
+}
+
 void Engine::on_free(uint64_t address, const std::function<void()>& free_memory) {
   std::unique_lock lock = lock_settled();
   // Transfers of this memory still queued (a look-ahead restore, a save) must be done

@@ -90,6 +90,11 @@ class Engine {
   // allocations it touches (the mapped pieces of a virtual reservation): extents and
   // pointers reach across their boundaries.
   void on_alloc(uint64_t address, uint64_t bytes, uint64_t group = 0);
+  // The program freed the allocation at `address`, but its memory is kept for a later
+  // allocation of the same size (interpose/parked_allocations.h): its blocks stay, their
+  // contents dead (never written back; a fetch only populates), until it is used again or
+  // freed for real with on_free.
+  void on_park(uint64_t address);
   // Forgets the allocation, waits until no transfer of it is queued or running, then
   // calls `free_memory` (the program's real free, if any): the driver may hand the same
   // addresses to the next allocation. Until `free_memory` returned, the room the

@@ -36,6 +36,7 @@ struct EngineStats {
   uint64_t policy_refusals = 0;  // policy requests the engine refused
   uint64_t allocations = 0;
   uint64_t frees = 0;
+  uint64_t parks = 0;  // frees whose memory was kept for a later allocation of the same size (on_park)
   uint64_t peak_resident_bytes = 0;
   uint64_t peak_tracked_bytes = 0;
 

@@ -27,6 +27,7 @@
 #include "core/interpose/current_device.h"
 #include "core/interpose/custom_hooks.h"
 #include "core/interpose/hook_caller.h"
+#include "core/interpose/parked_allocations.h"
 #include "core/interpose/real_symbols.h"
 #include "core/interpose/reentry_guard.h"
 #include "core/interpose/runtime.h"
@@ -140,6 +141,7 @@ cudaError_t on_cudaFree(void* devPtr) {
   ReentryGuard guard;
   if (Runtime* rt = Runtime::get()) {
     rt->counter(k_cudaFree).calls.fetch_add(1, std::memory_order_relaxed);
+    if (refuse_double_free(reinterpret_cast<uint64_t>(devPtr))) return cudaErrorInvalidValue;
     cudaError_t status = cudaSuccess;
     if (free_tracked(rt, reinterpret_cast<uint64_t>(devPtr), [&] { status = real_free(devPtr); })) return status;
   }
@@ -223,6 +225,7 @@ CUresult on_cuMemFree_v2(CUdeviceptr dptr) {
   ReentryGuard guard;
   if (Runtime* rt = Runtime::get()) {
     rt->counter(k_cuMemFree_v2).calls.fetch_add(1, std::memory_order_relaxed);
+    if (refuse_double_free(dptr)) return CUDA_ERROR_INVALID_VALUE;
     CUresult status = CUDA_SUCCESS;
     if (free_tracked(rt, dptr, [&] { status = real_free(dptr); })) return status;
   }

@@ -1,13 +1,15 @@
 // Stream-ordered allocation hooks (cudaMallocAsync, cuMemAllocAsync, their frees): each
 // allocation is a managed allocation of its own, tracked like cudaMalloc's, within the
-// device's PUMP_MANAGED_LIMIT; its free is stream-ordered (stream_ordered_frees.h).
+// device's PUMP_MANAGED_LIMIT; a free parks it for the next allocation of its size
+// (parked_allocations.h), or frees it in stream order (stream_ordered_frees.h).
 //
 // Decisions:
 // - A managed allocation per call rather than a managed memory pool (CUDA 13's
 //   CU_MEM_ALLOCATION_TYPE_MANAGED pools): it needs nothing a driver before 13 lacks, each
-//   allocation is exactly one engine block, and the room a freed block held is the
-//   driver's again once its stream got past the free. The pool's own reuse is lost: an
-//   allocation costs a driver call, which a framework's caching allocator amortizes.
+//   allocation is exactly one engine block, and pump, not the driver, knows which freed
+//   memory is resident. The pool's reuse is pump's: freed ranges are parked and handed
+//   out again for the same size; they are freed for real when an allocation would not
+//   fit PUMP_MANAGED_LIMIT.
 // - Managed memory is usable at once, which stream order allows (the program may only
 //   use it later in the stream).
 // - The engine forgets a block when the program frees it; its bytes stay counted against
@@ -26,6 +28,7 @@
 #include "core/interpose/current_device.h"
 #include "core/interpose/custom_hooks.h"
 #include "core/interpose/memory_pools.h"
+#include "core/interpose/parked_allocations.h"
 #include "core/interpose/real_symbols.h"
 #include "core/interpose/reentry_guard.h"
 #include "core/interpose/runtime.h"
@@ -73,8 +76,15 @@ Outcome allocate_in_stream_order(Runtime* rt, Library library, const CUmemoryPoo
     return Outcome::kPassThrough;
   }
   frees().collect();
-  // Room still held by frees waiting for their stream.
+  if (std::optional<uint64_t> reused = parked_allocations().take(*device, bytes, stream)) {
+    rt->remember_allocation(*reused, bytes, *device);
+    if (TraceWriter* trace = rt->trace()) trace->record_alloc(*reused, bytes);
+    *address = *reused;
+    return Outcome::kDone;
+  }
+  // Room still held by frees waiting for their stream, then by parked memory.
   if (!rt->fits_managed(*device, bytes)) frees().wait_for_device(*device);
+  if (!rt->fits_managed(*device, bytes)) free_parked(rt, *device);
   bool failed_real = false;
   switch (allocate_managed(rt, *device, bytes, allocate, address, &failed_real)) {
     case Managed::kDone: return Outcome::kDone;
@@ -100,8 +110,15 @@ bool free_in_stream_order(Runtime* rt, uint64_t address, CUstream stream, std::f
     *captured = true;
     return true;
   }
-  if (Engine* engine = rt->existing_engine(device)) engine->on_free(address);
+  Engine* engine = rt->existing_engine(device);
   if (TraceWriter* trace = rt->trace()) trace->record_free(address);
+  // Its blocks are dead before anyone can take the range again.
+  if (engine) engine->on_park(address);
+  if (engine && parked_allocations().park(address, bytes, device, stream)) {
+    frees().collect();
+    return true;
+  }
+  if (engine) engine->on_free(address);
   frees().defer(device, stream, [rt, device = device, bytes = bytes, real_free = std::move(real_free)] {
     real_free();
     rt->release_managed(device, bytes);
@@ -148,6 +165,7 @@ cudaError_t runtime_free_async(void* devPtr, cudaStream_t stream, CUstream order
   Runtime* rt = Runtime::get();
   if (!rt) return pass();
   rt->counter(id).calls.fetch_add(1, std::memory_order_relaxed);
+  if (refuse_double_free(reinterpret_cast<uint64_t>(devPtr))) return cudaErrorInvalidValue;
   auto real_free = real<k_cudaFree>();
   bool captured = false;
   if (!real_free ||
@@ -195,6 +213,7 @@ CUresult driver_free_async(CUdeviceptr dptr, CUstream stream, CUstream ordered_o
   Runtime* rt = Runtime::get();
   if (!rt) return pass();
   rt->counter(id).calls.fetch_add(1, std::memory_order_relaxed);
+  if (refuse_double_free(dptr)) return CUDA_ERROR_INVALID_VALUE;
   auto real_free = real<k_cuMemFree_v2>();
   bool captured = false;
   if (!real_free || !free_in_stream_order(

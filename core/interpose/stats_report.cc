@@ -91,6 +91,7 @@ Json engine_json(const DeviceReport& d) {
   o["policy_refusals"] = s.policy_refusals;
   o["allocations"] = s.allocations;
   o["frees"] = s.frees;
+  o["parks"] = s.parks;
   o["peak_resident_bytes"] = s.peak_resident_bytes;
   o["peak_tracked_bytes"] = s.peak_tracked_bytes;
   for (const auto& [name, value] : d.backend) o["backend_" + name] = value;

@@ -1,7 +1,9 @@
 // Stream-ordered allocations end to end on the CPU: cudaMallocAsync / cuMemAllocAsync
 // reach pump's hooks, the process's Runtime builds an engine on a CudaBackend over the
-// fake driver, each allocation is a managed one, each free waits for its stream (the
-// fake's held streams play work still running). PUMP_MANAGED_LIMIT is 8 MiB per device.
+// fake driver, each allocation is a managed one, each free parks it for the next
+// allocation of its size (reused on its own stream at once, on another once the work
+// before the free ran: the fake's held streams play work still running) or frees it in
+// stream order. PUMP_MANAGED_LIMIT is 8 MiB per device.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
@@ -13,6 +15,7 @@
 
 #include "core/common/log.h"
 #include "core/interpose/cuda_headers.h"
+#include "core/interpose/parked_allocations.h"
 #include "core/interpose/real_symbols.h"
 #include "core/interpose/reentry_guard.h"
 #include "core/interpose/runtime.h"
@@ -77,6 +80,13 @@ class AsyncAllocHooks : public ::testing::Test {
     warnings_->clear();
     first_call_ = driver_->calls().size();
   }
+  // What a test parked is no later test's: freed for real, its room back.
+  void TearDown() override {
+    for (int d = 0; d < 2; ++d) driver_->hold(0x5a00 + d, false);
+    interpose::ReentryGuard guard;
+    interpose::free_parked(Runtime::get(), 0);
+  }
+  static bool parked(uint64_t address) { return interpose::parked_allocations().contains(address); }
 
   static std::vector<std::string> warnings() { return warnings_->taken(); }
   static bool tracked(uint64_t address) {
@@ -115,28 +125,37 @@ TEST_F(AsyncAllocHooks, ADriverStreamOrderedAllocationIsATrackedManagedBlock) {
   EXPECT_TRUE(tracked(p));
   EXPECT_TRUE(tracked(p + kMiB - 1));
   ASSERT_EQ(cuMemFreeAsync(p, s), CUDA_SUCCESS);
-  EXPECT_FALSE(tracked(p));
+  EXPECT_TRUE(parked(p)) << "kept for the next allocation of its size";
+  EXPECT_EQ(calls_at("cuMemFree", p), 0u);
+  EXPECT_EQ(Runtime::get()->existing_engine(0)->stats().parks, 1u);
   EXPECT_TRUE(warnings().empty()) << warnings().front();
 }
 
-TEST_F(AsyncAllocHooks, TheFreeWaitsForTheWorkQueuedBeforeItOnItsStream) {
-  const CUstream s = stream(0x5a02);
+TEST_F(AsyncAllocHooks, AFreedRangeIsReusedOnItsStreamAtOnceAndOnAnotherOnceTheWorkBeforeTheFreeRan) {
+  const CUstream s = stream(0x5a02), other = stream(0x5a03);
   CUdeviceptr p = 0;
   ASSERT_EQ(cuMemAllocAsync(&p, kMiB, s), CUDA_SUCCESS);
   driver_->hold(0x5a02, true);  // work queued on the stream is still running
   ASSERT_EQ(cuMemFreeAsync(p, s), CUDA_SUCCESS);
-  EXPECT_FALSE(tracked(p)) << "the engine forgets it at once";
-  EXPECT_EQ(calls_at("cuMemFree", p), 0u) << "but the driver keeps it while the stream runs";
-  CUdeviceptr other = 0;
-  ASSERT_EQ(cuMemAllocAsync(&other, kMiB, stream(0x5a03)), CUDA_SUCCESS);
-  EXPECT_EQ(calls_at("cuMemFree", p), 0u) << "the next call finds the stream still busy";
+  CUdeviceptr q = 0;
+  ASSERT_EQ(cuMemAllocAsync(&q, kMiB, other), CUDA_SUCCESS);
+  EXPECT_NE(q, p) << "another stream may not take it while the work before the free runs";
+  CUdeviceptr same = 0;
+  ASSERT_EQ(cuMemAllocAsync(&same, kMiB, s), CUDA_SUCCESS);
+  EXPECT_EQ(same, p) << "its own stream may: stream order covers that work";
+  EXPECT_EQ(calls_at("cuMemAllocManaged", p), 1u) << "no new managed allocation: only the first";
+  EXPECT_TRUE(tracked(p));
+  ASSERT_EQ(cuMemFreeAsync(same, s), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemFreeAsync(q, other), CUDA_SUCCESS);
   driver_->hold(0x5a02, false);
-  ASSERT_EQ(cuMemFreeAsync(other, stream(0x5a03)), CUDA_SUCCESS);
-  EXPECT_EQ(calls_at("cuMemFree", p), 1u) << "collected once the stream got past the free";
-  EXPECT_EQ(calls_at("cuMemFree", other), 1u);
+  CUdeviceptr later = 0;
+  ASSERT_EQ(cuMemAllocAsync(&later, kMiB, other), CUDA_SUCCESS);
+  EXPECT_TRUE(later == p || later == q) << "once the stream got past the free, any stream may";
+  EXPECT_EQ(calls_at("cuMemFree", p) + calls_at("cuMemFree", q), 0u) << "nothing went back to the driver";
+  ASSERT_EQ(cuMemFreeAsync(later, other), CUDA_SUCCESS);
 }
 
-TEST_F(AsyncAllocHooks, AnAllocationNeedingTheRoomOfPendingFreesWaitsForThem) {
+TEST_F(AsyncAllocHooks, AnAllocationNeedingTheRoomOfParkedMemoryFreesItOnceItsStreamPassedTheFree) {
   const CUstream s = stream(0x5a04);
   std::vector<CUdeviceptr> blocks(4);
   for (auto& b : blocks) ASSERT_EQ(cuMemAllocAsync(&b, 2 * kMiB, s), CUDA_SUCCESS);  // the whole 8 MiB
@@ -146,32 +165,35 @@ TEST_F(AsyncAllocHooks, AnAllocationNeedingTheRoomOfPendingFreesWaitsForThem) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     driver_->hold(0x5a04, false);
   });
-  CUdeviceptr next = 0;
-  EXPECT_EQ(cuMemAllocAsync(&next, 2 * kMiB, s), CUDA_SUCCESS) << "the freed room, once its stream finished";
+  CUdeviceptr next = 0;  // another size, another stream: the parked range cannot serve it
+  EXPECT_EQ(cuMemAllocAsync(&next, kMiB, stream(0x5a05)), CUDA_SUCCESS) << "the parked room, freed for real";
   stream_finishes.join();
   EXPECT_EQ(calls_at("cuMemFree", blocks[0]), 1u);
+  EXPECT_FALSE(parked(blocks[0]));
   EXPECT_TRUE(warnings().empty()) << "no refusal was logged: " << warnings().front();
   CUdeviceptr over = 0;
-  EXPECT_EQ(cuMemAllocAsync(&over, 2 * kMiB, s), CUDA_ERROR_OUT_OF_MEMORY) << "nothing pending: over the limit";
+  EXPECT_EQ(cuMemAllocAsync(&over, 2 * kMiB, s), CUDA_ERROR_OUT_OF_MEMORY) << "nothing parked or pending: over";
   for (CUdeviceptr b : {blocks[1], blocks[2], blocks[3], next}) ASSERT_EQ(cuMemFreeAsync(b, s), CUDA_SUCCESS);
 }
 
-TEST_F(AsyncAllocHooks, RuntimeStreamOrderedAllocationsAreTrackedAndFreedInStreamOrder) {
+TEST_F(AsyncAllocHooks, RuntimeStreamOrderedAllocationsAreTrackedParkedAndReused) {
   const cudaStream_t s = stream(0x5a05);
   void* p = nullptr;
-  ASSERT_EQ(cudaMallocAsync(&p, kMiB, s), cudaSuccess);
+  ASSERT_EQ(cudaMallocAsync(&p, 3 * kMiB, s), cudaSuccess);
   const auto address = reinterpret_cast<uint64_t>(p);
   EXPECT_EQ(calls_at("cuMemAllocManaged", address), 1u);
   EXPECT_TRUE(tracked(address));
-  driver_->hold(0x5a05, true);
   ASSERT_EQ(cudaFreeAsync(p, s), cudaSuccess);
+  EXPECT_EQ(cudaFreeAsync(p, s), cudaErrorInvalidValue) << "a second free is refused, never the driver's";
+  EXPECT_EQ(cudaFree(p), cudaErrorInvalidValue);
   EXPECT_EQ(calls_at("cuMemFree", address), 0u);
-  driver_->hold(0x5a05, false);
   void* q = nullptr;
-  ASSERT_EQ(cudaMallocAsync(&q, kMiB, s), cudaSuccess);
-  EXPECT_EQ(calls_at("cuMemFree", address), 1u);
+  ASSERT_EQ(cudaMallocAsync(&q, 3 * kMiB, s), cudaSuccess);
+  EXPECT_EQ(q, p);
   ASSERT_EQ(cudaFree(q), cudaSuccess) << "a synchronous free of stream-ordered memory is allowed";
   EXPECT_FALSE(tracked(reinterpret_cast<uint64_t>(q)));
+  EXPECT_EQ(calls_at("cuMemFree", address), 1u);
+  EXPECT_EQ(warnings().size(), 1u) << "one line for the double frees";
 }
 
 TEST_F(AsyncAllocHooks, UnderGraphCaptureAllocationsPassThroughAndFreesOfPumpsMemoryAreRefused) {

@@ -224,6 +224,28 @@ TEST_F(EngineDataPathTest, AWorkspaceIsDiscardedDeadAndComesBackByPopulateOnly) 
   EXPECT_EQ(e->stats().shadow_used_peak_bytes, 4 * kMiB) << "only B (dirty) ever needed a shadow";
 }
 
+// A parked allocation (freed by the program, kept for reuse) holds nothing worth keeping:
+// resident, it leaves by discard; saved before, its shadow is given up and it comes back
+// by populate only, also when read first.
+TEST_F(EngineDataPathTest, AParkedAllocationIsDeadWhereverItIs) {
+  auto e = make(4 * kMiB);
+  e->on_alloc(kA, 4 * kMiB);
+  e->on_alloc(kB, 4 * kMiB);
+  run(*e, {writes(kA)});
+  TransferBatch b = run(*e, {writes(kB)});
+  ASSERT_EQ(b.save.size(), 1u) << "A dirty: saved";
+  e->on_park(kA);  // dropped, with a shadow
+  e->on_park(kB);  // resident, dirty
+  EXPECT_EQ(e->stats().parks, 2u);
+  b = run(*e, {reads(kA)});
+  EXPECT_TRUE(b.save.empty()) << "a parked block's bytes are dead";
+  ASSERT_EQ(b.discard.size(), 1u);
+  EXPECT_EQ(b.discard[0].address, kB);
+  EXPECT_TRUE(b.restore.empty()) << "its shadow was given up at the park";
+  EXPECT_TRUE(names(b.populate, kA));
+  EXPECT_EQ(e->stats().bytes_discarded_dead, 4 * kMiB);
+}
+
 TEST_F(EngineDataPathTest, AnExactWriteOnlyExtentCoveringADroppedBlockPopulatesInsteadOfRestoring) {
   auto e = make(4 * kMiB);
   e->on_alloc(kA, 4 * kMiB);
