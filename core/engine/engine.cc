@@ -77,7 +77,10 @@ void Engine::on_park(uint64_t address) {
   it->second.inexact_seq = 0;  // what kernels wrote through pointers into it is dead too
   for (Block* b = tracker_.find(address); b && b->address < it->second.end; b = tracker_.find(b->end())) {
     b->dead = true;
-    release_shadow(*b);
+    // Its shadow is kept (it serves the block's next save): a restore from it may still be
+    // landing for a kernel queued before the free, and another block's save must not
+    // overwrite it meanwhile. It no longer holds anything to restore.
+    b->saved = false;
   }
   ++stats_.parks;
 }

@@ -92,8 +92,8 @@ class Engine {
   void on_alloc(uint64_t address, uint64_t bytes, uint64_t group = 0);
   // The program freed the allocation at `address`, but its memory is kept for a later
   // allocation of the same size (interpose/parked_allocations.h): its blocks stay, their
-  // contents dead (never written back; a fetch only populates), until it is used again or
-  // freed for real with on_free.
+  // contents dead once the kernels queued before the free ran (never written back, a fetch
+  // only populates), until it is used again or freed for real with on_free.
   void on_park(uint64_t address);
   // Forgets the allocation, waits until no transfer of it is queued or running, then
   // calls `free_memory` (the program's real free, if any): the driver may hand the same

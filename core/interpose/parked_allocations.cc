@@ -1,6 +1,7 @@
 #include "core/interpose/parked_allocations.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "core/common/log.h"
 #include "core/interpose/real_symbols.h"
@@ -31,14 +32,16 @@ std::optional<uint64_t> ParkedAllocations::take(int device, uint64_t bytes, CUst
   auto it = by_size_.find({device, bytes});
   if (it == by_size_.end()) return std::nullopt;
   std::deque<Entry>& entries = it->second;
-  // The same stream first (no wait at all), else the oldest whose free the device passed.
-  auto usable = std::find_if(entries.begin(), entries.end(), [&](const Entry& e) { return e.stream == stream; });
-  if (usable == entries.end())
-    usable = std::find_if(entries.begin(), entries.end(),
+  // The newest first: the most likely still resident (an older one may have left by
+  // discard, and would have to be populated again). The same stream first (no wait at
+  // all), else one whose free the device passed.
+  auto usable = std::find_if(entries.rbegin(), entries.rend(), [&](const Entry& e) { return e.stream == stream; });
+  if (usable == entries.rend())
+    usable = std::find_if(entries.rbegin(), entries.rend(),
                           [&](const Entry& e) { return query && query(e.event) != CUDA_ERROR_NOT_READY; });
-  if (usable == entries.end()) return std::nullopt;
+  if (usable == entries.rend()) return std::nullopt;
   Entry e = *usable;
-  entries.erase(usable);
+  entries.erase(std::next(usable).base());
   if (entries.empty()) by_size_.erase(it);
   by_address_.erase(e.address);
   destroy(e);

@@ -36,7 +36,8 @@ class ParkedAllocations {
   };
   // Parks a freed range; false if no event could be recorded (the caller frees it).
   bool park(uint64_t address, uint64_t bytes, int device, CUstream stream);
-  // A parked range of exactly `bytes` on `device` that work on `stream` may use now.
+  // A parked range of exactly `bytes` on `device` that work on `stream` may use now, the
+  // most recently parked first.
   std::optional<uint64_t> take(int device, uint64_t bytes, CUstream stream);
   // Every range parked for `device`, oldest first, once the work before each free ran:
   // the caller frees them for real.

@@ -155,6 +155,22 @@ TEST_F(AsyncAllocHooks, AFreedRangeIsReusedOnItsStreamAtOnceAndOnAnotherOnceTheW
   ASSERT_EQ(cuMemFreeAsync(later, other), CUDA_SUCCESS);
 }
 
+TEST_F(AsyncAllocHooks, TheMostRecentlyFreedRangeIsReusedFirst) {
+  const CUstream s = stream(0x5a01);
+  CUdeviceptr a = 0, b = 0;
+  ASSERT_EQ(cuMemAllocAsync(&a, kMiB, s), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAllocAsync(&b, kMiB, s), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemFreeAsync(a, s), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemFreeAsync(b, s), CUDA_SUCCESS);
+  CUdeviceptr first = 0, second = 0;
+  ASSERT_EQ(cuMemAllocAsync(&first, kMiB, s), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAllocAsync(&second, kMiB, s), CUDA_SUCCESS);
+  EXPECT_EQ(first, b) << "the newest: the likeliest to be resident still";
+  EXPECT_EQ(second, a);
+  ASSERT_EQ(cuMemFreeAsync(first, s), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemFreeAsync(second, s), CUDA_SUCCESS);
+}
+
 TEST_F(AsyncAllocHooks, AnAllocationNeedingTheRoomOfParkedMemoryFreesItOnceItsStreamPassedTheFree) {
   const CUstream s = stream(0x5a04);
   std::vector<CUdeviceptr> blocks(4);

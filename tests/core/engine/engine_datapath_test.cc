@@ -225,8 +225,8 @@ TEST_F(EngineDataPathTest, AWorkspaceIsDiscardedDeadAndComesBackByPopulateOnly) 
 }
 
 // A parked allocation (freed by the program, kept for reuse) holds nothing worth keeping:
-// resident, it leaves by discard; saved before, its shadow is given up and it comes back
-// by populate only, also when read first.
+// resident, it leaves by discard; saved before, its shadow no longer counts and it comes
+// back by populate only, also when read first.
 TEST_F(EngineDataPathTest, AParkedAllocationIsDeadWhereverItIs) {
   auto e = make(4 * kMiB);
   e->on_alloc(kA, 4 * kMiB);
@@ -241,7 +241,7 @@ TEST_F(EngineDataPathTest, AParkedAllocationIsDeadWhereverItIs) {
   EXPECT_TRUE(b.save.empty()) << "a parked block's bytes are dead";
   ASSERT_EQ(b.discard.size(), 1u);
   EXPECT_EQ(b.discard[0].address, kB);
-  EXPECT_TRUE(b.restore.empty()) << "its shadow was given up at the park";
+  EXPECT_TRUE(b.restore.empty()) << "its shadow holds nothing to restore since the park";
   EXPECT_TRUE(names(b.populate, kA));
   EXPECT_EQ(e->stats().bytes_discarded_dead, 4 * kMiB);
 }
