@@ -99,11 +99,14 @@ void Engine::on_free(uint64_t address, const std::function<void()>& free_memory)
     else if (later(f, *same)) *same = f;
   };
   uint64_t resident = 0;
+  // Shadows go back once those transfers are done: a restore from one may still be landing
+  // for a kernel queued before the free, and another thread's save must not overwrite it.
+  std::vector<Range> shadows;
   uint64_t bytes = tracker_.remove_allocation(address, [&](Block& b) {
     keep_pending(b.ready);
     keep_pending(b.out_fence);
     if (b.residency == PUMP_RESIDENT_DEVICE) resident += b.bytes;
-    release_shadow(b);
+    if (b.shadow) shadows.push_back({b.shadow, b.bytes});
     if (policy_) policy_->on_free(snapshot(b, false));
   });
   if (bytes) ++stats_.frees;
@@ -116,6 +119,7 @@ void Engine::on_free(uint64_t address, const std::function<void()>& free_memory)
   if (free_memory) free_memory();
   lock.lock();
   freeing_bytes_ -= resident;
+  for (const Range& r : shadows) shadows_.free(r.address, r.bytes);
 }
 
 // ---------------------------------------------------------------- kernels
@@ -642,6 +646,7 @@ void Engine::decide_and_order(StreamId stream, uint64_t seq, KernelTicket* ticke
   record.layout_generation = tracker_.layout_generation();
   record.seq = seq;
   record.stream = stream;
+  in_flight_seqs_.push_back(seq);
   // Completion fences only matter for eviction, and nothing is evicted while everything
   // tracked fits the budget: then after_kernel skips the per-launch driver call and the
   // blocks stay unfenced (fenced at their stream's tail if one must ever be evicted).
@@ -710,6 +715,11 @@ void Engine::settle_queued_locked() {
 }
 
 void Engine::settle_locked(LaunchRecord& record) {
+  auto in_flight = std::find(in_flight_seqs_.begin(), in_flight_seqs_.end(), record.seq);
+  if (in_flight != in_flight_seqs_.end()) {
+    *in_flight = in_flight_seqs_.back();
+    in_flight_seqs_.pop_back();
+  }
   const bool launched = record.launched;
   const Fence& fence = record.fence;
   for (uint64_t base : record.allocations) {
@@ -753,7 +763,11 @@ bool Engine::fence_at_stream_tail(StreamId stream, uint64_t after_seq, Fence* ou
       std::find_if(tail_fences_.begin(), tail_fences_.end(), [&](const TailFence& t) { return t.stream == stream; });
   if (it == tail_fences_.end() || it->after_seq < after_seq) {
     if (backend_.capturing(stream)) return false;
-    const TailFence tail{stream, backend_.mark(stream), seq_};
+    // It covers only kernels already queued: not the one being decided, nor any decided
+    // on another thread whose launch is not settled yet (it may reach the stream later).
+    uint64_t covered = current_seq_ ? current_seq_ - 1 : seq_;
+    for (uint64_t s : in_flight_seqs_) covered = std::min(covered, s - 1);
+    const TailFence tail{stream, backend_.mark(stream), covered};
     if (it == tail_fences_.end()) it = tail_fences_.insert(tail_fences_.end(), tail);
     else *it = tail;
   }

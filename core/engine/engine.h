@@ -297,6 +297,7 @@ class Engine {
   std::unique_lock<std::mutex> lock_settled();
   std::unique_lock<std::mutex> lock_counted() const;  // for read-only queries: nothing settled
   SettleQueue settle_queue_;
+  std::vector<uint64_t> in_flight_seqs_;  // launches decided and not settled yet (a few)
   std::vector<std::unique_ptr<LaunchRecord>> launch_records_;
   std::vector<LaunchRecord*> free_launch_records_;
   LaunchRecord* take_launch_record_locked(KernelTicket* ticket);

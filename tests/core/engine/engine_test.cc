@@ -394,6 +394,33 @@ TEST_F(EngineTest, AnUnfencedBlockIsEvictedOnlyAfterAFenceAtItsStreamsTail) {
   EXPECT_EQ(backend_.marks.front(), 5u);
 }
 
+// A fence at a stream's tail covers only the kernels already queued there when it was
+// recorded: not one decided on another thread and still on its way to the stream. A block
+// that kernel used needs a fence of its own later.
+TEST_F(EngineTest, AStreamTailFenceDoesNotCoverAKernelStillOnItsWay) {
+  auto e = make(8 * kMiB, nullptr);
+  const uint64_t a = kBase, b = kBase + 4 * kMiB, c = kBase + 8 * kMiB;
+  e->on_alloc(a, 4 * kMiB);
+  e->on_alloc(b, 4 * kMiB);
+  run(*e, {extent(a, 4 * kMiB)}, /*stream=*/5);  // fits: no fence
+  KernelTicket on_its_way;                       // decided, not queued yet (another thread's launch)
+  const pump_extent_v1_t uses_b = extent(b, 4 * kMiB);
+  e->before_kernel(&on_its_way, 5, &uses_b, 1);
+  e->on_alloc(c, 4 * kMiB);                      // 12 MiB tracked under 8
+  run(*e, {extent(c, 4 * kMiB)}, /*stream=*/7);  // makes room: A leaves after stream 5's tail
+  ASSERT_EQ(backend_.marks, (std::vector<StreamId>{5, 7}));
+  e->after_kernel(&on_its_way);                  // now queued on stream 5, after that tail fence
+  run(*e, {extent(a, 4 * kMiB)}, /*stream=*/7);  // makes room again: B leaves
+  const TransferBatch& out = backend_.batches.back();
+  ASSERT_EQ(out.evict.size(), 1u);
+  EXPECT_EQ(out.evict[0].address, b);
+  ASSERT_EQ(backend_.marks.size(), 4u) << "a new fence at stream 5's tail, not the one recorded before B's kernel";
+  EXPECT_EQ(backend_.marks[2], 5u);
+  bool waits_for_new_tail = false;
+  for (const Fence& f : out.wait_for) waits_for_new_tail = waits_for_new_tail || (f.stream == 5 && f.value == 3);
+  EXPECT_TRUE(waits_for_new_tail);
+}
+
 TEST_F(EngineTest, ABlockSharedByTwoStreamsRemembersOneUsePerStreamHoweverLongItRuns) {
   auto e = make(64 * kMiB, nullptr);
   e->on_alloc(kBase, 4 * kMiB);
