@@ -1,30 +1,29 @@
 #include "extractors/launch/kernel_param_layout.h"
 
+#include <algorithm>
 #include <memory>
 #include <new>
 
 namespace pump::extractors {
 
-namespace {
-constexpr std::align_val_t kLineAlignment{64};
-}  // namespace
-
-KernelParamLayout* KernelParamLayout::create(uintptr_t handle, const LayoutDraft& draft) {
-  const size_t runs = draft.runs.size();
-  void* memory = ::operator new(sizeof(KernelParamLayout) + runs * sizeof(ParamRun), kLineAlignment, std::nothrow);
-  if (memory == nullptr) return nullptr;
-  auto* layout = new (memory) KernelParamLayout(handle, draft.num_params, static_cast<uint32_t>(runs));
-  std::uninitialized_copy(draft.runs.begin(), draft.runs.end(), reinterpret_cast<ParamRun*>(layout + 1));
-  return layout;
+void KernelParamLayout::fill(const LayoutDraft& draft, std::unique_ptr<ParamRun[]> spilled) {
+  num_params_ = draft.num_params;
+  num_runs_ = static_cast<uint32_t>(draft.runs.size());
+  if (num_runs_ <= kInlineRuns) {
+    std::copy(draft.runs.begin(), draft.runs.end(), inline_runs_);
+  } else {
+    std::copy(draft.runs.begin(), draft.runs.end(), spilled.get());
+    spilled_ = spilled.release();
+  }
 }
 
-void KernelParamLayout::destroy(const KernelParamLayout* layout) {
-  // Header and runs are trivially destructible.
-  ::operator delete(const_cast<KernelParamLayout*>(layout), kLineAlignment);
+void KernelParamLayout::release() {
+  if (num_runs_ > kInlineRuns) delete[] spilled_;
+  num_runs_ = 0;
 }
 
 KernelParamLayoutCache::~KernelParamLayoutCache() {
-  for (auto& slot : slots_) KernelParamLayout::destroy(slot.load(std::memory_order_acquire));
+  for (auto& slot : slots_) slot.release();
 }
 
 bool KernelParamLayoutCache::build(const void* handle, KernelHandleKind kind, LayoutDraft* out) {
@@ -58,21 +57,37 @@ bool KernelParamLayoutCache::build(const void* handle, KernelHandleKind kind, La
   return true;
 }
 
-const KernelParamLayout* KernelParamLayoutCache::publish(KernelParamLayout* fresh) {
+namespace {
+std::unique_ptr<ParamRun[]> spill_for(const LayoutDraft& draft) {
+  if (draft.runs.size() <= KernelParamLayout::kInlineRuns) return nullptr;
+  return std::unique_ptr<ParamRun[]>(new ParamRun[draft.runs.size()]);  // bad_alloc: PUMP_ERR_INTERNAL
+}
+}  // namespace
+
+bool KernelParamLayoutCache::publish(uintptr_t key, const LayoutDraft& draft) {
+  std::unique_ptr<ParamRun[]> spilled = spill_for(draft);  // before a slot is taken: nothing can fail after
   if (tabled_.fetch_add(1, std::memory_order_relaxed) >= kMaxTabled) {
     tabled_.fetch_sub(1, std::memory_order_relaxed);
-    return nullptr;
+    return false;
   }
-  // Two threads publishing one handle probe the same slots, so the second finds the first's.
-  for (size_t i = slot_of(fresh->handle());; i = (i + 1) & (kSlots - 1)) {
-    const KernelParamLayout* seen = nullptr;
-    if (slots_[i].compare_exchange_strong(seen, fresh, std::memory_order_acq_rel, std::memory_order_acquire))
-      return fresh;
-    if (seen->handle() == fresh->handle()) {
+  for (size_t i = slot_of(key);; i = (i + 1) & (kSlots - 1)) {
+    uintptr_t seen = slots_[i].key.load(std::memory_order_acquire);
+    if (seen == key) {  // published by another thread meanwhile
       tabled_.fetch_sub(1, std::memory_order_relaxed);
-      KernelParamLayout::destroy(fresh);  // never published: no reader has it
-      return seen;
+      return true;
     }
+    if (seen != 0) continue;  // another function, or one being filled
+    if (!slots_[i].key.compare_exchange_strong(seen, KernelParamLayout::kFilling, std::memory_order_acquire,
+                                               std::memory_order_acquire)) {
+      if (seen == key) {
+        tabled_.fetch_sub(1, std::memory_order_relaxed);
+        return true;
+      }
+      continue;
+    }
+    slots_[i].fill(draft, std::move(spilled));
+    slots_[i].key.store(key, std::memory_order_release);  // readers see the filled layout with the key
+    return true;
   }
 }
 
@@ -80,8 +95,7 @@ const KernelParamLayout* KernelParamLayoutCache::publish(KernelParamLayout* fres
 __attribute__((noinline, cold)) LayoutRef KernelParamLayoutCache::get_slow(const void* handle, KernelHandleKind kind) {
   const auto key = reinterpret_cast<uintptr_t>(handle);
   auto& shard = overflow_[(key >> 4) % kShards];  // functions are at least 16-byte aligned
-  const bool table_full = tabled_.load(std::memory_order_relaxed) >= kMaxTabled;
-  if (table_full) {
+  if (tabled_.load(std::memory_order_relaxed) >= kMaxTabled) {
     LayoutRef ref;
     if (shard.find(key, &ref.hold)) {
       ref.layout = ref.hold.get();
@@ -90,11 +104,18 @@ __attribute__((noinline, cold)) LayoutRef KernelParamLayoutCache::get_slow(const
   }
   LayoutDraft draft;
   if (!build(handle, kind, &draft)) return {};  // not remembered: the symbol may resolve later
-  KernelParamLayout* fresh = KernelParamLayout::create(key, draft);
-  if (fresh == nullptr) throw std::bad_alloc();  // guarded_extract answers PUMP_ERR_INTERNAL
-  if (const KernelParamLayout* tabled = publish(fresh)) return LayoutRef{tabled, nullptr};
+  if (publish(key, draft)) {
+    if (const KernelParamLayout* layout = find(handle)) return LayoutRef{layout, nullptr};  // always, once published
+  }
+  std::unique_ptr<ParamRun[]> spilled = spill_for(draft);
+  auto* fresh = new KernelParamLayout;
+  fresh->fill(draft, std::move(spilled));
+  fresh->key.store(key, std::memory_order_relaxed);
   LayoutRef ref;
-  ref.hold = std::shared_ptr<const KernelParamLayout>(fresh, &KernelParamLayout::destroy);
+  ref.hold = std::shared_ptr<const KernelParamLayout>(fresh, [](const KernelParamLayout* layout) {
+    const_cast<KernelParamLayout*>(layout)->release();
+    delete layout;
+  });
   ref.layout = fresh;
   shard.put(key, ref.hold);
   return ref;

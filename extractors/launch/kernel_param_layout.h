@@ -2,8 +2,8 @@
 // of every parameter, from the driver's parameter layout (offset and size only,
 // no types), kept as one run of consecutive words per parameter. Computed once per
 // function. Lookups are the launch hot path: a hit reads one slot of a lock-free
-// table and the layout it points to (header and runs share one allocation, usually
-// one cache line); no lock, no reference count.
+// table, which holds the layout itself (one cache line for the usual kernel); no lock,
+// no reference count.
 #pragma once
 
 #include <cuda.h>
@@ -62,28 +62,39 @@ LayoutDraft build_param_layout(Query&& query) {
   return layout;
 }
 
-// One function's layout, immutable once built: its handle, then its runs in the same
-// allocation (cache-line aligned).
-class KernelParamLayout {
- public:
-  static KernelParamLayout* create(uintptr_t handle, const LayoutDraft& draft);  // nullptr: out of memory
-  static void destroy(const KernelParamLayout* layout);
+// One function's layout, immutable once its key is published: the handle, and its runs in
+// the same cache line when there are at most kInlineRuns of them (the usual kernel), else
+// in an array of their own.
+struct alignas(64) KernelParamLayout {
+  static constexpr size_t kInlineRuns = 6;
+  // 0: empty; kFilling: taken by a thread filling it; else the function's handle.
+  static constexpr uintptr_t kFilling = UINTPTR_MAX;
 
-  uintptr_t handle() const { return handle_; }
+  KernelParamLayout() = default;
+  KernelParamLayout(const KernelParamLayout&) = delete;
+  KernelParamLayout& operator=(const KernelParamLayout&) = delete;
+
+  // Copies `draft`'s runs in, `spilled` holding them when they do not fit in the line.
+  void fill(const LayoutDraft& draft, std::unique_ptr<ParamRun[]> spilled);
+  // Frees the spilled runs (never while a reader may hold the layout).
+  void release();
+
   uint32_t num_params() const { return num_params_; }
   bool empty() const { return num_runs_ == 0; }
-  const ParamRun* begin() const { return reinterpret_cast<const ParamRun*>(this + 1); }
+  const ParamRun* begin() const { return num_runs_ <= kInlineRuns ? inline_runs_ : spilled_; }
   const ParamRun* end() const { return begin() + num_runs_; }
 
- private:
-  KernelParamLayout(uintptr_t handle, uint32_t num_params, uint32_t num_runs)
-      : handle_(handle), num_params_(num_params), num_runs_(num_runs) {}
+  std::atomic<uintptr_t> key{0};
 
-  uintptr_t handle_;
-  uint32_t num_params_;
-  uint32_t num_runs_;
+ private:
+  uint32_t num_params_ = 0;
+  uint32_t num_runs_ = 0;
+  union {
+    ParamRun inline_runs_[kInlineRuns];
+    const ParamRun* spilled_;
+  };
 };
-static_assert(sizeof(KernelParamLayout) % alignof(ParamRun) == 0, "runs follow the header");
+static_assert(sizeof(KernelParamLayout) == 64, "one cache line per layout");
 
 // What a lookup hands the launch: the layout, and a reference that keeps it alive when it
 // came from the bounded overflow map (whose entries may be dropped by another thread).
@@ -100,21 +111,27 @@ class KernelParamLayoutCache {
   KernelParamLayoutCache& operator=(const KernelParamLayoutCache&) = delete;
 
   // layout nullptr when the query function for `kind` cannot be fetched. Keyed by the
-  // handle alone, as the driver keys its functions.
+  // handle alone, as the driver keys its functions. Not noticed: a handle the driver hands
+  // out again after its module or library was unloaded keeps its first function's layout
+  // (the host hooks no unload; before, such an entry lasted until its shard filled up).
   LayoutRef get(const void* handle, KernelHandleKind kind) {
+    if (const KernelParamLayout* layout = find(handle)) return LayoutRef{layout, nullptr};
+    return get_slow(handle, kind);
+  }
+  // The launch's path: the table alone (nullptr: not there yet, or past the table; then get()).
+  const KernelParamLayout* find(const void* handle) const {
     const auto key = reinterpret_cast<uintptr_t>(handle);
     for (size_t i = slot_of(key);; i = (i + 1) & (kSlots - 1)) {
-      const KernelParamLayout* layout = slots_[i].load(std::memory_order_acquire);
-      if (layout == nullptr) break;
-      if (layout->handle() == key) return LayoutRef{layout, nullptr};
+      const uintptr_t seen = slots_[i].key.load(std::memory_order_acquire);
+      if (seen == key) return &slots_[i];
+      if (seen == 0) return nullptr;
     }
-    return get_slow(handle, kind);
   }
 
  private:
   // The first kMaxTabled functions stay in the table for the plugin's lifetime (a reader
-  // may hold any of them; at most half the slots are used, so a probe ends at an empty
-  // one soon). Past that, the locked overflow map, cleared when full, as before.
+  // may hold any of them; at most half the slots are taken, so a probe soon meets an empty
+  // one). Past that, the locked overflow map, cleared when full, as before.
   static constexpr size_t kSlotBits = 13;
   static constexpr size_t kSlots = size_t{1} << kSlotBits;
   static constexpr size_t kMaxTabled = kSlots / 2;
@@ -124,17 +141,19 @@ class KernelParamLayoutCache {
 
   LayoutRef get_slow(const void* handle, KernelHandleKind kind);
   bool build(const void* handle, KernelHandleKind kind, LayoutDraft* out);
-  // The table's layout for `fresh`'s handle (fresh itself, or one another thread put first,
-  // and then fresh is freed); nullptr when the table is full (fresh is left to the caller).
-  const KernelParamLayout* publish(KernelParamLayout* fresh);
+  // Puts `key`'s layout in the table unless it is full (false). Another thread's copy of
+  // the same layout may be put beside it: both are equal, and the first found is used.
+  bool publish(uintptr_t key, const LayoutDraft& draft);
 
   const pump_extractor_host_v1_t* host_;
   RealSymbol<decltype(&cuKernelGetParamInfo)> kernel_info_{"cuKernelGetParamInfo"};
   RealSymbol<decltype(&cuFuncGetParamInfo)> function_info_{"cuFuncGetParamInfo"};
   RealSymbol<decltype(&cudaFuncGetParamInfo)> runtime_info_{"cudaFuncGetParamInfo"};
-  std::atomic<const KernelParamLayout*> slots_[kSlots] = {};
   std::atomic<size_t> tabled_{0};  // slots taken or reserved
   BoundedCache<std::shared_ptr<const KernelParamLayout>> overflow_[kShards];
+  // In place, not behind a pointer: a launch computes its slot's address from the state's.
+  // 512 KiB, written once at init.
+  KernelParamLayout slots_[kSlots];
 };
 
 }  // namespace pump::extractors

@@ -107,7 +107,7 @@ struct alignas(64) LaunchState {
   ApiArgs api_args[kApiCount];
   KernelParamLayoutCache layouts;
 };
-static_assert(offsetof(LaunchState, api_args) + sizeof(LaunchState::api_args) <= 64, "one line");
+static_assert(sizeof(void*) + sizeof(ApiArgs) * kApiCount <= 64, "host and api_args in one line");
 
 // Matches words against blocks. A host that resolves pointers (SDK 1.3) gets each
 // candidate word once as a PUMP_WHOLE_BLOCK extent and resolves them all under the one
@@ -218,6 +218,23 @@ __attribute__((noinline)) void scan_extra(const KernelParamLayout* layout, void*
   }
 }
 
+pump_status_v1_t scan(const KernelParamLayout* layout, void* const* params, void* const* extra, BlockMatcher& matcher) {
+  if (params != nullptr) {
+    if (layout == nullptr) return PUMP_ERR_UNSUPPORTED;
+    scan_params(*layout, params, matcher);
+    return PUMP_OK;
+  }
+  scan_extra(layout, extra, matcher);  // the layout may be null: the buffer size still bounds the scan
+  return PUMP_OK;
+}
+
+// A function's first launch, or any past the table's capacity: out of the hot code.
+__attribute__((noinline)) pump_status_v1_t scan_slow(LaunchState& s, const void* handle, KernelHandleKind kind,
+                                                     void* const* params, void* const* extra, BlockMatcher& matcher) {
+  const LayoutRef ref = s.layouts.get(handle, kind);
+  return scan(ref.layout, params, extra, matcher);
+}
+
 pump_status_v1_t dispatch(LaunchState& s, const pump_call_v1_t* call, pump_extent_sink_v1_t* sink) {
   const ApiArgs where = s.api_args[call->api];  // call->api < kApiCount: checked by guarded_extract
   const void* handle = arg<const void*>(call, where.handle);
@@ -225,17 +242,10 @@ pump_status_v1_t dispatch(LaunchState& s, const pump_call_v1_t* call, pump_exten
   void* const* extra = where.extra >= 0 ? arg<void**>(call, where.extra) : nullptr;
   if (handle == nullptr || s.host->find_block == nullptr) return PUMP_ERR_UNSUPPORTED;
   BlockMatcher matcher(s.host, sink);
-  if (params != nullptr) {
-    const LayoutRef ref = s.layouts.get(handle, where.kind);
-    if (ref.layout == nullptr) return PUMP_ERR_UNSUPPORTED;
-    scan_params(*ref.layout, params, matcher);
-    return PUMP_OK;
-  }
-  if (extra != nullptr) {
-    const LayoutRef ref = s.layouts.get(handle, where.kind);  // may be null: the buffer size still bounds the scan
-    scan_extra(ref.layout, extra, matcher);
-  }
-  return PUMP_OK;
+  if (params == nullptr && extra == nullptr) return PUMP_OK;
+  const KernelParamLayout* layout = s.layouts.find(handle);
+  if (layout == nullptr) return scan_slow(s, handle, where.kind, params, extra, matcher);
+  return scan(layout, params, extra, matcher);
 }
 
 uint32_t min_args(uint32_t api) { return static_cast<uint32_t>(kPackedArgCounts >> (4 * api)) & 0xF; }

@@ -206,13 +206,15 @@ TEST_F(LaunchExtractorTest, MissingDriverSymbolIsUnsupported) {
   EXPECT_TRUE(extents.empty());
 }
 
-// Many kernels, each with its own layout: kernel i takes (i % 4) + 1 pointer-sized
-// parameters. Its handle is an address inside g_kernels.
+// Many kernels, each with its own layout: kernel i takes (i % 9) + 1 pointer-sized
+// parameters (past 6, the plugin keeps a layout's runs out of its line). Its handle is an
+// address inside g_kernels.
 constexpr size_t kManyKernels = 6000;  // past the plugin's lock-free table (4096), into its locked overflow map
 char g_kernels[kManyKernels];
 std::atomic<int> g_many_queries{0};
 
-size_t params_of(size_t kernel) { return kernel % 4 + 1; }
+constexpr size_t kMostParams = 9;
+size_t params_of(size_t kernel) { return kernel % kMostParams + 1; }
 CUresult many_kernel_param_info(CUkernel handle, size_t index, size_t* offset, size_t* size) {
   ++g_many_queries;
   const size_t kernel = static_cast<size_t>(reinterpret_cast<const char*>(handle) - g_kernels);
@@ -222,12 +224,12 @@ CUresult many_kernel_param_info(CUkernel handle, size_t index, size_t* offset, s
   return CUDA_SUCCESS;
 }
 
-// A launch of kernel i with 4 argument slots: its last parameter points into block 1, the
+// A launch of kernel i with kMostParams argument slots: its last parameter points into block 1, the
 // slots past its parameters into block 2. Another kernel's layout would report block 2 or
 // miss block 1.
 struct ManyKernelsLaunch {
   explicit ManyKernelsLaunch(size_t kernel) : handle(reinterpret_cast<cudaKernel_t>(&g_kernels[kernel])) {
-    for (size_t i = 0; i < 4; ++i) {
+    for (size_t i = 0; i < kMostParams; ++i) {
       const size_t n = params_of(kernel);
       values[i] = device_address(i + 1 == n ? kBlock1 + 8 * i : i < n ? 42 : kBlock2);
       pointers[i] = &values[i];
@@ -237,8 +239,8 @@ struct ManyKernelsLaunch {
   size_t handle_index() const { return static_cast<size_t>(reinterpret_cast<const char*>(handle) - g_kernels); }
 
   cudaKernel_t handle;
-  const void* values[4];
-  void* pointers[4];
+  const void* values[kMostParams];
+  void* pointers[kMostParams];
   dim3 grid{1, 1, 1}, block{1, 1, 1};
   void** args = pointers;
   size_t shared = 0;
