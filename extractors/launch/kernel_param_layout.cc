@@ -1,47 +1,124 @@
 #include "extractors/launch/kernel_param_layout.h"
 
+#include <algorithm>
+#include <memory>
+#include <new>
+
 namespace pump::extractors {
 
-std::shared_ptr<const KernelParamLayout> KernelParamLayoutCache::build(const void* handle, KernelHandleKind kind) {
+void KernelParamLayout::fill(const LayoutDraft& draft, std::unique_ptr<ParamRun[]> spilled) {
+  num_params_ = draft.num_params;
+  num_runs_ = static_cast<uint32_t>(draft.runs.size());
+  if (num_runs_ <= kInlineRuns) {
+    std::copy(draft.runs.begin(), draft.runs.end(), inline_runs_);
+  } else {
+    std::copy(draft.runs.begin(), draft.runs.end(), spilled.get());
+    spilled_ = spilled.release();
+  }
+}
+
+void KernelParamLayout::release() {
+  if (num_runs_ > kInlineRuns) delete[] spilled_;
+  num_runs_ = 0;
+}
+
+KernelParamLayoutCache::~KernelParamLayoutCache() {
+  for (auto& slot : slots_) slot.release();
+}
+
+bool KernelParamLayoutCache::build(const void* handle, KernelHandleKind kind, LayoutDraft* out) {
   auto by_kernel = [&](size_t i, size_t* off, size_t* size) {
     auto fn = kernel_info_.get(host_);
     return fn != nullptr && fn(static_cast<CUkernel>(const_cast<void*>(handle)), i, off, size) == CUDA_SUCCESS;
   };
-  KernelParamLayout layout;
   switch (kind) {
     case KernelHandleKind::kDriverKernel:
-      if (kernel_info_.get(host_) == nullptr) return nullptr;
-      layout = build_param_layout(by_kernel);
+      if (kernel_info_.get(host_) == nullptr) return false;
+      *out = build_param_layout(by_kernel);
       break;
     case KernelHandleKind::kDriverFunction: {
       auto fn = function_info_.get(host_);
-      if (fn == nullptr) return nullptr;
-      layout = build_param_layout([&](size_t i, size_t* off, size_t* size) {
+      if (fn == nullptr) return false;
+      *out = build_param_layout([&](size_t i, size_t* off, size_t* size) {
         return fn(static_cast<CUfunction>(const_cast<void*>(handle)), i, off, size) == CUDA_SUCCESS;
       });
       // cuLaunchKernel also accepts a CUkernel cast to CUfunction.
-      if (layout.num_params == 0 && kernel_info_.get(host_) != nullptr) layout = build_param_layout(by_kernel);
+      if (out->num_params == 0 && kernel_info_.get(host_) != nullptr) *out = build_param_layout(by_kernel);
       break;
     }
     case KernelHandleKind::kRuntimeFunction: {
       auto fn = runtime_info_.get(host_);
-      if (fn == nullptr) return nullptr;
-      layout = build_param_layout(
+      if (fn == nullptr) return false;
+      *out = build_param_layout(
           [&](size_t i, size_t* off, size_t* size) { return fn(handle, i, off, size) == cudaSuccess; });
       break;
     }
   }
-  return std::make_shared<const KernelParamLayout>(std::move(layout));
+  return true;
 }
 
-std::shared_ptr<const KernelParamLayout> KernelParamLayoutCache::get(const void* handle, KernelHandleKind kind) {
+namespace {
+std::unique_ptr<ParamRun[]> spill_for(const LayoutDraft& draft) {
+  if (draft.runs.size() <= KernelParamLayout::kInlineRuns) return nullptr;
+  return std::unique_ptr<ParamRun[]>(new ParamRun[draft.runs.size()]);  // bad_alloc: PUMP_ERR_INTERNAL
+}
+}  // namespace
+
+bool KernelParamLayoutCache::publish(uintptr_t key, const LayoutDraft& draft) {
+  std::unique_ptr<ParamRun[]> spilled = spill_for(draft);  // before a slot is taken: nothing can fail after
+  if (tabled_.fetch_add(1, std::memory_order_relaxed) >= kMaxTabled) {
+    tabled_.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
+  for (size_t i = slot_of(key);; i = (i + 1) & (kSlots - 1)) {
+    uintptr_t seen = slots_[i].key.load(std::memory_order_acquire);
+    if (seen == key) {  // published by another thread meanwhile
+      tabled_.fetch_sub(1, std::memory_order_relaxed);
+      return true;
+    }
+    if (seen != 0) continue;  // another function, or one being filled
+    if (!slots_[i].key.compare_exchange_strong(seen, KernelParamLayout::kFilling, std::memory_order_acquire,
+                                               std::memory_order_acquire)) {
+      if (seen == key) {
+        tabled_.fetch_sub(1, std::memory_order_relaxed);
+        return true;
+      }
+      continue;
+    }
+    slots_[i].fill(draft, std::move(spilled));
+    slots_[i].key.store(key, std::memory_order_release);  // readers see the filled layout with the key
+    return true;
+  }
+}
+
+// Cold: once per function (per launch only past kMaxTabled functions, through the locked map).
+__attribute__((noinline, cold)) LayoutRef KernelParamLayoutCache::get_slow(const void* handle, KernelHandleKind kind) {
   const auto key = reinterpret_cast<uintptr_t>(handle);
-  auto& shard = shards_[(key >> 4) % kShards];  // functions are at least 16-byte aligned
-  std::shared_ptr<const KernelParamLayout> layout;
-  if (shard.find(key, &layout)) return layout;
-  layout = build(handle, kind);
-  if (layout != nullptr) shard.put(key, layout);
-  return layout;
+  auto& shard = overflow_[(key >> 4) % kShards];  // functions are at least 16-byte aligned
+  if (tabled_.load(std::memory_order_relaxed) >= kMaxTabled) {
+    LayoutRef ref;
+    if (shard.find(key, &ref.hold)) {
+      ref.layout = ref.hold.get();
+      return ref;
+    }
+  }
+  LayoutDraft draft;
+  if (!build(handle, kind, &draft)) return {};  // not remembered: the symbol may resolve later
+  if (publish(key, draft)) {
+    if (const KernelParamLayout* layout = find(handle)) return LayoutRef{layout, nullptr};  // always, once published
+  }
+  std::unique_ptr<ParamRun[]> spilled = spill_for(draft);
+  auto* fresh = new KernelParamLayout;
+  fresh->fill(draft, std::move(spilled));
+  fresh->key.store(key, std::memory_order_relaxed);
+  LayoutRef ref;
+  ref.hold = std::shared_ptr<const KernelParamLayout>(fresh, [](const KernelParamLayout* layout) {
+    const_cast<KernelParamLayout*>(layout)->release();
+    delete layout;
+  });
+  ref.layout = fresh;
+  shard.put(key, ref.hold);
+  return ref;
 }
 
 }  // namespace pump::extractors

@@ -1,12 +1,15 @@
 // Where a kernel's parameters may hold pointers: every 8-byte-aligned 8-byte word
 // of every parameter, from the driver's parameter layout (offset and size only,
-// no types). Computed once per function and cached; lookups are the launch hot
-// path, so they take one shard lock and copy a shared_ptr, nothing else.
+// no types), kept as one run of consecutive words per parameter. Computed once per
+// function. Lookups are the launch hot path: a hit reads one slot of a lock-free
+// table, which holds the layout itself (one cache line for the usual kernel); no lock,
+// no reference count.
 #pragma once
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -15,15 +18,23 @@
 
 namespace pump::extractors {
 
-struct ParamWord {
-  uint32_t param;             // index into the kernelParams/args array
-  uint32_t offset_in_param;   // byte offset of the word inside that parameter's value
-  uint32_t offset_in_buffer;  // byte offset inside the packed parameter buffer (the `extra` form)
-};
+// Parameters larger than this are not scanned (the driver caps them far lower).
+constexpr size_t kMaxParamBytes = 32768;
+constexpr size_t kMaxParams = 4096;
 
-struct KernelParamLayout {
+// The aligned words of one parameter, in order. 16-bit fields: a word's offset in the
+// buffer is below offset + size <= 2 * kMaxParamBytes.
+struct ParamRun {
+  uint16_t param;             // index into the kernelParams/args array
+  uint16_t offset_in_param;   // byte offset of the first word inside that parameter's value
+  uint16_t offset_in_buffer;  // byte offset of the first word inside the packed parameter buffer (the `extra` form)
+  uint16_t words;             // consecutive 8-byte words
+};
+static_assert(kMaxParams <= 65536 && 2 * kMaxParamBytes <= 65536, "ParamRun's fields are 16 bits");
+
+struct LayoutDraft {
   uint32_t num_params = 0;
-  std::vector<ParamWord> words;
+  std::vector<ParamRun> runs;
 };
 
 // How a launch names its kernel: each needs a different layout query.
@@ -33,45 +44,116 @@ enum class KernelHandleKind : uint8_t {
   kRuntimeFunction  // host stub or cudaKernel_t given to the runtime: cudaFuncGetParamInfo
 };
 
-// Parameters larger than this are not scanned (the driver caps them far lower).
-constexpr size_t kMaxParamBytes = 32768;
-constexpr size_t kMaxParams = 4096;
-
 // Asks query(index, &offset, &size) for parameter 0, 1, ... until it returns false.
 template <typename Query>
-KernelParamLayout build_param_layout(Query&& query) {
-  KernelParamLayout layout;
+LayoutDraft build_param_layout(Query&& query) {
+  LayoutDraft layout;
   for (size_t index = 0; index < kMaxParams; ++index) {
     size_t offset = 0, size = 0;
     if (!query(index, &offset, &size)) break;
     layout.num_params = static_cast<uint32_t>(index + 1);
     if (size < 8 || size > kMaxParamBytes || offset > kMaxParamBytes) continue;  // too small for a pointer
     // Words are aligned in the packed buffer, as the device sees them.
-    for (size_t word = (offset + 7) & ~size_t{7}; word + 8 <= offset + size; word += 8) {
-      layout.words.push_back(
-          ParamWord{static_cast<uint32_t>(index), static_cast<uint32_t>(word - offset), static_cast<uint32_t>(word)});
-    }
+    const size_t first = (offset + 7) & ~size_t{7};
+    if (first + 8 > offset + size) continue;
+    layout.runs.push_back(ParamRun{static_cast<uint16_t>(index), static_cast<uint16_t>(first - offset),
+                                   static_cast<uint16_t>(first), static_cast<uint16_t>((offset + size - first) / 8)});
   }
   return layout;
 }
 
+// One function's layout, immutable once its key is published: the handle, and its runs in
+// the same cache line when there are at most kInlineRuns of them (the usual kernel), else
+// in an array of their own.
+struct alignas(64) KernelParamLayout {
+  static constexpr size_t kInlineRuns = 6;
+  // 0: empty; kFilling: taken by a thread filling it; else the function's handle.
+  static constexpr uintptr_t kFilling = UINTPTR_MAX;
+
+  KernelParamLayout() = default;
+  KernelParamLayout(const KernelParamLayout&) = delete;
+  KernelParamLayout& operator=(const KernelParamLayout&) = delete;
+
+  // Copies `draft`'s runs in, `spilled` holding them when they do not fit in the line.
+  void fill(const LayoutDraft& draft, std::unique_ptr<ParamRun[]> spilled);
+  // Frees the spilled runs (never while a reader may hold the layout).
+  void release();
+
+  uint32_t num_params() const { return num_params_; }
+  bool empty() const { return num_runs_ == 0; }
+  const ParamRun* begin() const { return num_runs_ <= kInlineRuns ? inline_runs_ : spilled_; }
+  const ParamRun* end() const { return begin() + num_runs_; }
+
+  std::atomic<uintptr_t> key{0};
+
+ private:
+  uint32_t num_params_ = 0;
+  uint32_t num_runs_ = 0;
+  union {
+    ParamRun inline_runs_[kInlineRuns];
+    const ParamRun* spilled_;
+  };
+};
+static_assert(sizeof(KernelParamLayout) == 64, "one cache line per layout");
+
+// What a lookup hands the launch: the layout, and a reference that keeps it alive when it
+// came from the bounded overflow map (whose entries may be dropped by another thread).
+struct LayoutRef {
+  const KernelParamLayout* layout = nullptr;
+  std::shared_ptr<const KernelParamLayout> hold;
+};
+
 class KernelParamLayoutCache {
  public:
   explicit KernelParamLayoutCache(const pump_extractor_host_v1_t* host) : host_(host) {}
+  ~KernelParamLayoutCache();  // the plugin's context is gone: no launch reads a layout any more
+  KernelParamLayoutCache(const KernelParamLayoutCache&) = delete;
+  KernelParamLayoutCache& operator=(const KernelParamLayoutCache&) = delete;
 
-  // nullptr when the query function for `kind` cannot be fetched.
-  std::shared_ptr<const KernelParamLayout> get(const void* handle, KernelHandleKind kind);
+  // layout nullptr when the query function for `kind` cannot be fetched. Keyed by the
+  // handle alone, as the driver keys its functions. Not noticed: a handle the driver hands
+  // out again after its module or library was unloaded keeps its first function's layout
+  // (the host hooks no unload; before, such an entry lasted until its shard filled up).
+  LayoutRef get(const void* handle, KernelHandleKind kind) {
+    if (const KernelParamLayout* layout = find(handle)) return LayoutRef{layout, nullptr};
+    return get_slow(handle, kind);
+  }
+  // The launch's path: the table alone (nullptr: not there yet, or past the table; then get()).
+  const KernelParamLayout* find(const void* handle) const {
+    const auto key = reinterpret_cast<uintptr_t>(handle);
+    for (size_t i = slot_of(key);; i = (i + 1) & (kSlots - 1)) {
+      const uintptr_t seen = slots_[i].key.load(std::memory_order_acquire);
+      if (seen == key) return &slots_[i];
+      if (seen == 0) return nullptr;
+    }
+  }
 
  private:
+  // The first kMaxTabled functions stay in the table for the plugin's lifetime (a reader
+  // may hold any of them; at most half the slots are taken, so a probe soon meets an empty
+  // one). Past that, the locked overflow map, cleared when full, as before.
+  static constexpr size_t kSlotBits = 13;
+  static constexpr size_t kSlots = size_t{1} << kSlotBits;
+  static constexpr size_t kMaxTabled = kSlots / 2;
   static constexpr size_t kShards = 16;
 
-  std::shared_ptr<const KernelParamLayout> build(const void* handle, KernelHandleKind kind);
+  static size_t slot_of(uintptr_t key) { return (key * 0x9E3779B97F4A7C15ull) >> (64 - kSlotBits); }
+
+  LayoutRef get_slow(const void* handle, KernelHandleKind kind);
+  bool build(const void* handle, KernelHandleKind kind, LayoutDraft* out);
+  // Puts `key`'s layout in the table unless it is full (false). Another thread's copy of
+  // the same layout may be put beside it: both are equal, and the first found is used.
+  bool publish(uintptr_t key, const LayoutDraft& draft);
 
   const pump_extractor_host_v1_t* host_;
   RealSymbol<decltype(&cuKernelGetParamInfo)> kernel_info_{"cuKernelGetParamInfo"};
   RealSymbol<decltype(&cuFuncGetParamInfo)> function_info_{"cuFuncGetParamInfo"};
   RealSymbol<decltype(&cudaFuncGetParamInfo)> runtime_info_{"cudaFuncGetParamInfo"};
-  BoundedCache<std::shared_ptr<const KernelParamLayout>> shards_[kShards];
+  std::atomic<size_t> tabled_{0};  // slots taken or reserved
+  BoundedCache<std::shared_ptr<const KernelParamLayout>> overflow_[kShards];
+  // In place, not behind a pointer: a launch computes its slot's address from the state's.
+  // 512 KiB, written once at init.
+  KernelParamLayout slots_[kSlots];
 };
 
 }  // namespace pump::extractors

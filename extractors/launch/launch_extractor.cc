@@ -7,8 +7,10 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <new>
 
 #include "extractors/common/extent_reporter.h"
@@ -54,7 +56,38 @@ const char* const kApis[] = {"__cudaLaunchKernel",
                              nullptr};
 static_assert(sizeof(kApis) / sizeof(kApis[0]) == kApiCount + 1, "kApis and Api disagree");
 
+// Each api's argument count, 4 bits per api in one constant: read from the instruction
+// stream, not from a table that a cold launch would miss in the cache.
 constexpr uint32_t kArgCount[kApiCount] = {6, 6, 6, 6, 3, 3, 11, 11, 4, 4, 6, 6, 10, 10};
+constexpr uint64_t pack_arg_counts() {
+  uint64_t packed = 0;
+  for (uint32_t api = 0; api < kApiCount; ++api) packed |= uint64_t{kArgCount[api]} << (4 * api);
+  return packed;
+}
+constexpr uint64_t kPackedArgCounts = pack_arg_counts();
+static_assert(kApiCount * 4 <= 64, "four bits per api");
+static_assert(*std::max_element(kArgCount, kArgCount + kApiCount) < 16, "four bits per count");
+
+// Where each api has its kernel handle, its kernelParams and its `extra` (-1: none).
+struct ApiArgs {
+  int8_t handle, params, extra;
+  KernelHandleKind kind;
+};
+constexpr ApiArgs kApiArgs[kApiCount] = {
+    {0, 3, -1, KernelHandleKind::kDriverKernel},     // __cudaLaunchKernel: cudaKernel_t is a CUkernel
+    {0, 3, -1, KernelHandleKind::kDriverKernel},     // __cudaLaunchKernel_ptsz
+    {0, 3, -1, KernelHandleKind::kRuntimeFunction},  // cudaLaunchKernel
+    {0, 3, -1, KernelHandleKind::kRuntimeFunction},  // cudaLaunchKernel_ptsz
+    {1, 2, -1, KernelHandleKind::kRuntimeFunction},  // cudaLaunchKernelExC
+    {1, 2, -1, KernelHandleKind::kRuntimeFunction},  // cudaLaunchKernelExC_ptsz
+    {0, 9, 10, KernelHandleKind::kDriverFunction},   // cuLaunchKernel
+    {0, 9, 10, KernelHandleKind::kDriverFunction},   // cuLaunchKernel_ptsz
+    {1, 2, 3, KernelHandleKind::kDriverFunction},    // cuLaunchKernelEx
+    {1, 2, 3, KernelHandleKind::kDriverFunction},    // cuLaunchKernelEx_ptsz
+    {0, 3, -1, KernelHandleKind::kRuntimeFunction},  // cudaLaunchCooperativeKernel
+    {0, 3, -1, KernelHandleKind::kRuntimeFunction},  // cudaLaunchCooperativeKernel_ptsz
+    {0, 9, -1, KernelHandleKind::kDriverFunction},   // cuLaunchCooperativeKernel
+    {0, 9, -1, KernelHandleKind::kDriverFunction}};  // cuLaunchCooperativeKernel_ptsz
 
 // No device allocation lives below 64 KiB or above the 57-bit user address space:
 // such words are sizes, counts, flags or floats, rejected without a lookup.
@@ -64,11 +97,17 @@ constexpr uint64_t kHighestPointer = uint64_t{1} << 57;
 // duplicates may be reported (harmless: the host merges extents per block).
 constexpr int kMaxBlocksPerLaunch = 64;
 
-struct LaunchState {
-  explicit LaunchState(const pump_extractor_host_v1_t* h) : host(h), layouts(h) {}
+// Aligned so that `host` and the argument map share the one line a launch reads before its
+// layout.
+struct alignas(64) LaunchState {
+  explicit LaunchState(const pump_extractor_host_v1_t* h) : host(h), layouts(h) {
+    std::copy(std::begin(kApiArgs), std::end(kApiArgs), api_args);
+  }
   const pump_extractor_host_v1_t* host;
+  ApiArgs api_args[kApiCount];
   KernelParamLayoutCache layouts;
 };
+static_assert(sizeof(void*) + sizeof(ApiArgs) * kApiCount <= 64, "host and api_args in one line");
 
 // Matches words against blocks. A host that resolves pointers (SDK 1.3) gets each
 // candidate word once as a PUMP_WHOLE_BLOCK extent and resolves them all under the one
@@ -102,6 +141,15 @@ class BlockMatcher {
       report(value, PUMP_WHOLE_BLOCK);
       return;
     }
+    look_up(value);
+  }
+
+ private:
+  struct Range {
+    uint64_t start, bytes;
+  };
+  // Hosts older than SDK 1.3: kept out of the scan loop's code.
+  __attribute__((noinline)) void look_up(uint64_t value) {
     for (int i = 0; i < count_; ++i) {
       if (value - seen_[i].start < seen_[i].bytes) return;  // already reported
     }
@@ -110,11 +158,6 @@ class BlockMatcher {
     if (count_ < kMaxBlocksPerLaunch) seen_[count_++] = Range{block.address, block.bytes};
     report(block.address, block.bytes);
   }
-
- private:
-  struct Range {
-    uint64_t start, bytes;
-  };
   void report(uint64_t address, uint64_t bytes) {
     pump_extent_v1_t e{address, bytes, PUMP_ACCESS_READ_WRITE, PUMP_ROLE_UNKNOWN};
     sink_->add(sink_->opaque, &e);
@@ -136,16 +179,18 @@ uint64_t load_word(const void* base, size_t offset) {
 }
 
 void scan_params(const KernelParamLayout& layout, void* const* params, BlockMatcher& matcher) {
-  for (const ParamWord& w : layout.words) {
-    const void* value = params[w.param];
-    if (value != nullptr) matcher.word(load_word(value, w.offset_in_param));
+  for (const ParamRun& run : layout) {
+    const void* value = params[run.param];
+    if (value == nullptr) continue;
+    for (size_t w = 0, offset = run.offset_in_param; w < run.words; ++w, offset += 8)
+      matcher.word(load_word(value, offset));
   }
 }
 
 // The `extra` form: {CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
 // CU_LAUNCH_PARAM_END}. With the layout known, only its words are read; without
 // one, every aligned word of the buffer (bounded by its size) is.
-void scan_extra(const KernelParamLayout* layout, void* const* extra, BlockMatcher& matcher) {
+__attribute__((noinline)) void scan_extra(const KernelParamLayout* layout, void* const* extra, BlockMatcher& matcher) {
   const void* buffer = nullptr;
   size_t size = 0;
   bool have_size = false;
@@ -160,10 +205,12 @@ void scan_extra(const KernelParamLayout* layout, void* const* extra, BlockMatche
     }
   }
   if (buffer == nullptr) return;
-  if (layout != nullptr && !layout->words.empty()) {
-    for (const ParamWord& w : layout->words) {
-      if (have_size && w.offset_in_buffer + 8 > size) break;
-      matcher.word(load_word(buffer, w.offset_in_buffer));
+  if (layout != nullptr && !layout->empty()) {
+    for (const ParamRun& run : *layout) {
+      for (size_t w = 0, offset = run.offset_in_buffer; w < run.words; ++w, offset += 8) {
+        if (have_size && offset + 8 > size) return;  // the first word past the stated size ends the scan
+        matcher.word(load_word(buffer, offset));
+      }
     }
   } else if (have_size) {
     if (size > kMaxParamBytes) size = kMaxParamBytes;
@@ -171,70 +218,37 @@ void scan_extra(const KernelParamLayout* layout, void* const* extra, BlockMatche
   }
 }
 
-pump_status_v1_t dispatch(LaunchState& s, const pump_call_v1_t* call, pump_extent_sink_v1_t* sink) {
-  const void* handle = nullptr;
-  KernelHandleKind kind;
-  void* const* params = nullptr;
-  void* const* extra = nullptr;
-  switch (call->api) {
-    case kCudaLaunchKernelInternal:
-    case kCudaLaunchKernelInternalPtsz:
-      handle = arg<const void*>(call, 0);
-      kind = KernelHandleKind::kDriverKernel;  // cudaKernel_t is a CUkernel
-      params = arg<void**>(call, 3);
-      break;
-    case kCudaLaunchKernel:
-    case kCudaLaunchKernelPtsz:
-    case kCudaLaunchCooperativeKernel:
-    case kCudaLaunchCooperativeKernelPtsz:
-      handle = arg<const void*>(call, 0);
-      kind = KernelHandleKind::kRuntimeFunction;
-      params = arg<void**>(call, 3);
-      break;
-    case kCudaLaunchKernelExC:
-    case kCudaLaunchKernelExCPtsz:
-      handle = arg<const void*>(call, 1);
-      kind = KernelHandleKind::kRuntimeFunction;
-      params = arg<void**>(call, 2);
-      break;
-    case kCuLaunchKernel:
-    case kCuLaunchKernelPtsz:
-      handle = arg<const void*>(call, 0);
-      kind = KernelHandleKind::kDriverFunction;
-      params = arg<void**>(call, 9);
-      extra = arg<void**>(call, 10);
-      break;
-    case kCuLaunchCooperativeKernel:
-    case kCuLaunchCooperativeKernelPtsz:
-      handle = arg<const void*>(call, 0);
-      kind = KernelHandleKind::kDriverFunction;
-      params = arg<void**>(call, 9);
-      break;
-    case kCuLaunchKernelEx:
-    case kCuLaunchKernelExPtsz:
-      handle = arg<const void*>(call, 1);
-      kind = KernelHandleKind::kDriverFunction;
-      params = arg<void**>(call, 2);
-      extra = arg<void**>(call, 3);
-      break;
-    default: return PUMP_ERR_INVALID_ARGUMENT;
-  }
-  if (handle == nullptr || s.host->find_block == nullptr) return PUMP_ERR_UNSUPPORTED;
-  BlockMatcher matcher(s.host, sink);
+pump_status_v1_t scan(const KernelParamLayout* layout, void* const* params, void* const* extra, BlockMatcher& matcher) {
   if (params != nullptr) {
-    auto layout = s.layouts.get(handle, kind);
     if (layout == nullptr) return PUMP_ERR_UNSUPPORTED;
     scan_params(*layout, params, matcher);
     return PUMP_OK;
   }
-  if (extra != nullptr) {
-    auto layout = s.layouts.get(handle, kind);  // may be null: the buffer size still bounds the scan
-    scan_extra(layout.get(), extra, matcher);
-  }
+  scan_extra(layout, extra, matcher);  // the layout may be null: the buffer size still bounds the scan
   return PUMP_OK;
 }
 
-uint32_t min_args(uint32_t api) { return kArgCount[api]; }
+// A function's first launch, or any past the table's capacity: out of the hot code.
+__attribute__((noinline)) pump_status_v1_t scan_slow(LaunchState& s, const void* handle, KernelHandleKind kind,
+                                                     void* const* params, void* const* extra, BlockMatcher& matcher) {
+  const LayoutRef ref = s.layouts.get(handle, kind);
+  return scan(ref.layout, params, extra, matcher);
+}
+
+pump_status_v1_t dispatch(LaunchState& s, const pump_call_v1_t* call, pump_extent_sink_v1_t* sink) {
+  const ApiArgs where = s.api_args[call->api];  // call->api < kApiCount: checked by guarded_extract
+  const void* handle = arg<const void*>(call, where.handle);
+  void* const* params = arg<void**>(call, where.params);
+  void* const* extra = where.extra >= 0 ? arg<void**>(call, where.extra) : nullptr;
+  if (handle == nullptr || s.host->find_block == nullptr) return PUMP_ERR_UNSUPPORTED;
+  BlockMatcher matcher(s.host, sink);
+  if (params == nullptr && extra == nullptr) return PUMP_OK;
+  const KernelParamLayout* layout = s.layouts.find(handle);
+  if (layout == nullptr) return scan_slow(s, handle, where.kind, params, extra, matcher);
+  return scan(layout, params, extra, matcher);
+}
+
+uint32_t min_args(uint32_t api) { return static_cast<uint32_t>(kPackedArgCounts >> (4 * api)) & 0xF; }
 
 }  // namespace
 }  // namespace pump::extractors

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -136,8 +137,8 @@ class FakeExtractorHost {
   std::vector<pump_block_v1_t> blocks_;
   std::map<std::string, void*> scripted_;
   bool use_dlsym_ = true;
-  int find_block_calls_ = 0;
-  int tracked_span_calls_ = 0;
+  std::atomic<int> find_block_calls_{0};  // atomic: a plugin may be called from several threads
+  std::atomic<int> tracked_span_calls_{0};
   mutable int pointers_resolved_ = 0;
   std::vector<LogLine> logs_;
 };
@@ -167,6 +168,7 @@ class LoadedExtractor {
 
   bool ok() const { return api_ != nullptr; }
   const pump_extractor_v1_t* api() const { return api_; }
+  void* context() const { return ctx_; }
 
   uint32_t api_index(const char* function) const {
     for (uint32_t i = 0; api_->apis[i] != nullptr; ++i) {

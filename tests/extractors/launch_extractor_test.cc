@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include "tests/extractors/extractor_test_host.h"
 
@@ -202,6 +204,107 @@ TEST_F(LaunchExtractorTest, MissingDriverSymbolIsUnsupported) {
                            dim3(1, 1, 1), static_cast<void**>(k.pointers), size_t{0}, cudaStream_t{}),
             PUMP_ERR_UNSUPPORTED);
   EXPECT_TRUE(extents.empty());
+}
+
+// Many kernels, each with its own layout: kernel i takes (i % 9) + 1 pointer-sized
+// parameters (past 6, the plugin keeps a layout's runs out of its line). Its handle is an
+// address inside g_kernels.
+constexpr size_t kManyKernels = 6000;  // past the plugin's lock-free table (4096), into its locked overflow map
+char g_kernels[kManyKernels];
+std::atomic<int> g_many_queries{0};
+
+constexpr size_t kMostParams = 9;
+size_t params_of(size_t kernel) { return kernel % kMostParams + 1; }
+CUresult many_kernel_param_info(CUkernel handle, size_t index, size_t* offset, size_t* size) {
+  ++g_many_queries;
+  const size_t kernel = static_cast<size_t>(reinterpret_cast<const char*>(handle) - g_kernels);
+  if (kernel >= kManyKernels || index >= params_of(kernel)) return CUDA_ERROR_INVALID_VALUE;
+  *offset = 8 * index;
+  *size = 8;
+  return CUDA_SUCCESS;
+}
+
+// A launch of kernel i with kMostParams argument slots: its last parameter points into block 1, the
+// slots past its parameters into block 2. Another kernel's layout would report block 2 or
+// miss block 1.
+struct ManyKernelsLaunch {
+  explicit ManyKernelsLaunch(size_t kernel) : handle(reinterpret_cast<cudaKernel_t>(&g_kernels[kernel])) {
+    for (size_t i = 0; i < kMostParams; ++i) {
+      const size_t n = params_of(kernel);
+      values[i] = device_address(i + 1 == n ? kBlock1 + 8 * i : i < n ? 42 : kBlock2);
+      pointers[i] = &values[i];
+    }
+  }
+  uint64_t pointer() const { return reinterpret_cast<uint64_t>(values[params_of(handle_index()) - 1]); }
+  size_t handle_index() const { return static_cast<size_t>(reinterpret_cast<const char*>(handle) - g_kernels); }
+
+  cudaKernel_t handle;
+  const void* values[kMostParams];
+  void* pointers[kMostParams];
+  dim3 grid{1, 1, 1}, block{1, 1, 1};
+  void** args = pointers;
+  size_t shared = 0;
+  cudaStream_t stream{};
+  const void* call_args[6] = {&handle, &grid, &block, &args, &shared, &stream};  // __cudaLaunchKernel's
+};
+
+pump_status_v1_t launch_one_of_many(LoadedExtractor& plugin, size_t kernel, std::vector<pump_extent_v1_t>* extents) {
+  ManyKernelsLaunch l(kernel);
+  return plugin.extract("__cudaLaunchKernel", extents, l.handle, l.grid, l.block, l.args, l.shared, l.stream);
+}
+
+// Each kernel's layout is built once and kept, in the table and past its capacity.
+TEST_F(LaunchExtractorTest, EveryKernelKeepsItsOwnLayoutPastTheTablesCapacity) {
+  host.script_symbol("cuKernelGetParamInfo", reinterpret_cast<void*>(&many_kernel_param_info));
+  LoadedExtractor plugin("launch", host);
+  ASSERT_TRUE(plugin.ok());
+  g_many_queries = 0;
+  int expected_queries = 0;
+  for (int round = 0; round < 2; ++round) {
+    for (size_t kernel = 0; kernel < kManyKernels; ++kernel) {
+      extents.clear();
+      ASSERT_EQ(launch_one_of_many(plugin, kernel, &extents), PUMP_OK) << kernel;
+      ASSERT_EQ(extents.size(), 1u) << kernel;
+      ASSERT_EQ(extents[0].address, kBlock1) << kernel;
+      if (round == 0) expected_queries += static_cast<int>(params_of(kernel)) + 1;
+    }
+  }
+  EXPECT_EQ(g_many_queries.load(), expected_queries);  // each layout asked for once
+}
+
+// Threads launching the same new kernels at once: whoever builds a layout first publishes
+// it, the others use it (theirs freed unpublished), and every launch sees its own kernel's.
+TEST_F(LaunchExtractorTest, ConcurrentFirstLaunchesOfManyKernelsEachSeeTheirOwnLayout) {
+  host.script_symbol("cuKernelGetParamInfo", reinterpret_cast<void*>(&many_kernel_param_info));
+  LoadedExtractor plugin("launch", host);
+  ASSERT_TRUE(plugin.ok());
+  constexpr int kThreads = 4;
+  constexpr size_t kKernels = 512;
+  const uint32_t api = plugin.api_index("__cudaLaunchKernel");
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      // Straight to the plugin (the fake host's resolve() is single-threaded): the host
+      // resolves pointers, so the plugin reports each word in the tracked span as it is.
+      std::vector<pump_extent_v1_t> mine;
+      pump_extent_sink_v1_t sink{&mine, [](void* opaque, const pump_extent_v1_t* e) {
+                                   static_cast<std::vector<pump_extent_v1_t>*>(opaque)->push_back(*e);
+                                 }};
+      for (int round = 0; round < 3; ++round) {
+        for (size_t i = 0; i < kKernels; ++i) {
+          ManyKernelsLaunch l((i * 7 + static_cast<size_t>(t)) % kKernels);
+          mine.clear();
+          const pump_call_v1_t call{api, 6, l.call_args};
+          if (plugin.api()->extract(plugin.context(), &call, &sink) != PUMP_OK || mine.size() != 1 ||
+              mine[0].address != l.pointer() || mine[0].bytes != PUMP_WHOLE_BLOCK)
+            ++wrong;
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 TEST_F(LaunchExtractorTest, ApiListNamesEveryHookedLaunchEntryPoint) {
