@@ -1177,6 +1177,7 @@ EngineFootprint Engine::footprint() const {
   f.shadow_free_ranges = shadows_.free_ranges();
   f.graph_records = graphs_.captures_open() + graphs_.graphs_known() + graphs_.execs_known();
   f.launch_records = launch_records_.size();
+  f.launches_in_flight = in_flight_seqs_.size();
   return f;
 }
 

@@ -74,6 +74,7 @@ struct EngineFootprint {
   size_t shadow_free_ranges = 0;  // the host shadow store's free list
   size_t graph_records = 0;       // captures open, graphs and executable graphs known
   size_t launch_records = 0;      // launch records ever made (reused: bounded by launches in flight)
+  size_t launches_in_flight = 0;  // decided, not settled yet (queued or still on their way)
 };
 
 class Engine {

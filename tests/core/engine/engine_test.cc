@@ -558,6 +558,7 @@ TEST_F(EngineTest, ALaunchTakesTheEngineLockOnce) {
     // Over the budget, each kernel got its fence; within it, none was needed.
     EXPECT_EQ(backend_.marks.size() - marks, budget < 16 * kMiB ? static_cast<size_t>(kLaunches) : 0u);
     EXPECT_LE(e->footprint().launch_records, 2u);  // reused, not one per launch
+    EXPECT_EQ(e->footprint().launches_in_flight, 1u) << "the last launch, queued for the next lock holder";
   }
 }
 

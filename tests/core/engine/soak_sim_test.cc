@@ -32,15 +32,16 @@ struct Sample {
   EngineFootprint engine;
   SimFootprint sim;
   std::vector<size_t> sizes() const {
-    return {engine.blocks,      engine.allocations,        engine.out_in_flight, engine.tail_fences,
-            engine.stream_uses, engine.shadow_free_ranges, sim.streams,          sim.queued_ops,
-            sim.pending_events, sim.live_kernels,          sim.page_segments,    sim.shadow_segments};
+    return {engine.blocks,         engine.allocations,        engine.out_in_flight, engine.tail_fences,
+            engine.stream_uses,    engine.shadow_free_ranges, sim.streams,          sim.queued_ops,
+            sim.pending_events,    sim.live_kernels,          sim.page_segments,    sim.shadow_segments,
+            engine.launch_records, engine.launches_in_flight};
   }
 };
-const char* const kNames[] = {"engine blocks",      "engine allocations", "engine out_in_flight",
-                              "engine tail_fences", "engine stream_uses", "shadow free ranges",
-                              "sim streams",        "sim queued ops",     "sim pending events",
-                              "sim live kernels",   "sim page segments",  "sim shadow segments"};
+const char* const kNames[] = {"engine blocks",      "engine allocations", "engine out_in_flight", "engine tail_fences",
+                              "engine stream_uses", "shadow free ranges", "sim streams",          "sim queued ops",
+                              "sim pending events", "sim live kernels",   "sim page segments",    "sim shadow segments",
+                              "launch records",     "launches in flight"};
 
 TEST(SoakOnSim, AMillionLaunchesKeepMemoryEventsAndTrackerFlat) {
   SimBackend sim;

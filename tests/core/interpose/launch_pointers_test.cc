@@ -135,6 +135,7 @@ TEST_F(LaunchPointers, ALaunchTakesItsEnginesLockOnce) {
   EXPECT_EQ(g_real_launches, kLaunches + 1);
   EXPECT_EQ(engines_[0]->lock_acquisitions() - locks, static_cast<uint64_t>(kLaunches));
   EXPECT_EQ(engines_[0]->stats().kernels_with_blocks, static_cast<uint64_t>(kLaunches + 1));
+  EXPECT_LE(engines_[0]->footprint().launches_in_flight, 1u) << "every launch but the last settled";
 }
 
 TEST_F(LaunchPointers, ALaunchWhosePointersNameNoBlockIsNotTheEngines) {
