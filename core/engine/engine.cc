@@ -61,6 +61,7 @@ void Engine::on_alloc(uint64_t address, uint64_t bytes, uint64_t group) {
   if (address + bytes > tracked_end_.load(std::memory_order_relaxed))
     tracked_end_.store(address + bytes, std::memory_order_release);
   stats_.peak_tracked_bytes = std::max(stats_.peak_tracked_bytes, tracker_.tracked_bytes());
+  if (tracker_.tracked_bytes() > budget_) over_budget_.store(true, std::memory_order_release);
   Block* block = tracker_.find(address);
   if (policy_) policy_->on_alloc(snapshot(*block, false));
   block = tracker_.find(address);  // the policy cannot split, but stay safe
@@ -68,6 +69,25 @@ void Engine::on_alloc(uint64_t address, uint64_t bytes, uint64_t group) {
       occupied_bytes() + block->bytes <= budget_)
     request_prefetch(*block, PUMP_WHEN_NOW);
   submit_pending(0);
+}
+
+void Engine::adopt_calls_while_fitting(const std::vector<StreamId>& streams) {
+  const auto lock = lock_settled();
+  std::vector<uint64_t> addresses;
+  addresses.reserve(tracker_.size());
+  for (const Block& b : tracker_.blocks()) addresses.push_back(b.address);
+  for (uint64_t address : addresses) {
+    Block* b = tracker_.find(address);
+    if (!b) continue;
+    // Nothing left the device while everything fitted; what the unseen kernels did to each
+    // block is unknown: written (no shadow holds it, nothing is dead), and resident (the
+    // budget counts it from now on, though pages never touched may still be unpopulated).
+    b->dead = false;
+    b->saved = false;
+    if (!b->dropped && b->residency != PUMP_RESIDENT_DEVICE) tracker_.set_resident(*b);
+    for (StreamId stream : streams) remember_earlier_kernel(*b, stream, seq_, Fence{});
+  }
+  stats_.peak_resident_bytes = std::max(stats_.peak_resident_bytes, occupied_bytes());
 }
 
 void Engine::on_park(uint64_t address) {

@@ -96,6 +96,14 @@ class Engine {
   // contents dead once the kernels queued before the free ran (never written back, a fetch
   // only populates), until it is used again or freed for real with on_free.
   void on_park(uint64_t address);
+  // Whether this engine ever tracked more than its budget (sticky): from then on its calls
+  // must come through it (interpose/fits_gate.h). Lock-free.
+  bool ever_over_budget() const { return over_budget_.load(std::memory_order_acquire); }
+  // Calls passed by the engine on `streams` while everything fitted (FitsGate): the blocks
+  // tracked then were touched by kernels it never saw, which may still run. Each counts as
+  // resident and dirty, not dead, and used on every one of those streams, so that before
+  // it leaves the engine fences those streams' tails.
+  void adopt_calls_while_fitting(const std::vector<StreamId>& streams);
   // Forgets the allocation, waits until no transfer of it is queued or running, then
   // calls `free_memory` (the program's real free, if any): the driver may hand the same
   // addresses to the next allocation. Until `free_memory` returned, the room the
@@ -309,6 +317,7 @@ class Engine {
   std::atomic<uint64_t> lowest_tracked_{UINT64_MAX};
   std::atomic<uint64_t> tracked_end_{0};
   GranuleFilter granules_;  // the 2 MiB granules allocations overlapped (same discipline)
+  std::atomic<bool> over_budget_{false};  // see ever_over_budget()
   EngineStats stats_;
   uint64_t seq_ = 0;
   uint64_t current_seq_ = 0;           // kernel being decided (0 outside before_kernel)

@@ -227,6 +227,29 @@ bool extract_graph_node(SymbolId id, const void* const* args, uint32_t num_args,
   return true;
 }
 
+PassWhileFitting::PassWhileFitting(StreamThunk stream_of, void* stream_context) {
+  if (g_test_devices.load(std::memory_order_acquire)) return;
+  Runtime* rt = Runtime::get();
+  if (!rt) return;
+  if (!rt->fits_gate_open()) {
+    rt->wait_until_adopted();
+    return;
+  }
+  const StreamId stream = stream_of(stream_context);
+  // A capture's record must be whole (its replays are decided from it); a stream whose
+  // state cannot be read is taken as capturing.
+  auto is_capturing = real<k_cuStreamIsCapturing>();
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  if (!is_capturing || is_capturing(reinterpret_cast<CUstream>(stream), &status) != CUDA_SUCCESS ||
+      status != CU_STREAM_CAPTURE_STATUS_NONE)
+    return;
+  if (rt->pass_while_fitting(stream)) runtime_ = rt;
+}
+
+PassWhileFitting::~PassWhileFitting() {
+  if (runtime_) runtime_->leave_while_fitting();
+}
+
 bool begin_extracted_call(SymbolId id, const void* const* args, uint32_t num_args, StreamThunk stream_of,
                           void* stream_context, CallScope* scope, ncclComm_t comm) {
   const HookKind kind = kSymbols[id].kind;

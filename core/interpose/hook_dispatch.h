@@ -41,6 +41,7 @@ namespace pump::interpose {
 struct HookCounter;  // stats_report.h
 
 class ExtractorRegistry;
+class Runtime;
 
 // The engines one call was handed to, and how to settle them after it.
 class CallScope {
@@ -81,6 +82,21 @@ class CallScope {
 };
 
 using StreamThunk = uint64_t (*)(void* context);
+
+// While every device's memory fits its budget a call passes by the engines straight to its
+// real function (fits_gate.h), unless its stream is being captured. Not for NCCL calls: a
+// call inside a group queues its kernels at the group's end, after it left the gate.
+class PassWhileFitting {
+ public:
+  PassWhileFitting(StreamThunk stream_of, void* stream_context);
+  ~PassWhileFitting();
+  PassWhileFitting(const PassWhileFitting&) = delete;
+  PassWhileFitting& operator=(const PassWhileFitting&) = delete;
+  explicit operator bool() const { return runtime_ != nullptr; }
+
+ private:
+  Runtime* runtime_ = nullptr;  // set when the call passed
+};
 
 // True when an engine was told about the call (then end_extracted_call must follow).
 // `comm`: the NCCL communicator of a COLLECTIVE call, else null.
@@ -134,8 +150,9 @@ inline typename Sym<id>::Ret run_extract_hook(const void* const* args, uint32_t 
   if (!fn) return missing_symbol_status<Ret>();
   if (inside_hook()) return call_real(fn);
   ReentryGuard guard;
-  CallScope scope;
   StreamThunk thunk = [](void* p) -> uint64_t { return (*static_cast<StreamOf*>(p))(); };
+  if (const PassWhileFitting pass(thunk, &stream_of); pass) return call_real(fn);
+  CallScope scope;
   const bool timed = hook_timing_enabled();
   const uint64_t t0 = timed ? hook_clock_ns() : 0;
   if (!begin_extracted_call(id, args, num_args, thunk, &stream_of, &scope)) {

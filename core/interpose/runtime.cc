@@ -58,7 +58,10 @@ Runtime* Runtime::get() {
 }
 
 Runtime::Runtime(RuntimeOptions options)
-    : options_(std::move(options)), host_limit_(std::make_unique<HostLimit>(options_.host_limit_bytes)) {
+    : options_(std::move(options)),
+      host_limit_(std::make_unique<HostLimit>(options_.host_limit_bytes)),
+      fits_gate_(!options_.watch_while_fits && options_.trace_path.empty()) {
+  if (!fits_gate_.open()) adopted_.store(true, std::memory_order_release);
   extractors_ = std::make_unique<ExtractorRegistry>(&config_, &find_block_any, &tracked_span_any);
   if (!options_.trace_path.empty()) trace_ = TraceWriter::open(options_.trace_path);  // logs why if it fails
   load_plugins();
@@ -264,6 +267,36 @@ std::optional<std::pair<uint64_t, int>> Runtime::forget_allocation(uint64_t addr
   return value;
 }
 
+bool Runtime::pass_while_fitting(StreamId stream) {
+  if (fits_gate_.open()) {
+    bool over = false;
+    for (int i = 0, n = engine_count(); i < n && !over; ++i) {
+      int device = -1;
+      const Engine* e = engine_at(i, &device);
+      over = e && e->ever_over_budget();
+    }
+    if (!over && fits_gate_.enter(stream)) return true;
+    if (over) over_budget_seen_.store(true, std::memory_order_relaxed);
+    close_fits_gate();  // over budget, or the gate's stream table is full
+  }
+  wait_until_adopted();
+  return false;
+}
+
+void Runtime::close_fits_gate() {
+  const std::lock_guard lock(adopt_mutex_);
+  std::vector<StreamId> streams;
+  if (fits_gate_.close(&streams)) {
+    for (int i = 0, n = engine_count(); i < n; ++i) {
+      int device = -1;
+      if (Engine* e = engine_at(i, &device)) e->adopt_calls_while_fitting(streams);
+    }
+    log(LogLevel::kInfo, "%llu calls passed by the engines while everything fitted (on %zu streams); from now on "
+        "every call goes through them", static_cast<unsigned long long>(fits_gate_.passed()), streams.size());
+  }
+  adopted_.store(true, std::memory_order_release);
+}
+
 StatsReport Runtime::report() {
   StatsReport r;
   r.plugins_requested = options_.plugins;
@@ -272,6 +305,9 @@ StatsReport Runtime::report() {
   r.budget = options_.budget_text.empty() ? "device memory" : options_.budget_text;
   r.managed_limit = options_.managed_limit_text.empty() ? "none" : options_.managed_limit_text;
   r.prefetch_on_alloc = options_.prefetch_on_alloc;
+  r.watch_while_fits = options_.watch_while_fits || !options_.trace_path.empty();
+  r.calls_while_fitting = fits_gate_.passed();
+  r.over_budget = over_budget_seen_.load();
   r.split_granularity = options_.split_granularity;
   r.datapath = datapath_name(options_.datapath);
   r.host_limit_bytes = options_.host_limit_bytes;

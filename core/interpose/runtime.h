@@ -18,6 +18,7 @@
 #include "core/common/config.h"
 #include "core/engine/engine.h"
 #include "core/interpose/extractor_registry.h"
+#include "core/interpose/fits_gate.h"
 #include "core/interpose/runtime_options.h"
 #include "core/interpose/stats_report.h"
 #include "core/trace/trace_writer.h"
@@ -72,6 +73,18 @@ class Runtime {
   void count_untracked_vmm() { untracked_vmm_.fetch_add(1, std::memory_order_relaxed); }
   void count_untracked_library() { untracked_library_.fetch_add(1, std::memory_order_relaxed); }
 
+  // FitsGate (fits_gate.h): whether a call on `stream` (not being captured) may pass by
+  // the engines; if so, leave_while_fitting() once its real call returned. Closes the gate
+  // when an engine went over its budget. A call that may not pass returns once the
+  // engines have adopted what passed them.
+  bool pass_while_fitting(StreamId stream);
+  bool fits_gate_open() const { return fits_gate_.open(); }
+  void leave_while_fitting() { fits_gate_.leave(); }
+  // Returns once the engines adopted what passed them (at once, nearly always).
+  void wait_until_adopted() {
+    if (!adopted_.load(std::memory_order_acquire)) const std::lock_guard wait(adopt_mutex_);
+  }
+
   StatsReport report();
   void write_stats();
   // At exit: the stats report (PUMP_STATS) and the end of the trace (PUMP_TRACE).
@@ -92,6 +105,11 @@ class Runtime {
   HookCounter counters_[kHookCount];
   std::unique_ptr<TraceWriter> trace_;
   std::unique_ptr<HostLimit> host_limit_;  // PUMP_HOST_LIMIT: one for every device's shadows
+  FitsGate fits_gate_;
+  std::mutex adopt_mutex_;            // held while the gate closes and the engines adopt
+  std::atomic<bool> adopted_{false};  // the engines adopted what passed them (or nothing could)
+  std::atomic<bool> over_budget_seen_{false};
+  void close_fits_gate();
 
   std::mutex engines_mutex_;  // creation only; lookups read the atomics
   std::array<std::atomic<Engine*>, kMaxDevices> engines_{};

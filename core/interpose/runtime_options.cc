@@ -167,6 +167,10 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes,
     if (auto flag = parse_flag(*v)) o.prefetch_on_alloc = *flag;
     else log(LogLevel::kError, "PUMP_PREFETCH_ON_ALLOC='%s' is not 0 or 1; using 0", v->c_str());
   }
+  if (auto v = config.get("WATCH_WHILE_FITS")) {
+    if (auto flag = parse_flag(*v)) o.watch_while_fits = *flag;
+    else log(LogLevel::kError, "PUMP_WATCH_WHILE_FITS='%s' is not 0 or 1; using 0", v->c_str());
+  }
   if (auto v = config.get("SPLIT_GRANULARITY")) {
     auto bytes = parse_byte_size(*v);
     if (bytes && *bytes >= 4096 && (*bytes & (*bytes - 1)) == 0) o.split_granularity = *bytes;

@@ -109,6 +109,7 @@ std::string render_stats_json(const StatsReport& r) {
   config["gpu_budget"] = r.budget;
   config["managed_limit"] = r.managed_limit;
   config["prefetch_on_alloc"] = r.prefetch_on_alloc;
+  config["watch_while_fits"] = r.watch_while_fits;
   config["split_granularity"] = r.split_granularity;
   config["datapath"] = r.datapath;
   config["host_limit_bytes"] = r.host_limit_bytes;
@@ -121,6 +122,10 @@ std::string render_stats_json(const StatsReport& r) {
   alloc["untracked_async_allocations"] = r.untracked_async_allocations;
   alloc["untracked_vmm_calls"] = r.untracked_vmm_calls;
   alloc["untracked_library_allocations"] = r.untracked_library_allocations;
+
+  Json& fits = root["while_fitting"] = Json::object();
+  fits["calls_passed"] = r.calls_while_fitting;
+  fits["over_budget"] = r.over_budget;
 
   Json& hooks = root["hooks"] = Json::object();
   for (const HookReport& h : r.hooks) {

@@ -62,6 +62,7 @@ struct StatsReport {
   std::string budget;         // PUMP_GPU_BUDGET as given, or "device memory"
   std::string managed_limit;  // PUMP_MANAGED_LIMIT as given, or "none" (per device: devices[].managed_limit_bytes)
   bool prefetch_on_alloc = false;
+  bool watch_while_fits = false;  // PUMP_WATCH_WHILE_FITS (or PUMP_TRACE): no call passed by the engines
   uint64_t split_granularity = 0;
   std::string datapath = "copy";  // PUMP_DATAPATH
   uint64_t host_limit_bytes = 0;  // PUMP_HOST_LIMIT, resolved
@@ -73,6 +74,10 @@ struct StatsReport {
   uint64_t untracked_async_allocations = 0;    // cudaMallocAsync / cuMemAllocAsync passed through (graph capture)
   uint64_t untracked_vmm_calls = 0;            // cuMemCreate passed through (exportable, off-device...)
   uint64_t untracked_library_allocations = 0;  // CUDA libraries' own memory (cuBLAS, NCCL...), passed through
+  // Calls that passed by the engines while every device's memory fitted its budget
+  // (interpose/fits_gate.h), and whether an engine ever went over it (then none passed since).
+  uint64_t calls_while_fitting = 0;
+  bool over_budget = false;
   std::vector<HookReport> hooks;               // hooks called at least once
   std::vector<DeviceReport> devices;
 };

@@ -69,6 +69,7 @@ def main():
             print(f"decode_steps.py: accelerate is missing ({e}): pip install accelerate", file=sys.stderr)
             return 2
 
+    started = time.perf_counter()
     torch.manual_seed(0)
     torch.use_deterministic_algorithms(True, warn_only=True)
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -87,7 +88,8 @@ def main():
     torch.set_default_dtype(previous)
     model.eval()
     weight_bytes = sum(t.numel() * t.element_size() for t in model.parameters())
-    print(f"decode_steps.py: {layers} layers, {weight_bytes / (1 << 30):.2f} GiB of bf16 weights", file=sys.stderr)
+    print(f"decode_steps.py: {layers} layers, {weight_bytes / (1 << 30):.2f} GiB of bf16 weights, "
+          f"built in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     generator = torch.Generator().manual_seed(1)
     prompt = torch.randint(0, VOCAB, (1, a.prompt_tokens), generator=generator)
 
@@ -108,6 +110,8 @@ def main():
     else:
         model = model.to(dev)
 
+    torch.cuda.synchronize()
+    print(f"decode_steps.py: on the device after {time.perf_counter() - started:.1f} s", file=sys.stderr)
     ids = prompt.to(dev)
     generated = []
     past = None
@@ -122,6 +126,7 @@ def main():
             torch.cuda.synchronize()
             ms = (time.perf_counter() - t0) * 1e3
             generated.append(token)
+            print(f"decode_steps.py: token {step} in {ms:.1f} ms", file=sys.stderr, flush=True)
             if step >= 2:  # the prompt's prefill and the first decode step are warm-up
                 print(f"pump-bench: iteration_ms={ms:.3f}", flush=True)
     if not a.offload:

@@ -6,8 +6,12 @@ interleaved over --rounds rounds so drift on the machine hits every configuratio
   native       no pump
   disabled     libpump preloaded, PUMP_DISABLE=1
   managed      allocations made managed, no extractor that sees this program (PUMP_PLUGINS=nccl)
-  extractors   cudnn, cublas and launch extractors, policy none (no prefetch, no eviction)
-  <policy>     the extractors and that policy, no budget set (everything fits)
+  extractors   cudnn, cublas and launch extractors, policy none (no prefetch, no eviction),
+               every call watched (PUMP_WATCH_WHILE_FITS=1): what extraction costs
+  <policy>     the extractors and that policy, no budget set (everything fits): as a user
+               gets it, calls pass by the engines while everything fits (core/interpose/fits_gate.h)
+  <policy>-watched  the same with PUMP_WATCH_WHILE_FITS=1: every call through the extractors,
+               the engine and the policy (what everything fitting cost before the gate)
 Every pumped run caps managed memory at half the GPU's free memory (PUMP_MANAGED_LIMIT).
 Prints per configuration the median ms/step, the 10th-90th percentile spread, the step time
 added against native, kernels per step (from PUMP_STATS) and the median cost added per launch:
@@ -32,7 +36,7 @@ sys.path.insert(0, HERE)
 from check_policies import free_gpu_bytes  # noqa: E402
 
 
-def configs(libpump, policies, managed_limit):
+def configs(libpump, policies, managed_limit, watched):
     # SAFETY (shared GPU): pump never takes more managed memory than half the free memory.
     pump = {"LD_PRELOAD": libpump, "PUMP_MANAGED_LIMIT": str(managed_limit)}
     extract = dict(pump, PUMP_PLUGINS="cudnn,cublas,launch")
@@ -41,8 +45,11 @@ def configs(libpump, policies, managed_limit):
             # Managed memory without the launch/cuDNN/cuBLAS extractors (only NCCL's, which
             # this program never calls): the GPU-side cost of managed pages, apart from extraction.
             ("managed", dict(pump, PUMP_PLUGINS="nccl", PUMP_POLICY="none")),
-            ("extractors", dict(extract, PUMP_POLICY="none"))]
-    rows += [(p, dict(extract, PUMP_POLICY=p)) for p in policies]
+            ("extractors", dict(extract, PUMP_POLICY="none", PUMP_WATCH_WHILE_FITS="1"))]
+    for p in policies:
+        rows.append((p, dict(extract, PUMP_POLICY=p)))
+        if watched:
+            rows.append((f"{p}-watched", dict(extract, PUMP_POLICY=p, PUMP_WATCH_WHILE_FITS="1")))
     return rows
 
 
@@ -92,13 +99,14 @@ def main():
     p.add_argument("--steps", type=int, default=14)
     p.add_argument("--warmup", type=int, default=4)
     p.add_argument("--policies", default="lru,learned,eager,lazy,activations")
+    p.add_argument("--no-watched", action="store_true", help="leave out the <policy>-watched rows")
     p.add_argument("--only", default="", help="comma list of configuration names to run (default all)")
     p.add_argument("--out", default="/tmp/pump-launch-cost")
     p.add_argument("--cpus", default="2-5", help="CPUs every run is pinned to (empty: no pinning)")
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
     free, _ = free_gpu_bytes()
-    rows = configs(os.path.abspath(a.libpump), [x for x in a.policies.split(",") if x], free // 2)
+    rows = configs(os.path.abspath(a.libpump), [x for x in a.policies.split(",") if x], free // 2, not a.no_watched)
     cpus = set()
     for part in filter(None, a.cpus.split(",")):
         lo, _, hi = part.partition("-")
@@ -134,13 +142,13 @@ def main():
     kps = kernels.get("extractors") or (max(kernels.values()) if kernels else None)
     print(f"\n{a.model}: {a.rounds} rounds x {a.steps - a.warmup} steps per configuration, "
           f"kernels/step {kps:.0f}" if kps else f"\n{a.model}")
-    print(f"{'config':<12} {'median ms':>10} {'p10-p90 ms':>16} {'vs native':>10} {'us/launch':>10} "
+    print(f"{'config':<16} {'median ms':>10} {'p10-p90 ms':>16} {'vs native':>10} {'us/launch':>10} "
           f"{'in hooks us/launch (extractor + engine + dispatch)':>52}")
     result = {"model": a.model, "kernels_per_step": kps, "rows": {}}
     for name, _ in rows:
         xs = times[name]
         if not xs:
-            print(f"{name:<12} {'failed':>10}")
+            print(f"{name:<16} {'failed':>10}")
             continue
         med = statistics.median(xs)
         extra = f"{(med / native - 1) * 100:+.1f}%" if native else "-"
@@ -154,7 +162,7 @@ def main():
                         f"{us['pump'] - us['extract'] - us['engine']:.2f})")
             hooks["lookups_per_launch"] = statistics.median(run["lookups"] for run in host_ms[name]) / kps
             in_hooks += f" {hooks['lookups_per_launch']:.1f} lookups"
-        print(f"{name:<12} {med:>10.2f} {percentile(xs, 0.1):>7.2f}-{percentile(xs, 0.9):<8.2f} {extra:>10} {per:>10} "
+        print(f"{name:<16} {med:>10.2f} {percentile(xs, 0.1):>7.2f}-{percentile(xs, 0.9):<8.2f} {extra:>10} {per:>10} "
               f"{in_hooks:>52}")
         result["rows"][name] = {"median_ms": med, "p10_ms": percentile(xs, 0.1), "p90_ms": percentile(xs, 0.9),
                                 "steps": len(xs), "hook_host_ms_per_step": hooks,
