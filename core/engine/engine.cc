@@ -53,7 +53,7 @@ void Engine::on_alloc(uint64_t address, uint64_t bytes, uint64_t group) {
     return;
   }
   ++stats_.allocations;
-  allocations_[address] = AllocationState{address + bytes};
+  allocations_[address] = AllocationState{address + bytes, stats_.allocations};
   // Only ever widened (a freed range may stay inside): a lock-free "not ours" for most words.
   granules_.add(address, bytes);
   if (address < lowest_tracked_.load(std::memory_order_relaxed))
@@ -61,7 +61,10 @@ void Engine::on_alloc(uint64_t address, uint64_t bytes, uint64_t group) {
   if (address + bytes > tracked_end_.load(std::memory_order_relaxed))
     tracked_end_.store(address + bytes, std::memory_order_release);
   stats_.peak_tracked_bytes = std::max(stats_.peak_tracked_bytes, tracker_.tracked_bytes());
-  if (tracker_.tracked_bytes() > budget_) over_budget_.store(true, std::memory_order_release);
+  if (tracker_.tracked_bytes() > budget_ && !over_budget_serial_) {
+    over_budget_serial_ = stats_.allocations;
+    over_budget_.store(true, std::memory_order_release);
+  }
   Block* block = tracker_.find(address);
   if (policy_) policy_->on_alloc(snapshot(*block, false));
   block = tracker_.find(address);  // the policy cannot split, but stay safe
@@ -81,10 +84,14 @@ void Engine::adopt_calls_while_fitting(const std::vector<StreamId>& streams) {
     if (!b) continue;
     // Nothing left the device while everything fitted; what the unseen kernels did to each
     // block is unknown: written (no shadow holds it, nothing is dead), and resident (the
-    // budget counts it from now on, though pages never touched may still be unpopulated).
+    // budget counts it from now on, though pages never touched may still be unpopulated),
+    // except in the allocations that took the engine over its budget: no call passed the
+    // gate after them, so nothing touched them yet.
     b->dead = false;
     b->saved = false;
-    if (!b->dropped && b->residency != PUMP_RESIDENT_DEVICE) tracker_.set_resident(*b);
+    const AllocationState* a = allocation_of(*b);
+    const bool untouched = a && over_budget_serial_ && a->serial >= over_budget_serial_;
+    if (!untouched && !b->dropped && b->residency != PUMP_RESIDENT_DEVICE) tracker_.set_resident(*b);
     for (StreamId stream : streams) remember_earlier_kernel(*b, stream, seq_, Fence{});
   }
   stats_.peak_resident_bytes = std::max(stats_.peak_resident_bytes, occupied_bytes());

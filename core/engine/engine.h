@@ -221,6 +221,7 @@ class Engine {
   // such a kernel may touch any byte of the allocation, not only the piece it named.
   struct AllocationState {
     uint64_t end = 0;
+    uint64_t serial = 0;            // the how-manieth allocation (adopt_calls_while_fitting)
     uint64_t inexact_seq = 0;       // the last kernel that touched it through a pointer
     uint64_t kernel_mark = 0;       // the kernel being decided touches it that way
     uint32_t launches_pending = 0;  // such kernels not queued yet (between before and after_kernel)
@@ -318,6 +319,7 @@ class Engine {
   std::atomic<uint64_t> tracked_end_{0};
   GranuleFilter granules_;  // the 2 MiB granules allocations overlapped (same discipline)
   std::atomic<bool> over_budget_{false};  // see ever_over_budget()
+  uint64_t over_budget_serial_ = 0;       // the allocation that first took it over (0: none yet)
   EngineStats stats_;
   uint64_t seq_ = 0;
   uint64_t current_seq_ = 0;           // kernel being decided (0 outside before_kernel)
