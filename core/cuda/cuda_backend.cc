@@ -221,6 +221,7 @@ CudaBackend::~CudaBackend() {
   if (out_stream_ && !context_lost_) api_.cuStreamDestroy(out_stream_);
   if (populate_stream_ && !context_lost_) api_.cuStreamDestroy(populate_stream_);
   if (populated_ && !context_lost_) api_.cuEventDestroy(populated_);
+  if (out_so_far_ && !context_lost_) api_.cuEventDestroy(out_so_far_);
   if (bridge_stream_ && !context_lost_) api_.cuStreamDestroy(bridge_stream_);
   if (bridge_tail_ && !context_lost_) api_.cuEventDestroy(bridge_tail_);
   for (const auto& [context, event] : call_events_)
@@ -294,6 +295,10 @@ std::string CudaBackend::setup_on_worker() {
     populated_ = nullptr;
     return fail("cuEventCreate", r);
   }
+  if ((r = api_.cuEventCreate(&out_so_far_, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS) {
+    out_so_far_ = nullptr;
+    return fail("cuEventCreate", r);
+  }
   if ((r = api_.cuStreamCreate(&bridge_stream_, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS) {
     bridge_stream_ = nullptr;
     return fail("cuStreamCreate", r);
@@ -325,6 +330,12 @@ void CudaBackend::run_job(Job& job) {
   TransferBatch& batch = job.batch;
   const std::vector<Fence> in_waits = cuda::newest_fence_per_stream(batch.fetch_wait_for, prefetch_key_);
   const bool after_out = batch.fetch_after_out && batch.has_out();
+  if (after_out && options_.overlap_out_in && !context_lost_ && batch.has_in() &&
+      !cuda::fetches_meet_evictions(batch)) {
+    run_overlapped(job, in_waits);
+    publish_batch_done(job.value);
+    return;
+  }
   const bool populated =
       options_.populate_first && !after_out && !context_lost_ && (!batch.populate.empty() || !batch.restore.empty());
   if (populated) issue_populate_first(batch, in_waits);
@@ -333,11 +344,7 @@ void CudaBackend::run_job(Job& job) {
     // then drop the pages (a discard is queued after its copy on this stream, and only
     // for ranges whose copy was accepted), evict what has no shadow.
     for (const Fence& f : cuda::newest_fence_per_stream(batch.wait_for, out_key_)) issue_wait(out_stream_, f);
-    if (options_.check_clean && !batch.check_clean.empty()) {
-      const auto [checked, mismatches] = check_clean_ranges(batch.check_clean);
-      stats_->checked_clean_bytes.fetch_add(checked, std::memory_order_relaxed);
-      stats_->clean_mismatches.fetch_add(mismatches, std::memory_order_relaxed);
-    }
+    check_clean_before_drop(batch);
     TransferBatch part;
     issue_saves(batch.save, &part.discard);
     part.discard.insert(part.discard.end(), batch.discard.begin(), batch.discard.end());
@@ -356,6 +363,116 @@ void CudaBackend::run_job(Job& job) {
     issue_fetch_in_groups(batch, in_waits, after_out, job.value, populated);
   }
   publish_batch_done(job.value);
+}
+
+void CudaBackend::check_clean_before_drop(const TransferBatch& batch) {
+  if (!options_.check_clean || batch.check_clean.empty()) return;
+  const auto [checked, mismatches] = check_clean_ranges(batch.check_clean);
+  stats_->checked_clean_bytes.fetch_add(checked, std::memory_order_relaxed);
+  stats_->clean_mismatches.fetch_add(mismatches, std::memory_order_relaxed);
+}
+
+void CudaBackend::run_overlapped(Job& job, const std::vector<Fence>& in_waits) {
+  TransferBatch& batch = job.batch;
+  for (const Fence& f : cuda::newest_fence_per_stream(batch.wait_for, out_key_)) issue_wait(out_stream_, f);
+  check_clean_before_drop(batch);
+  for (const Fence& f : in_waits) {
+    issue_wait(prefetch_stream_, f);
+    issue_wait(populate_stream_, f);
+  }
+  // The in side's steps in order (unified-memory prefetches, populates, restore groups) and
+  // the room each takes. What the fetches take beyond what the evictions free was free
+  // before the batch (the engine evicts no more than it needs).
+  struct InStep {
+    uint64_t bytes = 0;
+    std::vector<Range> prefetch, populate;
+    std::vector<ShadowRange> restore;
+  };
+  std::vector<InStep> steps;
+  if (!batch.prefetch.empty()) steps.push_back({total_bytes(batch.prefetch), std::move(batch.prefetch), {}, {}});
+  if (!batch.populate.empty()) steps.push_back({total_bytes(batch.populate), {}, std::move(batch.populate), {}});
+  for (const ShadowRange& r : batch.restore) {
+    if (steps.empty() || steps.back().restore.empty() || steps.back().bytes >= options_.restore_group_bytes)
+      steps.emplace_back();
+    steps.back().bytes += r.bytes;
+    steps.back().restore.push_back(r);
+  }
+  uint64_t needed = 0;
+  for (const InStep& s : steps) needed += s.bytes;
+  const uint64_t leaving = total_bytes(batch.save) + total_bytes(batch.discard) + total_bytes(batch.evict);
+  const uint64_t free_before = needed > leaving ? needed - leaving : 0;
+  uint64_t freed = 0, taken = 0;
+  size_t next = 0;
+  auto fetch_what_fits = [&](bool everything) {
+    bool waited = false;
+    while (next < steps.size() && !context_lost_ && (everything || taken + steps[next].bytes <= freed + free_before)) {
+      if (!waited && freed) wait_for_out_so_far();
+      waited = true;
+      InStep& s = steps[next++];
+      taken += s.bytes;
+      if (!s.prefetch.empty()) {
+        TransferBatch part;
+        part.prefetch = std::move(s.prefetch);
+        issue_plan(prefetch_stream_, part);
+        continue;
+      }
+      std::vector<Range> pages = std::move(s.populate);
+      for (const ShadowRange& r : s.restore) pages.push_back({r.address, r.bytes});
+      issue_populate(populate_stream_, std::move(pages));
+      hand_populated_to_in_stream();
+      issue_restores(s.restore);
+    }
+  };
+  auto drop = [&](std::vector<Range> ranges) {
+    TransferBatch part;
+    part.discard = std::move(ranges);
+    issue_plan(out_stream_, part);
+  };
+  fetch_what_fits(false);
+  if (!batch.discard.empty() && !context_lost_) {  // clean and dead: room at once
+    freed += total_bytes(batch.discard);
+    drop(std::move(batch.discard));
+    fetch_what_fits(false);
+  }
+  for (size_t first = 0; first < batch.save.size() && !context_lost_;) {
+    std::vector<ShadowRange> group;
+    uint64_t group_bytes = 0;
+    while (first < batch.save.size() && (group.empty() || group_bytes < options_.out_group_bytes)) {
+      group_bytes += batch.save[first].bytes;
+      group.push_back(batch.save[first++]);
+    }
+    std::vector<Range> saved;
+    issue_saves(group, &saved);
+    drop(std::move(saved));
+    freed += group_bytes;
+    fetch_what_fits(false);
+  }
+  if (!batch.evict.empty() && !context_lost_) {
+    TransferBatch part;
+    part.evict = std::move(batch.evict);
+    issue_plan(out_stream_, part);
+    freed += leaving;
+  }
+  record_batch_fence(*out_events_, out_stream_, job.value);
+  fetch_what_fits(true);
+}
+
+void CudaBackend::wait_for_out_so_far() {
+  for (CUstream waiter : {populate_stream_, prefetch_stream_}) {
+    const char* call = nullptr;
+    const CUresult r = cuda::wait_for_stream(api_, out_so_far_, out_stream_, waiter, &call);
+    if (r == CUDA_SUCCESS) continue;
+    note_failure(call, "the out stream is synchronized instead (order kept the slow way)", r);
+    api_.cuStreamSynchronize(out_stream_);
+  }
+}
+
+void CudaBackend::hand_populated_to_in_stream() {
+  const char* call = nullptr;
+  const CUresult r = cuda::wait_for_stream(api_, populated_, populate_stream_, prefetch_stream_, &call);
+  if (r == CUDA_SUCCESS) return;
+  note_failure(call, "the populate stream is synchronized instead (order kept the slow way)", r);
+  api_.cuStreamSynchronize(populate_stream_);
 }
 
 void CudaBackend::issue_plan(CUstream stream, const TransferBatch& part) {
@@ -583,14 +700,7 @@ void CudaBackend::issue_fetch_in_groups(const TransferBatch& batch, const std::v
     for (const Fence& f : waits) issue_wait(populate_stream_, f);
     if (after_out) issue_wait(populate_stream_, Fence{out_key_, value});
   }
-  auto hand_over = [&] {  // the in stream's next copies wait for what was populated so far
-    const char* r_call = nullptr;
-    const CUresult r = cuda::wait_for_stream(api_, populated_, populate_stream_, prefetch_stream_, &r_call);
-    if (r != CUDA_SUCCESS) {
-      note_failure(r_call, "the populate stream is synchronized instead (order kept the slow way)", r);
-      api_.cuStreamSynchronize(populate_stream_);
-    }
-  };
+  auto hand_over = [&] { hand_populated_to_in_stream(); };
   // (With `populated`, issue_populate_first did every populate: the groups only wait.)
   if (!populated) issue_populate(populate_stream_, batch.populate);
   std::vector<ShadowRange> group;

@@ -117,6 +117,13 @@ struct CudaBackendOptions {
   // Restores are populated and copied in groups of about this many bytes, the populate
   // of one group overlapping the copy of the one before (two streams).
   uint64_t restore_group_bytes = 64ull << 20;
+  // PUMP_OVERLAP_OUT_IN: a batch whose fetches take the room its evictions free
+  // (fetch_after_out) starts each fetch once the evictions queued so far free its room:
+  // clean and dead discards first, then the saves in groups of out_group_bytes, each
+  // group's pages dropped as soon as its copies are queued. Off: the fetches wait for
+  // every eviction of the batch (each direction then idles while the other runs).
+  bool overlap_out_in = true;
+  uint64_t out_group_bytes = 32ull << 20;
   // When the in direction need not wait for the out one (no fetch_after_out): populate the
   // whole batch's in ranges before anything of its out side is queued. A populate is a
   // unified-memory call, and (bounce_probe) those queued behind the out side's discards
@@ -279,6 +286,14 @@ class CudaBackend final : public DeviceBackend {
                              uint64_t value, bool populated);
   // populate_first: the batch's populates and restores' pages, on the populate stream after `waits`.
   void issue_populate_first(const TransferBatch& batch, const std::vector<Fence>& waits);
+  // A fetch_after_out batch with overlap_out_in (see CudaBackendOptions): out and in
+  // interleaved, each fetch after the evictions that free its room.
+  void run_overlapped(Job& job, const std::vector<Fence>& in_waits);
+  // The in stream's next copies wait for what the populate stream has queued so far.
+  void hand_populated_to_in_stream();
+  // The populate and in streams wait for everything queued on the out stream so far.
+  void wait_for_out_so_far();
+  void check_clean_before_drop(const TransferBatch& batch);
   void poison(CUstream stream, const Range& range);
   // PUMP_VERIFY=checksum (core/cuda/clean_check.cc): compares each range with its shadow;
   // returns {bytes checked, ranges that differed}.
@@ -314,6 +329,7 @@ class CudaBackend final : public DeviceBackend {
   CUstream out_stream_ = nullptr;       // the "out" direction: saves, discards, evictions
   CUstream populate_stream_ = nullptr;  // populates ahead of the in direction's copies
   CUevent populated_ = nullptr;         // re-recorded per group: a wait binds to the latest record
+  CUevent out_so_far_ = nullptr;        // likewise, on the out stream (run_overlapped)
   // The copy kernel, and pinned mapped slots for its chunk lists (reused once the launch
   // that read one completed: its event).
   CUmodule copy_module_ = nullptr;

@@ -317,7 +317,7 @@ class Engine {
   // mutex_, read without it by find_block).
   std::atomic<uint64_t> lowest_tracked_{UINT64_MAX};
   std::atomic<uint64_t> tracked_end_{0};
-  GranuleFilter granules_;  // the 2 MiB granules allocations overlapped (same discipline)
+  GranuleFilter granules_;                // the 2 MiB granules allocations overlapped (same discipline)
   std::atomic<bool> over_budget_{false};  // see ever_over_budget()
   uint64_t over_budget_serial_ = 0;       // the allocation that first took it over (0: none yet)
   EngineStats stats_;

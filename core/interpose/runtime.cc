@@ -291,8 +291,10 @@ void Runtime::close_fits_gate() {
       int device = -1;
       if (Engine* e = engine_at(i, &device)) e->adopt_calls_while_fitting(streams);
     }
-    log(LogLevel::kInfo, "%llu calls passed by the engines while everything fitted (on %zu streams); from now on "
-        "every call goes through them", static_cast<unsigned long long>(fits_gate_.passed()), streams.size());
+    log(LogLevel::kInfo,
+        "%llu calls passed by the engines while everything fitted (on %zu streams); from now on "
+        "every call goes through them",
+        static_cast<unsigned long long>(fits_gate_.passed()), streams.size());
   }
   adopted_.store(true, std::memory_order_release);
 }

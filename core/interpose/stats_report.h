@@ -78,7 +78,7 @@ struct StatsReport {
   // (interpose/fits_gate.h), and whether an engine ever went over it (then none passed since).
   uint64_t calls_while_fitting = 0;
   bool over_budget = false;
-  std::vector<HookReport> hooks;               // hooks called at least once
+  std::vector<HookReport> hooks;  // hooks called at least once
   std::vector<DeviceReport> devices;
 };
 

@@ -556,6 +556,84 @@ TEST_F(FakeDriverTest, FetchesWaitForTheOutWorkOfTheirBatchOnlyWhenAskedTo) {
   EXPECT_EQ(waits_on_in_stream(b.submit(std::move(after))), 1u);
 }
 
+// Where each call of a batch landed in the driver's call order (1-based; 0: not called).
+size_t position(const std::vector<FakeCall>& all, const char* name, uint64_t address) {
+  for (size_t i = 0; i < all.size(); ++i)
+    if (std::strcmp(all[i].name, name) == 0 && all[i].address == address) return i + 1;
+  return 0;
+}
+
+// fetch_after_out (the fetches take the room the evictions free): with overlap_out_in each
+// group of fetches is queued as soon as the evictions queued before it free its room, clean
+// drops first, so restores run while later saves do.
+TEST_F(FakeDriverTest, FetchesTakingTheRoomOfEvictionsStartAsEachGroupOfThemIsQueued) {
+  CudaBackendOptions options;
+  options.out_group_bytes = kPiece;
+  options.restore_group_bytes = kPiece;
+  CudaBackend& b = start({}, options);
+  const uint64_t shadow = b.allocate_host(5 * kPiece);
+  ASSERT_NE(shadow, 0u);
+  const uint64_t clean = kBase, s1 = kBase + kMiB, s2 = kBase + 2 * kMiB;
+  const uint64_t r1 = kBase + 8 * kMiB, r2 = kBase + 9 * kMiB, r3 = kBase + 10 * kMiB;
+  TransferBatch batch;
+  batch.discard = {{clean, kPiece}};
+  batch.save = {{s1, kPiece, shadow}, {s2, kPiece, shadow + kPiece}};
+  batch.restore = {
+      {r1, kPiece, shadow + 2 * kPiece}, {r2, kPiece, shadow + 3 * kPiece}, {r3, kPiece, shadow + 4 * kPiece}};
+  batch.fetch_after_out = true;
+  const BatchFences f = b.submit(std::move(batch));
+  ASSERT_TRUE(wait_done(f.in) && wait_done(f.out));
+  const auto all = calls();
+  const size_t drop_clean = position(all, "cuMemDiscardBatchAsync", clean);
+  const size_t save1 = position(all, "cuMemcpyDtoHAsync", s1), save2 = position(all, "cuMemcpyDtoHAsync", s2);
+  const size_t drop1 = position(all, "cuMemDiscardBatchAsync", s1), drop2 = position(all, "cuMemDiscardBatchAsync", s2);
+  const size_t fetch1 = position(all, "cuMemcpyHtoDAsync", r1), fetch2 = position(all, "cuMemcpyHtoDAsync", r2),
+               fetch3 = position(all, "cuMemcpyHtoDAsync", r3);
+  ASSERT_TRUE(drop_clean && save1 && save2 && drop1 && drop2 && fetch1 && fetch2 && fetch3);
+  EXPECT_LT(drop_clean, save1) << "clean data waited for the saves before leaving";
+  EXPECT_LT(drop_clean, fetch1);
+  EXPECT_LT(fetch1, save1) << "the first restore waited for saves it does not need";
+  EXPECT_LT(drop1, fetch2);
+  EXPECT_LT(fetch2, save2);
+  EXPECT_LT(drop2, fetch3);
+  // Each restore's populate and copy follow a wait of their streams for the out stream.
+  size_t waits_before_fetch2 = 0;
+  const uint64_t out_stream = all[save1 - 1].stream;
+  for (size_t i = drop1; i < fetch2; ++i)
+    waits_before_fetch2 += std::strcmp(all[i].name, "cuEventRecord") == 0 && all[i].stream == out_stream;
+  EXPECT_GE(waits_before_fetch2, 1u) << "the second restore was not ordered after the first save's drop";
+  EXPECT_EQ(b.stats().restore_bytes, 3 * kPiece);
+  EXPECT_EQ(b.stats().save_bytes, 2 * kPiece);
+}
+
+TEST_F(FakeDriverTest, WithoutOverlapOrForABlockLeavingAndComingBackFetchesWaitForEveryEviction) {
+  for (const bool overlap : {false, true}) {
+    CudaBackendOptions options;
+    options.overlap_out_in = overlap;
+    options.out_group_bytes = kPiece;
+    options.restore_group_bytes = kPiece;
+    CudaBackend& b = start({}, options);
+    const uint64_t shadow = b.allocate_host(3 * kPiece);
+    ASSERT_NE(shadow, 0u);
+    TransferBatch batch;
+    batch.save = {{kBase, kPiece, shadow}, {kBase + kMiB, kPiece, shadow + kPiece}};
+    // Without overlap any restore; with it, one of a block that leaves in this very batch.
+    const uint64_t back = overlap ? kBase + kMiB : kBase + 8 * kMiB;
+    batch.restore = {{back, kPiece, overlap ? shadow + kPiece : shadow + 2 * kPiece}};
+    batch.fetch_after_out = true;
+    const BatchFences f = b.submit(std::move(batch));
+    ASSERT_TRUE(wait_done(f.in) && wait_done(f.out));
+    const auto all = calls();
+    const size_t last_drop =
+        position(all, "cuMemDiscardBatchAsync", kBase + kMiB) > position(all, "cuMemDiscardBatchAsync", kBase)
+            ? position(all, "cuMemDiscardBatchAsync", kBase + kMiB)
+            : position(all, "cuMemDiscardBatchAsync", kBase);
+    const size_t fetch = position(all, "cuMemcpyHtoDAsync", back);
+    ASSERT_TRUE(last_drop && fetch);
+    EXPECT_LT(last_drop, fetch) << (overlap ? "a block came back before all of its way out" : "overlapped while off");
+  }
+}
+
 TEST_F(FakeDriverTest, AFailedCopyToTheShadowIsDoneByTheHostAndNothingIsLost) {
   FakeDriverConfig config;
   config.copy_result = CUDA_ERROR_INVALID_VALUE;

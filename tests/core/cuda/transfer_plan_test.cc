@@ -131,3 +131,24 @@ TEST(PlanTransfers, EmptyBatchPlansNothing) {
 
 }  // namespace
 }  // namespace pump::cuda
+
+namespace pump::cuda {
+namespace {
+
+TEST(FetchesMeetEvictions, TellsABlockLeavingAndComingBackInOneBatchFromNeighbours) {
+  TransferBatch b;
+  b.save = {{0x1000, 0x1000, 0x90000}};
+  b.discard = {{0x4000, 0x1000}};
+  b.evict = {{0x8000, 0x1000}};
+  b.restore = {{0x2000, 0x2000, 0x91000}};  // touches the save's end and the discard's start
+  b.prefetch = {{0x5000, 0x3000}};          // touches the discard's end and the eviction's start
+  EXPECT_FALSE(fetches_meet_evictions(b));
+  b.populate = {{0x8800, 0x100}};  // inside the eviction
+  EXPECT_TRUE(fetches_meet_evictions(b));
+  b.populate.clear();
+  b.restore.push_back({0x0800, 0x1000, 0x93000});  // straddles the save's start
+  EXPECT_TRUE(fetches_meet_evictions(b));
+}
+
+}  // namespace
+}  // namespace pump::cuda

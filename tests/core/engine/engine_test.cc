@@ -404,8 +404,8 @@ TEST_F(EngineTest, BlocksUsedByCallsWhileFittingLeaveAfterTheirStreamsTailsAndAr
   EXPECT_FALSE(e->ever_over_budget());
   e->on_alloc(kBase + 8 * kMiB, 6 * kMiB);  // 12 MiB tracked under 8
   EXPECT_TRUE(e->ever_over_budget());
-  EXPECT_EQ(e->resident_bytes(), 0u);      // no kernel seen
-  e->adopt_calls_while_fitting({5, 9});    // kernels on streams 5 and 9 used the first one unseen
+  EXPECT_EQ(e->resident_bytes(), 0u);    // no kernel seen
+  e->adopt_calls_while_fitting({5, 9});  // kernels on streams 5 and 9 used the first one unseen
   EXPECT_EQ(e->resident_bytes(), 6 * kMiB) << "the budget must count what the unseen kernels touched, only that";
   run(*e, {extent(kBase + 8 * kMiB, 6 * kMiB)}, 7);  // makes room: the adopted block leaves
   ASSERT_FALSE(backend_.batches.empty());
