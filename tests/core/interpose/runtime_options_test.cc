@@ -17,8 +17,9 @@ using testing_support::LogCapture;
 // Overrides every key so the test does not depend on the environment it runs in.
 std::unique_ptr<Config> config_with(std::initializer_list<std::pair<const char*, const char*>> values) {
   auto c = std::make_unique<Config>();
-  for (const char* key : {"DISABLE", "PLUGINS", "POLICY", "GPU_BUDGET", "MANAGED_LIMIT", "PREFETCH_ON_ALLOC",
-                          "SPLIT_GRANULARITY", "STATS", "DATAPATH", "HOST_LIMIT", "VERIFY", "COPY_VIA"})
+  for (const char* key :
+       {"DISABLE", "PLUGINS", "POLICY", "GPU_BUDGET", "MANAGED_LIMIT", "PREFETCH_ON_ALLOC", "SPLIT_GRANULARITY",
+        "STATS", "DATAPATH", "HOST_LIMIT", "VERIFY", "COPY_VIA", "WATCH_WHILE_FITS", "OVERLAP_OUT_IN"})
     c->set(key, "");
   for (auto& [k, v] : values) c->set(k, v);
   return c;
@@ -41,6 +42,8 @@ TEST(RuntimeOptions, EmptyValuesGiveTheDefaults) {
   EXPECT_EQ(o.host_limit_bytes, host_physical_bytes() / 2);
   EXPECT_GT(o.host_limit_bytes, 0u);
   EXPECT_FALSE(o.verify_poison);
+  EXPECT_FALSE(o.watch_while_fits);
+  EXPECT_TRUE(o.overlap_out_in);
   EXPECT_TRUE(log.lines().empty());
 }
 
@@ -83,6 +86,8 @@ TEST(RuntimeOptions, ParsesGoodValues) {
                                                          {"GPU_BUDGET", "8GiB"},
                                                          {"MANAGED_LIMIT", "16GiB"},
                                                          {"PREFETCH_ON_ALLOC", "1"},
+                                                         {"WATCH_WHILE_FITS", "1"},
+                                                         {"OVERLAP_OUT_IN", "0"},
                                                          {"SPLIT_GRANULARITY", "2MiB"},
                                                          {"STATS", "/tmp/s.json"},
                                                          {"TRACE", "/tmp/t.jsonl"}}));
@@ -97,6 +102,8 @@ TEST(RuntimeOptions, ParsesGoodValues) {
   EXPECT_EQ(o.budget_text, "8GiB");
   EXPECT_EQ(o.managed_limit_text, "16GiB");
   EXPECT_TRUE(o.prefetch_on_alloc);
+  EXPECT_TRUE(o.watch_while_fits);
+  EXPECT_FALSE(o.overlap_out_in);
   EXPECT_EQ(o.split_granularity, uint64_t{2} << 20);
   EXPECT_EQ(o.stats_path, "/tmp/s.json");
   EXPECT_EQ(o.trace_path, "/tmp/t.jsonl");
@@ -131,13 +138,16 @@ TEST_P(RuntimeOptionsBadValue, GivesOneMessageNamingTheVariableAndValueThenTheDe
   EXPECT_EQ(o.host_limit_bytes, host_physical_bytes() / 2);
   EXPECT_EQ(o.verify_poison, defaults.verify_poison);
   EXPECT_EQ(o.copy_via, defaults.copy_via);
+  EXPECT_EQ(o.watch_while_fits, defaults.watch_while_fits);
+  EXPECT_EQ(o.overlap_out_in, defaults.overlap_out_in);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Interpose, RuntimeOptionsBadValue,
     ::testing::Values(BadValue{"DISABLE", "maybe"}, BadValue{"GPU_BUDGET", "lots"}, BadValue{"GPU_BUDGET", "150%"},
                       BadValue{"MANAGED_LIMIT", "-3GiB"}, BadValue{"MANAGED_LIMIT", "0"},
-                      BadValue{"PREFETCH_ON_ALLOC", "2"}, BadValue{"SPLIT_GRANULARITY", "100KiB"},
+                      BadValue{"PREFETCH_ON_ALLOC", "2"}, BadValue{"WATCH_WHILE_FITS", "yes"},
+                      BadValue{"OVERLAP_OUT_IN", "2"}, BadValue{"SPLIT_GRANULARITY", "100KiB"},
                       BadValue{"SPLIT_GRANULARITY", "1KiB"}, BadValue{"DATAPATH", "fast"}, BadValue{"DATAPATH", "UM"},
                       BadValue{"HOST_LIMIT", "lots"}, BadValue{"HOST_LIMIT", "150%"}, BadValue{"HOST_LIMIT", "-1GiB"},
                       BadValue{"VERIFY", "on"}, BadValue{"COPY_VIA", "bounce"},
