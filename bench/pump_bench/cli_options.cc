@@ -101,8 +101,11 @@ if every device's footprint fits its cap. Bytes per iteration are every rank's t
 Rows of every table: native (no pump, everything resident; only where the footprint
 fits the device), managed (managed memory, no budget, no prefetch), none (plain unified
 memory: budget enforced by unified-memory eviction, no prefetch; always run with
-PUMP_DATAPATH=um), each policy on each --datapath, and bound (the least traffic: what does
-not fit comes in, as much goes out). A budget is footprint / ratio.
+PUMP_DATAPATH=um), each policy on each --datapath, bound (the least traffic: what does
+not fit comes in, as much goes out), and in the sim oracle (Belady with just-in-time
+fetch, dropping whatever holds no bytes needed later) and oracle-engine (Belady under the
+engine's rules: dirty data is saved even where its next use overwrites it, since no policy
+can tell the engine to drop live data). A budget is footprint / ratio.
 
 Columns: workload, ratio (footprint / budget), config (the row, above), path (copy or
 um, the row's data path), ms/iter (a median: of the steady iterations in the sim, of
@@ -117,7 +120,8 @@ traffic/oracle (bytes in + out over the oracle row's: the offline optimum, sim o
 check (ok, or why the row is not: skipped, failed, checksum, violation).
 BW_in, BW_out and BW_both (both directions at once) are printed above the table: on a GPU
 measured in the same run by pinned-memory copies, in the sim the model's copy rates.
-JSON and CSV carry every byte counter separately.
+JSON and CSV carry every byte counter separately; the JSON also each sim iteration's
+seconds and bytes in and out, the first included.
 
 Exit status: 0, 1 on bad input, failed runs or a result checksum that differs from
 native's (check column CHECKSUM DIFFERS FROM NATIVE), 3 when the sim recorded an

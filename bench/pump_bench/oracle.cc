@@ -14,11 +14,15 @@ struct Use {
   size_t block;
   bool reads;  // needs the old bytes
   bool writes;
+  bool scratch;      // only as a workspace: its bytes are dead after the kernel
+  bool read_access;  // any extent reads (a workspace's too): the engine restores it then
 };
 
 }  // namespace
 
-OracleResult belady_oracle(const SimWorkload& w, uint64_t budget, double compute_seconds, const LinkRates& link) {
+OracleResult belady_oracle(const SimWorkload& w, uint64_t budget, double compute_seconds, const LinkRates& link,
+                           OracleRules rules) {
+  const bool engine_rules = rules == OracleRules::kEngine;
   OracleResult result;
   const size_t n_blocks = w.allocations.size();
   const size_t per_iteration = w.iteration.size();
@@ -37,11 +41,15 @@ OracleResult belady_oracle(const SimWorkload& w, uint64_t budget, double compute
       if (b == kNever) continue;
       const bool reads = (e.access & PUMP_ACCESS_READ) && e.role != PUMP_ROLE_WORKSPACE;
       const bool writes = (e.access & PUMP_ACCESS_WRITE) != 0;
+      const bool scratch = e.role == PUMP_ROLE_WORKSPACE;
       auto it = std::find_if(kernels[k].begin(), kernels[k].end(), [&](const Use& u) { return u.block == b; });
-      if (it == kernels[k].end()) kernels[k].push_back({b, reads, writes});
+      const bool read_access = (e.access & PUMP_ACCESS_READ) != 0;
+      if (it == kernels[k].end()) kernels[k].push_back({b, reads, writes, scratch, read_access});
       else {
         it->reads |= reads;
         it->writes |= writes;
+        it->scratch &= scratch;
+        it->read_access |= read_access;
       }
     }
   }
@@ -68,6 +76,9 @@ OracleResult belady_oracle(const SimWorkload& w, uint64_t budget, double compute
   }
   // State.
   std::vector<uint8_t> resident(n_blocks, 0), dirty(n_blocks, 0), touched(n_blocks, 0);
+  // Engine rules: a shadow holds the block's bytes (saved, not written since), and
+  // whether its last use was as a workspace only (dead: dropped, populated).
+  std::vector<uint8_t> saved(n_blocks, 0), dead(n_blocks, 0);
   std::vector<size_t> block_next(n_blocks, kNever);
   std::vector<uint8_t> block_next_reads(n_blocks, 1);
   for (size_t b = 0; b < n_blocks; ++b) {  // first uses
@@ -96,6 +107,17 @@ OracleResult belady_oracle(const SimWorkload& w, uint64_t budget, double compute
         }
       }
       if (victim == kNever) break;  // the kernel alone exceeds the budget
+      if (engine_rules) {
+        if (dead[victim]) {
+          saved[victim] = 0;
+        } else if (!saved[victim]) {
+          out_per_it[it] += w.allocations[victim].bytes;
+          saved[victim] = 1;
+        }
+        resident[victim] = 0;
+        resident_bytes -= w.allocations[victim].bytes;
+        continue;
+      }
       const bool needed = block_next[victim] != kNever && block_next_reads[victim];
       if (dirty[victim] && needed) {
         out_per_it[it] += w.allocations[victim].bytes;
@@ -108,12 +130,18 @@ OracleResult belady_oracle(const SimWorkload& w, uint64_t budget, double compute
     for (size_t j = 0; j < uses.size(); ++j) {
       const Use& u = uses[j];
       if (!resident[u.block]) {
-        if (u.reads && touched[u.block]) in_per_it[it] += w.allocations[u.block].bytes;
+        // The engine restores what has a shadow unless the kernel overwrites it (a write
+        // that does not read, not a workspace: SimKernel extents cover their blocks).
+        const bool restore = engine_rules ? saved[u.block] && u.read_access : u.reads && touched[u.block];
+        if (restore) in_per_it[it] += w.allocations[u.block].bytes;
+        else saved[u.block] = 0;  // populated: no shadow holds what it will hold
         resident[u.block] = 1;
         resident_bytes += w.allocations[u.block].bytes;
       }
       touched[u.block] = 1;
       if (u.writes) dirty[u.block] = 1;
+      if (u.writes) saved[u.block] = 0;
+      dead[u.block] = u.scratch;
       block_next[u.block] = next_of[p][j];
       block_next_reads[u.block] = next_reads_of[p][j];
     }
@@ -128,6 +156,8 @@ OracleResult belady_oracle(const SimWorkload& w, uint64_t budget, double compute
   result.bytes_in = in / steady;
   result.bytes_out = out / steady;
   result.seconds = link_bound_seconds(compute_seconds, result.bytes_in, result.bytes_out, link);
+  result.bytes_in_per_iteration = in_per_it;
+  result.bytes_out_per_iteration = out_per_it;
   return result;
 }
 
