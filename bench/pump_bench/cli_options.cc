@@ -48,6 +48,12 @@ const std::vector<std::string>& sim_workload_names() {
   return names;
 }
 
+const std::vector<std::string>& sim_pattern_names() {
+  static const std::vector<std::string> names{"decode", "cycle",          "grad-accum",
+                                              "varlen", "prefill-decode", "decode-grow"};
+  return names;
+}
+
 const std::vector<std::string>& gpu_workload_names() {
   static const std::vector<std::string> names{"mlp", "conv", "conv-backend"};
   return names;
@@ -59,7 +65,12 @@ const char* cli_help() {
 usage: pump-bench [options] [-- COMMAND ARGS...]
 
   --workload NAME[,NAME...]   sim: training-loop, mlp, conv (default: all three), conv-backend, decode
-                              (greedy decoding: read-only weights in a cycle, a KV cache per layer)
+                              (greedy decoding: read-only weights in a cycle, a KV cache per layer),
+                              and access patterns (core/sim/sim_patterns.h): cycle (blocks in a
+                              fixed order), grad-accum (4 micro-steps, then the optimizer), varlen
+                              (sequence lengths changing every step), prefill-decode (a prefill
+                              then 8 tokens per request), decode-grow (a new cache allocation
+                              per layer and token; at least 8 tokens)
                               GPU: mlp, conv, conv-backend (default: all three); conv runs
                               cuDNN's legacy API, conv-backend its graph API (PyTorch's path)
   --size S                    small, medium (default), large, or a footprint such as 3GiB
@@ -195,8 +206,10 @@ CliResult parse_cli(const std::vector<std::string>& args) {
     o.workloads = split_list(*v);
     for (const std::string& w : o.workloads) {
       if (w.empty()) return fail("--workload: empty name in '" + *v + "'");
-      if (!contains(sim_workload_names(), w) && !contains(gpu_workload_names(), w) && w != "decode")
-        return fail("--workload: unknown workload '" + w + "' (known: training-loop, decode, mlp, conv, conv-backend)");
+      if (!contains(sim_workload_names(), w) && !contains(gpu_workload_names(), w) && !contains(sim_pattern_names(), w))
+        return fail("--workload: unknown workload '" + w +
+                    "' (known: training-loop, decode, mlp, conv, conv-backend, cycle, grad-accum, varlen, "
+                    "prefill-decode, decode-grow)");
     }
   }
   if (const std::string* v = given("--size")) {

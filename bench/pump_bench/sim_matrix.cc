@@ -55,7 +55,7 @@ SimRun run_native(const SimWorkload& w, SimBackend& backend) {
   std::vector<Range> ranges;
   for (int it = 0; it < w.iterations; ++it) {
     const SimStats before = backend.stats();
-    for (const SimKernel& k : w.iteration) {
+    for (const SimKernel& k : w.kernels_of(it)) {
       ranges.clear();
       for (const pump_extent_v1_t& e : k.touched()) ranges.push_back({e.address, e.bytes});
       backend.launch(k.stream, k.compute_seconds, ranges, reads_of(k), writes_of(k));
