@@ -70,5 +70,25 @@ TEST(BeladyOracle, UnderTheEnginesRulesDirtyDataIsSavedEvenWhenItsNextUseOverwri
   EXPECT_EQ(engine.bytes_in_per_iteration.back(), kBlock);
 }
 
+// One allocation, its two halves used by turns in a budget for one: the engine splits it
+// at the extents' ends, so only halves move; a pointer (inexact) reaches all of it.
+TEST(BeladyOracle, AnExtentMovesThePieceOfItsAllocationItCovers) {
+  constexpr uint64_t kHalf = 64ull << 20;
+  SimWorkload w;
+  w.iterations = 3;
+  w.allocations = {{0x10000000, 2 * kHalf, PUMP_ROLE_ACTIVATION, "A"}, {0x30000000, kHalf, PUMP_ROLE_WEIGHT, "B"}};
+  SimKernel low, high, other;
+  low.extents = {{0x10000000, kHalf, PUMP_ACCESS_READ, PUMP_ROLE_ACTIVATION}};
+  high.extents = {{0x10000000 + kHalf, kHalf, PUMP_ACCESS_READ, PUMP_ROLE_ACTIVATION}};
+  other.extents = {{0x30000000, kHalf, PUMP_ACCESS_READ, PUMP_ROLE_WEIGHT}};
+  w.iteration = {low, other, high, other};
+  const OracleResult pieces = belady_oracle(w, 2 * kHalf, 0, link());
+  EXPECT_EQ(pieces.bytes_in_per_iteration.back(), 2 * kHalf);  // each half once (B stays)
+  for (SimKernel* k : {&low, &high}) k->inexact = {1};
+  w.iteration = {low, other, high, other};
+  const OracleResult whole = belady_oracle(w, 2 * kHalf, 0, link());
+  EXPECT_GT(whole.bytes_in_per_iteration.back(), pieces.bytes_in_per_iteration.back());
+}
+
 }  // namespace
 }  // namespace pump::bench
