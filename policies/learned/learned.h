@@ -13,13 +13,13 @@ namespace learned {
 
 constexpr size_t kHistoryKernels = size_t{1} << 16;  // longest period that can be learned
 constexpr size_t kMaxRanges = size_t{1} << 20;       // distinct ranges before everything is relearned
-constexpr uint32_t kConfirmMatches = 8;    // kernels in a row matching P kernels before: a period to look ahead by
-constexpr uint32_t kTentativeMatches = 2;  // ... a tentative period: it ranks victims, ends at its first miss
-constexpr uint32_t kBreakAfterMisses = 2;            // kernels off a confirmed period in a row that end it
-constexpr uint32_t kCandidates = 4;                  // candidate periods followed at once while detecting
-constexpr uint32_t kRelearnsPerPeriod = 8;          // most rebuilds of a changed period per period
-constexpr uint64_t kNoUse = UINT64_MAX;              // predicted next use: none known
-constexpr uint32_t kNever = UINT32_MAX;              // next-use distance of a range with no predicted use
+constexpr uint32_t kConfirmMatches = 8;     // kernels in a row matching P kernels before: a period to look ahead by
+constexpr uint32_t kTentativeMatches = 2;   // ... a tentative period: it ranks victims, ends at its first miss
+constexpr uint32_t kBreakAfterMisses = 2;   // kernels off a confirmed period in a row that end it
+constexpr uint32_t kCandidates = 4;         // candidate periods followed at once while detecting
+constexpr uint32_t kRelearnsPerPeriod = 8;  // most rebuilds of a changed period per period
+constexpr uint64_t kNoUse = UINT64_MAX;     // predicted next use: none known
+constexpr uint32_t kNever = UINT32_MAX;     // next-use distance of a range with no predicted use
 
 uint64_t mix64(uint64_t x);
 
@@ -35,13 +35,14 @@ struct RangeKeyHash {
 // What is known of one address range a kernel touched (a block as the engine showed it).
 struct RangeInfo {
   RangeKey key{};
-  uint64_t last_use = kNoUse;  // ordinal of its last use
-  uint64_t next_use = kNoUse;  // ordinal of its next use as the period predicts (valid in `epoch`)
-  uint32_t epoch = 0;          // the period next_use was predicted by
-  uint32_t stride = 0;         // a next_use that passed unused is expected this much later
-  uint32_t gap = 0;            // kernels between its last two uses; 0: used once
+  uint64_t last_use = kNoUse;    // ordinal of its last use
+  uint64_t next_use = kNoUse;    // ordinal of its next use as the period predicts (valid in `epoch`)
+  uint32_t epoch = 0;            // the period next_use was predicted by
+  uint32_t stride = 0;           // a next_use that passed unused is expected this much later
+  uint32_t gap = 0;              // kernels between its last two uses; 0: used once
   bool next_overwrites = false;  // its predicted next use only writes it (it comes back without a copy)
-  bool ahead = false;          // the lookahead brought it in and no kernel used it since
+  bool held = false;             // its last use came when predicted: worth fetching ahead
+  bool ahead = false;            // the lookahead brought it in and no kernel used it since
 };
 
 // One observed kernel.
@@ -61,9 +62,9 @@ struct Period {
   std::vector<uint32_t> slot_offsets;  // CSR: entries of slot j
   std::vector<uint32_t> slot_ranges;
   std::vector<uint8_t> slot_overwrites;
-  std::vector<uint32_t> slot_next;    // per entry: kernels until its range is used again (1..P)
+  std::vector<uint32_t> slot_next;       // per entry: kernels until its range is used again (1..P)
   std::vector<uint8_t> next_overwrites;  // per entry: that next use only writes it
-  std::vector<uint64_t> byte_prefix;  // over two periods: bytes of slots [0, i) (wrapping)
+  std::vector<uint64_t> byte_prefix;     // over two periods: bytes of slots [0, i) (wrapping)
 
   uint32_t slot_of(uint64_t ordinal) const { return static_cast<uint32_t>((ordinal - base) % length); }
   // Bytes of the kernels in slots from+1 .. from+count.
@@ -116,11 +117,11 @@ struct LearnedPolicy {
   // Observation (only while the tracked memory exceeds the budget: otherwise nothing is decided).
   std::unordered_map<RangeKey, uint32_t, RangeKeyHash> range_ids;
   std::vector<RangeInfo> ranges;
-  std::vector<KernelRecord> history;                 // ring of kHistoryKernels, indexed by ordinal
+  std::vector<KernelRecord> history;                    // ring of kHistoryKernels, indexed by ordinal
   std::unordered_map<uint64_t, Occurrences> last_seen;  // anchor -> where it was seen
   uint64_t last_seen_through = 0;                       // last_seen holds the kernels before this ordinal
-  uint64_t next_ordinal = 0;                         // ordinals observed so far
-  uint64_t observed_seq = 0;                         // engine seq of the kernel observed last
+  uint64_t next_ordinal = 0;                            // ordinals observed so far
+  uint64_t observed_seq = 0;                            // engine seq of the kernel observed last
   bool observed_any = false;
   bool paused = true;  // the program fit: kernels were not observed, the sequence has a gap
 
@@ -129,10 +130,10 @@ struct LearnedPolicy {
   uint32_t live_candidates = 0;
   uint32_t candidate_gap = 0;  // the best candidate's distance (0: none): a guess for ranges used once
   Period period;
-  bool confirmed = false;    // the period is sure enough to prefetch by (else it only ranks victims)
-  uint32_t epoch = 0;        // bumped per period built
-  uint64_t built_at = 0;     // ordinal at which the period's tables were built
-  uint32_t misses = 0;       // kernels in a row that were not the period's
+  bool confirmed = false;     // the period is sure enough to prefetch by (else it only ranks victims)
+  uint32_t epoch = 0;         // bumped per period built
+  uint64_t built_at = 0;      // ordinal at which the period's tables were built
+  uint32_t misses = 0;        // kernels in a row that were not the period's
   bool period_stale = false;  // a matched kernel touched other ranges than its slot: rebuild
   bool predicting = false;    // the current kernel is the one its period slot predicted
   uint32_t current_slot = 0;

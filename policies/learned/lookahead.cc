@@ -2,7 +2,9 @@
 // fetched now, up to a byte window, evicting for them only blocks whose next use comes
 // later (the MIN condition: a prefetch never pushes out something needed sooner).
 // A range the predicted kernel only overwrites is left to be populated when it runs
-// (fetched ahead it would be copied back for nothing). The window halves while more
+// (fetched ahead it would be copied back for nothing), and so is one whose last use did
+// not come when predicted (a step of another length reached other pieces of a buffer):
+// it is fetched when its kernel comes, not on a guess. The window halves while more
 // than a quarter of what it brought in left unused, and grows back while little does.
 #include <algorithm>
 
@@ -80,7 +82,9 @@ void prefetch_ahead(LearnedPolicy* s) {
     const uint32_t protect = std::max(distance, s->current_farthest ? s->current_farthest - 1 : 0);
     const uint32_t slot = p.slot_of(k);
     for (uint32_t i = p.slot_offsets[slot]; i < p.slot_offsets[slot + 1]; ++i)
-      if (!p.slot_overwrites[i] && !prefetch_range_ahead(s, p.slot_ranges[i], protect)) return;
+      if (!p.slot_overwrites[i] && s->ranges[p.slot_ranges[i]].held &&
+          !prefetch_range_ahead(s, p.slot_ranges[i], protect))
+        return;
     s->lookahead_next = k + 1;
   }
 }

@@ -157,6 +157,14 @@ void learned_on_kernel(void* ctx, const pump_kernel_v1_t* kernel) {
 }  // namespace learned
 
 PUMP_DECLARE_POLICY = {
-    sizeof(pump_policy_v1_t),          PUMP_POLICY_ABI_V1, "learned", "2.0.0", learned::learned_init,
-    learned::learned_fini,             learned::learned_on_kernel, learned::learned_on_pressure, nullptr, nullptr,
+    sizeof(pump_policy_v1_t),
+    PUMP_POLICY_ABI_V1,
+    "learned",
+    "2.0.0",
+    learned::learned_init,
+    learned::learned_fini,
+    learned::learned_on_kernel,
+    learned::learned_on_pressure,
+    nullptr,
+    nullptr,
 };

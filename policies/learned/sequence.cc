@@ -64,6 +64,7 @@ void note_uses(LearnedPolicy* s, const KernelRecord& record, uint64_t ordinal, b
     RangeInfo& r = s->ranges[id];
     if (r.last_use != kNoUse && ordinal > r.last_use)
       r.gap = static_cast<uint32_t>(std::min<uint64_t>(ordinal - r.last_use, kNever - 1));
+    if (r.last_use != ordinal) r.held = s->period.length && r.epoch == s->epoch && r.next_use == ordinal;
     r.last_use = ordinal;
     if (r.ahead) note_used_ahead(s, r);
     if (!s->predicting) continue;
@@ -166,9 +167,11 @@ uint32_t distance_of_range(const LearnedPolicy& s, uint32_t id) {
   uint64_t next = kNoUse;
   if (s.period.length && r.epoch == s.epoch) {
     next = r.next_use;
-    // Its predicted use did not come (a kernel off the period, or its own reuse gap that
-    // did not hold): expect it a stride (the period, or that gap) later.
+    // Its predicted use did not come. Predicted by the period's table: its kernel ran
+    // without it (a step of another length reached other pieces), it may not come back:
+    // first to go. Predicted by its own reuse gap: expect it a gap later.
     const uint64_t stride = r.stride ? r.stride : s.period.length;
+    if (next <= now && stride == s.period.length) return kNever;
     if (next <= now) next += ((now - next) / stride + 1) * stride;
   } else if (r.last_use != kNoUse) {
     // Not in the period, or no period: it comes back after its last reuse gap, or (used
