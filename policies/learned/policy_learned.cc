@@ -28,6 +28,12 @@
  * LEARNED_MIN_AGE: kernels since a block's last use before it is evicted ahead of younger
  * ones (default 2: the previous kernel's blocks go last, their eviction would wait for it).
  *
+ * Known losses, measured in the sim (docs/results/policies-2026-11-26.md): to "none",
+ * decode-grow x1.02-1.1 is 4.6% slower (a cache that outgrows the budget only in its last
+ * tokens: each prefetch of a new, never-touched allocation costs the sim a call that
+ * none's first touch does not); to "lru" in bytes moved, varlen x1.1 (a step of another
+ * length reaches other pieces of the activations than the period predicts).
+ *
  * C++ inside; only the extern "C" entry struct is exported, and no exception leaves a
  * callback (an allocation failure drops the learned state and the policy goes on).
  */
