@@ -45,8 +45,8 @@ TrainingBuffers training_buffers(SimWorkloadBuilder* b, uint64_t footprint_bytes
 
 // Forward and backward over `t`, activations covering `act_bytes` of their buffers (0: all);
 // the gradients written (`accumulate`: read and written) by the backward pass.
-void forward_backward(SimWorkloadBuilder* b, std::vector<SimKernel>* into, const TrainingBuffers& t,
-                      uint64_t act_bytes, bool accumulate, const std::string& suffix) {
+void forward_backward(SimWorkloadBuilder* b, std::vector<SimKernel>* into, const TrainingBuffers& t, uint64_t act_bytes,
+                      bool accumulate, const std::string& suffix) {
   const int layers = static_cast<int>(t.weights.size());
   auto act = [&](int index, uint32_t access) { return Use{index, access, 0, act_bytes}; };
   for (int i = 0; i < layers; ++i)
@@ -56,8 +56,13 @@ void forward_backward(SimWorkloadBuilder* b, std::vector<SimKernel>* into, const
     const int d_in = (i % 2) ? t.d_even : t.d_odd;
     const int d_out = (i % 2) ? t.d_odd : t.d_even;
     b->kernel(into, 1, name("bwd", i) + suffix, kTrainingBytesPerSecond,
-              {act(t.acts[i + 1], R), act(t.acts[i], R), {t.weights[i], R}, act(d_in, R),
-               {t.grads[i], accumulate ? RW : W}, act(d_out, W), {t.ws, RW}});
+              {act(t.acts[i + 1], R),
+               act(t.acts[i], R),
+               {t.weights[i], R},
+               act(d_in, R),
+               {t.grads[i], accumulate ? RW : W},
+               act(d_out, W),
+               {t.ws, RW}});
   }
 }
 
@@ -90,8 +95,7 @@ SimWorkload grad_accum_loop(uint64_t footprint_bytes, int layers, int micro_step
   w.iterations = std::max(1, iterations);
   SimWorkloadBuilder b(&w);
   const TrainingBuffers t = training_buffers(&b, footprint_bytes, std::max(1, layers));
-  for (int m = 0; m < std::max(1, micro_steps); ++m)
-    forward_backward(&b, &w.iteration, t, 0, m > 0, name(".m", m));
+  for (int m = 0; m < std::max(1, micro_steps); ++m) forward_backward(&b, &w.iteration, t, 0, m > 0, name(".m", m));
   optimizer(&b, &w.iteration, t);
   return w;
 }

@@ -17,8 +17,7 @@ using Ids = std::vector<uint64_t>;
 // As the engine drives one kernel: pressure first when its missing blocks do not fit.
 void run_kernel(PolicyInstance& policy, FakePolicyHost& host, const Ids& ids, uint64_t budget,
                 const std::vector<uint32_t>& access = {}) {
-  const pump_kernel_v1_t& kernel =
-      access.empty() ? host.begin_kernel(ids) : host.begin_kernel(ids, access);
+  const pump_kernel_v1_t& kernel = access.empty() ? host.begin_kernel(ids) : host.begin_kernel(ids, access);
   uint64_t missing = 0;
   for (uint64_t id : ids)
     if (host.block(id).residency != PUMP_RESIDENT_DEVICE) missing += host.block(id).bytes;
@@ -121,7 +120,8 @@ TEST(PolicyLearnedPatterns, AConfirmedPeriodSurvivesOneKernelOffIt) {
   PolicyInstance policy("learned", c.host);
   ASSERT_TRUE(policy.ready());
   c.run(policy, 3);
-  for (size_t i = 0; i < c.period.size(); ++i) run_kernel(policy, c.host, i == 3 ? Ids{stray} : c.period[i], Chain::kBudget);
+  for (size_t i = 0; i < c.period.size(); ++i)
+    run_kernel(policy, c.host, i == 3 ? Ids{stray} : c.period[i], Chain::kBudget);
   evict_all(c.host, c.blocks);
   run_kernel(policy, c.host, c.period[0], Chain::kBudget);
   EXPECT_EQ(prefetched_ids(c.host), c.blocks) << "one kernel off the period ended the prediction";

@@ -38,9 +38,9 @@ void expect_well_formed(const SimWorkload& w) {
 }
 
 TEST(SimPatterns, EveryPatternIsWellFormedAndNearItsFootprint) {
-  for (const SimWorkload& w : {cycle_loop(kFootprint, 16, 4), grad_accum_loop(kFootprint, 4, 3, 4),
-                               varlen_loop(kFootprint, 4, 4), prefill_decode_loop(kFootprint, 8, 4, 4),
-                               decode_grow_loop(kFootprint, 8, 6)})
+  for (const SimWorkload& w :
+       {cycle_loop(kFootprint, 16, 4), grad_accum_loop(kFootprint, 4, 3, 4), varlen_loop(kFootprint, 4, 4),
+        prefill_decode_loop(kFootprint, 8, 4, 4), decode_grow_loop(kFootprint, 8, 6)})
     expect_well_formed(w);
 }
 
