@@ -8,6 +8,13 @@
  * blocks one of the last POLICY_MIN_AGE kernels used go only when the older ones of
  * every tier do not free enough (their eviction would wait for those kernels).
  * A kernel's missing blocks are prefetched ahead of the stream (PUMP_WHEN_NOW).
+ *
+ * Known losses to "none" (plain unified memory) in pump-bench's sim matrix (docs/results/
+ * policies-2026-11-26.md): decode-grow x1.02-1.1, where the cache outgrows the budget only
+ * in the last tokens, is 4.6% slower: each prefetch of a new, never-touched allocation costs
+ * the sim a call (50 us) that none's first touch does not (a GPU faults there instead).
+ * Against the engine's own on-demand restores (none on the copy data path) the training
+ * loop at x1.5 is ~5% slower (tests/policies/policy_scenarios_test.cc).
  */
 #include "policy_common.h"
 

@@ -4,6 +4,11 @@
  * kernel's missing blocks are prefetched at launch interception, ahead of the
  * stream (PUMP_WHEN_NOW). Under pressure: least recently used blocks go first;
  * dead ones are discarded.
+ *
+ * Known losses to "none" (plain unified memory) in pump-bench's sim matrix (docs/results/
+ * policies-2026-11-26.md): decode-grow x1.02-1.1, where the cache outgrows the budget only
+ * in the last tokens, is 3% slower: each prefetch of a new, never-touched allocation costs
+ * the sim a call (50 us) that none's first touch does not (a GPU faults there instead).
  */
 #include "policy_common.h"
 

@@ -3,6 +3,12 @@
  * the kernel before it on the same stream completed (PUMP_WHEN_JUST_BEFORE),
  * so the transfer never competes with the running kernel for the budget.
  * Under pressure: least recently used blocks go first; dead ones are discarded.
+ *
+ * Known losses to "none" (plain unified memory) in pump-bench's sim matrix (docs/results/
+ * policies-2026-11-26.md): decode-grow x1.02-1.1, where the cache outgrows the budget only
+ * in the last tokens, is 1.8x slower: each prefetch of a new, never-touched allocation costs
+ * the sim a call (50 us) that none's first touch does not (a GPU faults there instead).
+ * Waiting for the kernel before makes each of those calls a stall of its own.
  */
 #include "policy_common.h"
 

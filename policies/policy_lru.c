@@ -14,6 +14,11 @@
  * each byte evicted early is a byte that must come back, and the engine already
  * orders a fetch after the evictions that make its room. A bad value: one
  * warning, the default is used.
+ *
+ * Known losses to "none" (plain unified memory) in pump-bench's sim matrix (docs/results/
+ * policies-2026-11-26.md): decode-grow x1.02-1.1, where the cache outgrows the budget only
+ * in the last tokens, is 4.6% slower: each prefetch of a new, never-touched allocation costs
+ * the sim a call (50 us) that none's first touch does not (a GPU faults there instead).
  */
 #include <stdio.h>
 

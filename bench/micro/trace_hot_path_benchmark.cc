@@ -63,7 +63,8 @@ struct Replay {
   pump::KernelTicket ticket;  // reused, as the hooks reuse theirs
 
   // False (and the state skipped) when the trace or the policy is missing.
-  bool start(benchmark::State& state, const char* policy_name) {
+  // `ratio` > 1: a budget of the tracked bytes / ratio, so the policy decides under pressure.
+  bool start(benchmark::State& state, const char* policy_name, double ratio = 0) {
     const pump::Trace* trace = recorded_trace();
     if (!trace) {
       state.SkipWithError("no trace (PUMP_BENCH_TRACE)");
@@ -81,6 +82,13 @@ struct Replay {
     }
     pump::EngineOptions options;
     options.budget_bytes = 1ull << 40;  // everything fits
+    if (ratio > 1) {
+      uint64_t footprint = 0;
+      for (const pump::TraceRecord& r : trace->records)
+        if (r.op == pump::TraceRecord::Op::kAlloc) footprint += r.bytes;
+      options.budget_bytes = static_cast<uint64_t>(static_cast<double>(footprint) / ratio);
+      options.host_limit_bytes = 2 * footprint;
+    }
     static pump::Config config;
     engine.emplace(backend, pump::make_policy_adapter(policy ? policy->api : nullptr), options, &config);
     // PyTorch's caching allocator keeps its segments: every allocation stays, frees are ignored.
@@ -127,6 +135,26 @@ void cold(benchmark::State& state, const char* policy_name) {
   }
   times.report(state);
 }
+
+// Launches under a budget of the footprint / 1.5: each one's decisions, evictions and
+// lookahead included (the instant backend completes every transfer at once).
+void BM_TraceLaunchPressure(benchmark::State& state, const char* policy_name) {
+  Replay r;
+  if (!r.start(state, policy_name, 1.5)) return;
+  pump::bench::LaunchTimes times;
+  size_t i = 0;
+  for (auto _ : state) {
+    const auto begin = pump::bench::LaunchTimes::Clock::now();
+    r.launch(*r.kernels[i]);
+    times.add(begin, pump::bench::LaunchTimes::Clock::now());
+    times.finish_iteration(state);
+    if (++i == r.kernels.size()) i = 0;
+  }
+  times.report(state);
+}
+BENCHMARK_CAPTURE(BM_TraceLaunchPressure, none, "none")->Iterations(20000)->UseManualTime();
+BENCHMARK_CAPTURE(BM_TraceLaunchPressure, lru, "lru")->Iterations(20000)->UseManualTime();
+BENCHMARK_CAPTURE(BM_TraceLaunchPressure, learned, "learned")->Iterations(20000)->UseManualTime();
 
 void BM_TraceLaunchNoPolicy(benchmark::State& state) { replay(state, nullptr); }
 BENCHMARK(BM_TraceLaunchNoPolicy);

@@ -57,6 +57,15 @@ struct ConfigResult {
   uint64_t bytes_written_back() const { return bytes_evicted + bytes_saved; }
   uint64_t traffic_bytes() const { return bytes_brought_in() + bytes_written_back(); }
 
+  // Sim runs: every iteration's time and bytes in and out, the first (warm-up) included,
+  // to see when a policy settles.
+  struct Iteration {
+    double seconds = 0;
+    uint64_t bytes_in = 0;
+    uint64_t bytes_out = 0;
+  };
+  std::vector<Iteration> iterations;
+
   uint64_t violations = 0;  // sim invariant violations: a bug when nonzero
   std::vector<std::string> violation_texts;
 

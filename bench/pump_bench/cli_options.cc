@@ -48,6 +48,12 @@ const std::vector<std::string>& sim_workload_names() {
   return names;
 }
 
+const std::vector<std::string>& sim_pattern_names() {
+  static const std::vector<std::string> names{"decode", "cycle",          "grad-accum",
+                                              "varlen", "prefill-decode", "decode-grow"};
+  return names;
+}
+
 const std::vector<std::string>& gpu_workload_names() {
   static const std::vector<std::string> names{"mlp", "conv", "conv-backend"};
   return names;
@@ -59,7 +65,12 @@ const char* cli_help() {
 usage: pump-bench [options] [-- COMMAND ARGS...]
 
   --workload NAME[,NAME...]   sim: training-loop, mlp, conv (default: all three), conv-backend, decode
-                              (greedy decoding: read-only weights in a cycle, a KV cache per layer)
+                              (greedy decoding: read-only weights in a cycle, a KV cache per layer),
+                              and access patterns (core/sim/sim_patterns.h): cycle (blocks in a
+                              fixed order), grad-accum (4 micro-steps, then the optimizer), varlen
+                              (sequence lengths changing every step), prefill-decode (a prefill
+                              then 8 tokens per request), decode-grow (a new cache allocation
+                              per layer and token; at least 8 tokens)
                               GPU: mlp, conv, conv-backend (default: all three); conv runs
                               cuDNN's legacy API, conv-backend its graph API (PyTorch's path)
   --size S                    small, medium (default), large, or a footprint such as 3GiB
@@ -101,8 +112,11 @@ if every device's footprint fits its cap. Bytes per iteration are every rank's t
 Rows of every table: native (no pump, everything resident; only where the footprint
 fits the device), managed (managed memory, no budget, no prefetch), none (plain unified
 memory: budget enforced by unified-memory eviction, no prefetch; always run with
-PUMP_DATAPATH=um), each policy on each --datapath, and bound (the least traffic: what does
-not fit comes in, as much goes out). A budget is footprint / ratio.
+PUMP_DATAPATH=um), each policy on each --datapath, bound (the least traffic: what does
+not fit comes in, as much goes out), and in the sim oracle (Belady with just-in-time
+fetch, dropping whatever holds no bytes needed later) and oracle-engine (Belady under the
+engine's rules: dirty data is saved even where its next use overwrites it, since no policy
+can tell the engine to drop live data). A budget is footprint / ratio.
 
 Columns: workload, ratio (footprint / budget), config (the row, above), path (copy or
 um, the row's data path), ms/iter (a median: of the steady iterations in the sim, of
@@ -117,7 +131,8 @@ traffic/oracle (bytes in + out over the oracle row's: the offline optimum, sim o
 check (ok, or why the row is not: skipped, failed, checksum, violation).
 BW_in, BW_out and BW_both (both directions at once) are printed above the table: on a GPU
 measured in the same run by pinned-memory copies, in the sim the model's copy rates.
-JSON and CSV carry every byte counter separately.
+JSON and CSV carry every byte counter separately; the JSON also each sim iteration's
+seconds and bytes in and out, the first included.
 
 Exit status: 0, 1 on bad input, failed runs or a result checksum that differs from
 native's (check column CHECKSUM DIFFERS FROM NATIVE), 3 when the sim recorded an
@@ -191,8 +206,10 @@ CliResult parse_cli(const std::vector<std::string>& args) {
     o.workloads = split_list(*v);
     for (const std::string& w : o.workloads) {
       if (w.empty()) return fail("--workload: empty name in '" + *v + "'");
-      if (!contains(sim_workload_names(), w) && !contains(gpu_workload_names(), w) && w != "decode")
-        return fail("--workload: unknown workload '" + w + "' (known: training-loop, decode, mlp, conv, conv-backend)");
+      if (!contains(sim_workload_names(), w) && !contains(gpu_workload_names(), w) && !contains(sim_pattern_names(), w))
+        return fail("--workload: unknown workload '" + w +
+                    "' (known: training-loop, decode, mlp, conv, conv-backend, cycle, grad-accum, varlen, "
+                    "prefill-decode, decode-grow)");
     }
   }
   if (const std::string* v = given("--size")) {

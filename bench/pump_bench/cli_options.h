@@ -37,6 +37,8 @@ const char* cli_help();
 
 // Workload names the sim knows, and those with a GPU program.
 const std::vector<std::string>& sim_workload_names();
+// Sim workloads run only when named: decode and the access patterns of core/sim/sim_patterns.h.
+const std::vector<std::string>& sim_pattern_names();
 const std::vector<std::string>& gpu_workload_names();
 
 }  // namespace pump::bench

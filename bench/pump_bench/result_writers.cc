@@ -32,6 +32,14 @@ nlohmann::ordered_json by_key(const std::map<int, uint64_t>& values) {
   return o;
 }
 
+// [{"seconds": s, "bytes_in": i, "bytes_out": o}, ...]: every iteration of a sim run.
+nlohmann::ordered_json iterations_json(const std::vector<ConfigResult::Iteration>& iterations) {
+  nlohmann::ordered_json a = nlohmann::ordered_json::array();
+  for (const ConfigResult::Iteration& it : iterations)
+    a.push_back({{"seconds", it.seconds}, {"bytes_in", it.bytes_in}, {"bytes_out", it.bytes_out}});
+  return a;
+}
+
 template <typename Writer>
 bool write_file(const std::string& path, const BenchReport& report, Writer writer, std::string* error) {
   std::ofstream out(path);
@@ -95,6 +103,7 @@ void write_json(std::ostream& out, const BenchReport& report) {
                        {"bytes_saved_per_iteration", r.bytes_saved},
                        {"bytes_populated_per_iteration", r.bytes_populated},
                        {"peak_resident_bytes", r.peak_resident_bytes},
+                       {"iterations", iterations_json(r.iterations)},
                        {"violations", r.violations},
                        {"violation_texts", r.violation_texts},
                        {"command_line", r.command_line},

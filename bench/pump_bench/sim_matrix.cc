@@ -41,6 +41,9 @@ void fill_from_run(const SimRun& run, ConfigResult* row) {
     row->bytes_discarded = sum.bytes_discarded / steady;
     row->bytes_populated = sum.bytes_populated / steady;
   }
+  for (const SimIterationStats& it : run.iterations)
+    row->iterations.push_back(
+        {it.seconds, it.bytes_prefetched + it.bytes_restored + it.bytes_faulted, it.bytes_evicted + it.bytes_saved});
   row->peak_resident_bytes = run.sim.peak_resident_bytes;
   row->violations = run.sim.violation_count();
   row->violation_texts = run.violations;
@@ -52,7 +55,7 @@ SimRun run_native(const SimWorkload& w, SimBackend& backend) {
   std::vector<Range> ranges;
   for (int it = 0; it < w.iterations; ++it) {
     const SimStats before = backend.stats();
-    for (const SimKernel& k : w.iteration) {
+    for (const SimKernel& k : w.kernels_of(it)) {
       ranges.clear();
       for (const pump_extent_v1_t& e : k.touched()) ranges.push_back({e.address, e.bytes});
       backend.launch(k.stream, k.compute_seconds, ranges, reads_of(k), writes_of(k));
@@ -234,16 +237,23 @@ std::vector<ConfigResult> run_sim_matrix(const SimMatrix& matrix, const SimProgr
       bound.note = seconds > compute ? "link-bound" : "compute-bound";
       rows.push_back(bound);
 
-      // The offline optimum of this kernel sequence on the copy path (oracle.h).
-      ConfigResult oracle_row = make_row(w, ratio, "oracle", budget);
-      oracle_row.datapath = "copy";
-      const OracleResult o = belady_oracle(w, budget, compute, link);
-      oracle_row.ran = true;
-      oracle_row.samples_seconds = {o.seconds};
-      oracle_row.bytes_restored = o.bytes_in;
-      oracle_row.bytes_saved = o.bytes_out;
-      oracle_row.note = "Belady, just-in-time fetch, link-bound time";
-      rows.push_back(oracle_row);
+      // The offline optimum of this kernel sequence on the copy path (oracle.h), and
+      // Belady under the engine's rules (what a policy choosing Belady's victims moves).
+      for (OracleRules rules : {OracleRules::kOptimum, OracleRules::kEngine}) {
+        const bool optimum = rules == OracleRules::kOptimum;
+        ConfigResult oracle_row = make_row(w, ratio, optimum ? "oracle" : "oracle-engine", budget);
+        oracle_row.datapath = "copy";
+        const OracleResult o = belady_oracle(w, budget, compute, link, rules);
+        oracle_row.ran = true;
+        oracle_row.samples_seconds = {o.seconds};
+        oracle_row.bytes_restored = o.bytes_in;
+        oracle_row.bytes_saved = o.bytes_out;
+        for (size_t i = 0; i < o.bytes_in_per_iteration.size(); ++i)
+          oracle_row.iterations.push_back({0, o.bytes_in_per_iteration[i], o.bytes_out_per_iteration[i]});
+        oracle_row.note = optimum ? "Belady, just-in-time fetch, link-bound time"
+                                  : "Belady under the engine's rules: dirty data saved, clean and dead dropped";
+        rows.push_back(oracle_row);
+      }
     }
   }
   finalize_comparisons(&rows);

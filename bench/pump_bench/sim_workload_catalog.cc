@@ -7,6 +7,7 @@
 #include "bench/workloads/conv_sim.h"
 #include "bench/workloads/mlp_sim.h"
 #include "bench/workloads/trace_replay.h"
+#include "core/sim/sim_patterns.h"
 
 namespace pump::bench {
 
@@ -47,6 +48,12 @@ std::optional<SimWorkload> make_sim_workload(const std::string& name, const std:
     w.name = name;
     return w;
   }
+  const uint64_t footprint = training_loop_footprint(*size);
+  if (name == "cycle") return cycle_loop(footprint, 16, iterations);
+  if (name == "grad-accum") return grad_accum_loop(footprint, 8, 4, iterations);
+  if (name == "varlen") return varlen_loop(footprint, 8, iterations);
+  if (name == "prefill-decode") return prefill_decode_loop(footprint, 16, 8, iterations);
+  if (name == "decode-grow") return decode_grow_loop(footprint, 16, std::max(iterations, 8));
   if (name == "mlp") return mlp_sim_workload(mlp_shape(*size), iterations);
   if (name == "conv") return conv_sim_workload(conv_shape(*size), iterations);
   if (name == "conv-backend") {
@@ -55,7 +62,9 @@ std::optional<SimWorkload> make_sim_workload(const std::string& name, const std:
     w.name = name;
     return w;
   }
-  *error = "the sim has no workload '" + name + "' (it has training-loop, decode, mlp, conv, conv-backend)";
+  *error = "the sim has no workload '" + name +
+           "' (it has training-loop, decode, mlp, conv, conv-backend, cycle, grad-accum, varlen, prefill-decode, "
+           "decode-grow)";
   return std::nullopt;
 }
 

@@ -30,13 +30,13 @@ double SimRun::steady_seconds_per_iteration() const {
 
 SimRun run_workload(const SimWorkload& workload, Engine& engine, SimBackend& backend) {
   SimRun run;
-  for (const SimAllocation& a : workload.allocations) engine.on_alloc(a.address, a.bytes);
-
   std::vector<Range> ranges;
   KernelTicket ticket;
   for (int it = 0; it < workload.iterations; ++it) {
+    for (const SimAllocation& a : workload.allocations)
+      if (a.first_iteration == it) engine.on_alloc(a.address, a.bytes);
     const SimStats before = backend.stats();
-    for (const SimKernel& k : workload.iteration) {
+    for (const SimKernel& k : workload.kernels_of(it)) {
       engine.before_kernel(&ticket, k.stream, k.extents.data(), k.extents.size(),
                            k.inexact.empty() ? nullptr : k.inexact.data());
       ranges.clear();
@@ -52,6 +52,7 @@ SimRun run_workload(const SimWorkload& workload, Engine& engine, SimBackend& bac
   run.engine = engine.stats();
   run.violations = backend.violations();
   for (const SimAllocation& a : workload.allocations) {
+    if (a.first_iteration >= workload.iterations) continue;  // never allocated
     engine.on_free(a.address);
     backend.release({a.address, a.bytes});
   }

@@ -5,6 +5,7 @@
 
 #include "core/common/range.h"
 #include "core/sim/sim_backend.h"
+#include "core/sim/sim_workload_builder.h"
 
 namespace pump {
 
@@ -28,43 +29,15 @@ std::vector<uint8_t> writes_of(const SimKernel& k) {
 
 namespace {
 
-constexpr uint64_t kBaseAddress = 0x7f0000000000ull;
-constexpr uint64_t kAlignment = 2ull << 20;
-
-class WorkloadBuilder {
- public:
-  explicit WorkloadBuilder(SimWorkload* w) : w_(w) {}
-
-  // Returns the index of the new allocation; zero-byte requests get no allocation (-1).
-  int allocate(uint64_t bytes, pump_role_v1_t role, std::string name) {
-    if (bytes == 0) return -1;
-    w_->allocations.push_back({next_, bytes, role, std::move(name)});
-    next_ += round_up(bytes, kAlignment);
-    return static_cast<int>(w_->allocations.size()) - 1;
-  }
-
-  void kernel(StreamId stream, std::string name, double bytes_per_second,
-              std::initializer_list<std::pair<int, pump_access_v1_t>> uses) {
-    SimKernel k;
-    k.stream = stream;
-    k.name = std::move(name);
-    uint64_t bytes = 0;
-    for (auto [index, access] : uses) {
-      if (index < 0) continue;
-      const SimAllocation& a = w_->allocations[static_cast<size_t>(index)];
-      k.extents.push_back({a.address, a.bytes, static_cast<uint32_t>(access), static_cast<uint32_t>(a.role)});
-      bytes += a.bytes;
-    }
-    k.compute_seconds = static_cast<double>(bytes) / bytes_per_second;
-    w_->iteration.push_back(std::move(k));
-  }
-
- private:
-  SimWorkload* w_;
-  uint64_t next_ = kBaseAddress;
-};
+constexpr uint64_t kAlignment = SimWorkloadBuilder::kAlignment;
+using WorkloadBuilder = SimWorkloadBuilder;
 
 }  // namespace
+
+const std::vector<SimKernel>& SimWorkload::kernels_of(int iteration_index) const {
+  if (varying.empty()) return iteration;
+  return varying[static_cast<size_t>(iteration_index) % varying.size()];
+}
 
 uint64_t SimWorkload::footprint_bytes() const {
   uint64_t sum = 0;
@@ -79,9 +52,11 @@ uint64_t SimWorkload::largest_allocation_bytes() const {
 }
 
 double SimWorkload::compute_seconds_per_iteration() const {
+  const int n = varying.empty() ? 1 : static_cast<int>(varying.size());
   double sum = 0;
-  for (const SimKernel& k : iteration) sum += k.compute_seconds;
-  return sum;
+  for (int i = 0; i < n; ++i)
+    for (const SimKernel& k : kernels_of(i)) sum += k.compute_seconds;
+  return sum / n;
 }
 
 SimWorkload training_loop(const TrainingLoopSpec& spec) {

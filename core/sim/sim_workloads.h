@@ -19,6 +19,7 @@ struct SimAllocation {
   uint64_t bytes = 0;
   pump_role_v1_t role = PUMP_ROLE_UNKNOWN;  // a hint for reports; kernels' extents carry the roles
   std::string name;                         // "W3", "A0", "workspace"...
+  int first_iteration = 0;                  // allocated before this iteration's kernels (never freed before the end)
 };
 
 struct SimKernel {
@@ -48,10 +49,17 @@ struct SimWorkload {
   std::vector<SimAllocation> allocations;
   std::vector<SimKernel> iteration;  // run in order each iteration, then a synchronize
   int iterations = 1;
+  // Iterations that differ (sequence lengths, a growing cache): iteration i runs
+  // varying[i % varying.size()] instead of `iteration`; empty: every iteration is `iteration`.
+  std::vector<std::vector<SimKernel>> varying;
+  // Whether the run's iterations would go on as they repeat (false: a cache that grows,
+  // whose next iteration reads what none of these allocated).
+  bool repeats = true;
 
-  uint64_t footprint_bytes() const;  // sum of allocations
+  const std::vector<SimKernel>& kernels_of(int iteration_index) const;
+  uint64_t footprint_bytes() const;  // sum of allocations (none is freed before the end)
   uint64_t largest_allocation_bytes() const;
-  double compute_seconds_per_iteration() const;
+  double compute_seconds_per_iteration() const;  // mean over the iterations
 };
 
 struct TrainingLoopSpec {

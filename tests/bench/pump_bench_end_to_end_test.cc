@@ -50,13 +50,13 @@ TEST(PumpBenchEndToEnd, SimTrainingLoopHasEveryConfigurationAndLruBeatsNoneAtTwo
   std::map<std::pair<double, std::string>, const Json*> rows;
   for (const Json& r : v.at("results")) rows[{r.at("ratio").get<double>(), r.at("config").get<std::string>()}] = &r;
   for (double ratio : {1.0, 2.0})
-    for (const char* config : {"native", "managed", "none", "lru", "bound", "oracle"}) {
+    for (const char* config : {"native", "managed", "none", "lru", "bound", "oracle", "oracle-engine"}) {
       auto it = rows.find({ratio, config});
       ASSERT_NE(it, rows.end()) << config << " x" << ratio;
       EXPECT_TRUE(it->second->at("ran").get<bool>()) << config << " x" << ratio;
       EXPECT_EQ(as_uint(it->second->at("violations")), 0u) << config << " x" << ratio;
     }
-  EXPECT_EQ(rows.size(), 12u);
+  EXPECT_EQ(rows.size(), 14u);
   const Json& none_row = *rows[std::make_pair(2.0, std::string("none"))];
   const Json& lru_row = *rows[std::make_pair(2.0, std::string("lru"))];
   const Json& bound_row = *rows[std::make_pair(2.0, std::string("bound"))];
@@ -119,14 +119,16 @@ TEST(PumpBenchEndToEnd, SimRunsEachPolicyOnEachDataPathWithItsOwnBound) {
   std::map<std::pair<std::string, std::string>, const Json*> rows;
   for (const Json& r : v.at("results"))
     rows[{r.at("config").get<std::string>(), r.at("datapath").get<std::string>()}] = &r;
-  EXPECT_EQ(rows.size(), 7u);  // native, managed (um), none (um), lru copy, lru um, bound, oracle (copy)
+  // native, managed (um), none (um), lru copy, lru um, bound, oracle and oracle-engine (copy)
+  EXPECT_EQ(rows.size(), 8u);
   for (const auto& key : std::vector<std::pair<std::string, std::string>>{{"native", ""},
                                                                           {"managed", "um"},
                                                                           {"none", "um"},
                                                                           {"lru", "copy"},
                                                                           {"lru", "um"},
                                                                           {"bound", ""},
-                                                                          {"oracle", "copy"}})
+                                                                          {"oracle", "copy"},
+                                                                          {"oracle-engine", "copy"}})
     ASSERT_TRUE(rows.count(key)) << key.first << " " << key.second;
   const Json& copy = *rows[{"lru", "copy"}];
   const Json& um = *rows[{"lru", "um"}];

@@ -43,11 +43,16 @@ uint64_t FakePolicyHost::add_block(uint64_t bytes, pump_role_v1_t role, bool res
 pump_block_v1_t FakePolicyHost::snapshot_of(uint64_t id) const { return blocks_.at(id); }
 
 const pump_kernel_v1_t& FakePolicyHost::begin_kernel(const std::vector<uint64_t>& ids) {
+  return begin_kernel(ids, std::vector<uint32_t>(ids.size(), PUMP_ACCESS_READ_WRITE));
+}
+
+const pump_kernel_v1_t& FakePolicyHost::begin_kernel(const std::vector<uint64_t>& ids,
+                                                     const std::vector<uint32_t>& access) {
   ++kernel_seq_;
   kernel_view_.clear();
-  for (uint64_t id : ids) {
-    pump_block_v1_t b = blocks_.at(id);
-    b.access = PUMP_ACCESS_READ_WRITE;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    pump_block_v1_t b = blocks_.at(ids[i]);
+    b.access = i < access.size() ? access[i] : static_cast<uint32_t>(PUMP_ACCESS_READ_WRITE);
     kernel_view_.push_back(b);
   }
   kernel_ = pump_kernel_v1_t{kernel_seq_, 7, kernel_view_.data(), kernel_view_.size()};

@@ -44,8 +44,10 @@ class FakePolicyHost {
   void set_config(const std::string& key, const std::string& value) { config_[key] = value; }
   void refuse_evictions_of(uint64_t id) { refused_.push_back(id); }
 
-  // The kernel being decided: its blocks (with `access` set) and the struct to pass.
+  // The kernel being decided: its blocks (with `access` set: read-write, or per block as
+  // given) and the struct to pass.
   const pump_kernel_v1_t& begin_kernel(const std::vector<uint64_t>& ids);
+  const pump_kernel_v1_t& begin_kernel(const std::vector<uint64_t>& ids, const std::vector<uint32_t>& access);
   void end_kernel();
 
   const pump_block_v1_t& block(uint64_t id) const { return blocks_.at(id); }

@@ -1,0 +1,176 @@
+/*
+ * Policy "learned" (the default): learns the program's repeating kernel sequence online (a
+ * training loop or a decoder repeats the same kernels on the same addresses every step)
+ * and uses the prediction for
+ *   - Belady eviction: under pressure, the resident blocks whose predicted next use is
+ *     farthest go first (never used again in the period: first of all). On a cycle longer
+ *     than the budget that keeps a fixed part resident, where LRU evicts exactly the block
+ *     needed next;
+ *   - lookahead prefetch: after the current kernel, the blocks of the predicted next
+ *     kernels are fetched now, up to a byte window, evicting for them only blocks whose
+ *     next use is later (lookahead.cc).
+ * Before a period is confirmed (and between two), a range is predicted to come back after
+ * its last reuse gap, or after the candidate period when one is forming; a range used once
+ * whose time passed, or never reused, goes first, least recently used first (scan
+ * resistance; with nothing known yet this is LRU). A kernel off the period is tolerated
+ * once (kBreakAfterMisses); what the period's kernels touch is relearned each period.
+ * While the tracked memory fits the budget nothing is observed (nothing can be evicted):
+ * each kernel's missing blocks are prefetched, as lru does, at lru's cost.
+ *
+ * Blocks are known by address range (address, bytes), never by id: ids change when the
+ * engine splits a block; a caching allocator hands out the same addresses every step.
+ * Eviction is always a write-back unless the host flags the block DEAD: a prediction
+ * may be wrong, data is never dropped on it.
+ *
+ * Config: LEARNED_LOOKAHEAD (PUMP_LEARNED_LOOKAHEAD): bytes of predicted kernels' blocks
+ * to keep prefetched ahead ("512MiB", "1.5GiB", "0" = none) or a percentage of the budget
+ * ("25%"). Default 25%. A bad value: one warning, the default is used.
+ * LEARNED_MIN_AGE: kernels since a block's last use before it is evicted ahead of younger
+ * ones (default 2: the previous kernel's blocks go last, their eviction would wait for it).
+ *
+ * Known losses, measured in the sim (docs/results/policies-2026-11-26.md): to "none",
+ * decode-grow x1.02-1.1 is 4.6% slower (a cache that outgrows the budget only in its last
+ * tokens: each prefetch of a new, never-touched allocation costs the sim a call that
+ * none's first touch does not); to "lru" in bytes moved, varlen x1.1 (a step of another
+ * length reaches other pieces of the activations than the period predicts).
+ *
+ * C++ inside; only the extern "C" entry struct is exported, and no exception leaves a
+ * callback (an allocation failure drops the learned state and the policy goes on).
+ */
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+
+#include "policies/learned/learned.h"
+
+namespace learned {
+namespace {
+
+constexpr size_t kCandidatesInitial = 256;
+
+const char* config_of(const pump_policy_host_v1_t* host, const char* key) {
+  return PUMP_HAS_MEMBER(host, pump_policy_host_v1_t, get_config) ? host->get_config(host, key) : nullptr;
+}
+
+void configure(LearnedPolicy* s) {
+  const pump_policy_host_v1_t* host = s->host;
+  if (const char* age = config_of(host, "LEARNED_MIN_AGE")) s->min_age = std::strtoull(age, nullptr, 10);
+  const char* text = config_of(host, "LEARNED_LOOKAHEAD");
+  if (text == nullptr) return;
+  // Through the host's size parser (SDK 1.1): bytes, or a percentage of the budget.
+  pump_budget_v1_t budget{};
+  host->get_budget(host, &budget);
+  uint64_t bytes = 0;
+  if (PUMP_HAS_MEMBER(host, pump_policy_host_v1_t, parse_size) &&
+      host->parse_size(host, text, budget.budget_bytes, &bytes) == PUMP_OK) {
+    s->lookahead = Lookahead{false, 0.0, bytes};
+    return;
+  }
+  s->lookahead = Lookahead{};
+  char message[256];
+  std::snprintf(message, sizeof message,
+                "PUMP_LEARNED_LOOKAHEAD='%.64s' is not a byte size (e.g. 512MiB) or a percentage up to 100%% "
+                "(e.g. 25%%): using %.0f%% of the budget",
+                text, s->lookahead.percent);
+  if (PUMP_HAS_MEMBER(host, pump_policy_host_v1_t, log)) host->log(host, PUMP_LOG_WARN, message);
+}
+
+bool host_is_usable(const pump_policy_host_v1_t* host) {
+  return host->abi_version == PUMP_POLICY_ABI_V1 && PUMP_HAS_MEMBER(host, pump_policy_host_v1_t, get_budget) &&
+         PUMP_HAS_MEMBER(host, pump_policy_host_v1_t, find_block) &&
+         PUMP_HAS_MEMBER(host, pump_policy_host_v1_t, eviction_candidates) &&
+         PUMP_HAS_MEMBER(host, pump_policy_host_v1_t, prefetch) && PUMP_HAS_MEMBER(host, pump_policy_host_v1_t, evict);
+}
+
+bool kernel_is_usable(const pump_kernel_v1_t* kernel) {
+  return kernel != nullptr && (kernel->blocks != nullptr || kernel->num_blocks == 0);
+}
+
+// An allocation failed mid-decision: drop what was learned, keep deciding.
+void recover(LearnedPolicy* s) {
+  try {
+    forget_everything(s);
+  } catch (...) {
+  }
+  s->victims_ready = false;
+}
+
+void prefetch_kernel(const LearnedPolicy& s, const pump_kernel_v1_t* kernel) {
+  for (size_t i = 0; i < kernel->num_blocks; ++i)
+    if (kernel->blocks[i].residency != PUMP_RESIDENT_DEVICE)
+      s.host->prefetch(s.host, kernel->blocks[i].id, PUMP_WHEN_NOW);
+}
+
+pump_status_v1_t learned_init(const pump_policy_host_v1_t* host, void** ctx) {
+  if (host == nullptr || ctx == nullptr) return PUMP_ERR_INVALID_ARGUMENT;
+  if (!host_is_usable(host)) return PUMP_ERR_UNSUPPORTED;
+  LearnedPolicy* s = new (std::nothrow) LearnedPolicy;
+  if (s == nullptr) return PUMP_ERR_OUT_OF_MEMORY;
+  try {
+    s->host = host;
+    s->history.resize(kHistoryKernels);
+    s->candidates.resize(kCandidatesInitial);
+    configure(s);
+  } catch (...) {
+    delete s;
+    return PUMP_ERR_OUT_OF_MEMORY;
+  }
+  *ctx = s;
+  return PUMP_OK;
+}
+
+void learned_fini(void* ctx) { delete static_cast<LearnedPolicy*>(ctx); }
+
+void learned_on_pressure(void* ctx, const pump_kernel_v1_t* kernel, uint64_t bytes_needed) {
+  LearnedPolicy* s = static_cast<LearnedPolicy*>(ctx);
+  if (s == nullptr || bytes_needed == 0) return;
+  try {
+    if (kernel_is_usable(kernel) && kernel->num_blocks) observe(s, kernel);
+    evict_farthest(s, bytes_needed, 0, false, s->min_age);
+    // The host may evict more itself after this: rank afresh for the lookahead.
+    s->victims_ready = false;
+  } catch (...) {
+    recover(s);
+  }
+}
+
+void learned_on_kernel(void* ctx, const pump_kernel_v1_t* kernel) {
+  LearnedPolicy* s = static_cast<LearnedPolicy*>(ctx);
+  if (s == nullptr || !kernel_is_usable(kernel) || kernel->num_blocks == 0) return;
+  try {
+    prefetch_kernel(*s, kernel);
+    pump_budget_v1_t budget{};
+    s->host->get_budget(s->host, &budget);
+    // Everything fits: nothing will be evicted, so nothing needs predicting (and looking
+    // ahead would only find resident blocks). Not observing keeps this lru's cost.
+    if (budget.managed_bytes <= budget.budget_bytes) {
+      pause_observation(s);
+      return;
+    }
+    observe(s, kernel);
+    if (!s->predicting) return;
+    // A block of a predicted kernel is missing: something evicted the window after it
+    // was requested; walk it again from here.
+    for (size_t i = 0; i < kernel->num_blocks; ++i)
+      if (kernel->blocks[i].residency != PUMP_RESIDENT_DEVICE) s->lookahead_next = 0;
+    if (s->confirmed && budget.resident_bytes < budget.managed_bytes) prefetch_ahead(s);
+  } catch (...) {
+    recover(s);
+  }
+}
+
+}  // namespace
+}  // namespace learned
+
+PUMP_DECLARE_POLICY = {
+    sizeof(pump_policy_v1_t),
+    PUMP_POLICY_ABI_V1,
+    "learned",
+    "2.0.0",
+    learned::learned_init,
+    learned::learned_fini,
+    learned::learned_on_kernel,
+    learned::learned_on_pressure,
+    nullptr,
+    nullptr,
+};

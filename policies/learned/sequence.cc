@@ -1,0 +1,222 @@
+// Observation: which ranges each kernel touched, following the period (found by
+// detection.cc, tentative until confirmed, relearned when what it touches changed), and
+// each range's predicted next use.
+//
+// A kernel is known by its anchor, its first block's address and its stream, not by all
+// its blocks: a launch given a pointer into an allocation reaches every piece of it
+// under pressure, and the pieces change as the engine splits it.
+#include <algorithm>
+
+#include "policies/learned/learned.h"
+
+namespace learned {
+
+uint64_t mix64(uint64_t x) {  // splitmix64 finalizer
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+namespace {
+
+void drop_period(LearnedPolicy* s) {
+  if (s->confirmed) reset_detection(s);  // a tentative period's rivals are still followed
+  s->period = Period{};
+  s->confirmed = false;
+  s->predicting = false;
+  s->period_stale = false;
+  s->misses = 0;
+}
+
+// The ranges of the blocks in `kernel`, when they are those of the period's `slot` in order:
+// one read of each range's key instead of a hash lookup (the steady state of a training loop).
+bool ranges_as_predicted(const LearnedPolicy& s, uint32_t slot, const pump_kernel_v1_t* kernel) {
+  const Period& p = s.period;
+  const uint32_t first = p.slot_offsets[slot];
+  if (p.slot_offsets[slot + 1] - first != kernel->num_blocks) return false;
+  for (size_t i = 0; i < kernel->num_blocks; ++i) {
+    const RangeKey& key = s.ranges[p.slot_ranges[first + i]].key;
+    if (key.address != kernel->blocks[i].address || key.bytes != kernel->blocks[i].bytes) return false;
+  }
+  return true;
+}
+
+uint32_t id_of(LearnedPolicy* s, const pump_block_v1_t& b) {
+  const RangeKey key{b.address, b.bytes};
+  auto [it, inserted] = s->range_ids.try_emplace(key, static_cast<uint32_t>(s->ranges.size()));
+  if (inserted) {
+    s->ranges.emplace_back();
+    s->ranges.back().key = key;
+  }
+  return it->second;
+}
+
+// The kernel's uses: each range's reuse gap, and its next use as the period predicts it.
+void note_uses(LearnedPolicy* s, const KernelRecord& record, uint64_t ordinal, bool as_predicted) {
+  const Period& p = s->period;
+  const uint32_t first = s->predicting ? p.slot_offsets[s->current_slot] : 0;
+  const uint32_t last = s->predicting ? p.slot_offsets[s->current_slot + 1] : 0;
+  s->current_farthest = 0;
+  for (size_t i = 0; i < record.ranges.size(); ++i) {
+    const uint32_t id = record.ranges[i];
+    RangeInfo& r = s->ranges[id];
+    if (r.last_use != kNoUse && ordinal > r.last_use)
+      r.gap = static_cast<uint32_t>(std::min<uint64_t>(ordinal - r.last_use, kNever - 1));
+    if (r.last_use != ordinal) r.held = s->period.length && r.epoch == s->epoch && r.next_use == ordinal;
+    r.last_use = ordinal;
+    if (r.ahead) note_used_ahead(s, r);
+    if (!s->predicting) continue;
+    // A range the slot did not have (the period was learned before the engine split its
+    // block, or from other pieces): it comes back after its own last reuse gap.
+    uint32_t next = r.gap && r.gap < p.length ? r.gap : p.length;
+    uint32_t entry = UINT32_MAX;
+    if (as_predicted) {
+      entry = first + static_cast<uint32_t>(i);
+    } else {
+      for (uint32_t e = first; e < last; ++e)
+        if (p.slot_ranges[e] == id) entry = e;
+    }
+    r.stride = entry == UINT32_MAX ? next : p.length;
+    r.next_overwrites = entry != UINT32_MAX && p.next_overwrites[entry];
+    if (entry != UINT32_MAX) next = p.slot_next[entry];
+    r.epoch = s->epoch;
+    r.next_use = ordinal + next;
+    s->current_farthest = std::max(s->current_farthest, next);
+  }
+}
+
+// Records the kernel at `ordinal`; returns whether its ranges are its slot's, in order.
+bool record_kernel(LearnedPolicy* s, const pump_kernel_v1_t* kernel, uint64_t ordinal) {
+  KernelRecord& record = s->history[ordinal % kHistoryKernels];
+  record.ranges.clear();
+  record.overwrites.clear();
+  record.bytes = 0;
+  for (size_t i = 0; i < kernel->num_blocks; ++i) {
+    const pump_block_v1_t& b = kernel->blocks[i];
+    record.bytes += b.bytes;
+    record.overwrites.push_back(b.access == PUMP_ACCESS_WRITE || b.role == PUMP_ROLE_WORKSPACE);
+  }
+  const bool as_predicted = s->predicting && ranges_as_predicted(*s, s->current_slot, kernel);
+  if (as_predicted) {
+    const uint32_t* first = s->period.slot_ranges.data() + s->period.slot_offsets[s->current_slot];
+    record.ranges.assign(first, first + kernel->num_blocks);
+  } else {
+    for (size_t i = 0; i < kernel->num_blocks; ++i) record.ranges.push_back(id_of(s, kernel->blocks[i]));
+    if (s->predicting) s->period_stale = true;
+  }
+  return as_predicted;
+}
+
+// Whether the kernel at `ordinal` (its anchor `anchor`) is the one the period predicts;
+// a confirmed period survives a miss, a tentative one does not.
+void follow(LearnedPolicy* s, uint64_t ordinal, uint64_t anchor) {
+  s->predicting = false;
+  if (!s->period.length) return;
+  const uint32_t slot = s->period.slot_of(ordinal);
+  if (s->period.slot_anchor[slot] == anchor) {
+    s->predicting = true;
+    s->current_slot = slot;
+    s->misses = 0;
+  } else if (!s->confirmed || ++s->misses >= kBreakAfterMisses) {
+    drop_period(s);
+  }
+}
+
+// Starts following `best`, the candidate detection trusts, as a tentative period.
+void adopt(LearnedPolicy* s, const Candidate& best, uint64_t ordinal) {
+  for (uint64_t o = ordinal + 1 - best.distance; o <= ordinal; ++o) s->history[o % kHistoryKernels].matched = true;
+  learn_period(s, best.distance);
+  s->predicting = true;
+  s->current_slot = s->period.slot_of(ordinal);
+  note_uses(s, record_at(*s, ordinal), ordinal, true);  // its slot, the last, is this very record
+}
+
+}  // namespace
+
+const KernelRecord& record_at(const LearnedPolicy& s, uint64_t ordinal) { return s.history[ordinal % kHistoryKernels]; }
+
+void forget_everything(LearnedPolicy* s) {
+  s->range_ids.clear();
+  s->ranges.clear();
+  for (KernelRecord& r : s->history) r.ranges.clear();
+  s->confirmed = false;
+  drop_period(s);
+  forget_seen(s);
+}
+
+void pause_observation(LearnedPolicy* s) {
+  if (s->paused) return;
+  s->paused = true;
+  // The kernels run meanwhile are not in the history: no period may span the gap.
+  s->confirmed = false;
+  drop_period(s);
+  forget_seen(s);
+}
+
+uint32_t range_of(const LearnedPolicy& s, const pump_block_v1_t& b) {
+  auto it = s.range_ids.find(RangeKey{b.address, b.bytes});
+  return it == s.range_ids.end() ? UINT32_MAX : it->second;
+}
+
+uint32_t distance_of_range(const LearnedPolicy& s, uint32_t id) {
+  if (id == UINT32_MAX) return kNever;
+  const RangeInfo& r = s.ranges[id];
+  const uint64_t now = s.next_ordinal - 1;
+  uint64_t next = kNoUse;
+  if (s.period.length && r.epoch == s.epoch) {
+    next = r.next_use;
+    // Its predicted use did not come. Predicted by the period's table: its kernel ran
+    // without it (a step of another length reached other pieces), it may not come back:
+    // first to go. Predicted by its own reuse gap: expect it a gap later.
+    const uint64_t stride = r.stride ? r.stride : s.period.length;
+    if (next <= now && stride == s.period.length) return kNever;
+    if (next <= now) next += ((now - next) / stride + 1) * stride;
+  } else if (r.last_use != kNoUse) {
+    // Not in the period, or no period: it comes back after its last reuse gap, or (used
+    // once) after the candidate period when one is forming: a cycle longer than the budget
+    // is then kept as Belady would keep it (the most recently used go first), not as LRU.
+    if (r.gap) {
+      next = r.last_use + r.gap;
+      if (next <= now) next += ((now - next) / r.gap + 1) * r.gap;
+    } else if (!s.period.length && s.candidate_gap) {
+      next = r.last_use + s.candidate_gap;
+      if (next <= now) return kNever;  // used once and not back a candidate period later: a scan
+    }
+  }
+  if (next == kNoUse) return kNever;
+  return static_cast<uint32_t>(std::min<uint64_t>(next - now, kNever - 1));
+}
+
+void observe(LearnedPolicy* s, const pump_kernel_v1_t* kernel) {
+  if (s->observed_any && kernel->seq == s->observed_seq) return;  // on_pressure saw it already
+  s->observed_any = true;
+  s->observed_seq = kernel->seq;
+  s->victims_ready = false;
+  s->paused = false;
+  if (s->ranges.size() + kernel->num_blocks > kMaxRanges) forget_everything(s);
+
+  const uint64_t ordinal = s->next_ordinal++;
+  KernelRecord& record = s->history[ordinal % kHistoryKernels];
+  record.anchor = mix64(kernel->blocks[0].address ^ mix64(kernel->stream + 1));
+  follow(s, ordinal, record.anchor);
+  record.matched = s->predicting;
+  note_uses(s, record, ordinal, record_kernel(s, kernel, ordinal));
+
+  if (s->confirmed) {
+    // Relearn what its kernels touched when that changed: once per period, or sooner in a
+    // long one (at most kRelearnsPerPeriod times per period).
+    if (s->period_stale && (s->period.slot_of(ordinal) == s->period.length - 1 ||
+                            ordinal - s->built_at > s->period.length / kRelearnsPerPeriod))
+      learn_period(s, s->period.length);
+    return;  // no detection while a confirmed period holds (last_seen catches up later)
+  }
+  const Candidate best = detect(s, ordinal);
+  s->candidate_gap = best.distance;
+  if (best.matches < kTentativeMatches) return;
+  if (s->period.length != best.distance) adopt(s, best, ordinal);
+  s->confirmed = best.matches >= kConfirmMatches;
+}
+
+}  // namespace learned

@@ -1,0 +1,120 @@
+// Eviction: the host's candidates ranked by predicted next use (Belady), the farthest first;
+// ranges with no predicted use go first of all, least recently used first (before anything
+// is predicted that is LRU).
+#include <algorithm>
+
+#include "policies/learned/learned.h"
+
+namespace learned {
+
+namespace {
+
+constexpr size_t kCandidatesMax = size_t{1} << 14;  // Belady ranks at most this many LRU-first candidates
+
+size_t fetch_candidates(LearnedPolicy* s) {
+  const pump_policy_host_v1_t* host = s->host;
+  for (;;) {
+    size_t n = host->eviction_candidates(host, PUMP_ALL_ROLES, s->candidates.data(), s->candidates.size());
+    if (n > s->candidates.size()) n = s->candidates.size();
+    if (n < s->candidates.size() || s->candidates.size() >= kCandidatesMax) return n;
+    s->candidates.resize(s->candidates.size() * 4);
+  }
+}
+
+// Belady counts misses, but a miss costs what it moves: nothing for a dead block, its
+// restore for a clean one (a shadow holds it), its save too for a dirty one; and no
+// restore where the next use only overwrites it. So the distance is weighed by the
+// copies evicting it costs: a free victim counts twice as far, a two-copy one half.
+uint64_t score_of(const LearnedPolicy& s, const pump_block_v1_t& b, uint32_t range, uint32_t distance) {
+  if (distance == kNever) return UINT64_MAX;
+  const bool dead = (b.flags & PUMP_BLOCK_DEAD) != 0;
+  const bool saves = !dead && !(b.flags & PUMP_BLOCK_CLEAN);
+  const bool restores = !dead && !(range != UINT32_MAX && s.ranges[range].next_overwrites);
+  return static_cast<uint64_t>(distance) << (2 - static_cast<int>(saves) - static_cast<int>(restores));
+}
+
+// Ranks the host's candidates by predicted next use, once per callback.
+void rank_victims(LearnedPolicy* s) {
+  if (s->victims_ready && s->victims_seq == s->observed_seq) return;
+  const size_t n = fetch_candidates(s);
+  s->victims.clear();
+  for (size_t i = 0; i < n; ++i) {
+    const pump_block_v1_t& b = s->candidates[i];
+    const uint32_t range = range_of(*s, b);
+    const uint32_t distance = distance_of_range(*s, range);
+    s->victims.push_back(Victim{score_of(*s, b, range, distance), distance, static_cast<uint32_t>(i), range, i});
+  }
+  std::make_heap(s->victims.begin(), s->victims.end());
+  s->victims_ready = true;
+  s->victims_seq = s->observed_seq;
+}
+
+uint32_t evict_flags(const pump_block_v1_t& b) { return (b.flags & PUMP_BLOCK_DEAD) ? PUMP_EVICT_DISCARD : 0u; }
+
+bool evict(LearnedPolicy* s, const Victim& v) {
+  pump_block_v1_t& b = s->candidates[v.candidate];
+  const bool ok = s->host->evict(s->host, b.id, evict_flags(b)) == PUMP_OK;
+  if (ok) note_evicted(s, v.range);
+  b.bytes = 0;  // gone (or refused): never offered again
+  return ok;
+}
+
+// Discarding an idle dead block moves nothing and waits for nothing: those go
+// first, still only if not needed within `protect_distance` kernels.
+uint64_t discard_idle_dead(LearnedPolicy* s, uint64_t bytes_needed, uint32_t protect_distance) {
+  uint64_t freed = 0;
+  for (const Victim& v : s->victims) {
+    if (freed >= bytes_needed) break;
+    const pump_block_v1_t& b = s->candidates[v.candidate];
+    if (v.distance <= protect_distance) continue;
+    if (b.bytes == 0 || (b.flags & (PUMP_BLOCK_DEAD | PUMP_BLOCK_IN_USE)) != PUMP_BLOCK_DEAD) continue;
+    const uint64_t bytes = b.bytes;
+    if (evict(s, v)) freed += bytes;
+  }
+  return freed;
+}
+
+// Whether evicting `b` for the kernel being decided can overlap with compute: its
+// write-back (or drop) waits for its last kernel, and the fetch that needs the room
+// waits for that. A block the last few kernels used leaves only when they are done,
+// so kernel -> save -> fetch -> kernel runs in series (nothing hides the copies).
+bool is_young(const LearnedPolicy& s, const pump_block_v1_t& b, uint64_t min_age) {
+  return b.last_use != 0 && s.observed_seq >= b.last_use && s.observed_seq - b.last_use < min_age;
+}
+
+}  // namespace
+
+uint64_t free_bytes(const LearnedPolicy& s) {
+  pump_budget_v1_t budget{};
+  s.host->get_budget(s.host, &budget);
+  return budget.resident_bytes < budget.budget_bytes ? budget.budget_bytes - budget.resident_bytes : 0;
+}
+
+// Belady: evicts the candidates used farthest in the future whose next use is
+// later than `protect_distance` kernels from now, until `bytes_needed` are freed;
+// blocks used by the last min_age kernels only when the older ones do not suffice.
+// With `idle_only`, stops at the first choice still in use rather than take a
+// nearer one (that would cost MIN a miss) or wait for its kernel on the
+// transfer stream (that would hold back every transfer queued behind it).
+uint64_t evict_farthest(LearnedPolicy* s, uint64_t bytes_needed, uint32_t protect_distance, bool idle_only,
+                        uint64_t min_age) {
+  rank_victims(s);
+  uint64_t freed = discard_idle_dead(s, bytes_needed, protect_distance);
+  if (freed >= bytes_needed) return freed;
+  std::sort_heap(s->victims.begin(), s->victims.end());  // ascending: the best victim last
+  for (int young_pass = 0; young_pass <= 1 && freed < bytes_needed; ++young_pass) {
+    for (size_t i = s->victims.size(); i-- > 0 && freed < bytes_needed;) {
+      const Victim& v = s->victims[i];
+      if (v.distance <= protect_distance) continue;
+      const pump_block_v1_t& b = s->candidates[v.candidate];
+      if (b.bytes == 0 || is_young(*s, b, min_age) != (young_pass == 1)) continue;
+      if (idle_only && (b.flags & PUMP_BLOCK_IN_USE)) break;
+      const uint64_t bytes = b.bytes;
+      if (evict(s, v)) freed += bytes;
+    }
+  }
+  std::make_heap(s->victims.begin(), s->victims.end());
+  return freed;
+}
+
+}  // namespace learned
