@@ -98,13 +98,17 @@ def main():
     print(f"{tag}: native footprint {footprint/2**30:.2f} GiB, budget {budget/2**30:.2f} GiB "
           f"({a.budget_fraction:g} x), managed limit {limit/2**30:.2f} GiB, GPU free {free/2**30:.1f} GiB")
 
-    rows = [("native", statistics.median(ref_times[2:]), "-", "-", "-", "-", "ref")]
+    rows = [("native", statistics.median(ref_times[2:]), "-", "-", "-", "-", "ref", "-")]
     failures = 0
-    for policy in a.policies.split(","):
-        stats_path = os.path.join(a.out, f"{tag}-{policy}.stats.json")
+    for index, config in enumerate(a.policies.split(",")):
+        # "policy+VAR=value+...": the policy with extra settings (an A/B of one knob).
+        policy, *extra = config.split("+")
+        name = f"{index}-{config.replace('=', '')}"
+        stats_path = os.path.join(a.out, f"{tag}-{name}.stats.json")
         env = dict(base_env, LD_PRELOAD=a.libpump, PUMP_POLICY=policy, PUMP_GPU_BUDGET=str(budget),
                    PUMP_MANAGED_LIMIT=str(limit), PUMP_STATS=stats_path, PUMP_PLUGINS="cudnn,cublas,launch")
-        rc, losses, times, _, err = run(cmd, env, os.path.join(a.out, f"{tag}-{policy}.log"))
+        env.update(kv.split("=", 1) for kv in extra)
+        rc, losses, times, _, err = run(cmd, env, os.path.join(a.out, f"{tag}-{name}.log"))
         if rc != 0 or len(losses) != a.steps:
             print(f"  {policy}: run failed (rc={rc}), last stderr:\n{err[-1500:]}")
             failures += 1
@@ -118,6 +122,8 @@ def main():
             oversized = dev.get("kernels_oversized", 0)
             cov = coverage(stats)
             launches = (dev.get("kernels_with_known_blocks", 0), dev.get("kernels", 0))
+            moved_in = (dev.get("bytes_prefetched", 0) + dev.get("bytes_restored", 0) + dev.get("bytes_demand", 0))
+            moved_out = dev.get("bytes_saved", 0) + dev.get("bytes_evicted", 0) + dev.get("bytes_fallback_evicted", 0)
         except (OSError, ValueError, KeyError, IndexError) as e:
             print(f"  {policy}: no usable stats ({e})")
             failures += 1
@@ -125,12 +131,15 @@ def main():
         within = peak <= budget or oversized > 0
         verdict = "ok" if same and within else ("LOSS MISMATCH at step %s" % first_diff if not same else "OVER BUDGET")
         failures += verdict != "ok"
-        rows.append((policy, statistics.median(times[2:]), f"{peak/2**30:.2f}", f"{cov*100:.1f}%",
-                     f"{launches[0]}/{launches[1]}", oversized, verdict))
+        rows.append((config, statistics.median(times[2:]), f"{peak/2**30:.2f}", f"{cov*100:.1f}%",
+                     f"{launches[0]}/{launches[1]}", oversized, verdict,
+                     f"{moved_in / a.steps / 1e9:.2f}/{moved_out / a.steps / 1e9:.2f}"))
 
-    print(f"{'config':<12} {'ms/step':>9} {'peak GiB':>9} {'coverage':>9} {'launches known':>16} {'oversized':>9}  check")
+    width = max(12, max(len(r[0]) for r in rows))
+    print(f"{'config':<{width}} {'ms/step':>9} {'peak GiB':>9} {'coverage':>9} {'launches known':>16} {'oversized':>9} "
+          f"{'GB in/out per step':>18}  check")
     for r in rows:
-        print(f"{r[0]:<12} {r[1]:>9.1f} {r[2]:>9} {r[3]:>9} {r[4]:>16} {str(r[5]):>9}  {r[6]}")
+        print(f"{r[0]:<{width}} {r[1]:>9.1f} {r[2]:>9} {r[3]:>9} {r[4]:>16} {str(r[5]):>9} {r[7]:>18}  {r[6]}")
     print(f"logs and stats in {a.out}")
     return 1 if failures else 0
 
