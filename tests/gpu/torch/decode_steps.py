@@ -3,9 +3,10 @@
 
 The model is transformers' LlamaForCausalLM built from a LlamaConfig (hidden 4096,
 intermediate 11008, 32 heads, 8 KV heads, vocabulary 32000) with as many layers as
---weights-gib asks for, its weights drawn under torch.manual_seed on the CPU: nothing
-is downloaded, and every run (native, under pump, under accelerate's offload) decodes
-with the same weights from the same random prompt.
+--weights-gib asks for, its weights filled on the CPU from a fixed integer hash (or, with
+--random-init, drawn under torch.manual_seed: about two minutes): nothing is downloaded,
+and every run (native, under pump, under accelerate's offload) decodes with the same
+weights from the same random prompt.
 
 Prints, one per line:
   pump-bench: iteration_ms=<ms>        every generated token after the first two
@@ -44,6 +45,50 @@ def layers_for(weights_gib):
     return max(1, round((weights_gib * (1 << 30) - fixed) / layer_bytes()))
 
 
+def build_fast(config, cls):
+    """The model with weights from a fixed integer hash instead of the CPU RNG (which takes
+    about two minutes for 6.5 GiB): the same weights in every run, natively, under pump and
+    under accelerate. The RNG-based initializers are no-ops while the model is built; every
+    matrix is then filled from the hash, scaled like a small normal init; vectors keep the
+    values their modules gave them (norm weights are ones)."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def no_random_init():
+        names = ["normal_", "uniform_", "kaiming_uniform_", "kaiming_normal_", "xavier_uniform_",
+                 "xavier_normal_", "trunc_normal_"]
+        saved_init = {n: getattr(torch.nn.init, n) for n in names if hasattr(torch.nn.init, n)}
+        saved_tensor = {n: getattr(torch.Tensor, n) for n in ("normal_", "uniform_")}
+        try:
+            for n in saved_init:
+                setattr(torch.nn.init, n, lambda t, *args, **kwargs: t)
+            for n in saved_tensor:
+                setattr(torch.Tensor, n, lambda t, *args, **kwargs: t)
+            yield
+        finally:
+            for n, f in saved_init.items():
+                setattr(torch.nn.init, n, f)
+            for n, f in saved_tensor.items():
+                setattr(torch.Tensor, n, f)
+
+    with no_random_init():
+        model = cls(config)
+    chunk = 1 << 24
+    with torch.no_grad():
+        salt = 0
+        for p in model.parameters():
+            salt += 1
+            if p.dim() < 2:
+                continue
+            flat = p.view(-1)
+            for at in range(0, flat.numel(), chunk):
+                n = min(chunk, flat.numel() - at)
+                i = torch.arange(at, at + n, dtype=torch.int64) + salt * 1000003
+                h = (i * 2654435761 + 12345) % 65521  # a fixed pseudo-random integer per weight
+                flat[at:at + n].copy_((h.to(torch.float32) / 65521.0 - 0.5) * 0.04)
+    return model
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--weights-gib", type=float, default=6.5, help="model weights in GiB (sets the layer count)")
@@ -51,6 +96,8 @@ def main():
     p.add_argument("--prompt-tokens", type=int, default=32)
     p.add_argument("--offload", choices=["accelerate"], default=None)
     p.add_argument("--gpu-budget-gib", type=float, default=None, help="with --offload: GPU memory for weights")
+    p.add_argument("--random-init", action="store_true",
+                   help="draw the weights with the CPU RNG (slow: about two minutes) instead of a fixed hash")
     a = p.parse_args()
     if a.tokens < 3:
         p.error("--tokens must be at least 3 (the first two are warm-up)")
@@ -84,7 +131,7 @@ def main():
     # Built on the CPU in bf16 under the seed: the same weights whatever the placement.
     previous = torch.get_default_dtype()
     torch.set_default_dtype(torch.bfloat16)
-    model = LlamaForCausalLM(config)
+    model = LlamaForCausalLM(config) if a.random_init else build_fast(config, LlamaForCausalLM)
     torch.set_default_dtype(previous)
     model.eval()
     weight_bytes = sum(t.numel() * t.element_size() for t in model.parameters())
