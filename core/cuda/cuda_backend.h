@@ -121,8 +121,12 @@ struct CudaBackendOptions {
   // (fetch_after_out) starts each fetch once the evictions queued so far free its room:
   // clean and dead discards first, then the saves in groups of out_group_bytes, each
   // group's pages dropped as soon as its copies are queued. Off: the fetches wait for
-  // every eviction of the batch (each direction then idles while the other runs).
-  bool overlap_out_in = true;
+  // every eviction of the batch. Off by default: on the H100 (2026-11-26, GPT decoder fp32
+  // and ResNet-50 at half their footprint, learned and lru) it changed no step time beyond
+  // the machine's spread (GPT learned 424-427 ms on, 407-417 off), although 82-86% of the
+  // bytes brought in come in such batches: the fetches' populates queue behind the drops on
+  // the driver's side whatever order pump gives them.
+  bool overlap_out_in = false;
   uint64_t out_group_bytes = 32ull << 20;
   // When the in direction need not wait for the out one (no fetch_after_out): populate the
   // whole batch's in ranges before anything of its out side is queued. A populate is a

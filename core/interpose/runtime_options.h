@@ -26,14 +26,14 @@ struct ProcessIdentity {
 struct RuntimeOptions {
   bool disabled = false;                                                  // PUMP_DISABLE=1: pure pass-through
   std::vector<std::string> plugins{"cudnn", "cublas", "launch", "nccl"};  // PUMP_PLUGINS
-  std::string policy = "learned";                                         // PUMP_POLICY
+  std::string policy = "lru";                                             // PUMP_POLICY
   PerDevice<std::string> budget;           // PUMP_GPU_BUDGET, checked; resolved per device (a % is of its memory)
   std::string budget_text;                 // ... as given ("" when unset or rejected)
   PerDevice<uint64_t> managed_limit;       // PUMP_MANAGED_LIMIT, bytes per device
   std::string managed_limit_text;          // ... as given ("" when unset or rejected)
   bool prefetch_on_alloc = false;          // PUMP_PREFETCH_ON_ALLOC
   bool watch_while_fits = false;           // PUMP_WATCH_WHILE_FITS: engines see every call from the start
-  bool overlap_out_in = true;              // PUMP_OVERLAP_OUT_IN (CudaBackendOptions::overlap_out_in)
+  bool overlap_out_in = false;             // PUMP_OVERLAP_OUT_IN (CudaBackendOptions::overlap_out_in)
   uint64_t split_granularity = 64 * 1024;  // PUMP_SPLIT_GRANULARITY
   std::string stats_path;                  // PUMP_STATS, %r and %p expanded
   std::string stats_template;              // ... as given (a forked child expands it again)

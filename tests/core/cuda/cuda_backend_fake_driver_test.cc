@@ -568,6 +568,7 @@ size_t position(const std::vector<FakeCall>& all, const char* name, uint64_t add
 // drops first, so restores run while later saves do.
 TEST_F(FakeDriverTest, FetchesTakingTheRoomOfEvictionsStartAsEachGroupOfThemIsQueued) {
   CudaBackendOptions options;
+  options.overlap_out_in = true;
   options.out_group_bytes = kPiece;
   options.restore_group_bytes = kPiece;
   CudaBackend& b = start({}, options);

@@ -30,7 +30,7 @@ TEST(RuntimeOptions, EmptyValuesGiveTheDefaults) {
   RuntimeOptions o = parse_runtime_options(*config_with({}));
   EXPECT_FALSE(o.disabled);
   EXPECT_EQ(o.plugins, (std::vector<std::string>{"cudnn", "cublas", "launch", "nccl"}));
-  EXPECT_EQ(o.policy, "learned");
+  EXPECT_EQ(o.policy, "lru");
   EXPECT_TRUE(o.managed_limit.empty());
   EXPECT_FALSE(o.prefetch_on_alloc);
   EXPECT_EQ(o.split_granularity, 64u * 1024);
@@ -43,7 +43,7 @@ TEST(RuntimeOptions, EmptyValuesGiveTheDefaults) {
   EXPECT_GT(o.host_limit_bytes, 0u);
   EXPECT_FALSE(o.verify_poison);
   EXPECT_FALSE(o.watch_while_fits);
-  EXPECT_TRUE(o.overlap_out_in);
+  EXPECT_FALSE(o.overlap_out_in);
   EXPECT_TRUE(log.lines().empty());
 }
 
@@ -87,7 +87,7 @@ TEST(RuntimeOptions, ParsesGoodValues) {
                                                          {"MANAGED_LIMIT", "16GiB"},
                                                          {"PREFETCH_ON_ALLOC", "1"},
                                                          {"WATCH_WHILE_FITS", "1"},
-                                                         {"OVERLAP_OUT_IN", "0"},
+                                                         {"OVERLAP_OUT_IN", "1"},
                                                          {"SPLIT_GRANULARITY", "2MiB"},
                                                          {"STATS", "/tmp/s.json"},
                                                          {"TRACE", "/tmp/t.jsonl"}}));
@@ -103,7 +103,7 @@ TEST(RuntimeOptions, ParsesGoodValues) {
   EXPECT_EQ(o.managed_limit_text, "16GiB");
   EXPECT_TRUE(o.prefetch_on_alloc);
   EXPECT_TRUE(o.watch_while_fits);
-  EXPECT_FALSE(o.overlap_out_in);
+  EXPECT_TRUE(o.overlap_out_in);
   EXPECT_EQ(o.split_granularity, uint64_t{2} << 20);
   EXPECT_EQ(o.stats_path, "/tmp/s.json");
   EXPECT_EQ(o.trace_path, "/tmp/t.jsonl");

@@ -12,7 +12,8 @@ Prints, one per line:
   pump-bench: iteration_ms=<ms>        every generated token after the first two
                                        (the pump-bench output contract)
   pump-bench: footprint_bytes=<n>      torch.cuda.max_memory_reserved() (not with --offload)
-  pump-bench: checksum=<hex>           sha256 of the generated token ids: pump-bench compares it
+  pump-bench: checksum=<hex>           sha256 of the generated token ids and of every step's last
+                                       logits (bf16 bits): pump-bench compares it
 Nothing else on stdout; what the model is goes to stderr.
 
 --offload accelerate --gpu-budget-gib X: the baseline. The model is dispatched with HF
@@ -83,9 +84,15 @@ def build_fast(config, cls):
             flat = p.view(-1)
             for at in range(0, flat.numel(), chunk):
                 n = min(chunk, flat.numel() - at)
-                i = torch.arange(at, at + n, dtype=torch.int64) + salt * 1000003
-                h = (i * 2654435761 + 12345) % 65521  # a fixed pseudo-random integer per weight
-                flat[at:at + n].copy_((h.to(torch.float32) / 65521.0 - 0.5) * 0.04)
+                # splitmix64 of (parameter, index), its top 16 bits as a uniform value: a linear
+                # hash gave matrices so regular that every step chose the same token.
+                x = torch.arange(at, at + n, dtype=torch.int64) + (salt << 40)
+                x = x * -7046029254386353131  # 0x9E3779B97F4A7C15, wrapping
+                x = (x ^ ((x >> 30) & 0x3FFFFFFFF)) * -4658895280553007687  # 0xBF58476D1CE4E5B9
+                x = (x ^ ((x >> 27) & 0x1FFFFFFFFF)) * -7723592293110705685  # 0x94D049BB133111EB
+                x = x ^ ((x >> 31) & 0x1FFFFFFFF)
+                u = ((x >> 48) & 0xFFFF).to(torch.float32) / 65536.0
+                flat[at:at + n].copy_((u - 0.5) * 0.04)
     return model
 
 
@@ -161,6 +168,7 @@ def main():
     print(f"decode_steps.py: on the device after {time.perf_counter() - started:.1f} s", file=sys.stderr)
     ids = prompt.to(dev)
     generated = []
+    digest = hashlib.sha256()
     past = None
     with torch.no_grad():
         for step in range(a.tokens):
@@ -173,14 +181,15 @@ def main():
             torch.cuda.synchronize()
             ms = (time.perf_counter() - t0) * 1e3
             generated.append(token)
+            digest.update(out.logits[:, -1, :].contiguous().view(torch.int16).cpu().numpy().tobytes())
             print(f"decode_steps.py: token {step} in {ms:.1f} ms", file=sys.stderr, flush=True)
             if step >= 2:  # the prompt's prefill and the first decode step are warm-up
                 print(f"pump-bench: iteration_ms={ms:.3f}", flush=True)
     if not a.offload:
         print(f"pump-bench: footprint_bytes={torch.cuda.max_memory_reserved()}")
     print(f"decode_steps.py: tokens {generated}", file=sys.stderr)
-    digest = hashlib.sha256(",".join(str(t) for t in generated).encode()).hexdigest()
-    print(f"pump-bench: checksum={digest}", flush=True)
+    digest.update(",".join(str(t) for t in generated).encode())
+    print(f"pump-bench: checksum={digest.hexdigest()}", flush=True)
     return 0
 
 

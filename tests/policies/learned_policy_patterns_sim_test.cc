@@ -1,5 +1,5 @@
-// The default policy ("learned", PUMP_POLICY's default: runtime_options.h) through the
-// real Engine on the simulated GPU, on every access-pattern workload: it keeps the
+// The learned policy through the real Engine on the simulated GPU, on every access-pattern
+// workload: it keeps the
 // invariants, moves fewer bytes than lru, and is never slower than plain unified memory
 // ("none"); on a periodic workload its traffic stops changing after a few iterations.
 #include <gtest/gtest.h>
@@ -63,12 +63,12 @@ std::string label(const SimWorkload& w, double ratio) {
   return buf;
 }
 
-class DefaultPolicy : public ::testing::TestWithParam<double> {};
+class LearnedOnPatterns : public ::testing::TestWithParam<double> {};
 
 // KNOWN ISSUE: varlen near fit (x1.1) moves more than lru: a step of another length
 // reaches other pieces of the activations than the period predicts, and at x1.1 the few
 // evictions needed are better left to recency (docs/results/policies-2026-11-26.md).
-TEST_P(DefaultPolicy, KeepsTheInvariantsAndMovesNoMoreThanLruOnEveryPattern) {
+TEST_P(LearnedOnPatterns, KeepsTheInvariantsAndMovesNoMoreThanLruOnEveryPattern) {
   const double ratio = GetParam();
   for (const SimWorkload& w : patterns(4)) {
     SCOPED_TRACE(label(w, ratio));
@@ -83,7 +83,7 @@ TEST_P(DefaultPolicy, KeepsTheInvariantsAndMovesNoMoreThanLruOnEveryPattern) {
 // The time check against none where the budget binds in every steady iteration: where most
 // iterations fit (a cache that grows past the budget late), each prefetch of a new allocation
 // costs the sim a call that none's first touch does not (core/sim/sim_device_model.h).
-TEST_P(DefaultPolicy, IsNeverMoreThanTwoPercentSlowerThanUnifiedMemoryWherePressureLasts) {
+TEST_P(LearnedOnPatterns, IsNeverMoreThanTwoPercentSlowerThanUnifiedMemoryWherePressureLasts) {
   const double ratio = GetParam();
   if (ratio < 1.5) GTEST_SKIP() << "near fit the decode-grow cache crosses the budget only in the last tokens";
   for (const SimWorkload& w : patterns(4)) {
@@ -94,7 +94,7 @@ TEST_P(DefaultPolicy, IsNeverMoreThanTwoPercentSlowerThanUnifiedMemoryWherePress
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Ratios, DefaultPolicy, ::testing::Values(1.1, 1.5, 3.0),
+INSTANTIATE_TEST_SUITE_P(Ratios, LearnedOnPatterns, ::testing::Values(1.1, 1.5, 3.0),
                          [](const ::testing::TestParamInfo<double>& info) {
                            char buf[16];
                            std::snprintf(buf, sizeof buf, "x%d", static_cast<int>(info.param * 10));
@@ -104,7 +104,7 @@ INSTANTIATE_TEST_SUITE_P(Ratios, DefaultPolicy, ::testing::Values(1.1, 1.5, 3.0)
 // Periodic workloads: from the third iteration on (the first populates, the second
 // learns), each iteration moves what the others do, within 5% (what stays resident may
 // alternate between two states from one iteration to the next: prefill-decode x1.5, 3%).
-TEST(DefaultPolicy, SettlesWithinThreeIterationsOnPeriodicPatterns) {
+TEST(LearnedOnPatterns, SettlesWithinThreeIterationsOnPeriodicPatterns) {
   for (const SimWorkload& w : {grad_accum_loop(kFootprint, 4, 3, 7), prefill_decode_loop(kFootprint, 8, 4, 7)}) {
     for (double ratio : {1.5, 2.0}) {
       SCOPED_TRACE(label(w, ratio));
