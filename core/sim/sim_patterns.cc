@@ -82,6 +82,7 @@ SimWorkload cycle_loop(uint64_t footprint_bytes, int blocks, int iterations) {
   SimWorkloadBuilder b(&w);
   const int state = b.allocate(kAlignment, PUMP_ROLE_ACTIVATION, "state");
   std::vector<int> ids;
+  ids.reserve(static_cast<size_t>(blocks));
   for (int i = 0; i < blocks; ++i)
     ids.push_back(b.allocate(share(footprint_bytes, 1.0, blocks), PUMP_ROLE_ACTIVATION, name("B", i)));
   for (int i = 0; i < blocks; ++i)
@@ -152,6 +153,7 @@ SimWorkload decode_grow_loop(uint64_t footprint_bytes, int layers, int tokens) {
   w.repeats = false;
   SimWorkloadBuilder b(&w);
   std::vector<int> weights;
+  weights.reserve(static_cast<size_t>(layers));
   for (int i = 0; i < layers; ++i)
     weights.push_back(b.allocate(share(footprint_bytes, 0.75, layers), PUMP_ROLE_WEIGHT, name("W", i)));
   const int hidden = b.allocate(kAlignment, PUMP_ROLE_ACTIVATION, "hidden");
