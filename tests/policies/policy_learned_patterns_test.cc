@@ -8,37 +8,10 @@
 #include <vector>
 
 #include "tests/policies/fake_policy_host.h"
+#include "tests/policies/policy_driving.h"
 #include "tests/policies/policy_instance.h"
 
 namespace {
-
-using Ids = std::vector<uint64_t>;
-
-// As the engine drives one kernel: pressure first when its missing blocks do not fit.
-void run_kernel(PolicyInstance& policy, FakePolicyHost& host, const Ids& ids, uint64_t budget,
-                const std::vector<uint32_t>& access = {}) {
-  const pump_kernel_v1_t& kernel = access.empty() ? host.begin_kernel(ids) : host.begin_kernel(ids, access);
-  uint64_t missing = 0;
-  for (uint64_t id : ids)
-    if (host.block(id).residency != PUMP_RESIDENT_DEVICE) missing += host.block(id).bytes;
-  if (missing && host.resident_bytes() + missing > budget)
-    policy.on_pressure(kernel, host.resident_bytes() + missing - budget);
-  policy.on_kernel(kernel);
-  host.end_kernel();
-}
-
-void evict_all(FakePolicyHost& host, const Ids& ids) {
-  for (uint64_t id : ids) host.table()->evict(host.table(), id, 0);
-  host.evictions.clear();
-  host.prefetches.clear();
-}
-
-Ids prefetched_ids(const FakePolicyHost& host) {
-  Ids out;
-  for (const auto& p : host.prefetches)
-    if (p.status == PUMP_OK) out.push_back(p.id);
-  return out;
-}
 
 // Blocks fetched by one pass over `cycle` (one block per kernel) under `budget`.
 size_t fetches_in_a_pass(PolicyInstance& policy, FakePolicyHost& host, const Ids& cycle, uint64_t budget) {

@@ -9,40 +9,13 @@
 #include <vector>
 
 #include "tests/policies/fake_policy_host.h"
+#include "tests/policies/policy_driving.h"
 #include "tests/policies/policy_instance.h"
 
 namespace {
 
-using Ids = std::vector<uint64_t>;
-
-// Drives one kernel the way the engine does: pressure first when its missing
-// blocks do not fit, then on_kernel.
-void run_kernel(PolicyInstance& policy, FakePolicyHost& host, const Ids& ids, uint64_t budget) {
-  const pump_kernel_v1_t& kernel = host.begin_kernel(ids);
-  uint64_t missing = 0;
-  for (uint64_t id : ids)
-    if (host.block(id).residency != PUMP_RESIDENT_DEVICE) missing += host.block(id).bytes;
-  if (missing && host.resident_bytes() + missing > budget)
-    policy.on_pressure(kernel, host.resident_bytes() + missing - budget);
-  policy.on_kernel(kernel);
-  host.end_kernel();
-}
-
 void run_period(PolicyInstance& policy, FakePolicyHost& host, const std::vector<Ids>& period, uint64_t budget) {
   for (const Ids& k : period) run_kernel(policy, host, k, budget);
-}
-
-void evict_all(FakePolicyHost& host, const Ids& ids) {
-  for (uint64_t id : ids) host.table()->evict(host.table(), id, 0);
-  host.evictions.clear();
-  host.prefetches.clear();
-}
-
-Ids prefetched_ids(const FakePolicyHost& host) {
-  Ids out;
-  for (const auto& p : host.prefetches)
-    if (p.status == PUMP_OK) out.push_back(p.id);
-  return out;
 }
 
 // Six kernels, one 100-byte block each, in a budget that holds them all; an idle block
