@@ -277,7 +277,6 @@ bool Runtime::pass_while_fitting(StreamId stream) {
       over = e && e->ever_over_budget();
     }
     if (!over && fits_gate_.enter(stream)) return true;
-    if (over) over_budget_seen_.store(true, std::memory_order_relaxed);
     close_fits_gate();  // over budget, or the gate's stream table is full
   }
   wait_until_adopted();
@@ -310,7 +309,11 @@ StatsReport Runtime::report() {
   r.prefetch_on_alloc = options_.prefetch_on_alloc;
   r.watch_while_fits = options_.watch_while_fits || !options_.trace_path.empty();
   r.calls_while_fitting = fits_gate_.passed();
-  r.over_budget = over_budget_seen_.load();
+  for (int i = 0, n = engine_count(); i < n; ++i) {
+    int device = -1;
+    const Engine* e = engine_at(i, &device);
+    r.over_budget = r.over_budget || (e && e->ever_over_budget());
+  }
   r.split_granularity = options_.split_granularity;
   r.datapath = datapath_name(options_.datapath);
   r.host_limit_bytes = options_.host_limit_bytes;

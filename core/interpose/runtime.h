@@ -108,7 +108,6 @@ class Runtime {
   FitsGate fits_gate_;
   std::mutex adopt_mutex_;            // held while the gate closes and the engines adopt
   std::atomic<bool> adopted_{false};  // the engines adopted what passed them (or nothing could)
-  std::atomic<bool> over_budget_seen_{false};
   void close_fits_gate();
 
   std::mutex engines_mutex_;  // creation only; lookups read the atomics
