@@ -700,7 +700,6 @@ void CudaBackend::issue_fetch_in_groups(const TransferBatch& batch, const std::v
     for (const Fence& f : waits) issue_wait(populate_stream_, f);
     if (after_out) issue_wait(populate_stream_, Fence{out_key_, value});
   }
-  auto hand_over = [&] { hand_populated_to_in_stream(); };
   // (With `populated`, issue_populate_first did every populate: the groups only wait.)
   if (!populated) issue_populate(populate_stream_, batch.populate);
   std::vector<ShadowRange> group;
@@ -712,7 +711,7 @@ void CudaBackend::issue_fetch_in_groups(const TransferBatch& batch, const std::v
       for (const ShadowRange& r : group) ranges.push_back({r.address, r.bytes});
       issue_populate(populate_stream_, std::move(ranges));
     }
-    hand_over();
+    hand_populated_to_in_stream();
     issue_restores(group);
     group.clear();
     group_bytes = 0;
@@ -723,7 +722,7 @@ void CudaBackend::issue_fetch_in_groups(const TransferBatch& batch, const std::v
     if (group_bytes >= options_.restore_group_bytes) flush();
   }
   if (!group.empty()) flush();
-  else hand_over();  // populate-only batches: the in fence covers them too
+  else hand_populated_to_in_stream();  // populate-only batches: the in fence covers them too
 }
 
 void CudaBackend::issue_populate(CUstream stream, std::vector<Range> ranges) {
