@@ -128,11 +128,6 @@ struct CudaBackendOptions {
   // the driver's side whatever order pump gives them.
   bool overlap_out_in = false;
   uint64_t out_group_bytes = 32ull << 20;
-  // When the in direction need not wait for the out one (no fetch_after_out): populate the
-  // whole batch's in ranges before anything of its out side is queued. A populate is a
-  // unified-memory call, and (bounce_probe) those queued behind the out side's discards
-  // wait for them, leaving the restores at half the link while the saves run.
-  bool populate_first = false;
   // Discards (and populates) cut into pieces of at most this many bytes at aligned
   // boundaries (0: as given). Measured on the H100 (tests/gpu/datapath_bench.cu): a
   // populate of pages discarded and populated as ranges of 16 MiB or more left them
@@ -197,7 +192,14 @@ struct CudaBackendOptions {
   X(staged_bytes)         /* bytes saved or restored through the staging buffers */ \
   X(staging_device_bytes) /* device memory held by the staging buffers */ \
   X(populate_calls)       /* driver calls that populated dropped pages */ \
-  X(populate_bytes)
+  X(populate_bytes) \
+  X(issue_waits)          /* launches whose thread waited for the worker to issue a batch */ \
+  X(issue_wait_ns)        /* ... and how long, in all */ \
+  X(ring_wait_ns)         /* launching threads' time waiting for the oldest event of a full ring */ \
+  X(worker_busy_ns)       /* the worker's time issuing batches (the rest it waited for work) */ \
+  X(fence_queries)        /* done() calls that asked the driver (cuEventQuery) */ \
+  X(fence_query_ns)       /* ... and their time */ \
+  X(pinned_alloc_ns)      /* time in cuMemHostAlloc for shadow slabs (pinning is slow) */
 // clang-format on
 
 // Counters since creation, for PUMP_STATS and pump-bench.
@@ -287,9 +289,7 @@ class CudaBackend final : public DeviceBackend {
   void issue_populate(CUstream stream, std::vector<Range> ranges);
   // Populates on the populate stream, group by group, each group's copies waiting for it.
   void issue_fetch_in_groups(const TransferBatch& batch, const std::vector<Fence>& waits, bool after_out,
-                             uint64_t value, bool populated);
-  // populate_first: the batch's populates and restores' pages, on the populate stream after `waits`.
-  void issue_populate_first(const TransferBatch& batch, const std::vector<Fence>& waits);
+                             uint64_t value);
   // A fetch_after_out batch with overlap_out_in (see CudaBackendOptions): out and in
   // interleaved, each fetch after the evictions that free its room.
   void run_overlapped(Job& job, const std::vector<Fence>& in_waits);
@@ -304,7 +304,14 @@ class CudaBackend final : public DeviceBackend {
   std::pair<uint64_t, uint64_t> check_clean_ranges(const std::vector<ShadowRange>& ranges);
   // On the issuing thread: the context current (the application's threads may have none).
   void make_context_current();
-  void publish_batch_done(uint64_t value);
+  // Records the batch's in event and tells waiting launches its in side is issued.
+  void publish_in_issued(uint64_t value);
+  void publish_out_issued(uint64_t value);
+  // Blocks until the worker issued the side of fence's batch that `fence` names.
+  void wait_until_issued(const Fence& fence);
+  // The out side of a batch: waits for the kernels using what leaves, saves, drops, evicts,
+  // then records the out event.
+  void issue_out_side(TransferBatch& batch, uint64_t value);
   // Adds the time since `since` to the worker's driver-call time (and its longest call); returns it.
   uint64_t count_call_time(std::chrono::steady_clock::time_point since);
   // Records a batch's fence on `stream`; if that fails, drains the stream and completes it.
@@ -367,14 +374,18 @@ class CudaBackend final : public DeviceBackend {
   std::unique_ptr<cuda::EventFenceRing> compute_events_;
   std::unique_ptr<cuda::EventFenceRing> prefetch_events_;
 
-  // The queue. next_value_ and issued_value_ are batch values (prefetch fence values).
+  // The queue. next_value_ and the issued values are batch values (fence values): every
+  // batch up to issued_in_value_ has its in side issued (its in event recorded), up to
+  // issued_out_value_ its out side. A batch whose fetches need nothing of its evictions
+  // has its in side issued first (see run_job).
   std::mutex queue_mutex_;
   std::condition_variable work_cv_;      // worker: work or stop
   std::condition_variable space_cv_;     // submit(): room in the queue
   std::condition_variable progress_cv_;  // a batch was issued
   std::deque<Job> queue_;
   uint64_t next_value_ = 0;
-  uint64_t issued_value_ = 0;
+  uint64_t issued_in_value_ = 0;
+  uint64_t issued_out_value_ = 0;
   bool stopping_ = false;
   std::thread worker_;
 

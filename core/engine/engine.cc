@@ -1,6 +1,7 @@
 #include "core/engine/engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <utility>
 
@@ -10,6 +11,12 @@
 namespace pump {
 
 namespace {
+
+uint64_t now_ns() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
 
 const Config& default_config() {
   static const Config config;
@@ -191,13 +198,25 @@ void Engine::before_kernel(KernelTicket* ticket, StreamId stream, const pump_ext
 void Engine::launch(KernelTicket* ticket, StreamId stream, const pump_extent_v1_t* extents, size_t count,
                     const uint8_t* inexact, pump_extent_v1_t* to_resolve) {
   reset_ticket(ticket);
+  const uint64_t t0 = now_ns();
   const bool capturing = backend_.capturing(stream);
+  const uint64_t t1 = now_ns();
+  uint64_t t2 = 0;
   {
-    const auto lock = lock_settled();  // the launch's one acquisition
+    std::unique_lock lock(mutex_);  // the launch's one acquisition
+    t2 = now_ns();
+    ++lock_acquisitions_;
+    settle_queued_locked();
     if (to_resolve) resolve_pointers_locked(to_resolve, count, inexact);
     kernel_locked(ticket, stream, capturing, extents, count, inexact);
   }
+  const uint64_t t3 = now_ns();
   issue_waits(ticket);
+  const uint64_t t4 = now_ns();
+  launch_times_.capture.fetch_add(t1 - t0, std::memory_order_relaxed);
+  launch_times_.lock_wait.fetch_add(t2 - t1, std::memory_order_relaxed);
+  launch_times_.locked.fetch_add(t3 - t2, std::memory_order_relaxed);
+  launch_times_.waits.fetch_add(t4 - t3, std::memory_order_relaxed);
 }
 
 void Engine::resolve_pointers_locked(pump_extent_v1_t* extents, size_t count, const uint8_t* inexact) {
@@ -591,7 +610,11 @@ void Engine::decide_and_order(StreamId stream, uint64_t seq, KernelTicket* ticke
     }
   }
 
-  if (policy_) policy_->on_kernel(kernel);
+  if (policy_) {
+    const uint64_t t0 = now_ns();
+    policy_->on_kernel(kernel);
+    stats_.launch_policy_ns += now_ns() - t0;
+  }
 
   // What the policy did not prefetch faults in when the kernel runs; except dropped
   // blocks, whose device pages hold nothing: those are brought back here, always.
@@ -697,7 +720,9 @@ void Engine::after_kernel(KernelTicket* ticket, bool launched) {
   // the blocks waits for the next holder of the lock.
   record->launched = launched;
   record->fenced = launched && record->fence_wanted;
+  const uint64_t t0 = now_ns();
   record->fence = record->fenced ? backend_.mark(record->stream) : Fence{};
+  launch_times_.mark.fetch_add(now_ns() - t0, std::memory_order_relaxed);
   settle_queue_.push(record);
 }
 
@@ -1103,9 +1128,11 @@ void Engine::submit_pending(StreamId stream) {
   append_shadow_ranges(&save_blocks_, &now.save);
   append_shadow_ranges(&check_blocks_, &now.check_clean);
   const bool late = !late_fetches_.empty();
-  if (!early_fetches_.empty() && (late || now.has_out())) {
+  if (!early_fetches_.empty() && late) {
     // Fetches with room free now go first, in a batch of their own: they need not wait
     // for this batch's evictions (the in stream runs in order, so later fetches follow).
+    // (Without late fetches the batch's in side needs nothing of its out side, and the
+    // backend issues it first.)
     TransferBatch early;
     early.fetch_wait_for = now.fetch_wait_for;
     submit_fetches(&early_fetches_, &early);
@@ -1119,7 +1146,6 @@ void Engine::submit_pending(StreamId stream) {
     now.fetch_after_out = fetch_needs_room_ && now.has_out();
     if (fetch_needs_room_ && !now.has_out() && now.has_in() && !out_in_flight_.empty())
       now.fetch_wait_for.push_back(out_in_flight_.back().fence);
-    const bool made_room = now.has_out();
     stats_.prefetch_ranges += now.prefetch.size() + now.populate.size() + now.restore.size();
     stats_.eviction_ranges += now.evict.size() + now.discard.size() + now.save.size();
     ++stats_.batches;
@@ -1134,8 +1160,9 @@ void Engine::submit_pending(StreamId stream) {
       out_in_flight_.push_back({f.out, pending_out_bytes_});
       out_in_flight_bytes_ += pending_out_bytes_;
     }
-    // Blocks the kernel faults in (not prefetched) need the room those evictions free.
-    if (made_room && !f.out.empty() && (kernel_wait_.empty() || later(f.out, kernel_wait_))) kernel_wait_ = f.out;
+    // (The kernel itself waits for these evictions only for blocks it faults in, which
+    // take their room on the device: see the demand blocks in decide_and_order. What it
+    // fetches waits for them through the in side when it needs their room.)
   }
   if (!just_before_blocks_.empty()) {
     // "Just before": after everything already queued on the kernel's stream, i.e. after
@@ -1185,6 +1212,11 @@ EngineStats Engine::stats() const {
   EngineStats out = stats_;
   out.shadow_used_peak_bytes = shadows_.peak_used_bytes();
   out.shadow_pinned_bytes = shadows_.slab_bytes();
+  out.launch_capture_ns = launch_times_.capture.load(std::memory_order_relaxed);
+  out.launch_lock_wait_ns = launch_times_.lock_wait.load(std::memory_order_relaxed);
+  out.launch_locked_ns = launch_times_.locked.load(std::memory_order_relaxed);
+  out.launch_waits_ns = launch_times_.waits.load(std::memory_order_relaxed);
+  out.launch_mark_ns = launch_times_.mark.load(std::memory_order_relaxed);
   return out;
 }
 

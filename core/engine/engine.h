@@ -319,7 +319,12 @@ class Engine {
   std::atomic<uint64_t> tracked_end_{0};
   GranuleFilter granules_;                // the 2 MiB granules allocations overlapped (same discipline)
   std::atomic<bool> over_budget_{false};  // see ever_over_budget()
-  uint64_t over_budget_serial_ = 0;       // the allocation that first took it over (0: none yet)
+  // EngineStats' launch_*_ns, kept outside the lock (the phases they time are outside it).
+  struct LaunchTimes {
+    std::atomic<uint64_t> capture{0}, lock_wait{0}, locked{0}, waits{0}, mark{0};
+  };
+  mutable LaunchTimes launch_times_;
+  uint64_t over_budget_serial_ = 0;  // the allocation that first took it over (0: none yet)
   EngineStats stats_;
   uint64_t seq_ = 0;
   uint64_t current_seq_ = 0;           // kernel being decided (0 outside before_kernel)

@@ -39,6 +39,16 @@ struct EngineStats {
   uint64_t parks = 0;  // frees whose memory was kept for a later allocation of the same size (on_park)
   uint64_t peak_resident_bytes = 0;
   uint64_t peak_tracked_bytes = 0;
+  // Where a launching thread's time in the engine goes (ns, summed over launches): asking
+  // whether the stream is captured, waiting for the engine lock, deciding under it (of
+  // which in the policy), queueing the kernel's waits (which may wait for the worker to
+  // issue a batch), and recording the kernel's fence.
+  uint64_t launch_capture_ns = 0;
+  uint64_t launch_lock_wait_ns = 0;
+  uint64_t launch_locked_ns = 0;
+  uint64_t launch_policy_ns = 0;
+  uint64_t launch_waits_ns = 0;
+  uint64_t launch_mark_ns = 0;
 
   uint64_t bytes_written_back() const { return bytes_evicted + bytes_saved; }
   uint64_t bytes_brought_in() const { return bytes_prefetched + bytes_restored + bytes_demand; }

@@ -94,6 +94,13 @@ Json engine_json(const DeviceReport& d) {
   o["parks"] = s.parks;
   o["peak_resident_bytes"] = s.peak_resident_bytes;
   o["peak_tracked_bytes"] = s.peak_tracked_bytes;
+  for (auto [name, ns] : {std::pair{"launch_capture_ns", s.launch_capture_ns},
+                          {"launch_lock_wait_ns", s.launch_lock_wait_ns},
+                          {"launch_locked_ns", s.launch_locked_ns},
+                          {"launch_policy_ns", s.launch_policy_ns},
+                          {"launch_waits_ns", s.launch_waits_ns},
+                          {"launch_mark_ns", s.launch_mark_ns}})
+    o[name] = ns;
   for (const auto& [name, value] : d.backend) o["backend_" + name] = value;
   return o;
 }

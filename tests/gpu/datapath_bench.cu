@@ -173,7 +173,6 @@ struct Options {
   uint64_t discard_chunk = 0;              // discards cut into pieces of this size (0: backend default)
   uint64_t populate_chunk = 0;             // populates likewise; "none" = uncut
   bool keep_pages = false;                 // no discard at all: the copies alone
-  bool populate_first = false;             // a batch's populates before its out side
   std::string copy_via = "staging";        // staging | kernel | engines (CudaBackendOptions::CopyVia)
   bool require_targets = false;
   int timeout_s = 480;
@@ -185,8 +184,7 @@ void usage() {
       "usage: pump-datapath-bench [--total 4GiB] [--blocks 2MiB,8MiB,64MiB,256MiB,1GiB] [--repeats 3]\n"
       "                           [--compute-ms 75] [--compute-block 64MiB] [--merge-adjacent]\n"
       "                           [--populate discard-prefetch|prefetch-batch|prefetch-each]\n"
-      "                           [--discard-chunk 2MiB] [--populate-chunk 2MiB|none] [--keep-pages] "
-      "[--populate-first]\n"
+      "                           [--discard-chunk 2MiB] [--populate-chunk 2MiB|none] [--keep-pages]\n"
       "                           [--copy-via staging|kernel|engines]\n"
       "                           [--json PATH] [--require-targets] [--timeout-s 480]\n");
 }
@@ -239,8 +237,6 @@ bool parse_args(int argc, char** argv, Options* o) {
       o->copy_via = v;
     } else if (a == "--keep-pages") {
       o->keep_pages = true;
-    } else if (a == "--populate-first") {
-      o->populate_first = true;
     } else if (a == "--populate") {
       if (!value(&v) || (v != "discard-prefetch" && v != "prefetch-batch" && v != "prefetch-each")) return false;
       o->populate = v;
@@ -792,7 +788,6 @@ int main(int argc, char** argv) {
   if (o.discard_chunk) bo.discard_chunk_bytes = o.discard_chunk;
   if (o.populate_chunk) bo.populate_chunk_bytes = o.populate_chunk == ~0ull ? 0 : o.populate_chunk;
   bo.discard = !o.keep_pages;
-  bo.populate_first = o.populate_first;
   bo.copy_via = o.copy_via == "staging"  ? pump::CudaBackendOptions::CopyVia::kStaging
                 : o.copy_via == "kernel" ? pump::CudaBackendOptions::CopyVia::kKernel
                                          : pump::CudaBackendOptions::CopyVia::kEngines;
@@ -808,8 +803,7 @@ int main(int argc, char** argv) {
       int(b.name().size()), b.name().data(), o.merge_adjacent ? "on" : "off",
       (o.populate + " discard chunk " + size_str(bo.discard_chunk_bytes) + " populate chunk " +
        (bo.populate_chunk_bytes ? size_str(bo.populate_chunk_bytes) : std::string("none")) +
-       (o.keep_pages ? " keep-pages" : "") + (o.populate_first ? " populate-first" : "") + ", copies via " +
-       b.copy_path())
+       (o.keep_pages ? " keep-pages" : "") + ", copies via " + b.copy_path())
           .c_str(),
       b.has_batch_prefetch() ? "yes" : "no", b.has_batch_discard() ? "yes" : "no", o.repeats);
 

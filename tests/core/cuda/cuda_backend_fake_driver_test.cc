@@ -503,34 +503,43 @@ TEST_F(FakeDriverTest, SavesCopyToTheShadowThenDiscardOnTheOutStreamAndRestoresP
   EXPECT_EQ(s.populate_bytes, kPiece);
 }
 
-// populate_first (pump-datapath-bench --populate-first): a batch's populates are queued
-// before its out side (its copies and discards), the restores still wait for them.
-TEST_F(FakeDriverTest, WithPopulateFirstABatchsPopulatesAreQueuedBeforeItsOutSide) {
-  CudaBackendOptions options;
-  options.populate_first = true;
-  CudaBackend& b = start({}, options);
+// A batch whose fetches need nothing of its evictions (no fetch_after_out) has its in side
+// issued first: populates and restores before the out side's copies and discards, so a
+// launch waiting for the fetches goes on while the drops are issued. With fetch_after_out
+// the out side goes first and the in side waits for it.
+TEST_F(FakeDriverTest, ABatchsInSideIsIssuedBeforeItsOutSideUnlessItNeedsTheirRoom) {
+  CudaBackend& b = start();
   ASSERT_TRUE(b.has_copy_path());
-  BatchFences f;
-  ASSERT_NE(save_and_restore(b, &f), 0u);
-  const auto all = calls();
-  size_t populate_at = 0, save_at = 0, discard_at = 0, restore_at = 0;
-  for (size_t i = 0; i < all.size(); ++i) {
-    const FakeCall& c = all[i];
-    if (std::strcmp(c.name, "cuMemPrefetchAsync") == 0 && c.address == kBase + 8 * kMiB) populate_at = i + 1;
-    if (std::strcmp(c.name, "cuMemcpyDtoHAsync") == 0) save_at = i + 1;
-    if (std::strcmp(c.name, "cuMemDiscardBatchAsync") == 0) discard_at = i + 1;
-    if (std::strcmp(c.name, "cuMemcpyHtoDAsync") == 0) restore_at = i + 1;
+  const uint64_t shadow = b.allocate_host(2 * kPiece);
+  ASSERT_NE(shadow, 0u);
+  for (const bool after_out : {false, true}) {
+    const size_t first = calls().size();
+    TransferBatch batch;
+    batch.save = {{kBase, kPiece, shadow}};
+    batch.restore = {{kBase + 8 * kMiB, kPiece, shadow + kPiece}};
+    batch.fetch_after_out = after_out;
+    const BatchFences f = b.submit(std::move(batch));
+    ASSERT_TRUE(wait_done(f.in));
+    ASSERT_TRUE(wait_done(f.out));
+    const auto all = calls();
+    size_t populate_at = 0, save_at = 0, discard_at = 0, restore_at = 0;
+    for (size_t i = first; i < all.size(); ++i) {
+      const FakeCall& c = all[i];
+      if (std::strcmp(c.name, "cuMemPrefetchAsync") == 0 && c.address == kBase + 8 * kMiB) populate_at = i + 1;
+      if (std::strcmp(c.name, "cuMemcpyDtoHAsync") == 0) save_at = i + 1;
+      if (std::strcmp(c.name, "cuMemDiscardBatchAsync") == 0) discard_at = i + 1;
+      if (std::strcmp(c.name, "cuMemcpyHtoDAsync") == 0) restore_at = i + 1;
+    }
+    ASSERT_NE(populate_at * save_at * discard_at * restore_at, 0u) << "after_out " << after_out;
+    if (after_out) {
+      EXPECT_LT(discard_at, populate_at);
+      EXPECT_LT(discard_at, restore_at);
+    } else {
+      EXPECT_LT(populate_at, save_at);
+      EXPECT_LT(restore_at, save_at);
+      EXPECT_LT(restore_at, discard_at);
+    }
   }
-  ASSERT_NE(populate_at, 0u);
-  ASSERT_NE(save_at, 0u);
-  ASSERT_NE(discard_at, 0u);
-  ASSERT_NE(restore_at, 0u);
-  EXPECT_LT(populate_at, save_at);
-  EXPECT_LT(populate_at, discard_at);
-  EXPECT_LT(discard_at, restore_at);
-  const CudaBackendStats s = b.stats();
-  EXPECT_EQ(s.populate_bytes, kPiece);
-  EXPECT_EQ(s.restore_bytes, kPiece);
 }
 
 TEST_F(FakeDriverTest, FetchesWaitForTheOutWorkOfTheirBatchOnlyWhenAskedTo) {

@@ -174,12 +174,14 @@ def main():
         for step in range(a.tokens):
             torch.cuda.synchronize()
             t0 = time.perf_counter()
+            torch.cuda.nvtx.range_push(f"token {step}")  # for Nsight Systems timelines
             out = model(input_ids=ids, past_key_values=past, use_cache=True)
             past = out.past_key_values
             ids = out.logits[:, -1, :].argmax(dim=-1, keepdim=True)
             token = int(ids.item())  # synchronizes
             torch.cuda.synchronize()
             ms = (time.perf_counter() - t0) * 1e3
+            torch.cuda.nvtx.range_pop()
             generated.append(token)
             digest.update(out.logits[:, -1, :].contiguous().view(torch.int16).cpu().numpy().tobytes())
             print(f"decode_steps.py: token {step} in {ms:.1f} ms", file=sys.stderr, flush=True)
