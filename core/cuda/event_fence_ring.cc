@@ -26,7 +26,7 @@ CUresult EventFenceRing::record(CUstream stream, uint64_t seq, bool* waited, con
       e.event = nullptr;
       return failed("cuEventCreate", r);
     }
-  } else if (e.seq > completed_floor_) {
+  } else if (e.seq > completed_floor_ && !e.complete) {
     // The entry's fence must be complete before the event moves on to `seq`: a fence
     // whose entry moved on counts as complete. Unknown (a failed query or wait): keep it.
     CUresult r = api_.cuEventQuery(e.event);
@@ -41,6 +41,7 @@ CUresult EventFenceRing::record(CUstream stream, uint64_t seq, bool* waited, con
   CUresult r = api_.cuEventRecord(e.event, stream);
   if (r != CUDA_SUCCESS) return failed("cuEventRecord", r);
   e.seq = seq;
+  e.complete = false;
   return CUDA_SUCCESS;
 }
 
@@ -58,12 +59,13 @@ bool EventFenceRing::done(uint64_t seq, CUresult* query_error) {
   *query_error = CUDA_SUCCESS;
   std::lock_guard lock(mutex_);
   if (seq <= completed_floor_) return true;
-  const Entry& e = entries_[seq % entries_.size()];
-  if (e.seq > seq) return true;
+  Entry& e = entries_[seq % entries_.size()];
+  if (e.seq > seq || (e.seq == seq && e.complete)) return true;
   if (e.seq < seq) return false;
   const CUresult r = api_.cuEventQuery(e.event);
   if (r == CUDA_ERROR_NOT_READY) return false;
   *query_error = r;
+  e.complete = r == CUDA_SUCCESS;  // a failed query is answered "complete" each time, not remembered
   return true;
 }
 
@@ -73,7 +75,7 @@ CUresult EventFenceRing::enqueue_wait(CUstream waiter, uint64_t seq) {
   std::lock_guard lock(mutex_);
   if (seq <= completed_floor_) return CUDA_SUCCESS;
   const Entry& e = entries_[seq % entries_.size()];
-  if (e.seq > seq) return CUDA_SUCCESS;
+  if (e.seq > seq || (e.seq == seq && e.complete)) return CUDA_SUCCESS;
   if (e.seq < seq) return CUDA_ERROR_NOT_READY;
   return api_.cuStreamWaitEvent(waiter, e.event, 0);
 }

@@ -43,7 +43,8 @@ class EventFenceRing {
  private:
   struct Entry {
     CUevent event = nullptr;
-    uint64_t seq = 0;  // the fence this entry holds now
+    uint64_t seq = 0;       // the fence this entry holds now
+    bool complete = false;  // seen complete: not asked again (a fence is asked about often)
   };
   const DriverApi& api_;
   std::mutex mutex_;

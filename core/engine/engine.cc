@@ -895,7 +895,7 @@ pump_block_v1_t Engine::snapshot(const Block& b, bool used) const {
   return v;
 }
 
-pump_block_v1_t Engine::victim_view(const Block& b) {
+pump_block_v1_t Engine::victim_view(Block& b) {
   // Only what a policy may choose to evict carries CLEAN: its lookup costs a map search,
   // which the kernel's own view and the extractors' per-word lookups need not pay.
   pump_block_v1_t v = snapshot(b, in_use(b));
@@ -911,9 +911,15 @@ bool Engine::clean_now(const Block& b) const {
   return it == allocations_.end() || b.saved_seq > it->second.inexact_seq;
 }
 
-bool Engine::in_use(const Block& b) {
+bool Engine::in_use(Block& b) {
   // An unfenced block may still be in use as far as anyone can tell without a fence.
-  return b.launches_pending || b.unfenced || (!b.last_fence.empty() && !backend_.done(b.last_fence));
+  if (b.launches_pending || b.unfenced) return true;
+  if (b.last_fence.empty()) return false;
+  if (!backend_.done(b.last_fence)) return true;
+  // Seen done: forgotten, so later looks (a policy ranks every candidate, often per kernel)
+  // ask the driver nothing.
+  b.last_fence = Fence{};
+  return false;
 }
 
 pump_status_v1_t Engine::request_prefetch(Block& b, pump_when_v1_t when) {

@@ -216,7 +216,7 @@ class Engine {
 
  private:
   pump_block_v1_t snapshot(const Block& b, bool in_use) const;
-  bool in_use(const Block& b);
+  bool in_use(Block& b);  // forgets a last fence seen done
   // Per managed allocation, what kernels that got a pointer into it did (both data paths):
   // such a kernel may touch any byte of the allocation, not only the piece it named.
   struct AllocationState {
@@ -242,7 +242,7 @@ class Engine {
   };
   AllocationState* allocation_of(const Block& b);
   bool clean_now(const Block& b) const;         // saved, and no write since that pump may have missed
-  pump_block_v1_t victim_view(const Block& b);  // snapshot with IN_USE and CLEAN, for the policy's lookups
+  pump_block_v1_t victim_view(Block& b);  // snapshot with IN_USE and CLEAN, for the policy's lookups
   void add_pieces_of_inexact_allocations(uint64_t seq);
   // Makes every piece of `a` that an access through a pointer may reach and that is not
   // ready on the device (dropped, or a fetch of it still landing) a block of kernel `seq`;

@@ -400,7 +400,6 @@ TEST_F(FakeDriverTest, AKernelWaitsForABatchOnlyOnceTheWorkerIssuedIt) {
   CudaBackend& b = start();
   Fence kernel = b.mark(kAppStream);
   EXPECT_FALSE(kernel.empty());
-  EXPECT_TRUE(b.done(kernel));
   TransferBatch batch;
   batch.fetch_wait_for = {kernel};
   batch.prefetch = {{kBase, 2 * kMiB}};
@@ -416,6 +415,26 @@ TEST_F(FakeDriverTest, AKernelWaitsForABatchOnlyOnceTheWorkerIssuedIt) {
   auto event_waits = calls_named("cuStreamWaitEvent");
   ASSERT_GE(event_waits.size(), 1u);
   EXPECT_EQ(event_waits[0].stream, f.stream);  // the batch waited for the kernel's event
+}
+
+// A fence is asked about often (a policy looks at every candidate's last kernel): once seen
+// complete it is answered without the driver, and nothing is made to wait for it.
+TEST_F(FakeDriverTest, AFenceSeenCompleteIsNotAskedAgainNorWaitedFor) {
+  CudaBackend& b = start();
+  const Fence kernel = b.mark(kAppStream);
+  const uint64_t queries = driver_.count("cuEventQuery");
+  EXPECT_TRUE(b.done(kernel));
+  EXPECT_EQ(driver_.count("cuEventQuery"), queries + 1);
+  EXPECT_TRUE(b.done(kernel));
+  EXPECT_TRUE(b.done(kernel));
+  EXPECT_EQ(driver_.count("cuEventQuery"), queries + 1);
+  const uint64_t waits = driver_.count("cuStreamWaitEvent");
+  b.stream_wait(kAppStream + 1, kernel);
+  EXPECT_EQ(driver_.count("cuStreamWaitEvent"), waits);
+  // A later fence is asked about afresh.
+  const Fence later = b.mark(kAppStream);
+  EXPECT_TRUE(b.done(later));
+  EXPECT_EQ(driver_.count("cuEventQuery"), queries + 2);
 }
 
 TEST_F(FakeDriverTest, DestructionIssuesEveryQueuedBatchFirst) {
