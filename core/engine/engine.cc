@@ -942,8 +942,9 @@ pump_status_v1_t Engine::request_prefetch(Block& b, pump_when_v1_t when) {
   // not copy the shadow before the save wrote it (the two directions run apart).
   const bool needs_room =
       b.out_batch == batch_serial_ || occupied_bytes() + pending_out_bytes_ + out_in_flight_bytes_ + b.bytes > budget_;
-  if (needs_room) fetch_needs_room_ = true;
-  FetchLists& lists = needs_room ? late_fetches_ : early_fetches_;
+  const bool ahead = current_seq_ && !of_kernel;
+  if (needs_room) (ahead ? ahead_needs_room_ : fetch_needs_room_) = true;
+  FetchLists& lists = ahead ? ahead_fetches_ : needs_room ? late_fetches_ : early_fetches_;
   // A transfer out of it still queued must finish before it comes back.
   if (!b.out_fence.empty()) {
     if (backend_.done(b.out_fence)) b.out_fence = Fence{};
@@ -1134,6 +1135,9 @@ void Engine::submit_pending(StreamId stream) {
   append_shadow_ranges(&save_blocks_, &now.save);
   append_shadow_ranges(&check_blocks_, &now.check_clean);
   const bool late = !late_fetches_.empty();
+  // (The waits are gathered for the whole batch; the ahead batch owes them too.)
+  std::vector<Fence> ahead_wait_for;
+  if (!ahead_fetches_.empty()) ahead_wait_for = now.fetch_wait_for;
   if (!early_fetches_.empty() && late) {
     // Fetches with room free now go first, in a batch of their own: they need not wait
     // for this batch's evictions (the in stream runs in order, so later fetches follow).
@@ -1170,6 +1174,16 @@ void Engine::submit_pending(StreamId stream) {
     // take their room on the device: see the demand blocks in decide_and_order. What it
     // fetches waits for them through the in side when it needs their room.)
   }
+  if (!ahead_fetches_.empty()) {
+    TransferBatch ahead;
+    ahead.fetch_wait_for = std::move(ahead_wait_for);  // transfers out of these blocks still queued
+    if (ahead_needs_room_ && !out_in_flight_.empty()) ahead.fetch_wait_for.push_back(out_in_flight_.back().fence);
+    submit_fetches(&ahead_fetches_, &ahead);
+    stats_.prefetch_ranges += ahead.prefetch.size() + ahead.populate.size() + ahead.restore.size();
+    ++stats_.batches;
+    note_ready(&ahead_fetches_, backend_.submit(std::move(ahead)).in);
+  }
+  ahead_needs_room_ = false;
   if (!just_before_blocks_.empty()) {
     // "Just before": after everything already queued on the kernel's stream, i.e. after
     // the kernel before this one (a fence at the stream's tail, recorded now).

@@ -241,7 +241,7 @@ class Engine {
     bool maybe_fetching = false;
   };
   AllocationState* allocation_of(const Block& b);
-  bool clean_now(const Block& b) const;         // saved, and no write since that pump may have missed
+  bool clean_now(const Block& b) const;   // saved, and no write since that pump may have missed
   pump_block_v1_t victim_view(Block& b);  // snapshot with IN_USE and CLEAN, for the policy's lookups
   void add_pieces_of_inexact_allocations(uint64_t seq);
   // Makes every piece of `a` that an access through a pointer may reach and that is not
@@ -349,6 +349,11 @@ class Engine {
     bool empty() const { return prefetch.empty() && restore.empty() && populate.empty(); }
   };
   FetchLists early_fetches_, late_fetches_;
+  // Fetches a policy asks for ahead of the kernel being decided (not its own blocks): a
+  // batch of their own after the kernel's, so the kernel waits neither for their copies on
+  // the in stream nor, on its launching thread, for the worker to issue them.
+  FetchLists ahead_fetches_;
+  bool ahead_needs_room_ = false;  // one of them takes room this batch's evictions free
   void submit_fetches(FetchLists* lists, TransferBatch* batch);
   void note_ready(FetchLists* lists, const Fence& in);
   uint64_t pending_out_bytes_ = 0;  // bytes leaving in the batch being gathered

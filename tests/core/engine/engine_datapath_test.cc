@@ -536,11 +536,65 @@ TEST_F(EngineDataPathTest, ABlockSavedAndFetchedInOneBatchComesBackOnlyAfterItsS
     ASSERT_EQ(host->evict(host, c.id, 0), PUMP_OK);
     ASSERT_EQ(host->prefetch(host, c.id, PUMP_WHEN_NOW), PUMP_OK);
   };
-  const TransferBatch b = run(*e, {reads(kB)});
+  // C is not the kernel's: its fetch comes in a batch of its own after the kernel's, which
+  // waits for the kernel batch's out side (the save).
+  const size_t before = backend_.batches.size();
+  KernelTicket t;
+  const pump_extent_v1_t b_read = reads(kB);
+  e->before_kernel(&t, kStream, &b_read, 1);
+  e->after_kernel(&t);
   stub_.then = nullptr;
-  ASSERT_TRUE(names(b.save, kC));
-  ASSERT_TRUE(names(b.restore, kC));
-  EXPECT_TRUE(b.fetch_after_out) << "the restore would copy a shadow its save has not written yet";
+  ASSERT_EQ(backend_.batches.size(), before + 2);
+  const TransferBatch& kernel = backend_.batches[before];
+  const TransferBatch& ahead = backend_.batches[before + 1];
+  ASSERT_TRUE(names(kernel.save, kC));
+  ASSERT_FALSE(names(kernel.restore, kC));
+  ASSERT_TRUE(names(ahead.restore, kC));
+  const bool waits_for_save = std::any_of(
+      ahead.fetch_wait_for.begin(), ahead.fetch_wait_for.end(),
+      [&](const Fence& f) { return f.stream == RecordingBackend::kOutStream && f.value == backend_.out_submitted(); });
+  EXPECT_TRUE(waits_for_save) << "the restore would copy a shadow its save has not written yet";
+}
+
+// A policy's fetches ahead of the kernel (blocks it does not touch) come in a batch after the
+// kernel's own: the kernel waits for its own fetches only, not for the copies of those.
+TEST_F(EngineDataPathTest, FetchesAheadOfTheKernelComeAfterItsOwnAndItDoesNotWaitForThem) {
+  auto e = make(16 * kMiB);
+  e->on_alloc(kA, 4 * kMiB);
+  e->on_alloc(kB, 4 * kMiB);
+  e->on_alloc(kC, 4 * kMiB);
+  run(*e, {writes(kA)});
+  run(*e, {writes(kB)});
+  run(*e, {writes(kC)});
+  for (uint64_t x : {kB, kC}) {  // both leave (saved, then dropped)
+    stub_.then = [x](const pump_policy_host_v1_t* host) {
+      pump_block_v1_t b{};
+      ASSERT_EQ(host->find_block(host, x, &b), PUMP_OK);
+      ASSERT_EQ(host->evict(host, b.id, 0), PUMP_OK);
+    };
+    run(*e, {reads(kA)});
+  }
+  backend_.all_done = false;  // from here, transfers stay in flight
+  // The kernel reads B; the policy also asks for C, which the next kernel will read.
+  stub_.then = [](const pump_policy_host_v1_t* host) {
+    pump_block_v1_t c{};
+    ASSERT_EQ(host->find_block(host, kC, &c), PUMP_OK);
+    ASSERT_EQ(host->prefetch(host, c.id, PUMP_WHEN_NOW), PUMP_OK);
+  };
+  const size_t batches = backend_.batches.size();
+  const size_t waits = backend_.waits.size();
+  KernelTicket t;
+  const pump_extent_v1_t b_read = reads(kB);
+  e->before_kernel(&t, kStream, &b_read, 1);
+  e->after_kernel(&t);
+  stub_.then = nullptr;
+  ASSERT_EQ(backend_.batches.size(), batches + 2);
+  EXPECT_TRUE(names(backend_.batches[batches].restore, kB));
+  EXPECT_FALSE(names(backend_.batches[batches].restore, kC));
+  EXPECT_TRUE(names(backend_.batches[batches + 1].restore, kC));
+  // The kernel's stream waits for the first batch's fetches, not the second's.
+  ASSERT_EQ(backend_.waits.size(), waits + 1);
+  EXPECT_EQ(backend_.waits.back().fence.value, backend_.in_submitted() - 1);
 }
 
 }  // namespace

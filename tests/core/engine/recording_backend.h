@@ -61,6 +61,8 @@ class RecordingBackend : public DeviceBackend {
   }
 
   void complete(const Fence& f) { completed.insert({f.stream, f.value}); }
+  uint64_t out_submitted() const { return out_counter_; }  // the newest out fence's value
+  uint64_t in_submitted() const { return prefetch_counter_; }
 
   // A bridge (0: none, the default) whose orderings are only noted in the journal.
   StreamId bridge_stream() override { return bridge; }
