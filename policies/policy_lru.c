@@ -19,6 +19,12 @@
  * policies-2026-11-26.md): decode-grow x1.02-1.1, where the cache outgrows the budget only
  * in the last tokens, is 4.6% slower: each prefetch of a new, never-touched allocation costs
  * the sim a call (50 us) that none's first touch does not (a GPU faults there instead).
+ * With the worker's issue time modelled (sim_device_model.h, measured on the H100
+ * 2026-11-26): the 8-layer training loop at x1.5 on the copy path is 2.8% slower than the
+ * engine's own restores ("none" there): 58 batches against 49, and each kernel's thread
+ * waits for the worker to issue its batch. On the GPU, PUMP_LRU_HEADROOM=256MiB made a
+ * decode at half its weights slower (188-276 against 125-155 ms/token: more bytes moved,
+ * and the scans for idle blocks cost 3.4 s over the run).
  */
 #include <stdio.h>
 

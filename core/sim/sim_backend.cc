@@ -88,13 +88,30 @@ BatchFences SimBackend::submit(TransferBatch&& batch) {
     }
     return last;
   };
+  // The worker issues the batch once it is free: the in side first unless the fetches
+  // need the room of the out side (as CudaBackend::run_job).
+  auto bytes_of = [](const auto& ranges) {
+    uint64_t n = 0;
+    for (const auto& r : ranges) n += r.bytes;
+    return n;
+  };
+  const double out_cost = issue_seconds(bytes_of(batch.save) + bytes_of(batch.discard), 0);
+  const double in_cost = issue_seconds(0, bytes_of(batch.populate) + bytes_of(batch.restore));
+  const double issue_start = std::max(host_now_, worker_free_);
+  const bool out_first = batch.fetch_after_out && batch.has_out();
+  const double out_issued = issue_start + out_cost + (out_first ? 0 : in_cost);
+  const double in_issued = issue_start + in_cost + (out_first ? out_cost : 0);
+  worker_free_ = issue_start + out_cost + in_cost;
+  stats_.worker_busy_seconds += out_cost + in_cost;
   BatchFences fences;
   std::vector<Fence> out_waits = valid_waits(batch.wait_for);
+  issue_at_ = out_issued;
   if (batch.has_out()) {
     fences.out = queue(kOutStream, OpKind::kSave, out_waits, batch.save, Fence{});
     fences.out = queue(kOutStream, OpKind::kDiscard, out_waits, batch.discard, fences.out);
     fences.out = queue(kOutStream, OpKind::kEvict, out_waits, batch.evict, fences.out);
   }
+  issue_at_ = in_issued;
   std::vector<Fence> in_waits = valid_waits(batch.fetch_wait_for);
   if (batch.has_in()) {
     if (batch.fetch_after_out && !fences.out.empty()) in_waits.push_back(fences.out);
@@ -106,7 +123,19 @@ BatchFences SimBackend::submit(TransferBatch&& batch) {
     op.waits = std::move(in_waits);
     fences.in = enqueue(kInStream, std::move(op));
   }
+  issue_at_ = 0;
+  if (!fences.out.empty() && out_issued > host_now_) out_issued_[fences.out.value] = out_issued;
+  if (!fences.in.empty() && in_issued > host_now_) in_issued_[fences.in.value] = in_issued;
   return fences;
+}
+
+double SimBackend::issue_seconds(uint64_t discard_bytes, uint64_t populate_bytes) const {
+  double seconds = 0;
+  if (model_.discard_issue_bytes_per_second > 0)
+    seconds += static_cast<double>(discard_bytes) / model_.discard_issue_bytes_per_second;
+  if (model_.populate_issue_bytes_per_second > 0)
+    seconds += static_cast<double>(populate_bytes) / model_.populate_issue_bytes_per_second;
+  return seconds;
 }
 
 SimFootprint SimBackend::footprint() const {
@@ -131,6 +160,17 @@ void SimBackend::stream_wait(StreamId id, const Fence& fence) {
   if (stream(id).capturing)
     violation(false, "stream_wait on " + describe_stream(id) + " while it is capturing a graph");
   if (fence.stream == id || fence_complete(fence)) return;  // already ordered
+  // A batch side the worker has not issued yet: the launching thread waits for it.
+  auto& issued = fence.stream == kOutStream ? out_issued_ : in_issued_;
+  if (fence.stream == kOutStream || fence.stream == kInStream) {
+    auto it = issued.lower_bound(fence.value);
+    if (it != issued.end() && it->second > host_now_) {
+      stats_.host_issue_wait_seconds += it->second - host_now_;
+      host_now_ = it->second;
+    }
+    // Sides issued before now need no record any more.
+    std::erase_if(issued, [&](const auto& entry) { return entry.second <= host_now_; });
+  }
   Op op;
   op.kind = OpKind::kWait;
   op.waits.push_back(fence);
@@ -244,7 +284,7 @@ Fence SimBackend::enqueue(StreamId id, Op op) {
   }
   Stream& s = stream(id);
   op.seq = next_seq_++;
-  op.queued_at = host_now_;
+  op.queued_at = std::max(host_now_, issue_at_);
   if (op.kind == OpKind::kKernel) live_kernels_[op.seq] = LiveKernel{id, op.ranges};
   s.ops.push_back(std::move(op));
   ++s.queued;

@@ -6,7 +6,12 @@
 // kPrefetchStream) is a FIFO of ops. An op starts at
 //   max(its stream's previous op end, host time when queued, every awaited fence)
 // and lasts what the model says (sim_device_model.h). The host runs ahead of
-// the device until a stream holds model.queue_depth ops, then blocks.
+// the device until a stream holds model.queue_depth ops, then blocks. The backend's
+// worker issues batches one after another, each taking the host time of its driver
+// calls (discards, populates); a batch's transfers are queued when their side is issued
+// (the in side first unless its fetches need the out side's room), and stream_wait on a
+// side not issued yet moves the host clock to when it is, as CudaBackend's launching
+// threads wait for an event to be recorded.
 // Internally a discrete-event simulation: events are processed in time order,
 // and only up to the current host time (later ops cannot start earlier than
 // that), so every op sees the ground truth as it is when it starts.
@@ -91,7 +96,9 @@ struct SimStats {
   uint64_t resident_bytes = 0;       // ground truth, device, as of the host clock
   uint64_t peak_resident_bytes = 0;  // ground-truth maximum over simulated time
   double peak_resident_at_seconds = 0;
-  double host_blocked_seconds = 0;  // host waiting on a full stream queue
+  double host_blocked_seconds = 0;     // host waiting on a full stream queue
+  double host_issue_wait_seconds = 0;  // host waiting for the worker to issue a batch a kernel needs
+  double worker_busy_seconds = 0;      // the worker's time issuing batches
 
   uint64_t violations_evicted_in_use = 0;
   uint64_t violations_read_discarded = 0;  // a kernel read dropped pages before they were restored, or
@@ -217,6 +224,14 @@ class SimBackend final : public DeviceBackend {
     StreamId stream;
     std::vector<Range> ranges;
   };
+
+  // The worker (model.*_issue_bytes_per_second): when it is free again, and when each
+  // batch side was issued, by its fence value (forgotten once the fence completed).
+  double worker_free_ = 0;
+  std::map<uint64_t, double> in_issued_, out_issued_;
+  double issue_at_ = 0;  // ops queued now start no earlier than this (the side's issue time)
+  // How long the worker's driver calls for these bytes take.
+  double issue_seconds(uint64_t discard_bytes, uint64_t populate_bytes) const;
 
   Stream& stream(StreamId id);
   // Queues `op` on `stream` after blocking the host while the stream is full.

@@ -74,6 +74,17 @@ struct SimDeviceModel {
   // and a queue push, ~1 us.
   double submit_host_seconds = 1e-6;
 
+  // The backend's worker issues each batch (its driver calls take host time) before its
+  // transfers can start, and a kernel that waits for a batch the worker has not issued
+  // blocks its launching thread until it is (an event is waited for once recorded).
+  // Measured on the H100 (docs/results, 2026-11-26, eighth session: PUMP_STATS
+  // backend_discard_call_ns and backend_prefetch_call_ns over a decode and a training
+  // run): a cuMemDiscardBatchAsync of ~96 MB costs the worker 0.3-0.7 ms, ~150 GB/s; a
+  // populate (prefetch of dropped pages) ~90-130 us per 8 MiB piece, ~75 GB/s. 0: issue
+  // takes no time (the model before those measurements).
+  double discard_issue_bytes_per_second = 150e9;
+  double populate_issue_bytes_per_second = 75e9;
+
   // Ops a stream may hold (queued or running) before the host blocks on the next
   // one. Assumption: CUDA's launch queue is ~1024 entries deep per stream.
   uint32_t queue_depth = 1024;

@@ -1,5 +1,5 @@
 /*
- * Policy "learned" (the default): learns the program's repeating kernel sequence online (a
+ * Policy "learned": learns the program's repeating kernel sequence online (a
  * training loop or a decoder repeats the same kernels on the same addresses every step)
  * and uses the prediction for
  *   - Belady eviction: under pressure, the resident blocks whose predicted next use is
@@ -32,7 +32,13 @@
  * decode-grow x1.02-1.1 is 4.6% slower (a cache that outgrows the budget only in its last
  * tokens: each prefetch of a new, never-touched allocation costs the sim a call that
  * none's first touch does not); to "lru" in bytes moved, varlen x1.1 (a step of another
- * length reaches other pieces of the activations than the period predicts).
+ * length reaches other pieces of the activations than the period predicts). With the
+ * worker's issue time modelled (sim_device_model.h, measured on the H100 2026-11-26): the
+ * 8-layer training loop at x1.1 on the copy path is 3.1% slower than the engine's own
+ * restores ("none" there): its lookahead batches keep the worker busy when a kernel's own
+ * fetch comes (26 batches against 15). On the GPU (decode, half the weights) it decodes
+ * 1.8-2.5x slower than lru: its lookahead does not engage there, and its host time per
+ * kernel is larger (docs/results, eighth session).
  *
  * C++ inside; only the extern "C" entry struct is exported, and no exception leaves a
  * callback (an allocation failure drops the learned state and the policy goes on).

@@ -28,6 +28,8 @@ SimDeviceModel hand_model() {
   m.fault_batch_seconds = 10e-6;
   m.launch_host_seconds = 1e-6;
   m.submit_host_seconds = 0;
+  m.discard_issue_bytes_per_second = 0;  // the worker issues at once (its own test below)
+  m.populate_issue_bytes_per_second = 0;
   m.queue_depth = 1024;
   return m;
 }
@@ -176,6 +178,43 @@ TEST(SimBackend, DiscardDropsPagesWithoutTransferAndRetouchIsNotAFault) {
   kernel(b, 0, {kA, 4 * kMiB});
   b.synchronize();
   EXPECT_EQ(b.stats().bytes_faulted, 0u);
+}
+
+// The worker's issue time (model.*_issue_bytes_per_second): a batch's transfers start once
+// the worker issued them, batches are issued one after another, the in side first unless
+// it needs the out side's room, and a kernel waiting for a side not issued yet holds its
+// launching thread until it is.
+TEST(SimBackend, TheWorkerIssuesBatchesInTurnAndAKernelWaitingForOneHoldsItsThread) {
+  SimDeviceModel m = hand_model();
+  m.discard_issue_bytes_per_second = 1e9;   // 1 MiB: ~1 ms
+  m.populate_issue_bytes_per_second = 2e9;  // 1 MiB: ~0.5 ms
+  SimBackend b(m);
+  b.host_write({kA, kMiB});
+  b.host_write({kB, kMiB});
+  const double discard = kMiB / 1e9, populate = kMiB / 2e9;
+  // Batch 1: drop A, populate B (needs nothing of the drop): in issued after `populate`.
+  TransferBatch first;
+  first.discard.push_back({kA, kMiB});
+  first.populate.push_back({kB, kMiB});
+  const BatchFences f1 = b.submit(std::move(first));
+  // Batch 2: drop C, populate D after its out side: issued once batch 1 is, out first.
+  constexpr uint64_t kC = kA + 128 * kMiB, kD = kA + 192 * kMiB;
+  TransferBatch second;
+  second.discard.push_back({kC, kMiB});
+  second.populate.push_back({kD, kMiB});
+  second.fetch_after_out = true;
+  const BatchFences f2 = b.submit(std::move(second));
+  const double t0 = b.now();
+  b.stream_wait(kCompute, f1.in);
+  EXPECT_NEAR(b.now() - t0, populate, 1e-9);  // only batch 1's in side was waited for
+  b.stream_wait(kCompute, f2.in);
+  EXPECT_NEAR(b.now() - t0, 2 * (discard + populate), 1e-9);  // both batches, all of them
+  const SimStats s = b.stats();
+  EXPECT_NEAR(s.host_issue_wait_seconds, 2 * (discard + populate), 1e-9);
+  EXPECT_NEAR(s.worker_busy_seconds, 2 * (discard + populate), 1e-9);
+  // Issued is not done: the transfers themselves start only now.
+  b.host_wait(f2.in);
+  EXPECT_GT(b.now() - t0, 2 * (discard + populate));
 }
 
 TEST(SimBackend, FetchesWaitForTheBatchsEvictionsWhenThoseMakeTheirRoom) {
