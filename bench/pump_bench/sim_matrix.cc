@@ -56,6 +56,7 @@ SimRun run_native(const SimWorkload& w, SimBackend& backend) {
   for (int it = 0; it < w.iterations; ++it) {
     const SimStats before = backend.stats();
     for (const SimKernel& k : w.kernels_of(it)) {
+      backend.host_advance(k.host_seconds);  // the program's own host time, as under pump
       ranges.clear();
       for (const pump_extent_v1_t& e : k.touched()) ranges.push_back({e.address, e.bytes});
       backend.launch(k.stream, k.compute_seconds, ranges, reads_of(k), writes_of(k));

@@ -37,6 +37,7 @@ SimRun run_workload(const SimWorkload& workload, Engine& engine, SimBackend& bac
       if (a.first_iteration == it) engine.on_alloc(a.address, a.bytes);
     const SimStats before = backend.stats();
     for (const SimKernel& k : workload.kernels_of(it)) {
+      backend.host_advance(k.host_seconds);
       engine.before_kernel(&ticket, k.stream, k.extents.data(), k.extents.size(),
                            k.inexact.empty() ? nullptr : k.inexact.data());
       ranges.clear();

@@ -34,6 +34,9 @@ struct SimKernel {
   // pointer into a tensor spanning several blocks); empty: the extents.
   std::vector<pump_extent_v1_t> actual;
   const std::vector<pump_extent_v1_t>& touched() const { return actual.empty() ? extents : actual; }
+  // The program's own host time before it launches this kernel (a framework's Python and
+  // dispatch): the launching thread's clock moves on while the device keeps running.
+  double host_seconds = 0;
 };
 
 // Per extent of `k`: whether the kernel reads its old bytes (what SimBackend::launch

@@ -43,15 +43,15 @@
 
 #include "probe_kernels.cuh"
 
-#define CHECK_CU(x)                                                       \
-  do {                                                                    \
-    CUresult r_ = (x);                                                    \
-    if (r_ != CUDA_SUCCESS) {                                             \
-      const char* s_ = nullptr;                                           \
-      cuGetErrorString(r_, &s_);                                          \
-      std::printf("FAIL %s:%d %s: %s\n", __FILE__, __LINE__, #x, s_);     \
-      std::exit(1);                                                       \
-    }                                                                     \
+#define CHECK_CU(x)                                                   \
+  do {                                                                \
+    CUresult r_ = (x);                                                \
+    if (r_ != CUDA_SUCCESS) {                                         \
+      const char* s_ = nullptr;                                       \
+      cuGetErrorString(r_, &s_);                                      \
+      std::printf("FAIL %s:%d %s: %s\n", __FILE__, __LINE__, #x, s_); \
+      std::exit(1);                                                   \
+    }                                                                 \
   } while (0)
 
 namespace {
@@ -180,12 +180,13 @@ int main() {
     CHECK(cudaDeviceSynchronize());
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     const bool checked = std::strcmp(name, "populate") != 0;
-    std::printf("%-9s no hang, %.1f ms from the release to the end; wrong words in Y: %llu%s\n", name, ms,
-                bad->count, checked ? "" : " (overwritten first: not a check)");
+    std::printf("%-9s no hang, %.1f ms from the release to the end; wrong words in Y: %llu%s\n", name, ms, bad->count,
+                checked ? "" : " (overwritten first: not a check)");
     if (checked && bad->count) ++failures;
     CHECK(cudaEventDestroy(e));
     for (cudaStream_t s : {s1, s2, w}) CHECK(cudaStreamDestroy(s));
   }
-  std::printf("%s\n", failures ? "FAIL: wrong bytes after a fenced restore" : "PASS: no case hung, every restore checked");
+  std::printf("%s\n",
+              failures ? "FAIL: wrong bytes after a fenced restore" : "PASS: no case hung, every restore checked");
   return failures ? 1 : 0;
 }
