@@ -66,6 +66,7 @@ SimWorkload trace_to_workload(const Trace& trace, const std::string& name, const
     // stream semantics, so it is just one more FIFO.
     k.stream = r.stream;
     k.name = r.name.empty() ? "kernel" + std::to_string(rep.kernels) : r.name;
+    if (r.host_seconds > 0) k.host_seconds = r.host_seconds;
     uint64_t bytes = 0;
     const bool guessed_all = !trace.marks_inexact && launch_guess(r);
     for (size_t i = 0; i < r.extents.size(); ++i) {

@@ -27,8 +27,8 @@ SimWorkload llama_decode_loop(uint64_t weight_bytes, int tokens, double host_sec
   const uint64_t square = kHidden * kHidden * kBf16, narrow = kHidden * kKvWidth * kBf16,
                  wide = kHidden * kIntermediate * kBf16, vocab = kVocab * kHidden * kBf16;
   const uint64_t layer_bytes = 2 * square + 2 * narrow + 3 * wide;
-  const int layers = static_cast<int>(std::max<uint64_t>(1, (weight_bytes > 2 * vocab ? weight_bytes - 2 * vocab : 0) /
-                                                                 layer_bytes));
+  const int layers =
+      static_cast<int>(std::max<uint64_t>(1, (weight_bytes > 2 * vocab ? weight_bytes - 2 * vocab : 0) / layer_bytes));
   const int embedding = b.allocate(vocab, PUMP_ROLE_WEIGHT, "embed");
   struct Layer {
     int norm1, q, k, v, o, norm2, gate, up, down, cache;
@@ -76,8 +76,7 @@ SimWorkload llama_decode_loop(uint64_t weight_bytes, int tokens, double host_sec
     kernel(named("silu", i), {{mlp, RW}});
     kernel(named("down", i), {{l.down, R}, {mlp, R}, {hidden, RW}});
     kernel(named("residual", i), {{hidden, RW}});
-    for (int s = 0; s < kSmallKernelsPerLayer + 2; ++s)
-      kernel(named("elementwise", i), {{s % 2 ? mlp : qkv, RW}});
+    for (int s = 0; s < kSmallKernelsPerLayer + 2; ++s) kernel(named("elementwise", i), {{s % 2 ? mlp : qkv, RW}});
   }
   kernel("norm", {{final_norm, R}, {hidden, RW}});
   kernel("lm_head", {{head, R}, {hidden, R}, {logits, W}});

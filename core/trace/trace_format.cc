@@ -87,6 +87,10 @@ std::string format_trace_record(const TraceRecord& r) {
         out += ",\"seconds\":";
         append_seconds(&out, r.seconds);
       }
+      if (r.host_seconds >= 0) {
+        out += ",\"host_seconds\":";
+        append_seconds(&out, r.host_seconds);
+      }
       out += ",\"extents\":[";
       for (size_t i = 0; i < r.extents.size(); ++i) {
         const pump_extent_v1_t& e = r.extents[i];

@@ -18,6 +18,9 @@
 //   name      optional: the intercepted call or kernel
 //   seconds   optional: measured or estimated duration on resident memory; absent
 //             when unknown (the replay then estimates it from the bytes touched)
+//   host_seconds  optional: the launching thread's time since its previous kernel record
+//             (the program's own host work, and pump's); the replay spends it before
+//             the launch, so a launch-bound program stays launch-bound
 //   access    "r", "w", "rw" or "-"          (pump_access_v1_t)
 //   role      "unknown", "weight", "activation" or "workspace"  (pump_role_v1_t)
 // Unknown fields are ignored (writers may add some without a version bump); an
@@ -46,6 +49,7 @@ struct TraceRecord {
   StreamId stream = 0;                    // kernel
   std::string name;                       // kernel, optional
   double seconds = -1;                    // kernel; < 0: unknown
+  double host_seconds = -1;               // kernel; < 0: unknown
   std::vector<pump_extent_v1_t> extents;  // kernel
   std::vector<uint8_t> inexact;           // kernel: 1 per guessed extent; empty: none marked
 };

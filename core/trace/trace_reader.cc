@@ -106,6 +106,11 @@ TraceRecord to_record(const Json& v) {
         throw LineError{"kernel record: \"seconds\" must be a non-negative number"};
       r.seconds = s->get<double>();
     }
+    if (const Json* s = find(v, "host_seconds")) {
+      if (!s->is_number() || s->get<double>() < 0)
+        throw LineError{"kernel record: \"host_seconds\" must be a non-negative number"};
+      r.host_seconds = s->get<double>();
+    }
     const Json& extents = required(v, "kernel", "extents");
     if (!extents.is_array()) throw LineError{"kernel record: \"extents\" must be an array"};
     r.inexact.assign(extents.size(), 0);

@@ -52,6 +52,13 @@ void TraceWriter::record_kernel(StreamId stream, const pump_extent_v1_t* extents
   r.stream = stream;
   if (name != nullptr) r.name = name;
   r.seconds = seconds;
+  {
+    const auto now = std::chrono::steady_clock::now();
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto [it, first] = last_kernel_.try_emplace(std::this_thread::get_id(), now);
+    if (!first) r.host_seconds = std::chrono::duration<double>(now - it->second).count();
+    it->second = now;
+  }
   if (extents != nullptr) r.extents.assign(extents, extents + count);
   if (extents != nullptr && inexact != nullptr) r.inexact.assign(inexact, inexact + count);
   append_line(format_trace_record(r));

@@ -5,11 +5,14 @@
 // The file is complete once the writer is destroyed (or after flush()).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <unordered_map>
 
 #include "core/common/fence.h"
 #include "pump/extractor_v1.h"
@@ -28,7 +31,8 @@ class TraceWriter {
   void record_alloc(uint64_t address, uint64_t bytes);
   void record_free(uint64_t address);
   // `seconds` < 0: duration unknown. `name` may be null. `inexact` (null: none) marks the
-  // extents guessed from a pointer.
+  // extents guessed from a pointer. The record carries the calling thread's time since its
+  // previous kernel record (host_seconds), none for a thread's first.
   void record_kernel(StreamId stream, const pump_extent_v1_t* extents, size_t count, const char* name = nullptr,
                      double seconds = -1, const uint8_t* inexact = nullptr);
   // Writes the buffer out (fflush too). Also done when the buffer passes kFlushBytes.
@@ -51,6 +55,7 @@ class TraceWriter {
   std::string buffer_;
   uint64_t records_ = 0;
   bool failed_ = false;
+  std::unordered_map<std::thread::id, std::chrono::steady_clock::time_point> last_kernel_;  // per thread
 };
 
 }  // namespace pump

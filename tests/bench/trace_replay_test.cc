@@ -46,6 +46,19 @@ TEST(TraceReplay, KernelsBecomeOneIterationWithRecordedOrEstimatedDurations) {
   EXPECT_EQ(report.kernels_estimated, 1u);
 }
 
+// A record's host time (the launching thread's time since its previous launch) becomes the
+// kernel's: the replay spends it before the launch, so a launch-bound program stays so.
+TEST(TraceReplay, KernelsKeepTheirRecordedHostTime) {
+  Trace t;
+  t.records = {alloc(0x100000, 1 << 20), kernel({{0x100000, 4096, PUMP_ACCESS_READ, PUMP_ROLE_WEIGHT}}),
+               kernel({{0x100000, 4096, PUMP_ACCESS_READ, PUMP_ROLE_WEIGHT}})};
+  t.records[2].host_seconds = 0.001;
+  const SimWorkload w = trace_to_workload(t, "t", {});
+  ASSERT_EQ(w.iteration.size(), 2u);
+  EXPECT_EQ(w.iteration[0].host_seconds, 0.0);  // unknown: none
+  EXPECT_DOUBLE_EQ(w.iteration[1].host_seconds, 0.001);
+}
+
 TEST(TraceReplay, ReusedAddressesMergeAndStrayExtentsAreDroppedOrClipped) {
   Trace t;
   t.records = {alloc(0x100000, 0x100000), alloc(0x180000, 0x100000),  // overlaps: one range 0x100000..0x280000

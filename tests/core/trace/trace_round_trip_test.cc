@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <unistd.h>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -65,6 +66,37 @@ TEST(Trace, RoundTripKeepsEveryFieldExactly) {
   EXPECT_TRUE(t->records[2].name.empty());
   EXPECT_EQ(t->records[3].op, TraceRecord::Op::kFree);
   std::filesystem::remove(path);
+}
+
+// Each kernel record carries its thread's time since that thread's previous one (the
+// program's host work between launches), and a replay spends it before the launch.
+TEST(Trace, KernelRecordsCarryTheLaunchingThreadsHostTime) {
+  const std::string path = temp_path("host_time");
+  const pump_extent_v1_t extent{0x7f0000000000ull, 4096, PUMP_ACCESS_READ, PUMP_ROLE_WEIGHT};
+  {
+    std::unique_ptr<TraceWriter> w = TraceWriter::open(path);
+    ASSERT_TRUE(w);
+    w->record_kernel(1, &extent, 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    w->record_kernel(1, &extent, 1);
+    std::thread([&] { w->record_kernel(2, &extent, 1); }).join();  // another thread: its first
+  }
+  std::string error;
+  std::optional<Trace> t = read_trace_file(path, &error);
+  ASSERT_TRUE(t) << error;
+  ASSERT_EQ(t->records.size(), 3u);
+  EXPECT_LT(t->records[0].host_seconds, 0);  // a thread's first record: unknown
+  EXPECT_GE(t->records[1].host_seconds, 0.02);
+  EXPECT_LT(t->records[1].host_seconds, 5.0);
+  EXPECT_LT(t->records[2].host_seconds, 0);
+  std::filesystem::remove(path);
+  // A hand-written line round-trips the field; a negative one is refused.
+  std::optional<Trace> hand =
+      parse("{\"pump_trace\":1}\n{\"op\":\"kernel\",\"stream\":1,\"host_seconds\":0.00006,\"extents\":[]}\n", &error);
+  ASSERT_TRUE(hand) << error;
+  EXPECT_DOUBLE_EQ(hand->records[0].host_seconds, 0.00006);
+  EXPECT_FALSE(
+      parse("{\"pump_trace\":1}\n{\"op\":\"kernel\",\"stream\":1,\"host_seconds\":-1,\"extents\":[]}\n", &error));
 }
 
 TEST(Trace, GuessedExtentsKeepTheirMark) {
