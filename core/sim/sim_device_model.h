@@ -78,10 +78,13 @@ struct SimDeviceModel {
   // transfers can start, and a kernel that waits for a batch the worker has not issued
   // blocks its launching thread until it is (an event is waited for once recorded).
   // Measured on the H100 (docs/results, 2026-11-26, eighth session: PUMP_STATS
-  // backend_discard_call_ns and backend_prefetch_call_ns over a decode and a training
-  // run): a cuMemDiscardBatchAsync of ~96 MB costs the worker 0.3-0.7 ms, ~150 GB/s; a
-  // populate (prefetch of dropped pages) ~90-130 us per 8 MiB piece, ~75 GB/s. 0: issue
-  // takes no time (the model before those measurements).
+  // backend_discard_call_ns and backend_prefetch_call_ns): the cost lands on different
+  // calls in different programs. A decode (clean drops, restores): discards 133 GB/s,
+  // populates and copies together ~300 GB/s. A training run (saves, restores): discards
+  // 2.6 TB/s, populates and staged copies ~90 GB/s of bytes in and out. In all, 4.6-11 ms
+  // of worker time per GB moved or dropped. These rates put the decode's worker time at
+  // 1.6x what was measured and the training step's at 0.9x. 0: issue takes no time (the
+  // model before those measurements).
   double discard_issue_bytes_per_second = 150e9;
   double populate_issue_bytes_per_second = 75e9;
 
