@@ -12,7 +12,9 @@ namespace pump {
 
 namespace {
 
-uint64_t now_ns() {
+// 0 unless `timed`: the launch path reads the clock only when its phases are reported.
+uint64_t now_ns(bool timed = true) {
+  if (!timed) return 0;
   return static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
           .count());
@@ -42,7 +44,8 @@ Engine::Engine(DeviceBackend& backend, std::unique_ptr<Policy> policy, const Eng
       datapath_(options.datapath),
       verify_clean_(options.verify_clean),
       shadows_([&backend](uint64_t bytes) { return backend.allocate_host(bytes); }, options.host_limit_bytes,
-               ShadowStore::kDefaultSlabBytes, options.shared_host_limit) {
+               ShadowStore::kDefaultSlabBytes, options.shared_host_limit),
+      time_launches_(options.time_launches) {
   // Last: the policy may use the engine's services while it starts.
   if (policy_ && !policy_->attach(*this)) policy_.reset();
 }
@@ -198,20 +201,21 @@ void Engine::before_kernel(KernelTicket* ticket, StreamId stream, const pump_ext
 void Engine::launch(KernelTicket* ticket, StreamId stream, const pump_extent_v1_t* extents, size_t count,
                     const uint8_t* inexact, pump_extent_v1_t* to_resolve) {
   reset_ticket(ticket);
-  const uint64_t t0 = now_ns();
+  const uint64_t t0 = now_ns(time_launches_);
   const bool capturing = backend_.capturing(stream);
-  const uint64_t t1 = now_ns();
+  const uint64_t t1 = now_ns(time_launches_);
   uint64_t t2 = 0;
   {
     std::unique_lock lock(mutex_);  // the launch's one acquisition
-    t2 = now_ns();
+    t2 = now_ns(time_launches_);
     ++lock_acquisitions_;
     settle_queued_locked();
     if (to_resolve) resolve_pointers_locked(to_resolve, count, inexact);
     kernel_locked(ticket, stream, capturing, extents, count, inexact);
   }
-  const uint64_t t3 = now_ns();
+  const uint64_t t3 = now_ns(time_launches_);
   issue_waits(ticket);
+  if (!time_launches_) return;
   const uint64_t t4 = now_ns();
   launch_times_.capture.fetch_add(t1 - t0, std::memory_order_relaxed);
   launch_times_.lock_wait.fetch_add(t2 - t1, std::memory_order_relaxed);
@@ -611,9 +615,9 @@ void Engine::decide_and_order(StreamId stream, uint64_t seq, KernelTicket* ticke
   }
 
   if (policy_) {
-    const uint64_t t0 = now_ns();
+    const uint64_t t0 = now_ns(time_launches_);
     policy_->on_kernel(kernel);
-    stats_.launch_policy_ns += now_ns() - t0;
+    if (time_launches_) stats_.launch_policy_ns += now_ns() - t0;
   }
 
   // What the policy did not prefetch faults in when the kernel runs; except dropped
@@ -720,9 +724,9 @@ void Engine::after_kernel(KernelTicket* ticket, bool launched) {
   // the blocks waits for the next holder of the lock.
   record->launched = launched;
   record->fenced = launched && record->fence_wanted;
-  const uint64_t t0 = now_ns();
+  const uint64_t t0 = now_ns(time_launches_);
   record->fence = record->fenced ? backend_.mark(record->stream) : Fence{};
-  launch_times_.mark.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+  if (time_launches_) launch_times_.mark.fetch_add(now_ns() - t0, std::memory_order_relaxed);
   settle_queue_.push(record);
 }
 

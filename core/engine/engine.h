@@ -45,6 +45,7 @@ struct EngineOptions {
   uint64_t host_limit_bytes = 0;           // pinned shadow store cap; 0: none (dirty data takes unified memory)
   bool verify_clean = false;               // PUMP_VERIFY=checksum: list clean discards in TransferBatch::check_clean
   HostLimit* shared_host_limit = nullptr;  // the process's PUMP_HOST_LIMIT, shared by every device's engine
+  bool time_launches = false;              // fill EngineStats' launch_*_ns (a clock read per phase)
 };
 
 const char* datapath_name(DataPath path);
@@ -324,6 +325,7 @@ class Engine {
     std::atomic<uint64_t> capture{0}, lock_wait{0}, locked{0}, waits{0}, mark{0};
   };
   mutable LaunchTimes launch_times_;
+  const bool time_launches_;
   uint64_t over_budget_serial_ = 0;  // the allocation that first took it over (0: none yet)
   EngineStats stats_;
   uint64_t seq_ = 0;

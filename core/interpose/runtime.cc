@@ -160,6 +160,7 @@ Engine* Runtime::engine(int device) {
   eo.host_limit_bytes = options_.host_limit_bytes;
   eo.verify_clean = options_.verify_checksum;
   eo.shared_host_limit = host_limit_.get();
+  eo.time_launches = !options_.stats_path.empty();  // PUMP_STATS reports the launch phases
   auto engine = std::make_unique<Engine>(*backend, make_policy_adapter(policy_), eo, &config_);
   const uint64_t limit = managed_[device].limit.load(std::memory_order_relaxed);
   log(LogLevel::kInfo, "device %d: engine ready, budget %s of %s, managed limit %s, policy %s", device,

@@ -111,6 +111,29 @@ TEST_F(EngineTest, PrefetchedKernelWaitsForItsTransferBatch) {
   EXPECT_EQ(e->resident_bytes(), 8 * kMiB);
 }
 
+// Where a launching thread's time goes (EngineStats::launch_*_ns) is measured only when asked
+// for (PUMP_STATS): otherwise the launch path reads no clock.
+TEST_F(EngineTest, LaunchPhasesAreTimedOnlyWhenAskedFor) {
+  for (const bool timed : {false, true}) {
+    EngineOptions options;
+    options.budget_bytes = 64 * kMiB;
+    options.time_launches = timed;
+    Engine e(backend_, make_policy_adapter(&kScripted), options, &config_);
+    policy_.on_kernel = [](auto* host, auto* k) { prefetch_all(host, k, PUMP_WHEN_NOW); };
+    e.on_alloc(kBase, 4 * kMiB);
+    for (int i = 0; i < 3; ++i) run(e, {extent(kBase, 4 * kMiB)});
+    const EngineStats s = e.stats();
+    const uint64_t total =
+        s.launch_capture_ns + s.launch_lock_wait_ns + s.launch_locked_ns + s.launch_waits_ns + s.launch_mark_ns;
+    if (timed) {
+      EXPECT_GT(s.launch_locked_ns, 0u);
+      EXPECT_GE(s.launch_locked_ns, s.launch_policy_ns);
+    } else {
+      EXPECT_EQ(total + s.launch_policy_ns, 0u);
+    }
+  }
+}
+
 TEST_F(EngineTest, FindBlockAnswersForEveryAllocationWhereverItLies) {
   // find_block rejects words outside the range of tracked allocations without its lock:
   // that range must follow allocations made below and above the first one, and gaps
