@@ -31,7 +31,7 @@ fi
 rm -f "$out/pump-bench.png" "$out/pump-bench.json" "$out/pump-bench.csv"
 status=0
 "$bench" \
-  --workload training-loop,mlp,conv \
+  --workload training-loop,mlp,conv,llama-decode \
   --oversubscription 1,1.5,2,3 \
   --policies none,eager,lazy,lru,activations,learned \
   --datapath copy,um \
