@@ -76,7 +76,7 @@ def main():
     settle = load(a.settle)[0] if a.settle else {}
 
     print("### Traffic over the oracle's (steady iterations)\n")
-    print("| workload | x | oracle MiB/it | oracle-engine | none | lru | learned before | learned (default) |")
+    print("| workload | x | oracle MiB/it | oracle-engine | none | lru | learned before | learned after |")
     print("|---|---|---|---|---|---|---|---|")
     for key in order:
         c = after[key]
@@ -89,7 +89,7 @@ def main():
             ratio(c.get("lru"), o), ratio(b.get("learned"), o), ratio(c.get("learned"), o)))
 
     print("\n### Time per steady iteration over none's (above 1.02 in bold)\n")
-    print("| workload | x | none ms/it | lru | learned before | learned (default) |")
+    print("| workload | x | none ms/it | lru | learned before | learned after |")
     print("|---|---|---|---|---|---|")
     for key in order:
         c = after[key]

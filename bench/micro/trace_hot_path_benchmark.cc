@@ -117,16 +117,13 @@ void replay(benchmark::State& state, const char* policy_name) {
   }
 }
 
-// Arg 1: the caches evicted before each launch; 0: back to back, timed the same way.
-void cold(benchmark::State& state, const char* policy_name) {
-  Replay r;
-  if (!r.start(state, policy_name)) return;
-  const bool evict = state.range(0) != 0;
-  pump::bench::CacheEvictor evictor;
+// Each launch of the replay timed on its own (manual time), the caches evicted before each
+// one when `evictor` is given (outside the timing).
+void timed_launches(benchmark::State& state, Replay& r, pump::bench::CacheEvictor* evictor) {
   pump::bench::LaunchTimes times;
   size_t i = 0;
   for (auto _ : state) {
-    if (evict) evictor.evict();
+    if (evictor) evictor->evict();
     const auto begin = pump::bench::LaunchTimes::Clock::now();
     r.launch(*r.kernels[i]);
     times.add(begin, pump::bench::LaunchTimes::Clock::now());
@@ -136,21 +133,20 @@ void cold(benchmark::State& state, const char* policy_name) {
   times.report(state);
 }
 
+// Arg 1: the caches evicted before each launch; 0: back to back, timed the same way.
+void cold(benchmark::State& state, const char* policy_name) {
+  Replay r;
+  if (!r.start(state, policy_name)) return;
+  pump::bench::CacheEvictor evictor;
+  timed_launches(state, r, state.range(0) != 0 ? &evictor : nullptr);
+}
+
 // Launches under a budget of the footprint / 1.5: each one's decisions, evictions and
 // lookahead included (the instant backend completes every transfer at once).
 void BM_TraceLaunchPressure(benchmark::State& state, const char* policy_name) {
   Replay r;
   if (!r.start(state, policy_name, 1.5)) return;
-  pump::bench::LaunchTimes times;
-  size_t i = 0;
-  for (auto _ : state) {
-    const auto begin = pump::bench::LaunchTimes::Clock::now();
-    r.launch(*r.kernels[i]);
-    times.add(begin, pump::bench::LaunchTimes::Clock::now());
-    times.finish_iteration(state);
-    if (++i == r.kernels.size()) i = 0;
-  }
-  times.report(state);
+  timed_launches(state, r, nullptr);
 }
 BENCHMARK_CAPTURE(BM_TraceLaunchPressure, none, "none")->Iterations(20000)->UseManualTime();
 BENCHMARK_CAPTURE(BM_TraceLaunchPressure, lru, "lru")->Iterations(20000)->UseManualTime();

@@ -127,8 +127,7 @@ struct CudaBackendOptions {
   // bytes brought in come in such batches: the fetches' populates queue behind the drops on
   // the driver's side whatever order pump gives them.
   bool overlap_out_in = false;
-  // PUMP_STATS: time the driver's fence queries (fence_query_ns; two clock reads a query, and
-  // a launch under pressure makes tens of them). Counted either way.
+  // PUMP_STATS: count and time the fence queries (fence_queries, fence_query_ns).
   bool time_fence_queries = false;
   uint64_t out_group_bytes = 32ull << 20;
   // Discards (and populates) cut into pieces of at most this many bytes at aligned
@@ -200,8 +199,8 @@ struct CudaBackendOptions {
   X(issue_wait_ns)        /* ... and how long, in all */ \
   X(ring_wait_ns)         /* launching threads' time waiting for the oldest event of a full ring */ \
   X(worker_busy_ns)       /* the worker's time issuing batches (the rest it waited for work) */ \
-  X(fence_queries)        /* done() calls (cuEventQuery only for a fence not yet seen complete) */ \
-  X(fence_query_ns)       /* ... and their time (timed only with time_fence_queries) */ \
+  X(fence_queries)        /* done() calls (cuEventQuery only for a fence not yet seen complete); */ \
+  X(fence_query_ns)       /* ... and their time: both only with time_fence_queries */ \
   X(pinned_alloc_ns)      /* time in cuMemHostAlloc for shadow slabs (pinning is slow) */
 // clang-format on
 

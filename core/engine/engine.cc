@@ -206,10 +206,7 @@ void Engine::launch(KernelTicket* ticket, StreamId stream, const pump_extent_v1_
   const uint64_t t1 = now_ns(time_launches_);
   uint64_t t2 = 0;
   {
-    std::unique_lock lock(mutex_);  // the launch's one acquisition
-    t2 = now_ns(time_launches_);
-    ++lock_acquisitions_;
-    settle_queued_locked();
+    const auto lock = lock_settled(time_launches_ ? &t2 : nullptr);  // the launch's one acquisition
     if (to_resolve) resolve_pointers_locked(to_resolve, count, inexact);
     kernel_locked(ticket, stream, capturing, extents, count, inexact);
   }
@@ -730,8 +727,9 @@ void Engine::after_kernel(KernelTicket* ticket, bool launched) {
   settle_queue_.push(record);
 }
 
-std::unique_lock<std::mutex> Engine::lock_settled() {
+std::unique_lock<std::mutex> Engine::lock_settled(uint64_t* acquired_ns) {
   std::unique_lock lock(mutex_);
+  if (acquired_ns) *acquired_ns = now_ns();
   ++lock_acquisitions_;
   settle_queued_locked();
   return lock;
@@ -1125,6 +1123,15 @@ void Engine::submit_fetches(FetchLists* lists, TransferBatch* batch) {
   append_ranges(&lists->populate, &batch->populate);
 }
 
+void Engine::submit_fetch_batch(FetchLists* lists, std::vector<Fence> wait_for) {
+  TransferBatch batch;
+  batch.fetch_wait_for = std::move(wait_for);
+  submit_fetches(lists, &batch);
+  stats_.prefetch_ranges += batch.prefetch.size() + batch.populate.size() + batch.restore.size();
+  ++stats_.batches;
+  note_ready(lists, backend_.submit(std::move(batch)).in);
+}
+
 void Engine::note_ready(FetchLists* lists, const Fence& in) {
   for (std::vector<Block*>* v : {&lists->prefetch, &lists->restore, &lists->populate}) {
     for (Block* b : *v) b->ready = in;
@@ -1147,12 +1154,7 @@ void Engine::submit_pending(StreamId stream) {
     // for this batch's evictions (the in stream runs in order, so later fetches follow).
     // (Without late fetches the batch's in side needs nothing of its out side, and the
     // backend issues it first.)
-    TransferBatch early;
-    early.fetch_wait_for = now.fetch_wait_for;
-    submit_fetches(&early_fetches_, &early);
-    stats_.prefetch_ranges += early.prefetch.size() + early.populate.size() + early.restore.size();
-    ++stats_.batches;
-    note_ready(&early_fetches_, backend_.submit(std::move(early)).in);
+    submit_fetch_batch(&early_fetches_, now.fetch_wait_for);
   }
   submit_fetches(&early_fetches_, &now);
   submit_fetches(&late_fetches_, &now);
@@ -1179,15 +1181,9 @@ void Engine::submit_pending(StreamId stream) {
     // fetches waits for them through the in side when it needs their room.)
   }
   if (!ahead_fetches_.empty()) {
-    TransferBatch ahead;
-    ahead.fetch_wait_for = std::move(ahead_wait_for);  // transfers out of these blocks still queued
-    if (ahead_needs_room_ && !out_in_flight_.empty()) ahead.fetch_wait_for.push_back(out_in_flight_.back().fence);
-    submit_fetches(&ahead_fetches_, &ahead);
-    stats_.prefetch_ranges += ahead.prefetch.size() + ahead.populate.size() + ahead.restore.size();
-    ++stats_.batches;
-    note_ready(&ahead_fetches_, backend_.submit(std::move(ahead)).in);
+    if (ahead_needs_room_ && !out_in_flight_.empty()) ahead_wait_for.push_back(out_in_flight_.back().fence);
+    submit_fetch_batch(&ahead_fetches_, std::move(ahead_wait_for));
   }
-  ahead_needs_room_ = false;
   if (!just_before_blocks_.empty()) {
     // "Just before": after everything already queued on the kernel's stream, i.e. after
     // the kernel before this one (a fence at the stream's tail, recorded now).
@@ -1205,6 +1201,7 @@ void Engine::submit_pending(StreamId stream) {
   pending_out_bytes_ = 0;
   ++batch_serial_;
   fetch_needs_room_ = false;
+  ahead_needs_room_ = false;
   just_before_blocks_.clear();
   evict_blocks_.clear();
   save_blocks_.clear();

@@ -305,7 +305,8 @@ class Engine {
   mutable uint64_t lock_acquisitions_ = 0;
   // Takes mutex_ and settles the launches queued since it was last taken: every entry
   // point that reads or changes block state starts here.
-  std::unique_lock<std::mutex> lock_settled();
+  // `acquired_ns` (may be null): the clock when the lock was had, before the settling.
+  std::unique_lock<std::mutex> lock_settled(uint64_t* acquired_ns = nullptr);
   std::unique_lock<std::mutex> lock_counted() const;  // for read-only queries: nothing settled
   SettleQueue settle_queue_;
   std::vector<uint64_t> in_flight_seqs_;  // launches decided and not settled yet (a few)
@@ -358,6 +359,8 @@ class Engine {
   bool ahead_needs_room_ = false;  // one of them takes room this batch's evictions free
   void submit_fetches(FetchLists* lists, TransferBatch* batch);
   void note_ready(FetchLists* lists, const Fence& in);
+  // A batch of `lists`' fetches alone, waiting for `wait_for`; its blocks are ready with it.
+  void submit_fetch_batch(FetchLists* lists, std::vector<Fence> wait_for);
   uint64_t pending_out_bytes_ = 0;  // bytes leaving in the batch being gathered
   uint64_t batch_serial_ = 1;       // names the batch being gathered (Block::out_batch)
   // Batches whose transfers out may still run: the bytes they free are not free on the

@@ -76,11 +76,12 @@ BatchFences SimBackend::submit(TransferBatch&& batch) {
   };
   // Queues `ranges` as ops of `kind` on `id`; the first op carries `waits` (the rest
   // follow in stream order). Returns the fence of the last op, or `last` if none.
-  auto queue = [&](StreamId id, OpKind kind, std::vector<Fence>& waits, const auto& ranges, Fence last) {
+  auto queue = [&](StreamId id, OpKind kind, std::vector<Fence>& waits, const auto& ranges, Fence last, double issued) {
     for (const auto& r : ranges) {
       if (r.bytes == 0) continue;
       Op op;
       op.kind = kind;
+      op.queued_at = issued;
       op.waits = std::move(waits);
       waits.clear();
       op.ranges.push_back(pages_.page_align(Range{r.address, r.bytes}));
@@ -105,28 +106,42 @@ BatchFences SimBackend::submit(TransferBatch&& batch) {
   stats_.worker_busy_seconds += out_cost + in_cost;
   BatchFences fences;
   std::vector<Fence> out_waits = valid_waits(batch.wait_for);
-  issue_at_ = out_issued;
   if (batch.has_out()) {
-    fences.out = queue(kOutStream, OpKind::kSave, out_waits, batch.save, Fence{});
-    fences.out = queue(kOutStream, OpKind::kDiscard, out_waits, batch.discard, fences.out);
-    fences.out = queue(kOutStream, OpKind::kEvict, out_waits, batch.evict, fences.out);
+    fences.out = queue(kOutStream, OpKind::kSave, out_waits, batch.save, Fence{}, out_issued);
+    fences.out = queue(kOutStream, OpKind::kDiscard, out_waits, batch.discard, fences.out, out_issued);
+    fences.out = queue(kOutStream, OpKind::kEvict, out_waits, batch.evict, fences.out, out_issued);
   }
-  issue_at_ = in_issued;
   std::vector<Fence> in_waits = valid_waits(batch.fetch_wait_for);
   if (batch.has_in()) {
     if (batch.fetch_after_out && !fences.out.empty()) in_waits.push_back(fences.out);
-    fences.in = queue(kInStream, OpKind::kPrefetch, in_waits, batch.prefetch, Fence{});
-    fences.in = queue(kInStream, OpKind::kPrefetch, in_waits, batch.populate, fences.in);
-    fences.in = queue(kInStream, OpKind::kRestore, in_waits, batch.restore, fences.in);
+    fences.in = queue(kInStream, OpKind::kPrefetch, in_waits, batch.prefetch, Fence{}, in_issued);
+    fences.in = queue(kInStream, OpKind::kPrefetch, in_waits, batch.populate, fences.in, in_issued);
+    fences.in = queue(kInStream, OpKind::kRestore, in_waits, batch.restore, fences.in, in_issued);
   } else if (!in_waits.empty()) {
     Op op;  // nothing to fetch, but the waits are still owed to whoever waits on `in`
     op.waits = std::move(in_waits);
+    op.queued_at = in_issued;
     fences.in = enqueue(kInStream, std::move(op));
   }
-  issue_at_ = 0;
-  if (!fences.out.empty() && out_issued > host_now_) out_issued_[fences.out.value] = out_issued;
-  if (!fences.in.empty() && in_issued > host_now_) in_issued_[fences.in.value] = in_issued;
+  if (!fences.out.empty()) out_issued_.note(fences.out.value, out_issued, host_now_);
+  if (!fences.in.empty()) in_issued_.note(fences.in.value, in_issued, host_now_);
   return fences;
+}
+
+void SimBackend::IssueTimes::note(uint64_t value, double issued_at, double now) {
+  // Sides issued by now need no record: they move the floor (the times grow with the value).
+  while (!pending.empty() && pending.begin()->second <= now) {
+    floor = pending.begin()->first;
+    pending.erase(pending.begin());
+  }
+  if (issued_at > now) pending[value] = issued_at;
+  else floor = value;  // issued already, and so is every earlier side
+}
+
+double SimBackend::IssueTimes::of(uint64_t value) const {
+  if (value <= floor) return 0;
+  auto it = pending.lower_bound(value);
+  return it == pending.end() ? 0 : it->second;
 }
 
 double SimBackend::issue_seconds(uint64_t discard_bytes, uint64_t populate_bytes) const {
@@ -161,15 +176,12 @@ void SimBackend::stream_wait(StreamId id, const Fence& fence) {
     violation(false, "stream_wait on " + describe_stream(id) + " while it is capturing a graph");
   if (fence.stream == id || fence_complete(fence)) return;  // already ordered
   // A batch side the worker has not issued yet: the launching thread waits for it.
-  auto& issued = fence.stream == kOutStream ? out_issued_ : in_issued_;
   if (fence.stream == kOutStream || fence.stream == kInStream) {
-    auto it = issued.lower_bound(fence.value);
-    if (it != issued.end() && it->second > host_now_) {
-      stats_.host_issue_wait_seconds += it->second - host_now_;
-      host_now_ = it->second;
+    const double issued = (fence.stream == kOutStream ? out_issued_ : in_issued_).of(fence.value);
+    if (issued > host_now_) {
+      stats_.host_issue_wait_seconds += issued - host_now_;
+      host_now_ = issued;
     }
-    // Sides issued before now need no record any more.
-    std::erase_if(issued, [&](const auto& entry) { return entry.second <= host_now_; });
   }
   Op op;
   op.kind = OpKind::kWait;
@@ -284,7 +296,7 @@ Fence SimBackend::enqueue(StreamId id, Op op) {
   }
   Stream& s = stream(id);
   op.seq = next_seq_++;
-  op.queued_at = std::max(host_now_, issue_at_);
+  op.queued_at = std::max(host_now_, op.queued_at);
   if (op.kind == OpKind::kKernel) live_kernels_[op.seq] = LiveKernel{id, op.ranges};
   s.ops.push_back(std::move(op));
   ++s.queued;

@@ -189,7 +189,7 @@ class SimBackend final : public DeviceBackend {
   struct Op {
     OpKind kind = OpKind::kWait;
     uint64_t seq = 0;                   // global queue order
-    double queued_at = 0;               // host time when queued
+    double queued_at = 0;               // host time when queued (or its batch side issued, if later)
     std::vector<Fence> waits;           // fences that must complete before it starts
     std::vector<Range> ranges;          // kernel: touched; transfer: its one range
     std::vector<Range> read_ranges;     // kernel: pages whose old bytes it reads (merged)
@@ -225,11 +225,17 @@ class SimBackend final : public DeviceBackend {
     std::vector<Range> ranges;
   };
 
-  // The worker (model.*_issue_bytes_per_second): when it is free again, and when each
-  // batch side was issued, by its fence value (forgotten once the fence completed).
+  // The worker (model.*_issue_bytes_per_second): when it is free again, and per direction
+  // when each batch side not issued yet will be, by its fence value. The worker issues in
+  // order, so those times grow with the value: every value up to `floor` is issued.
   double worker_free_ = 0;
-  std::map<uint64_t, double> in_issued_, out_issued_;
-  double issue_at_ = 0;  // ops queued now start no earlier than this (the side's issue time)
+  struct IssueTimes {
+    std::map<uint64_t, double> pending;  // fence value -> host time its side is issued
+    uint64_t floor = 0;
+    void note(uint64_t value, double issued_at, double now);
+    double of(uint64_t value) const;  // when the side holding `value` is issued (0: already)
+  };
+  IssueTimes in_issued_, out_issued_;
   // How long the worker's driver calls for these bytes take.
   double issue_seconds(uint64_t discard_bytes, uint64_t populate_bytes) const;
 

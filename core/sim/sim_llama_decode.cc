@@ -13,8 +13,6 @@ constexpr uint64_t kHidden = 4096, kIntermediate = 11008, kKvWidth = 1024, kVoca
 constexpr double kHbmBytesPerSecond = 2.5e12;  // a GEMV streams its weight at HBM speed
 constexpr int kSmallKernelsPerLayer = 32;      // casts, adds, views made copies: the real program's rest
 
-std::string named(const char* prefix, int i) { return std::string(prefix).append(std::to_string(i)); }
-
 }  // namespace
 
 SimWorkload llama_decode_loop(uint64_t weight_bytes, int tokens, double host_seconds_per_launch) {
@@ -36,16 +34,16 @@ SimWorkload llama_decode_loop(uint64_t weight_bytes, int tokens, double host_sec
   std::vector<Layer> ls;
   for (int i = 0; i < layers; ++i) {
     Layer l{};
-    l.norm1 = b.allocate(kHidden * kBf16, PUMP_ROLE_WEIGHT, named("norm1.", i));
-    l.q = b.allocate(square, PUMP_ROLE_WEIGHT, named("q", i));
-    l.k = b.allocate(narrow, PUMP_ROLE_WEIGHT, named("k", i));
-    l.v = b.allocate(narrow, PUMP_ROLE_WEIGHT, named("v", i));
-    l.o = b.allocate(square, PUMP_ROLE_WEIGHT, named("o", i));
-    l.norm2 = b.allocate(kHidden * kBf16, PUMP_ROLE_WEIGHT, named("norm2.", i));
-    l.gate = b.allocate(wide, PUMP_ROLE_WEIGHT, named("gate", i));
-    l.up = b.allocate(wide, PUMP_ROLE_WEIGHT, named("up", i));
-    l.down = b.allocate(wide, PUMP_ROLE_WEIGHT, named("down", i));
-    l.cache = b.allocate(SimWorkloadBuilder::kAlignment, PUMP_ROLE_ACTIVATION, named("KV", i));
+    l.norm1 = b.allocate(kHidden * kBf16, PUMP_ROLE_WEIGHT, numbered("norm1.", i));
+    l.q = b.allocate(square, PUMP_ROLE_WEIGHT, numbered("q", i));
+    l.k = b.allocate(narrow, PUMP_ROLE_WEIGHT, numbered("k", i));
+    l.v = b.allocate(narrow, PUMP_ROLE_WEIGHT, numbered("v", i));
+    l.o = b.allocate(square, PUMP_ROLE_WEIGHT, numbered("o", i));
+    l.norm2 = b.allocate(kHidden * kBf16, PUMP_ROLE_WEIGHT, numbered("norm2.", i));
+    l.gate = b.allocate(wide, PUMP_ROLE_WEIGHT, numbered("gate", i));
+    l.up = b.allocate(wide, PUMP_ROLE_WEIGHT, numbered("up", i));
+    l.down = b.allocate(wide, PUMP_ROLE_WEIGHT, numbered("down", i));
+    l.cache = b.allocate(SimWorkloadBuilder::kAlignment, PUMP_ROLE_ACTIVATION, numbered("KV", i));
     ls.push_back(l);
   }
   const int final_norm = b.allocate(kHidden * kBf16, PUMP_ROLE_WEIGHT, "norm");
@@ -62,21 +60,21 @@ SimWorkload llama_decode_loop(uint64_t weight_bytes, int tokens, double host_sec
   kernel("embed", {{embedding, R, 0, kHidden * kBf16}, {hidden, W}});  // one row
   for (int i = 0; i < layers; ++i) {
     const Layer& l = ls[static_cast<size_t>(i)];
-    kernel(named("norm1.", i), {{l.norm1, R}, {hidden, RW}});
-    kernel(named("q", i), {{l.q, R}, {hidden, R}, {qkv, W}});
-    kernel(named("k", i), {{l.k, R}, {hidden, R}, {qkv, RW}});
-    kernel(named("v", i), {{l.v, R}, {hidden, R}, {qkv, RW}});
-    kernel(named("rotary", i), {{qkv, RW}});
-    kernel(named("append", i), {{qkv, R}, {l.cache, RW}});
-    kernel(named("attention", i), {{qkv, RW}, {l.cache, R}});
-    kernel(named("o", i), {{l.o, R}, {qkv, R}, {hidden, RW}});
-    kernel(named("norm2.", i), {{l.norm2, R}, {hidden, RW}});
-    kernel(named("gate", i), {{l.gate, R}, {hidden, R}, {mlp, W}});
-    kernel(named("up", i), {{l.up, R}, {hidden, R}, {mlp, RW}});
-    kernel(named("silu", i), {{mlp, RW}});
-    kernel(named("down", i), {{l.down, R}, {mlp, R}, {hidden, RW}});
-    kernel(named("residual", i), {{hidden, RW}});
-    for (int s = 0; s < kSmallKernelsPerLayer + 2; ++s) kernel(named("elementwise", i), {{s % 2 ? mlp : qkv, RW}});
+    kernel(numbered("norm1.", i), {{l.norm1, R}, {hidden, RW}});
+    kernel(numbered("q", i), {{l.q, R}, {hidden, R}, {qkv, W}});
+    kernel(numbered("k", i), {{l.k, R}, {hidden, R}, {qkv, RW}});
+    kernel(numbered("v", i), {{l.v, R}, {hidden, R}, {qkv, RW}});
+    kernel(numbered("rotary", i), {{qkv, RW}});
+    kernel(numbered("append", i), {{qkv, R}, {l.cache, RW}});
+    kernel(numbered("attention", i), {{qkv, RW}, {l.cache, R}});
+    kernel(numbered("o", i), {{l.o, R}, {qkv, R}, {hidden, RW}});
+    kernel(numbered("norm2.", i), {{l.norm2, R}, {hidden, RW}});
+    kernel(numbered("gate", i), {{l.gate, R}, {hidden, R}, {mlp, W}});
+    kernel(numbered("up", i), {{l.up, R}, {hidden, R}, {mlp, RW}});
+    kernel(numbered("silu", i), {{mlp, RW}});
+    kernel(numbered("down", i), {{l.down, R}, {mlp, R}, {hidden, RW}});
+    kernel(numbered("residual", i), {{hidden, RW}});
+    for (int s = 0; s < kSmallKernelsPerLayer + 2; ++s) kernel(numbered("elementwise", i), {{s % 2 ? mlp : qkv, RW}});
   }
   kernel("norm", {{final_norm, R}, {hidden, RW}});
   kernel("lm_head", {{head, R}, {hidden, R}, {logits, W}});

@@ -21,8 +21,6 @@ uint64_t share(uint64_t footprint_bytes, double fraction, int parts) {
   return std::max<uint64_t>(kAlignment, static_cast<uint64_t>(bytes) / kAlignment * kAlignment);
 }
 
-std::string name(const char* prefix, int i) { return std::string(prefix).append(std::to_string(i)); }
-
 // A training loop's buffers: per layer a weight, its gradient and an activation (one more
 // activation at the end), two activation gradients used in turn, one workspace.
 struct TrainingBuffers {
@@ -34,9 +32,9 @@ struct TrainingBuffers {
 TrainingBuffers training_buffers(SimWorkloadBuilder* b, uint64_t footprint_bytes, int layers) {
   TrainingBuffers t;
   t.unit = share(footprint_bytes, 1.0 / (3.0 * layers + 3.25), 1);
-  for (int i = 0; i < layers; ++i) t.weights.push_back(b->allocate(t.unit, PUMP_ROLE_WEIGHT, name("W", i)));
-  for (int i = 0; i < layers; ++i) t.grads.push_back(b->allocate(t.unit, PUMP_ROLE_WEIGHT, name("G", i)));
-  for (int i = 0; i <= layers; ++i) t.acts.push_back(b->allocate(t.unit, PUMP_ROLE_ACTIVATION, name("A", i)));
+  for (int i = 0; i < layers; ++i) t.weights.push_back(b->allocate(t.unit, PUMP_ROLE_WEIGHT, numbered("W", i)));
+  for (int i = 0; i < layers; ++i) t.grads.push_back(b->allocate(t.unit, PUMP_ROLE_WEIGHT, numbered("G", i)));
+  for (int i = 0; i <= layers; ++i) t.acts.push_back(b->allocate(t.unit, PUMP_ROLE_ACTIVATION, numbered("A", i)));
   t.d_even = b->allocate(t.unit, PUMP_ROLE_ACTIVATION, "dA_even");
   t.d_odd = b->allocate(t.unit, PUMP_ROLE_ACTIVATION, "dA_odd");
   t.ws = b->allocate(std::max(kAlignment, t.unit / 4 / kAlignment * kAlignment), PUMP_ROLE_WORKSPACE, "workspace");
@@ -50,12 +48,12 @@ void forward_backward(SimWorkloadBuilder* b, std::vector<SimKernel>* into, const
   const int layers = static_cast<int>(t.weights.size());
   auto act = [&](int index, uint32_t access) { return Use{index, access, 0, act_bytes}; };
   for (int i = 0; i < layers; ++i)
-    b->kernel(into, 1, name("fwd", i) + suffix, kTrainingBytesPerSecond,
+    b->kernel(into, 1, numbered("fwd", i) + suffix, kTrainingBytesPerSecond,
               {{t.weights[i], R}, act(t.acts[i], R), act(t.acts[i + 1], W), {t.ws, RW}});
   for (int i = layers - 1; i >= 0; --i) {
     const int d_in = (i % 2) ? t.d_even : t.d_odd;
     const int d_out = (i % 2) ? t.d_odd : t.d_even;
-    b->kernel(into, 1, name("bwd", i) + suffix, kTrainingBytesPerSecond,
+    b->kernel(into, 1, numbered("bwd", i) + suffix, kTrainingBytesPerSecond,
               {act(t.acts[i + 1], R),
                act(t.acts[i], R),
                {t.weights[i], R},
@@ -68,7 +66,7 @@ void forward_backward(SimWorkloadBuilder* b, std::vector<SimKernel>* into, const
 
 void optimizer(SimWorkloadBuilder* b, std::vector<SimKernel>* into, const TrainingBuffers& t) {
   for (size_t i = 0; i < t.weights.size(); ++i)
-    b->kernel(into, 1, name("opt", static_cast<int>(i)), kTrainingBytesPerSecond,
+    b->kernel(into, 1, numbered("opt", static_cast<int>(i)), kTrainingBytesPerSecond,
               {{t.grads[i], R}, {t.weights[i], RW}});
 }
 
@@ -84,9 +82,9 @@ SimWorkload cycle_loop(uint64_t footprint_bytes, int blocks, int iterations) {
   std::vector<int> ids;
   ids.reserve(static_cast<size_t>(blocks));
   for (int i = 0; i < blocks; ++i)
-    ids.push_back(b.allocate(share(footprint_bytes, 1.0, blocks), PUMP_ROLE_ACTIVATION, name("B", i)));
+    ids.push_back(b.allocate(share(footprint_bytes, 1.0, blocks), PUMP_ROLE_ACTIVATION, numbered("B", i)));
   for (int i = 0; i < blocks; ++i)
-    b.kernel(&w.iteration, 1, name("step", i), kTrainingBytesPerSecond, {{ids[i], RW}, {state, RW}});
+    b.kernel(&w.iteration, 1, numbered("step", i), kTrainingBytesPerSecond, {{ids[i], RW}, {state, RW}});
   return w;
 }
 
@@ -96,7 +94,7 @@ SimWorkload grad_accum_loop(uint64_t footprint_bytes, int layers, int micro_step
   w.iterations = std::max(1, iterations);
   SimWorkloadBuilder b(&w);
   const TrainingBuffers t = training_buffers(&b, footprint_bytes, std::max(1, layers));
-  for (int m = 0; m < std::max(1, micro_steps); ++m) forward_backward(&b, &w.iteration, t, 0, m > 0, name(".m", m));
+  for (int m = 0; m < std::max(1, micro_steps); ++m) forward_backward(&b, &w.iteration, t, 0, m > 0, numbered(".m", m));
   optimizer(&b, &w.iteration, t);
   return w;
 }
@@ -128,18 +126,18 @@ SimWorkload prefill_decode_loop(uint64_t footprint_bytes, int layers, int tokens
   SimWorkloadBuilder b(&w);
   std::vector<int> weights, caches;
   for (int i = 0; i < layers; ++i) {
-    weights.push_back(b.allocate(share(footprint_bytes, 0.6, layers), PUMP_ROLE_WEIGHT, name("W", i)));
-    caches.push_back(b.allocate(share(footprint_bytes, 0.3, layers), PUMP_ROLE_ACTIVATION, name("KV", i)));
+    weights.push_back(b.allocate(share(footprint_bytes, 0.6, layers), PUMP_ROLE_WEIGHT, numbered("W", i)));
+    caches.push_back(b.allocate(share(footprint_bytes, 0.3, layers), PUMP_ROLE_ACTIVATION, numbered("KV", i)));
   }
   const int prompt = b.allocate(share(footprint_bytes, 0.1, 1), PUMP_ROLE_ACTIVATION, "prompt");
   const int hidden = b.allocate(kAlignment, PUMP_ROLE_ACTIVATION, "hidden");
   // Prefill: the whole prompt through each layer, its cache written; then one token at a time.
   for (int i = 0; i < layers; ++i)
-    b.kernel(&w.iteration, 1, name("prefill", i), kTrainingBytesPerSecond,
+    b.kernel(&w.iteration, 1, numbered("prefill", i), kTrainingBytesPerSecond,
              {{weights[i], R}, {prompt, RW}, {caches[i], W}});
   for (int t = 0; t < std::max(1, tokens); ++t)
     for (int i = 0; i < layers; ++i)
-      b.kernel(&w.iteration, 1, name("decode", i), kDecodeBytesPerSecond,
+      b.kernel(&w.iteration, 1, numbered("decode", i), kDecodeBytesPerSecond,
                {{weights[i], R}, {caches[i], RW}, {hidden, RW}});
   return w;
 }
@@ -155,7 +153,7 @@ SimWorkload decode_grow_loop(uint64_t footprint_bytes, int layers, int tokens) {
   std::vector<int> weights;
   weights.reserve(static_cast<size_t>(layers));
   for (int i = 0; i < layers; ++i)
-    weights.push_back(b.allocate(share(footprint_bytes, 0.75, layers), PUMP_ROLE_WEIGHT, name("W", i)));
+    weights.push_back(b.allocate(share(footprint_bytes, 0.75, layers), PUMP_ROLE_WEIGHT, numbered("W", i)));
   const int hidden = b.allocate(kAlignment, PUMP_ROLE_ACTIVATION, "hidden");
   // chunks[i][t]: layer i's cache entries of token t, allocated when that token starts.
   std::vector<std::vector<int>> chunks(static_cast<size_t>(layers));
@@ -164,11 +162,11 @@ SimWorkload decode_grow_loop(uint64_t footprint_bytes, int layers, int tokens) {
   for (int t = 0; t < tokens; ++t) {
     for (int i = 0; i < layers; ++i) {
       std::vector<int>& cache = chunks[static_cast<size_t>(i)];
-      cache.push_back(b.allocate(chunk, PUMP_ROLE_ACTIVATION, name("KV", i) + name(".", t), t));
+      cache.push_back(b.allocate(chunk, PUMP_ROLE_ACTIVATION, numbered("KV", i) + numbered(".", t), t));
       std::vector<Use> uses{{weights[i], R}, {hidden, RW}};
       for (int c = 0; c < t; ++c) uses.push_back({cache[static_cast<size_t>(c)], R});
       uses.push_back({cache.back(), W});
-      b.kernel(&w.varying[static_cast<size_t>(t)], 1, name("layer", i), kDecodeBytesPerSecond, uses);
+      b.kernel(&w.varying[static_cast<size_t>(t)], 1, numbered("layer", i), kDecodeBytesPerSecond, uses);
     }
   }
   return w;

@@ -13,6 +13,9 @@
 
 namespace pump {
 
+// "W3", "KV12": a per-layer name.
+inline std::string numbered(const char* prefix, int i) { return std::string(prefix).append(std::to_string(i)); }
+
 class SimWorkloadBuilder {
  public:
   static constexpr uint64_t kBaseAddress = 0x7f0000000000ull;

@@ -1,6 +1,8 @@
 #include "core/trace/trace_writer.h"
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "core/common/log.h"
@@ -20,7 +22,12 @@ std::unique_ptr<TraceWriter> TraceWriter::open(const std::string& path) {
   return writer;
 }
 
-TraceWriter::TraceWriter(std::FILE* file, std::string path) : file_(file), path_(std::move(path)) {
+namespace {
+std::atomic<uint64_t> g_next_writer_id{1};  // 0: no writer (a thread's clock not set yet)
+}  // namespace
+
+TraceWriter::TraceWriter(std::FILE* file, std::string path)
+    : file_(file), path_(std::move(path)), id_(g_next_writer_id.fetch_add(1, std::memory_order_relaxed)) {
   buffer_.reserve(kFlushBytes + 4096);
 }
 
@@ -52,13 +59,15 @@ void TraceWriter::record_kernel(StreamId stream, const pump_extent_v1_t* extents
   r.stream = stream;
   if (name != nullptr) r.name = name;
   r.seconds = seconds;
-  {
-    const auto now = std::chrono::steady_clock::now();
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto [it, first] = last_kernel_.try_emplace(std::this_thread::get_id(), now);
-    if (!first) r.host_seconds = std::chrono::duration<double>(now - it->second).count();
-    it->second = now;
-  }
+  // The calling thread's time since its previous kernel record to this writer (none for
+  // its first): a clock per thread, no lock.
+  thread_local struct {
+    uint64_t writer = 0;
+    std::chrono::steady_clock::time_point at;
+  } last;
+  const auto now = std::chrono::steady_clock::now();
+  if (last.writer == id_) r.host_seconds = std::chrono::duration<double>(now - last.at).count();
+  last = {id_, now};
   if (extents != nullptr) r.extents.assign(extents, extents + count);
   if (extents != nullptr && inexact != nullptr) r.inexact.assign(inexact, inexact + count);
   append_line(format_trace_record(r));

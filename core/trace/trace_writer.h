@@ -5,14 +5,11 @@
 // The file is complete once the writer is destroyed (or after flush()).
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
-#include <unordered_map>
 
 #include "core/common/fence.h"
 #include "pump/extractor_v1.h"
@@ -55,7 +52,7 @@ class TraceWriter {
   std::string buffer_;
   uint64_t records_ = 0;
   bool failed_ = false;
-  std::unordered_map<std::thread::id, std::chrono::steady_clock::time_point> last_kernel_;  // per thread
+  const uint64_t id_;  // names this writer to its threads' last-kernel clocks (trace_writer.cc)
 };
 
 }  // namespace pump

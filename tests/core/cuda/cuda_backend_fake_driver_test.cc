@@ -522,6 +522,13 @@ TEST_F(FakeDriverTest, SavesCopyToTheShadowThenDiscardOnTheOutStreamAndRestoresP
   EXPECT_EQ(s.populate_bytes, kPiece);
 }
 
+// Where a call landed in the driver's call order, at or after index `from` (1-based; 0: not called).
+size_t position(const std::vector<FakeCall>& all, const char* name, uint64_t address, size_t from = 0) {
+  for (size_t i = from; i < all.size(); ++i)
+    if (std::strcmp(all[i].name, name) == 0 && all[i].address == address) return i + 1;
+  return 0;
+}
+
 // A batch whose fetches need nothing of its evictions (no fetch_after_out) has its in side
 // issued first: populates and restores before the out side's copies and discards, so a
 // launch waiting for the fetches goes on while the drops are issued. With fetch_after_out
@@ -541,14 +548,10 @@ TEST_F(FakeDriverTest, ABatchsInSideIsIssuedBeforeItsOutSideUnlessItNeedsTheirRo
     ASSERT_TRUE(wait_done(f.in));
     ASSERT_TRUE(wait_done(f.out));
     const auto all = calls();
-    size_t populate_at = 0, save_at = 0, discard_at = 0, restore_at = 0;
-    for (size_t i = first; i < all.size(); ++i) {
-      const FakeCall& c = all[i];
-      if (std::strcmp(c.name, "cuMemPrefetchAsync") == 0 && c.address == kBase + 8 * kMiB) populate_at = i + 1;
-      if (std::strcmp(c.name, "cuMemcpyDtoHAsync") == 0) save_at = i + 1;
-      if (std::strcmp(c.name, "cuMemDiscardBatchAsync") == 0) discard_at = i + 1;
-      if (std::strcmp(c.name, "cuMemcpyHtoDAsync") == 0) restore_at = i + 1;
-    }
+    const size_t populate_at = position(all, "cuMemPrefetchAsync", kBase + 8 * kMiB, first);
+    const size_t save_at = position(all, "cuMemcpyDtoHAsync", kBase, first);
+    const size_t discard_at = position(all, "cuMemDiscardBatchAsync", kBase, first);
+    const size_t restore_at = position(all, "cuMemcpyHtoDAsync", kBase + 8 * kMiB, first);
     ASSERT_NE(populate_at * save_at * discard_at * restore_at, 0u) << "after_out " << after_out;
     if (after_out) {
       EXPECT_LT(discard_at, populate_at);
@@ -582,13 +585,6 @@ TEST_F(FakeDriverTest, FetchesWaitForTheOutWorkOfTheirBatchOnlyWhenAskedTo) {
   after.prefetch = {{kBase + 12 * kMiB, kMiB}};
   after.fetch_after_out = true;
   EXPECT_EQ(waits_on_in_stream(b.submit(std::move(after))), 1u);
-}
-
-// Where each call of a batch landed in the driver's call order (1-based; 0: not called).
-size_t position(const std::vector<FakeCall>& all, const char* name, uint64_t address) {
-  for (size_t i = 0; i < all.size(); ++i)
-    if (std::strcmp(all[i].name, name) == 0 && all[i].address == address) return i + 1;
-  return 0;
 }
 
 // fetch_after_out (the fetches take the room the evictions free): with overlap_out_in each

@@ -111,6 +111,15 @@ class EngineDataPathTest : public ::testing::Test {
     EXPECT_LE(backend_.batches.size(), before + 1);
     return backend_.batches.size() > before ? backend_.batches.back() : TransferBatch{};
   }
+  // One kernel touching `extent`; returns every batch it submitted (its own, then any of
+  // fetches a policy asked for ahead of it).
+  std::vector<TransferBatch> run_all(Engine& e, const pump_extent_v1_t& extent) {
+    const size_t before = backend_.batches.size();
+    KernelTicket t;
+    e.before_kernel(&t, kStream, &extent, 1);
+    e.after_kernel(&t);
+    return {backend_.batches.begin() + static_cast<std::ptrdiff_t>(before), backend_.batches.end()};
+  }
 
   RecordingBackend backend_;
   Config config_;
@@ -538,15 +547,11 @@ TEST_F(EngineDataPathTest, ABlockSavedAndFetchedInOneBatchComesBackOnlyAfterItsS
   };
   // C is not the kernel's: its fetch comes in a batch of its own after the kernel's, which
   // waits for the kernel batch's out side (the save).
-  const size_t before = backend_.batches.size();
-  KernelTicket t;
-  const pump_extent_v1_t b_read = reads(kB);
-  e->before_kernel(&t, kStream, &b_read, 1);
-  e->after_kernel(&t);
+  const std::vector<TransferBatch> batches = run_all(*e, reads(kB));
   stub_.then = nullptr;
-  ASSERT_EQ(backend_.batches.size(), before + 2);
-  const TransferBatch& kernel = backend_.batches[before];
-  const TransferBatch& ahead = backend_.batches[before + 1];
+  ASSERT_EQ(batches.size(), 2u);
+  const TransferBatch& kernel = batches[0];
+  const TransferBatch& ahead = batches[1];
   ASSERT_TRUE(names(kernel.save, kC));
   ASSERT_FALSE(names(kernel.restore, kC));
   ASSERT_TRUE(names(ahead.restore, kC));
@@ -581,17 +586,13 @@ TEST_F(EngineDataPathTest, FetchesAheadOfTheKernelComeAfterItsOwnAndItDoesNotWai
     ASSERT_EQ(host->find_block(host, kC, &c), PUMP_OK);
     ASSERT_EQ(host->prefetch(host, c.id, PUMP_WHEN_NOW), PUMP_OK);
   };
-  const size_t batches = backend_.batches.size();
   const size_t waits = backend_.waits.size();
-  KernelTicket t;
-  const pump_extent_v1_t b_read = reads(kB);
-  e->before_kernel(&t, kStream, &b_read, 1);
-  e->after_kernel(&t);
+  const std::vector<TransferBatch> batches = run_all(*e, reads(kB));
   stub_.then = nullptr;
-  ASSERT_EQ(backend_.batches.size(), batches + 2);
-  EXPECT_TRUE(names(backend_.batches[batches].restore, kB));
-  EXPECT_FALSE(names(backend_.batches[batches].restore, kC));
-  EXPECT_TRUE(names(backend_.batches[batches + 1].restore, kC));
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_TRUE(names(batches[0].restore, kB));
+  EXPECT_FALSE(names(batches[0].restore, kC));
+  EXPECT_TRUE(names(batches[1].restore, kC));
   // The kernel's stream waits for the first batch's fetches, not the second's.
   ASSERT_EQ(backend_.waits.size(), waits + 1);
   EXPECT_EQ(backend_.waits.back().fence.value, backend_.in_submitted() - 1);

@@ -215,6 +215,18 @@ TEST(SimBackend, TheWorkerIssuesBatchesInTurnAndAKernelWaitingForOneHoldsItsThre
   // Issued is not done: the transfers themselves start only now.
   b.host_wait(f2.in);
   EXPECT_GT(b.now() - t0, 2 * (discard + populate));
+  // A side issued already costs a wait nothing, even with a later batch still being issued.
+  TransferBatch third, fourth;
+  third.prefetch.push_back({kA, kMiB});  // a transfer of 1 ms once issued (no issue time)
+  fourth.populate.push_back({kD, kMiB});
+  const BatchFences f3 = b.submit(std::move(third));
+  const BatchFences f4 = b.submit(std::move(fourth));
+  const double t1 = b.now();
+  ASSERT_FALSE(b.done(f3.in));
+  b.stream_wait(kCompute + 1, f3.in);  // issued at once, still running: no wait for the fourth
+  EXPECT_EQ(b.now(), t1);
+  b.stream_wait(kCompute + 1, f4.in);
+  EXPECT_NEAR(b.now() - t1, populate, 1e-9);
 }
 
 TEST(SimBackend, FetchesWaitForTheBatchsEvictionsWhenThoseMakeTheirRoom) {
