@@ -127,6 +127,10 @@ struct CudaBackendOptions {
   // bytes brought in come in such batches: the fetches' populates queue behind the drops on
   // the driver's side whatever order pump gives them.
   bool overlap_out_in = false;
+  // PUMP_PIN_AHEAD: the engine's shadow slabs are pinned on a thread of their own once the
+  // program outgrows the budget (ShadowStore::pin_ahead), not at the evictions that need
+  // them, on the launching thread.
+  bool pin_ahead = true;
   // PUMP_STATS: count and time the fence queries (fence_queries, fence_query_ns).
   bool time_fence_queries = false;
   uint64_t out_group_bytes = 32ull << 20;
@@ -178,6 +182,7 @@ struct CudaBackendOptions {
   X(blocked_submits)      /* submit() calls that found the queue full and waited */ \
   X(prefetch_call_ns)     /* worker time spent inside prefetch/evict/discard/populate/copy calls */ \
   X(discard_call_ns)      /* ... of which inside cuMemDiscardBatchAsync */ \
+  X(discard_cpu_ns)       /* ... the worker's CPU time in those (the rest it slept in the driver) */ \
   X(longest_call_ns)      /* the longest of those calls: a call that waits for the GPU shows here */ \
   X(save_calls)           /* device -> shadow copies */ \
   X(save_bytes) \
@@ -199,6 +204,7 @@ struct CudaBackendOptions {
   X(issue_wait_ns)        /* ... and how long, in all */ \
   X(ring_wait_ns)         /* launching threads' time waiting for the oldest event of a full ring */ \
   X(worker_busy_ns)       /* the worker's time issuing batches (the rest it waited for work) */ \
+  X(worker_cpu_ns)        /* ... of which on a CPU (the rest it slept, in driver calls) */ \
   X(fence_queries)        /* done() calls (cuEventQuery only for a fence not yet seen complete); */ \
   X(fence_query_ns)       /* ... and their time: both only with time_fence_queries */ \
   X(pinned_alloc_ns)      /* time in cuMemHostAlloc for shadow slabs (pinning is slow) */
@@ -236,6 +242,8 @@ class CudaBackend final : public DeviceBackend {
   // Pinned host memory for the shadow store; 0 when the driver lacks the copies the
   // copy data path needs, or the allocation fails.
   uint64_t allocate_host(uint64_t bytes) override;
+  // cuMemHostAlloc takes ~87 ms per 256 MiB (H100 machines): worth doing ahead, on any thread.
+  bool pins_in_background() const override { return options_.pin_ahead && has_copy_path(); }
 
   StreamId bridge_stream() override { return bridge_key_; }
   void bridge_before_access(StreamId stream) override;

@@ -17,7 +17,8 @@
 //   1. s1 (compute): a gate kernel that spins until the host releases it; event E after it
 //   2. s2 (compute): cuStreamWaitValue32(word >= n), then a kernel that checks the block Y
 //      (the worker's batch brings Y back) and a kernel writing Y (so Y is in use again)
-//   3. a second host thread (the worker), after 20 ms: w waits for E, then the batch on w:
+//   3. a second host thread (the worker), after 20 ms (or 80: "-late", s2 already waiting on an
+//      idle device): w waits for E, then the batch on w:
 //        copy:      discard X (8 MiB pieces), populate Y, copy Y's bytes back through staging
 //        populate:  populate Y only (no copy; Y checked for nothing)
 //        um:        cudaMemPrefetchAsync Y to the GPU (the control: the case that hung)
@@ -119,11 +120,20 @@ int main() {
   Bad* bad = nullptr;
   CHECK(cudaMallocManaged(&bad, sizeof(Bad)));
 
+  cudaStream_t setup;  // the discard batch call refuses the legacy default stream
+  CHECK(cudaStreamCreateWithFlags(&setup, cudaStreamNonBlocking));
   const size_t words = kBlock / 4;
   int failures = 0;
   uint32_t n = 0;
-  for (const char* name : {"copy", "populate", "um"}) {
-    g_case = name;
+  struct Case {
+    const char* name;  // what the batch is
+    const char* label;
+    int worker_delay_ms;  // the gate opens at 50 ms: 20 issues under it, 80 while s2 already waits
+  };
+  for (const Case& c : {Case{"copy", "copy", 20}, Case{"populate", "populate", 20}, Case{"copy", "copy-late", 80},
+                        Case{"populate", "pop-late", 80}, Case{"um", "um", 20}}) {
+    const char* name = c.name;
+    g_case = c.label;
     const bool copy = std::strcmp(name, "copy") == 0, um = std::strcmp(name, "um") == 0;
     // Y holds the pattern, saved to the shadow, then leaves the device (dropped, or on the host).
     fill<<<256, 256>>>(reinterpret_cast<uint32_t*>(y), words, 7);
@@ -134,7 +144,7 @@ int main() {
       cudaMemLocation host{cudaMemLocationTypeHost, 0};
       CHECK(cudaMemPrefetchAsync(y, kBlock, host, 0, 0));
     } else {
-      discard_pieces(y, kBlock, 0);
+      discard_pieces(y, kBlock, setup);
     }
     CHECK(cudaDeviceSynchronize());
     *release = 0;
@@ -155,7 +165,7 @@ int main() {
     check<<<256, 256, 0, s2>>>(reinterpret_cast<const uint32_t*>(y), words, 7, bad);
     fill<<<256, 256, 0, s2>>>(reinterpret_cast<uint32_t*>(y), words, 11);
     std::thread worker([&] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::this_thread::sleep_for(std::chrono::milliseconds(c.worker_delay_ms));
       CHECK(cudaStreamWaitEvent(w, e, 0));
       if (um) {
         cudaMemLocation loc{cudaMemLocationTypeDevice, device};
@@ -180,8 +190,8 @@ int main() {
     CHECK(cudaDeviceSynchronize());
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     const bool checked = std::strcmp(name, "populate") != 0;
-    std::printf("%-9s no hang, %.1f ms from the release to the end; wrong words in Y: %llu%s\n", name, ms, bad->count,
-                checked ? "" : " (overwritten first: not a check)");
+    std::printf("%-9s no hang, %.1f ms from the release to the end; wrong words in Y: %llu%s\n", c.label, ms,
+                bad->count, checked ? "" : " (overwritten first: not a check)");
     if (checked && bad->count) ++failures;
     CHECK(cudaEventDestroy(e));
     for (cudaStream_t s : {s1, s2, w}) CHECK(cudaStreamDestroy(s));

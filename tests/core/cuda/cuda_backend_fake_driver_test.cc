@@ -529,6 +529,26 @@ size_t position(const std::vector<FakeCall>& all, const char* name, uint64_t add
   return 0;
 }
 
+// The engine's pinner pins shadows on a thread of its own: a shadow pinned there serves
+// a save like one pinned on the launching thread. PUMP_PIN_AHEAD=0 turns it off.
+TEST_F(FakeDriverTest, ShadowsPinnedOnAnotherThreadServeSavesAndPinningAheadCanBeTurnedOff) {
+  CudaBackend& b = start();
+  ASSERT_TRUE(b.pins_in_background());
+  uint64_t shadow = 0;
+  std::thread pinner([&] { shadow = b.allocate_host(2 * kPiece); });
+  pinner.join();
+  ASSERT_NE(shadow, 0u);
+  TransferBatch batch;
+  batch.save = {{kBase, kPiece, shadow}};
+  const BatchFences f = b.submit(std::move(batch));
+  ASSERT_TRUE(wait_done(f.out));
+  EXPECT_EQ(calls_named("cuMemcpyDtoHAsync").size(), 1u);
+  backend_.reset();
+  CudaBackendOptions off;
+  off.pin_ahead = false;
+  EXPECT_FALSE(start({}, off).pins_in_background());
+}
+
 // A batch whose fetches need nothing of its evictions (no fetch_after_out) has its in side
 // issued first: populates and restores before the out side's copies and discards, so a
 // launch waiting for the fetches goes on while the drops are issued. With fetch_after_out
