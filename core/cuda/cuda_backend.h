@@ -127,10 +127,6 @@ struct CudaBackendOptions {
   // bytes brought in come in such batches: the fetches' populates queue behind the drops on
   // the driver's side whatever order pump gives them.
   bool overlap_out_in = false;
-  // PUMP_PIN_AHEAD: the engine's shadow slabs are pinned on a thread of their own once the
-  // program outgrows the budget (ShadowStore::pin_ahead), not at the evictions that need
-  // them, on the launching thread.
-  bool pin_ahead = true;
   // PUMP_STATS: count and time the fence queries (fence_queries, fence_query_ns).
   bool time_fence_queries = false;
   uint64_t out_group_bytes = 32ull << 20;
@@ -242,8 +238,6 @@ class CudaBackend final : public DeviceBackend {
   // Pinned host memory for the shadow store; 0 when the driver lacks the copies the
   // copy data path needs, or the allocation fails.
   uint64_t allocate_host(uint64_t bytes) override;
-  // cuMemHostAlloc takes ~87 ms per 256 MiB (H100 machines): worth doing ahead, on any thread.
-  bool pins_in_background() const override { return options_.pin_ahead && has_copy_path(); }
 
   StreamId bridge_stream() override { return bridge_key_; }
   void bridge_before_access(StreamId stream) override;

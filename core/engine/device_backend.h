@@ -103,9 +103,6 @@ class DeviceBackend {
     (void)bytes;
     return 0;
   }
-  // Whether allocate_host is slow enough to be worth calling ahead of need, and may be
-  // called from a thread of the engine's own (ShadowStore's pinner).
-  virtual bool pins_in_background() const { return false; }
 
   // The backend's own counters (driver calls issued, failures...) for the stats report.
   virtual std::vector<std::pair<std::string, uint64_t>> counters() const { return {}; }

@@ -44,8 +44,7 @@ Engine::Engine(DeviceBackend& backend, std::unique_ptr<Policy> policy, const Eng
       datapath_(options.datapath),
       verify_clean_(options.verify_clean),
       shadows_([&backend](uint64_t bytes) { return backend.allocate_host(bytes); }, options.host_limit_bytes,
-               ShadowStore::kDefaultSlabBytes, options.shared_host_limit,
-               options.datapath == DataPath::kCopy && backend.pins_in_background()),
+               ShadowStore::kDefaultSlabBytes, options.shared_host_limit),
       time_launches_(options.time_launches) {
   // Last: the policy may use the engine's services while it starts.
   if (policy_ && !policy_->attach(*this)) policy_.reset();
@@ -76,8 +75,6 @@ void Engine::on_alloc(uint64_t address, uint64_t bytes, uint64_t group) {
     over_budget_serial_ = stats_.allocations;
     over_budget_.store(true, std::memory_order_release);
   }
-  // What does not fit will need shadows once evicted: pinned from now on, off this thread.
-  if (tracker_.tracked_bytes() > budget_) shadows_.pin_ahead(tracker_.tracked_bytes() - budget_);
   Block* block = tracker_.find(address);
   if (policy_) policy_->on_alloc(snapshot(*block, false));
   block = tracker_.find(address);  // the policy cannot split, but stay safe
@@ -1236,7 +1233,6 @@ EngineStats Engine::stats() const {
   EngineStats out = stats_;
   out.shadow_used_peak_bytes = shadows_.peak_used_bytes();
   out.shadow_pinned_bytes = shadows_.slab_bytes();
-  out.shadow_reserved_bytes = shadows_.reserved_bytes();
   out.launch_capture_ns = launch_times_.capture.load(std::memory_order_relaxed);
   out.launch_lock_wait_ns = launch_times_.lock_wait.load(std::memory_order_relaxed);
   out.launch_locked_ns = launch_times_.locked.load(std::memory_order_relaxed);

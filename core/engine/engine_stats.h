@@ -27,7 +27,6 @@ struct EngineStats {
   uint64_t shadow_fallbacks = 0;        // dirty evictions that took unified memory: no shadow could be had
   uint64_t shadow_used_peak_bytes = 0;  // host shadow store: most bytes in use
   uint64_t shadow_pinned_bytes = 0;     // ... pinned host memory it holds
-  uint64_t shadow_reserved_bytes = 0;   // ... slabs asked of its pinner thread, not taken yet
   uint64_t unattributed_accesses = 0;   // accesses pump could not attribute: every dropped block restored first
   uint64_t bytes_unattributed_restored = 0;
   uint64_t bytes_fallback_evicted = 0;  // evicted by the engine because the policy freed too little

@@ -10,56 +10,11 @@ namespace {
 constexpr uint64_t kAlignment = 4096;  // copies of page-aligned blocks stay page-aligned
 }  // namespace
 
-ShadowStore::ShadowStore(SlabAllocator allocate_slab, uint64_t limit_bytes, uint64_t slab_bytes, HostLimit* shared,
-                         bool background)
+ShadowStore::ShadowStore(SlabAllocator allocate_slab, uint64_t limit_bytes, uint64_t slab_bytes, HostLimit* shared)
     : allocate_slab_(std::move(allocate_slab)),
       limit_(limit_bytes),
       shared_(shared),
-      slab_bytes_(slab_bytes ? slab_bytes : kDefaultSlabBytes) {
-  if (background && allocate_slab_) pinner_ = std::make_unique<SlabPinner>(allocate_slab_, slab_bytes_);
-}
-
-void ShadowStore::pin_ahead(uint64_t bytes) {
-  if (!pinner_ || slab_failed_) return;
-  size_t count = 0;
-  while (slab_total_ + reserved_ < bytes && slab_total_ + reserved_ + slab_bytes_ <= limit_ &&
-         (!shared_ || shared_->take(slab_bytes_))) {
-    reserved_ += slab_bytes_;
-    ++count;
-  }
-  pinner_->request(count);
-}
-
-void ShadowStore::drop_reservations() {
-  if (shared_ && reserved_) shared_->give_back(reserved_);
-  reserved_ = 0;
-}
-
-uint64_t ShadowStore::new_slab(uint64_t need, uint64_t* slab_bytes) {
-  if (reserved_ && need <= slab_bytes_) {
-    // One asked for ahead: already counted against the limits.
-    reserved_ -= slab_bytes_;
-    *slab_bytes = slab_bytes_;
-    if (const uint64_t base = pinner_->take()) return base;
-    if (shared_) shared_->give_back(slab_bytes_);
-    drop_reservations();  // the pinner stopped: it said why
-    slab_failed_ = true;
-    return 0;
-  }
-  // A run larger than a slab gets a slab of its own size; under a limit smaller than
-  // a slab, the slab shrinks to what the limit leaves (else nothing would ever fit).
-  const uint64_t pinned = slab_total_ + reserved_;
-  uint64_t room = limit_ > pinned ? limit_ - pinned : 0;
-  if (shared_) room = std::min(room, shared_->room());
-  const uint64_t slab = std::max(std::min(slab_bytes_, room), round_up(need, 2ull << 20));
-  *slab_bytes = slab;
-  if (pinned + slab > limit_ || (shared_ && !shared_->take(slab))) return 0;
-  if (const uint64_t base = allocate_slab_ ? allocate_slab_(slab) : 0) return base;
-  if (shared_) shared_->give_back(slab);
-  drop_reservations();
-  slab_failed_ = true;
-  return 0;
-}
+      slab_bytes_(slab_bytes ? slab_bytes : kDefaultSlabBytes) {}
 
 uint64_t ShadowStore::take(uint64_t bytes) {
   for (auto it = free_.begin(); it != free_.end(); ++it) {
@@ -78,12 +33,21 @@ uint64_t ShadowStore::allocate(uint64_t bytes) {
   const uint64_t need = round_up(bytes, kAlignment);
   uint64_t address = take(need);
   if (!address && !slab_failed_) {
-    uint64_t slab = 0;
-    if (const uint64_t base = new_slab(need, &slab)) {
-      slabs_.emplace(base, slab);
-      slab_total_ += slab;
-      insert_free(base, slab);
-      address = take(need);
+    // A run larger than a slab gets a slab of its own size; under a limit smaller than
+    // a slab, the slab shrinks to what the limit leaves (else nothing would ever fit).
+    uint64_t room = limit_ > slab_total_ ? limit_ - slab_total_ : 0;
+    if (shared_) room = std::min(room, shared_->room());
+    const uint64_t slab = std::max(std::min(slab_bytes_, room), round_up(need, 2ull << 20));
+    if (slab_total_ + slab <= limit_ && (!shared_ || shared_->take(slab))) {
+      if (const uint64_t base = allocate_slab_ ? allocate_slab_(slab) : 0) {
+        slabs_.emplace(base, slab);
+        slab_total_ += slab;
+        insert_free(base, slab);
+        address = take(need);
+      } else {
+        if (shared_) shared_->give_back(slab);
+        slab_failed_ = true;
+      }
     }
   }
   if (!address) {

@@ -5,20 +5,16 @@
 // backend and never returned; ranges inside them are handed out first-fit and
 // coalesced when freed. Total slab bytes stay under the limit (PUMP_HOST_LIMIT: this
 // store's own, or a HostLimit every device's store shares): a request that does not fit
-// gets 0 and its block takes the unified-memory path. With a SlabPinner, slabs can be
-// pinned ahead of need on a thread of its own (pin_ahead); they count against the limit
-// from the request on.
-// Not thread-safe: the engine owns it under its lock (the pinner has its own).
+// gets 0 and its block takes the unified-memory path.
+// Not thread-safe: the engine owns it under its lock.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <memory>
 
 #include "core/engine/host_limit.h"
-#include "core/engine/slab_pinner.h"
 
 namespace pump {
 
@@ -29,10 +25,9 @@ class ShadowStore {
   static constexpr uint64_t kDefaultSlabBytes = 256ull << 20;
 
   // `shared` (may be null): the process's limit, drawn from by every store; `limit_bytes`
-  // then only caps this store's share of it. `background`: slabs asked for by pin_ahead
-  // are pinned by a SlabPinner thread calling `allocate_slab`.
+  // then only caps this store's share of it.
   ShadowStore(SlabAllocator allocate_slab, uint64_t limit_bytes, uint64_t slab_bytes = kDefaultSlabBytes,
-              HostLimit* shared = nullptr, bool background = false);
+              HostLimit* shared = nullptr);
 
   // `bytes` of contiguous shadow, or 0 (limit reached, or the backend refused a slab).
   uint64_t allocate(uint64_t bytes);
@@ -40,27 +35,19 @@ class ShadowStore {
   // freed on its own (blocks are split after their shadow was given out).
   void free(uint64_t shadow, uint64_t bytes);
 
-  // Have slabs for `bytes` of shadows pinned in the background (as far as the limits
-  // allow, whole slabs, counting what is pinned or asked for already). Without
-  // `background`, or after a refusal, it does nothing.
-  void pin_ahead(uint64_t bytes);
-
   // Whether two shadow addresses lie in the same slab (one pinned allocation).
   bool same_slab(uint64_t a, uint64_t b) const;
 
   uint64_t limit_bytes() const { return shared_ ? std::min(limit_, shared_->limit_bytes()) : limit_; }
   uint64_t slab_bytes() const { return slab_total_; }  // pinned memory held
   uint64_t used_bytes() const { return used_; }
-  uint64_t reserved_bytes() const { return reserved_; }  // asked of the pinner, not taken yet
   uint64_t peak_used_bytes() const { return peak_used_; }
   uint64_t refusals() const { return refusals_; }        // requests answered with 0
   bool backend_refused() const { return slab_failed_; }  // the backend refused a slab (and said why)
   size_t free_ranges() const { return free_.size(); }
 
  private:
-  uint64_t take(uint64_t bytes);                           // first fit among free ranges, 0 if none
-  uint64_t new_slab(uint64_t need, uint64_t* slab_bytes);  // a slab's base for `need` bytes, or 0
-  void drop_reservations();
+  uint64_t take(uint64_t bytes);  // first fit among free ranges, 0 if none
   void insert_free(uint64_t address, uint64_t bytes);
 
   SlabAllocator allocate_slab_;
@@ -71,8 +58,6 @@ class ShadowStore {
   uint64_t used_ = 0;
   uint64_t peak_used_ = 0;
   uint64_t refusals_ = 0;
-  uint64_t reserved_ = 0;               // slab bytes asked of the pinner, not taken yet
-  std::unique_ptr<SlabPinner> pinner_;  // null without `background`
   bool slab_failed_ = false;            // the backend refused once: ask no more
   std::map<uint64_t, uint64_t> free_;   // address -> bytes; never touching across slabs
   std::map<uint64_t, uint64_t> slabs_;  // base -> bytes

@@ -141,7 +141,6 @@ Engine* Runtime::engine(int device) {
   backend_options.check_clean = options_.verify_checksum;
   backend_options.copy_via = options_.copy_via;
   backend_options.overlap_out_in = options_.overlap_out_in;
-  backend_options.pin_ahead = options_.pin_ahead;
   backend_options.time_fence_queries = !options_.stats_path.empty();
   std::string why;
   std::unique_ptr<CudaBackend> backend = CudaBackend::create(device, backend_options, &why);

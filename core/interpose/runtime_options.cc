@@ -171,10 +171,6 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes,
     if (auto flag = parse_flag(*v)) o.overlap_out_in = *flag;
     else log(LogLevel::kError, "PUMP_OVERLAP_OUT_IN='%s' is not 0 or 1; using 0", v->c_str());
   }
-  if (auto v = config.get("PIN_AHEAD")) {
-    if (auto flag = parse_flag(*v)) o.pin_ahead = *flag;
-    else log(LogLevel::kError, "PUMP_PIN_AHEAD='%s' is not 0 or 1; using 1", v->c_str());
-  }
   if (auto v = config.get("WATCH_WHILE_FITS")) {
     if (auto flag = parse_flag(*v)) o.watch_while_fits = *flag;
     else log(LogLevel::kError, "PUMP_WATCH_WHILE_FITS='%s' is not 0 or 1; using 0", v->c_str());

@@ -34,7 +34,6 @@ struct RuntimeOptions {
   bool prefetch_on_alloc = false;          // PUMP_PREFETCH_ON_ALLOC
   bool watch_while_fits = false;           // PUMP_WATCH_WHILE_FITS: engines see every call from the start
   bool overlap_out_in = false;             // PUMP_OVERLAP_OUT_IN (CudaBackendOptions::overlap_out_in)
-  bool pin_ahead = true;                   // PUMP_PIN_AHEAD (CudaBackendOptions::pin_ahead)
   uint64_t split_granularity = 64 * 1024;  // PUMP_SPLIT_GRANULARITY
   std::string stats_path;                  // PUMP_STATS, %r and %p expanded
   std::string stats_template;              // ... as given (a forked child expands it again)

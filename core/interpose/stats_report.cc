@@ -83,7 +83,6 @@ Json engine_json(const DeviceReport& d) {
   o["shadow_fallbacks"] = s.shadow_fallbacks;
   o["shadow_used_peak_bytes"] = s.shadow_used_peak_bytes;
   o["shadow_pinned_bytes"] = s.shadow_pinned_bytes;
-  o["shadow_reserved_bytes"] = s.shadow_reserved_bytes;
   o["unattributed_accesses"] = s.unattributed_accesses;
   o["bytes_unattributed_restored"] = s.bytes_unattributed_restored;
   o["prefetch_ranges"] = s.prefetch_ranges;

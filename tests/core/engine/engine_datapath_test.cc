@@ -5,7 +5,6 @@
 #include <functional>
 #include <numeric>
 #include <set>
-#include <thread>
 #include <vector>
 
 #include "core/engine/engine.h"
@@ -458,29 +457,6 @@ TEST_F(EngineDataPathTest, AFullHostStoreSendsDirtyBlocksThroughUnifiedMemory) {
   EXPECT_EQ(e->stats().bytes_populated, 0u);
   ASSERT_EQ(b.discard.size(), 1u) << "A, clean, is still dropped";
   EXPECT_EQ(b.discard[0].address, kA);
-}
-
-TEST_F(EngineDataPathTest, OnceTheProgramOutgrowsTheBudgetItsShadowsArePinnedOffTheLaunchingThread) {
-  backend_.background_pins = true;
-  auto e = make(4 * kMiB);
-  e->on_alloc(kA, 4 * kMiB);
-  EXPECT_EQ(e->stats().shadow_reserved_bytes, 0u) << "everything fits: nothing pinned";
-  e->on_alloc(kB, 4 * kMiB);
-  EXPECT_EQ(e->stats().shadow_reserved_bytes, ShadowStore::kDefaultSlabBytes) << "4 MiB over: one slab asked for";
-  run(*e, {writes(kA)});
-  EXPECT_EQ(run(*e, {writes(kB)}).save.size(), 1u) << "A saved into the slab pinned ahead";
-  EXPECT_EQ(e->stats().shadow_pinned_bytes, ShadowStore::kDefaultSlabBytes);
-  EXPECT_EQ(e->stats().shadow_reserved_bytes, 0u);
-  EXPECT_EQ(backend_.host_calls_from(std::this_thread::get_id()), 0u) << "the launching thread pinned nothing";
-  EXPECT_EQ(backend_.host_callers.size(), 1u);
-}
-
-TEST_F(EngineDataPathTest, OnTheUnifiedPathNothingIsPinnedAhead) {
-  backend_.background_pins = true;
-  auto e = make(4 * kMiB, DataPath::kUnified);
-  e->on_alloc(kA, 4 * kMiB);
-  e->on_alloc(kB, 4 * kMiB);
-  EXPECT_EQ(e->stats().shadow_reserved_bytes, 0u);
 }
 
 TEST_F(EngineDataPathTest, WithoutAHostLimitEverythingTakesUnifiedMemory) {

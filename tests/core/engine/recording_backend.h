@@ -5,11 +5,8 @@
 #include <cstdio>
 #include <functional>
 #include <map>
-#include <memory>
-#include <mutex>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/engine/device_backend.h"
@@ -34,13 +31,10 @@ class RecordingBackend : public DeviceBackend {
   }
   uint64_t allocate_host(uint64_t bytes) override {
     if (!host_memory) return 0;
-    std::lock_guard lock(*host_mutex_);  // the engine's pinner may call from its thread
-    host_callers.push_back(std::this_thread::get_id());
     const uint64_t at = next_host_;
     next_host_ += bytes;
     return at;
   }
-  bool pins_in_background() const override { return background_pins; }
   void stream_wait(StreamId stream, const Fence& fence) override {
     if (on_query) on_query();
     waits.push_back({stream, fence});
@@ -90,15 +84,7 @@ class RecordingBackend : public DeviceBackend {
   // Called at the start of each stream_wait() and capturing(): what the engine asks the
   // driver for a launch (a test checks what holds meanwhile).
   std::function<void()> on_query;
-  bool host_memory = false;                   // allocate_host hands out (fake) addresses
-  bool background_pins = false;               // pins_in_background()
-  std::vector<std::thread::id> host_callers;  // allocate_host's callers (under host_mutex_)
-  size_t host_calls_from(std::thread::id id) {
-    std::lock_guard lock(*host_mutex_);
-    size_t n = 0;
-    for (std::thread::id c : host_callers) n += c == id;
-    return n;
-  }
+  bool host_memory = false;  // allocate_host hands out (fake) addresses
   StreamId bridge = 0;
   // When set, gets "<name> <prefix>:<stream in hex>" for each mark and bridge ordering, so a
   // test can interleave them with what else it journals.
@@ -110,7 +96,6 @@ class RecordingBackend : public DeviceBackend {
   uint64_t prefetch_counter_ = 0;
   uint64_t out_counter_ = 0;
   uint64_t next_host_ = 0x10000000000ull;
-  std::unique_ptr<std::mutex> host_mutex_ = std::make_unique<std::mutex>();  // movable: tests reassign
   uint64_t mark_counter_ = 0;
 
   void note(const char* what, StreamId stream) {

@@ -2,10 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <chrono>
-#include <mutex>
-#include <thread>
 #include <vector>
 
 namespace pump {
@@ -219,128 +215,6 @@ TEST(ShadowStoreTest, ASlabTheBackendRefusesGoesBackToTheSharedLimit) {
   ShadowStore store(slabs.allocator(), 8 * kMiB, 4 * kMiB, &process);
   EXPECT_EQ(store.allocate(kMiB), 0u);
   EXPECT_EQ(process.used_bytes(), 0u);
-}
-
-// FakeSlabs that may be called from the pinner's thread: records which thread pinned.
-struct ThreadedSlabs {
-  std::mutex mutex;
-  std::vector<std::thread::id> callers;
-  uint64_t next = 0x100000000ull;
-  bool refuse = false;
-  ShadowStore::SlabAllocator allocator() {
-    return [this](uint64_t bytes) -> uint64_t {
-      std::lock_guard lock(mutex);
-      callers.push_back(std::this_thread::get_id());
-      if (refuse) return 0;
-      const uint64_t at = next;
-      next += bytes + 64 * kMiB;
-      return at;
-    };
-  }
-  size_t calls_from(std::thread::id id) {
-    std::lock_guard lock(mutex);
-    size_t n = 0;
-    for (std::thread::id c : callers) n += c == id;
-    return n;
-  }
-};
-
-TEST(ShadowStoreTest, SlabsAskedForAheadArePinnedOnAnotherThreadAndTakenWithoutPinning) {
-  ThreadedSlabs slabs;
-  ShadowStore store(slabs.allocator(), 16 * kMiB, 4 * kMiB, nullptr, /*background=*/true);
-  store.pin_ahead(7 * kMiB);  // two slabs
-  EXPECT_EQ(store.reserved_bytes(), 8 * kMiB);
-  const uint64_t a = store.allocate(4 * kMiB);
-  const uint64_t b = store.allocate(2 * kMiB);
-  ASSERT_NE(a, 0u);
-  ASSERT_NE(b, 0u);
-  EXPECT_EQ(store.slab_bytes(), 8 * kMiB);
-  EXPECT_EQ(store.reserved_bytes(), 0u);
-  EXPECT_EQ(slabs.calls_from(std::this_thread::get_id()), 0u) << "the allocating thread pinned nothing itself";
-  store.pin_ahead(7 * kMiB);
-  EXPECT_EQ(store.reserved_bytes(), 0u) << "what is pinned already counts";
-  EXPECT_NE(store.allocate(2 * kMiB), 0u) << "the rest of the second slab";
-  EXPECT_NE(store.allocate(kMiB), 0u) << "nothing reserved: pinned here, as without a pinner";
-  EXPECT_EQ(slabs.calls_from(std::this_thread::get_id()), 1u);
-}
-
-TEST(ShadowStoreTest, SlabsAskedForAheadCountAgainstTheLimits) {
-  ThreadedSlabs slabs;
-  HostLimit process(12 * kMiB);
-  ShadowStore store(slabs.allocator(), 10 * kMiB, 4 * kMiB, &process, /*background=*/true);
-  store.pin_ahead(64 * kMiB);
-  EXPECT_EQ(store.reserved_bytes(), 8 * kMiB) << "whole slabs, under the store's 10 MiB";
-  EXPECT_EQ(process.used_bytes(), 8 * kMiB) << "taken from the process's limit at the request";
-  EXPECT_NE(store.allocate(4 * kMiB), 0u);
-  EXPECT_NE(store.allocate(4 * kMiB), 0u);
-  EXPECT_NE(store.allocate(2 * kMiB), 0u) << "the 2 MiB the limit leaves, pinned here";
-  EXPECT_EQ(store.allocate(kMiB), 0u);
-  EXPECT_EQ(process.used_bytes(), 10 * kMiB);
-}
-
-TEST(ShadowStoreTest, ASlabTheBackgroundPinnerIsRefusedEndsPinningAndReturnsItsReservations) {
-  ThreadedSlabs slabs;
-  slabs.refuse = true;
-  HostLimit process(64 * kMiB);
-  ShadowStore store(slabs.allocator(), 64 * kMiB, 4 * kMiB, &process, /*background=*/true);
-  store.pin_ahead(16 * kMiB);
-  EXPECT_EQ(store.allocate(kMiB), 0u) << "no shadow: the block takes unified memory";
-  EXPECT_TRUE(store.backend_refused());
-  EXPECT_EQ(store.reserved_bytes(), 0u);
-  EXPECT_EQ(process.used_bytes(), 0u);
-  store.pin_ahead(16 * kMiB);
-  EXPECT_EQ(store.allocate(kMiB), 0u);
-  EXPECT_EQ(slabs.calls_from(std::this_thread::get_id()), 0u) << "refused once: not asked again";
-}
-
-TEST(ShadowStoreTest, WithoutBackgroundPinningAheadDoesNothing) {
-  FakeSlabs slabs;
-  ShadowStore store(slabs.allocator(), 16 * kMiB, 4 * kMiB);
-  store.pin_ahead(8 * kMiB);
-  EXPECT_EQ(store.reserved_bytes(), 0u);
-  EXPECT_TRUE(slabs.requests.empty());
-}
-
-TEST(SlabPinnerTest, TakeWaitsForTheSlabBeingPinnedAndReturnsZeroWhenNoneIsComing) {
-  std::atomic<bool> go{false};  // the allocator holds its first slab until the test lets it go
-  std::atomic<bool> taking{false};
-  uint64_t next = 0x1000;
-  SlabPinner pinner(
-      [&](uint64_t bytes) {
-        while (!go.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        const uint64_t at = next;
-        next += bytes;
-        return at;
-      },
-      0x100);
-  EXPECT_EQ(pinner.take(), 0u) << "nothing requested";
-  pinner.request(2);
-  std::thread release([&] {
-    while (!taking.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    go = true;
-  });
-  taking = true;
-  EXPECT_EQ(pinner.take(), 0x1000u) << "waited for the first";
-  EXPECT_EQ(pinner.take(), 0x1100u);
-  EXPECT_EQ(pinner.take(), 0u);
-  EXPECT_FALSE(pinner.refused());
-  release.join();
-}
-
-TEST(SlabPinnerTest, ADestroyedPinnerStopsAfterTheSlabInHand) {
-  std::atomic<int> pinned{0};
-  {
-    SlabPinner pinner(
-        [&](uint64_t) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(5));
-          return static_cast<uint64_t>(0x1000 * ++pinned);
-        },
-        0x1000);
-    pinner.request(1000);
-    std::this_thread::sleep_for(std::chrono::milliseconds(12));
-  }
-  EXPECT_LT(pinned.load(), 1000) << "the destructor did not wait for every requested slab";
 }
 
 }  // namespace
