@@ -41,10 +41,12 @@ void finalize_comparisons(std::vector<ConfigResult>* results) {
   }
 }
 
-double link_bound_seconds(double compute_seconds, uint64_t bytes_in, uint64_t bytes_out, const LinkRates& link) {
+double link_bound_seconds(double compute_seconds, uint64_t bytes_in, uint64_t bytes_out, const LinkRates& link,
+                          size_t links) {
   double t = compute_seconds;
   if (!link.known()) return t;
-  const double in = static_cast<double>(bytes_in), out = static_cast<double>(bytes_out);
+  const double share = 1.0 / static_cast<double>(std::max<size_t>(links, 1));
+  const double in = static_cast<double>(bytes_in) * share, out = static_cast<double>(bytes_out) * share;
   t = std::max(t, in / link.in);
   t = std::max(t, out / link.out);
   t = std::max(t, (in + out) / link.both);

@@ -92,8 +92,11 @@ struct LinkRates {
 };
 
 // max(compute, in / BW_in, out / BW_out, (in + out) / BW_both); compute alone when
-// the rates are unknown.
-double link_bound_seconds(double compute_seconds, uint64_t bytes_in, uint64_t bytes_out, const LinkRates& link);
+// the rates are unknown. `links`: devices moving the bytes, each over a link of its own
+// at the measured rates (the bytes split evenly: the busiest device takes at least its
+// share, so this stays a lower bound).
+double link_bound_seconds(double compute_seconds, uint64_t bytes_in, uint64_t bytes_out, const LinkRates& link,
+                          size_t links = 1);
 
 // "link: in 50.7 GB/s, out 52.0 GB/s, both 51.4 GB/s (sim model)"
 std::string describe_link(const LinkRates& link);

@@ -109,7 +109,9 @@ from RANK as torchrun sets it); each device's footprint comes from them (or from
 rank's own footprint_bytes line, where the rank used one device), and the budget and
 the managed-memory cap are set per device: PUMP_GPU_BUDGET=0:<footprint0/R>,1:<...>,
 PUMP_MANAGED_LIMIT=0:<90% of device 0's free memory>,1:<...>. A configuration runs only
-if every device's footprint fits its cap. Bytes per iteration are every rank's together.
+if every device's footprint fits its cap. Bytes per iteration are every rank's together;
+the bounds give each device a link of its own at the measured rates, the bytes split
+evenly between the devices (a lower bound: the busiest device moves at least its share).
 
 Rows of every table: native (no pump, everything resident; only where the footprint
 fits the device), managed (managed memory, no budget, no prefetch), none (plain unified

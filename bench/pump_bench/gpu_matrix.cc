@@ -180,10 +180,12 @@ std::vector<ConfigResult> run_gpu_matrix(const GpuMatrix& m, const GpuProgress& 
       std::sort(s.begin(), s.end());
       native_seconds = s[s.size() / 2];
     }
+    // Bytes are every device's together; each device has a link of its own.
+    const size_t links = std::max<size_t>(footprints.by_device.size(), 1);
     auto own_bound = [&](ConfigResult* row) {
       if (row->ran && native_seconds > 0)
         row->bound_seconds =
-            link_bound_seconds(native_seconds, row->bytes_brought_in(), row->bytes_written_back(), m.link);
+            link_bound_seconds(native_seconds, row->bytes_brought_in(), row->bytes_written_back(), m.link, links);
     };
     own_bound(&managed);
 
@@ -247,7 +249,7 @@ std::vector<ConfigResult> run_gpu_matrix(const GpuMatrix& m, const GpuProgress& 
         // The least traffic any policy could get away with: what does not fit comes
         // in, and as much goes out to make room (assumed dirty: the worst case).
         const uint64_t in = footprint > budget ? footprint - budget : 0;
-        bound.samples_seconds = {link_bound_seconds(native_seconds, in, in, m.link)};
+        bound.samples_seconds = {link_bound_seconds(native_seconds, in, in, m.link, links)};
         bound.bytes_prefetched = bound.bytes_saved = in;
         bound.ran = true;
         bound.note =

@@ -141,6 +141,8 @@ TEST(PumpBenchResults, LinkBoundIsTheSlowestOfComputeEachDirectionAndBoth) {
   EXPECT_DOUBLE_EQ(link_bound_seconds(0.0, 60'000'000'000, 60'000'000'000, link), 2.0);         // both: 120/60
   EXPECT_DOUBLE_EQ(link_bound_seconds(0.0, 45'000'000'000, 0, {50e9, 40e9, 30e9, ""}), 1.5);    // both caps one way too
   EXPECT_DOUBLE_EQ(link_bound_seconds(0.25, 1'000'000'000, 1'000'000'000, LinkRates{}), 0.25);  // unknown link
+  EXPECT_DOUBLE_EQ(link_bound_seconds(0.0, 100'000'000'000, 0, link, 2), 1.0);  // two devices, a link each
+  EXPECT_DOUBLE_EQ(link_bound_seconds(0.0, 100'000'000'000, 0, link, 0), 2.0);  // no device known: one link
   EXPECT_EQ(describe_link(link), "link: in 50.0 GB/s, out 40.0 GB/s, both 60.0 GB/s (test)");
 }
 
