@@ -58,6 +58,26 @@ uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) {
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since).count());
 }
 
+// Adds a stretch of the worker's wall time and of its CPU time to two counters: where the
+// two differ, the driver slept (waiting for the device) rather than worked.
+class IssueClock {
+ public:
+  IssueClock(std::atomic<uint64_t>* wall_ns, std::atomic<uint64_t>* cpu_ns)
+      : wall_ns_(wall_ns), cpu_ns_(cpu_ns), t0_(std::chrono::steady_clock::now()), cpu0_(thread_cpu_ns()) {}
+  ~IssueClock() {
+    cpu_ns_->fetch_add(thread_cpu_ns() - cpu0_, std::memory_order_relaxed);
+    wall_ns_->fetch_add(elapsed_ns(t0_), std::memory_order_relaxed);
+  }
+  IssueClock(const IssueClock&) = delete;
+  IssueClock& operator=(const IssueClock&) = delete;
+
+ private:
+  std::atomic<uint64_t>* wall_ns_;
+  std::atomic<uint64_t>* cpu_ns_;
+  std::chrono::steady_clock::time_point t0_;
+  uint64_t cpu0_;
+};
+
 // The parallel arrays the driver's batch calls take.
 struct BatchArguments {
   explicit BatchArguments(const std::vector<Range>& ranges) {
@@ -670,6 +690,7 @@ void CudaBackend::issue_saves(const std::vector<ShadowRange>& saves, std::vector
                     : copy_kernels_      ? "out: save (copy kernel to host)"
                                          : "out: save (copy to host)";
   TrafficRange nvtx(how, total_bytes(saves), saves.size());
+  IssueClock clock(&stats_->save_issue_ns, &stats_->save_issue_cpu_ns);
   std::vector<ShadowRange> by_engine = copy_staged(staged_out_, saves, /*to_host=*/true, out_stream_, saved);
   if (copy_kernels_ && !by_engine.empty()) {
     std::vector<ShadowRange> by_kernel, rest;
@@ -750,6 +771,7 @@ void CudaBackend::issue_populate(CUstream stream, std::vector<Range> ranges) {
   if (ranges.empty() || context_lost_) return;
   ranges = chunked(std::move(ranges), options_.populate_chunk_bytes);
   TrafficRange nvtx("in: populate", total_bytes(ranges), ranges.size());
+  IssueClock clock(&stats_->populate_issue_ns, &stats_->populate_issue_cpu_ns);
   CUmemLocation device{CU_MEM_LOCATION_TYPE_DEVICE, device_};
   auto count = [&](uint64_t calls, uint64_t bytes) {
     stats_->populate_calls.fetch_add(calls, std::memory_order_relaxed);
@@ -784,6 +806,7 @@ void CudaBackend::issue_restores(const std::vector<ShadowRange>& restores) {
   if (restores.empty() || context_lost_) return;
   TrafficRange nvtx(staged_in_.usable() ? "in: restore (staged)" : "in: restore (copy from host)",
                     total_bytes(restores), restores.size());
+  IssueClock clock(&stats_->restore_issue_ns, &stats_->restore_issue_cpu_ns);
   for (const ShadowRange& s : copy_staged(staged_in_, restores, /*to_host=*/false, prefetch_stream_, nullptr)) {
     if (copy_or_host_fallback(s, /*to_host=*/false)) {
       stats_->restore_calls.fetch_add(1, std::memory_order_relaxed);

@@ -201,6 +201,12 @@ struct CudaBackendOptions {
   X(ring_wait_ns)         /* launching threads' time waiting for the oldest event of a full ring */ \
   X(worker_busy_ns)       /* the worker's time issuing batches (the rest it waited for work) */ \
   X(worker_cpu_ns)        /* ... of which on a CPU (the rest it slept, in driver calls) */ \
+  X(save_issue_ns)        /* the worker's time issuing saves (copies to the shadows) */ \
+  X(save_issue_cpu_ns)    /* ... of which on a CPU */ \
+  X(populate_issue_ns)    /* ... issuing populates (prefetches of dropped pages) */ \
+  X(populate_issue_cpu_ns) /* ... of which on a CPU */ \
+  X(restore_issue_ns)     /* ... issuing restores (copies from the shadows) */ \
+  X(restore_issue_cpu_ns) /* ... of which on a CPU */ \
   X(fence_queries)        /* done() calls (cuEventQuery only for a fence not yet seen complete); */ \
   X(fence_query_ns)       /* ... and their time: both only with time_fence_queries */ \
   X(pinned_alloc_ns)      /* time in cuMemHostAlloc for shadow slabs (pinning is slow) */
