@@ -111,7 +111,13 @@ struct CudaBackendOptions {
   // cuMemPrefetchAsync per piece: with staged restores (pump-datapath-bench, H100) it
   // fetched at 42-43 GB/s for 16-128 MiB blocks, where one batch call per group left
   // pages that the on-device copy then faulted in at 1-2 GB/s (and discard-and-prefetch
-  // did so for 64 MiB blocks).
+  // did so for 64 MiB blocks). tests/gpu/populate_wait_probe.cu (H200, ninth session) found
+  // why prefetches are unreliable: a cudaMemPrefetchAsync of discarded pages populates them
+  // only when the driver defers it (its stream still busy); on an idle stream it returns
+  // at once and populates nothing. Discard-and-prefetch (a batch of 8 MiB pieces) populated
+  // either way, and is one deferred operation per call where the driver holds only 48-63
+  // (the next call blocks). PUMP_POPULATE=discard-and-prefetch selects it; not the default
+  // until measured end to end on a GPU.
   enum class Populate { kDiscardAndPrefetch, kPrefetchBatch, kPrefetchEach };
   Populate populate = Populate::kPrefetchEach;
   // Restores are populated and copied in groups of about this many bytes, the populate

@@ -140,6 +140,7 @@ Engine* Runtime::engine(int device) {
   backend_options.poison = options_.verify_poison;
   backend_options.check_clean = options_.verify_checksum;
   backend_options.copy_via = options_.copy_via;
+  backend_options.populate = options_.populate;
   backend_options.overlap_out_in = options_.overlap_out_in;
   backend_options.time_fence_queries = !options_.stats_path.empty();
   std::string why;

@@ -200,6 +200,14 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes,
     else if (*v == "um") o.datapath = DataPath::kUnified;
     else log(LogLevel::kError, "PUMP_DATAPATH='%s' is not copy or um; using copy", v->c_str());
   }
+  if (auto v = config.get("POPULATE")) {
+    using Populate = CudaBackendOptions::Populate;
+    if (*v == "discard-and-prefetch") o.populate = Populate::kDiscardAndPrefetch;
+    else if (*v == "prefetch") o.populate = Populate::kPrefetchEach;
+    else
+      log(LogLevel::kError, "PUMP_POPULATE='%s' is not discard-and-prefetch or prefetch; using %s", v->c_str(),
+          populate_name(o.populate));
+  }
   if (auto v = config.get("COPY_VIA")) {
     using CopyVia = CudaBackendOptions::CopyVia;
     if (*v == "staging") o.copy_via = CopyVia::kStaging;
@@ -235,6 +243,15 @@ const char* copy_via_name(CudaBackendOptions::CopyVia via) {
     case CudaBackendOptions::CopyVia::kStaging: return "staging";
     case CudaBackendOptions::CopyVia::kKernel: return "kernel";
     case CudaBackendOptions::CopyVia::kEngines: return "engines";
+  }
+  return "?";
+}
+
+const char* populate_name(CudaBackendOptions::Populate populate) {
+  switch (populate) {
+    case CudaBackendOptions::Populate::kDiscardAndPrefetch: return "discard-and-prefetch";
+    case CudaBackendOptions::Populate::kPrefetchBatch: return "prefetch-batch";
+    case CudaBackendOptions::Populate::kPrefetchEach: return "prefetch";
   }
   return "?";
 }

@@ -42,14 +42,18 @@ struct RuntimeOptions {
   DataPath datapath = DataPath::kCopy;     // PUMP_DATAPATH: copy | um
   CudaBackendOptions::CopyVia copy_via =
       CudaBackendOptions::CopyVia::kStaging;  // PUMP_COPY_VIA: staging | kernel | engines
-  std::string host_limit = "50%";             // PUMP_HOST_LIMIT, as given (checked)
-  uint64_t host_limit_bytes = 0;              // ... resolved against host memory
-  bool verify_poison = false;                 // PUMP_VERIFY: off | poison | checksum
+  CudaBackendOptions::Populate populate =
+      CudaBackendOptions{}.populate;  // PUMP_POPULATE: discard-and-prefetch | prefetch
+  std::string host_limit = "50%";     // PUMP_HOST_LIMIT, as given (checked)
+  uint64_t host_limit_bytes = 0;      // ... resolved against host memory
+  bool verify_poison = false;         // PUMP_VERIFY: off | poison | checksum
   bool verify_checksum = false;
 };
 
 // PUMP_COPY_VIA as text, for messages.
 const char* copy_via_name(CudaBackendOptions::CopyVia via);
+// PUMP_POPULATE as text, for messages.
+const char* populate_name(CudaBackendOptions::Populate populate);
 
 // The host's physical memory: sysconf(_SC_PHYS_PAGES) * page size (0 if unknown).
 uint64_t host_physical_bytes();

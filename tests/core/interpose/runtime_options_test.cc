@@ -19,7 +19,7 @@ std::unique_ptr<Config> config_with(std::initializer_list<std::pair<const char*,
   auto c = std::make_unique<Config>();
   for (const char* key :
        {"DISABLE", "PLUGINS", "POLICY", "GPU_BUDGET", "MANAGED_LIMIT", "PREFETCH_ON_ALLOC", "SPLIT_GRANULARITY",
-        "STATS", "DATAPATH", "HOST_LIMIT", "VERIFY", "COPY_VIA", "WATCH_WHILE_FITS", "OVERLAP_OUT_IN"})
+        "STATS", "DATAPATH", "HOST_LIMIT", "VERIFY", "COPY_VIA", "WATCH_WHILE_FITS", "OVERLAP_OUT_IN", "POPULATE"})
     c->set(key, "");
   for (auto& [k, v] : values) c->set(k, v);
   return c;
@@ -88,6 +88,7 @@ TEST(RuntimeOptions, ParsesGoodValues) {
                                                          {"PREFETCH_ON_ALLOC", "1"},
                                                          {"WATCH_WHILE_FITS", "1"},
                                                          {"OVERLAP_OUT_IN", "1"},
+                                                         {"POPULATE", "discard-and-prefetch"},
                                                          {"SPLIT_GRANULARITY", "2MiB"},
                                                          {"STATS", "/tmp/s.json"},
                                                          {"TRACE", "/tmp/t.jsonl"}}));
@@ -104,6 +105,7 @@ TEST(RuntimeOptions, ParsesGoodValues) {
   EXPECT_TRUE(o.prefetch_on_alloc);
   EXPECT_TRUE(o.watch_while_fits);
   EXPECT_TRUE(o.overlap_out_in);
+  EXPECT_EQ(o.populate, CudaBackendOptions::Populate::kDiscardAndPrefetch);
   EXPECT_EQ(o.split_granularity, uint64_t{2} << 20);
   EXPECT_EQ(o.stats_path, "/tmp/s.json");
   EXPECT_EQ(o.trace_path, "/tmp/t.jsonl");
@@ -140,6 +142,7 @@ TEST_P(RuntimeOptionsBadValue, GivesOneMessageNamingTheVariableAndValueThenTheDe
   EXPECT_EQ(o.copy_via, defaults.copy_via);
   EXPECT_EQ(o.watch_while_fits, defaults.watch_while_fits);
   EXPECT_EQ(o.overlap_out_in, defaults.overlap_out_in);
+  EXPECT_EQ(o.populate, defaults.populate);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -147,10 +150,11 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(BadValue{"DISABLE", "maybe"}, BadValue{"GPU_BUDGET", "lots"}, BadValue{"GPU_BUDGET", "150%"},
                       BadValue{"MANAGED_LIMIT", "-3GiB"}, BadValue{"MANAGED_LIMIT", "0"},
                       BadValue{"PREFETCH_ON_ALLOC", "2"}, BadValue{"WATCH_WHILE_FITS", "sometimes"},
-                      BadValue{"OVERLAP_OUT_IN", "2"}, BadValue{"SPLIT_GRANULARITY", "100KiB"},
-                      BadValue{"SPLIT_GRANULARITY", "1KiB"}, BadValue{"DATAPATH", "fast"}, BadValue{"DATAPATH", "UM"},
-                      BadValue{"HOST_LIMIT", "lots"}, BadValue{"HOST_LIMIT", "150%"}, BadValue{"HOST_LIMIT", "-1GiB"},
-                      BadValue{"VERIFY", "on"}, BadValue{"COPY_VIA", "bounce"},
+                      BadValue{"OVERLAP_OUT_IN", "2"}, BadValue{"POPULATE", "prefetch-each"},
+                      BadValue{"SPLIT_GRANULARITY", "100KiB"}, BadValue{"SPLIT_GRANULARITY", "1KiB"},
+                      BadValue{"DATAPATH", "fast"}, BadValue{"DATAPATH", "UM"}, BadValue{"HOST_LIMIT", "lots"},
+                      BadValue{"HOST_LIMIT", "150%"}, BadValue{"HOST_LIMIT", "-1GiB"}, BadValue{"VERIFY", "on"},
+                      BadValue{"COPY_VIA", "bounce"},
                       // below one page: a budget that holds nothing
                       BadValue{"GPU_BUDGET", "0"}, BadValue{"GPU_BUDGET", "0B"}, BadValue{"GPU_BUDGET", "0.0001"},
                       BadValue{"GPU_BUDGET", "4095"},
