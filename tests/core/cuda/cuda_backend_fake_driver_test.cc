@@ -753,6 +753,56 @@ TEST_F(FakeDriverTest, ChecksumModeReportsACleanRangeThatNoLongerMatchesItsShado
   EXPECT_EQ(calls_named("cuMemDiscardBatchAsync").size(), 1u);  // the discards still happen
 }
 
+// PUMP_POPULATE=discard-and-prefetch: a restore's dropped pages are populated by one
+// discard-and-prefetch batch call, before the copy back (which then lands: the call may
+// leave any bytes there), and not by prefetches.
+TEST_F(FakeDriverTest, DiscardAndPrefetchPopulatesBeforeTheRestoreCopiesBack) {
+  FakeDriverConfig config;
+  config.model_memory = 1;
+  CudaBackendOptions options;
+  options.populate = CudaBackendOptions::Populate::kDiscardAndPrefetch;
+  CudaBackend& b = start(config, options);
+  std::vector<uint8_t> device(3 * kPiece, 0xDB), shadow(3 * kPiece);
+  for (size_t i = 0; i < shadow.size(); ++i) shadow[i] = static_cast<uint8_t>(i * 7 + 1);
+  const uint64_t at = reinterpret_cast<uint64_t>(device.data());
+  const size_t first = calls().size();
+  TransferBatch batch;
+  batch.restore = {{at, device.size(), reinterpret_cast<uint64_t>(shadow.data())}};
+  ASSERT_TRUE(wait_done(b.submit(std::move(batch)).in));
+  EXPECT_EQ(device, shadow) << "the restore copied the shadow back";
+  const auto all = calls();
+  const size_t populate_at = position(all, "cuMemDiscardAndPrefetchBatchAsync", at, first);
+  const size_t copy_at = position(all, "cuMemcpyHtoDAsync", at, first);
+  ASSERT_NE(populate_at, 0u);
+  ASSERT_NE(copy_at, 0u);
+  EXPECT_LT(populate_at, copy_at);
+  EXPECT_EQ(position(all, "cuMemPrefetchAsync", at, first), 0u) << "no prefetch populates it";
+  EXPECT_EQ(b.stats().populate_calls, 1u);
+}
+
+// A discard-and-prefetch call that fails populates by prefetch instead: nothing is lost.
+TEST_F(FakeDriverTest, AFailedDiscardAndPrefetchPopulatesByPrefetch) {
+  FakeDriverConfig config;
+  config.model_memory = 1;
+  CudaBackendOptions options;
+  options.populate = CudaBackendOptions::Populate::kDiscardAndPrefetch;
+  CudaBackend& b = start(config, options);
+  driver_.fail("cuMemDiscardAndPrefetchBatchAsync", 0, CUDA_ERROR_INVALID_VALUE, 1);
+  std::vector<uint8_t> device(2 * kPiece, 0xDB), shadow(2 * kPiece);
+  for (size_t i = 0; i < shadow.size(); ++i) shadow[i] = static_cast<uint8_t>(i * 5 + 3);
+  const uint64_t at = reinterpret_cast<uint64_t>(device.data());
+  const size_t first = calls().size();
+  TransferBatch batch;
+  batch.restore = {{at, device.size(), reinterpret_cast<uint64_t>(shadow.data())}};
+  ASSERT_TRUE(wait_done(b.submit(std::move(batch)).in));
+  EXPECT_EQ(device, shadow);
+  const auto all = calls();
+  const size_t prefetch_at = position(all, "cuMemPrefetchAsync", at, first);
+  ASSERT_NE(prefetch_at, 0u) << "populated by prefetch after the failure";
+  EXPECT_LT(prefetch_at, position(all, "cuMemcpyHtoDAsync", at, first));
+  EXPECT_EQ(b.stats().failed_calls, 1u);
+}
+
 // ------------------------------------------------------------------ several devices
 
 // The fake's cuCtxSetCurrent, for the calling thread (the backend's own are set by it).
