@@ -76,15 +76,7 @@ void watchdog() {
   _exit(3);
 }
 
-void discard_pieces(char* base, size_t bytes, cudaStream_t s) {
-  std::vector<void*> ptrs;
-  std::vector<size_t> sizes;
-  for (size_t at = 0; at < bytes; at += kPiece) {
-    ptrs.push_back(base + at);
-    sizes.push_back(kPiece);
-  }
-  CHECK(cudaMemDiscardBatchAsync(ptrs.data(), sizes.data(), ptrs.size(), 0, s));
-}
+void discard_pieces(char* base, size_t bytes, cudaStream_t s) { discard_in_pieces(base, bytes, kPiece, s); }
 
 void populate_pieces(char* base, size_t bytes, int device, cudaStream_t s) {
   cudaMemLocation loc{cudaMemLocationTypeDevice, device};

@@ -47,15 +47,7 @@ __global__ void spin(long long cycles) {
   }
 }
 
-void discard(char* p, cudaStream_t s, size_t bytes = kBlock) {
-  std::vector<void*> ptrs;
-  std::vector<size_t> sizes;
-  for (size_t at = 0; at < bytes; at += kPiece) {
-    ptrs.push_back(p + at);
-    sizes.push_back(kPiece);
-  }
-  CHECK(cudaMemDiscardBatchAsync(ptrs.data(), sizes.data(), ptrs.size(), 0, s));
-}
+void discard(char* p, cudaStream_t s, size_t bytes = kBlock) { discard_in_pieces(p, bytes, kPiece, s); }
 
 double populate_ms(char* p, cudaStream_t s, size_t bytes = kBlock) {
   cudaMemLocation loc{cudaMemLocationTypeDevice, 0};

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 #define CHECK(x)                                                                          \
   do {                                                                                    \
@@ -49,4 +50,15 @@ __global__ void check(const uint32_t* p, size_t words, uint32_t seed, Bad* bad) 
 __global__ void copy16(uint4* __restrict__ dst, const uint4* __restrict__ src, size_t n) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
     dst[i] = src[i];
+}
+// Discards [base, base + bytes) in pieces of `piece` bytes, one batch call on `s` (which
+// may not be the legacy default stream: the call refuses it).
+inline void discard_in_pieces(char* base, size_t bytes, size_t piece, cudaStream_t s) {
+  std::vector<void*> ptrs;
+  std::vector<size_t> sizes;
+  for (size_t at = 0; at < bytes; at += piece) {
+    ptrs.push_back(base + at);
+    sizes.push_back(piece);
+  }
+  CHECK(cudaMemDiscardBatchAsync(ptrs.data(), sizes.data(), ptrs.size(), 0, s));
 }

@@ -77,6 +77,14 @@ TEST(CudaBackendCreate, ReturnsNullWithAClearErrorOnAMachineWithoutLibcuda) {
 
 // ------------------------------------------------------------------ fake driver
 
+// A restore run on the fake's modelled memory (FakeDriverTest::restore_back): the calls it
+// made and whether the shadow's bytes came back.
+struct RestoreRun {
+  std::vector<FakeCall> calls;
+  uint64_t address = 0;
+  bool bytes_back = false;
+};
+
 class FakeDriverTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(driver_.ok()) << dlerror(); }
@@ -105,6 +113,30 @@ class FakeDriverTest : public ::testing::Test {
     batch.restore = {{kBase + 8 * kMiB, kPiece, shadow + kPiece}};
     *f = b.submit(std::move(batch));
     return wait_done(f->in) && wait_done(f->out) ? shadow : 0;
+  }
+  // A backend populating by discard-and-prefetch (PUMP_POPULATE) over modelled memory.
+  CudaBackend& start_discard_and_prefetch() {
+    FakeDriverConfig config;
+    config.model_memory = 1;
+    CudaBackendOptions options;
+    options.populate = CudaBackendOptions::Populate::kDiscardAndPrefetch;
+    return start(config, options);
+  }
+  // One restore of `pieces` x kPiece bytes from a patterned shadow into garbage; the
+  // calls made from the submit on, and whether the pattern came back.
+  RestoreRun restore_back(CudaBackend& b, size_t pieces) {
+    std::vector<uint8_t> device(pieces * kPiece, 0xDB), shadow(pieces * kPiece);
+    for (size_t i = 0; i < shadow.size(); ++i) shadow[i] = static_cast<uint8_t>(i * 7 + 1);
+    RestoreRun r;
+    r.address = reinterpret_cast<uint64_t>(device.data());
+    const size_t first = calls().size();
+    TransferBatch batch;
+    batch.restore = {{r.address, device.size(), reinterpret_cast<uint64_t>(shadow.data())}};
+    if (!wait_done(b.submit(std::move(batch)).in)) return r;
+    const std::vector<FakeCall> all = calls();
+    r.calls.assign(all.begin() + static_cast<std::ptrdiff_t>(first), all.end());
+    r.bytes_back = device == shadow;
+    return r;
   }
   bool wait_done(const Fence& f) {
     for (int i = 0; i < 2000 && !backend_->done(f); ++i) std::this_thread::sleep_for(1ms);
@@ -757,49 +789,27 @@ TEST_F(FakeDriverTest, ChecksumModeReportsACleanRangeThatNoLongerMatchesItsShado
 // discard-and-prefetch batch call, before the copy back (which then lands: the call may
 // leave any bytes there), and not by prefetches.
 TEST_F(FakeDriverTest, DiscardAndPrefetchPopulatesBeforeTheRestoreCopiesBack) {
-  FakeDriverConfig config;
-  config.model_memory = 1;
-  CudaBackendOptions options;
-  options.populate = CudaBackendOptions::Populate::kDiscardAndPrefetch;
-  CudaBackend& b = start(config, options);
-  std::vector<uint8_t> device(3 * kPiece, 0xDB), shadow(3 * kPiece);
-  for (size_t i = 0; i < shadow.size(); ++i) shadow[i] = static_cast<uint8_t>(i * 7 + 1);
-  const uint64_t at = reinterpret_cast<uint64_t>(device.data());
-  const size_t first = calls().size();
-  TransferBatch batch;
-  batch.restore = {{at, device.size(), reinterpret_cast<uint64_t>(shadow.data())}};
-  ASSERT_TRUE(wait_done(b.submit(std::move(batch)).in));
-  EXPECT_EQ(device, shadow) << "the restore copied the shadow back";
-  const auto all = calls();
-  const size_t populate_at = position(all, "cuMemDiscardAndPrefetchBatchAsync", at, first);
-  const size_t copy_at = position(all, "cuMemcpyHtoDAsync", at, first);
+  CudaBackend& b = start_discard_and_prefetch();
+  const RestoreRun r = restore_back(b, 3);
+  EXPECT_TRUE(r.bytes_back) << "the restore copied the shadow back";
+  const size_t populate_at = position(r.calls, "cuMemDiscardAndPrefetchBatchAsync", r.address);
+  const size_t copy_at = position(r.calls, "cuMemcpyHtoDAsync", r.address);
   ASSERT_NE(populate_at, 0u);
   ASSERT_NE(copy_at, 0u);
   EXPECT_LT(populate_at, copy_at);
-  EXPECT_EQ(position(all, "cuMemPrefetchAsync", at, first), 0u) << "no prefetch populates it";
+  EXPECT_EQ(position(r.calls, "cuMemPrefetchAsync", r.address), 0u) << "no prefetch populates it";
   EXPECT_EQ(b.stats().populate_calls, 1u);
 }
 
 // A discard-and-prefetch call that fails populates by prefetch instead: nothing is lost.
 TEST_F(FakeDriverTest, AFailedDiscardAndPrefetchPopulatesByPrefetch) {
-  FakeDriverConfig config;
-  config.model_memory = 1;
-  CudaBackendOptions options;
-  options.populate = CudaBackendOptions::Populate::kDiscardAndPrefetch;
-  CudaBackend& b = start(config, options);
+  CudaBackend& b = start_discard_and_prefetch();
   driver_.fail("cuMemDiscardAndPrefetchBatchAsync", 0, CUDA_ERROR_INVALID_VALUE, 1);
-  std::vector<uint8_t> device(2 * kPiece, 0xDB), shadow(2 * kPiece);
-  for (size_t i = 0; i < shadow.size(); ++i) shadow[i] = static_cast<uint8_t>(i * 5 + 3);
-  const uint64_t at = reinterpret_cast<uint64_t>(device.data());
-  const size_t first = calls().size();
-  TransferBatch batch;
-  batch.restore = {{at, device.size(), reinterpret_cast<uint64_t>(shadow.data())}};
-  ASSERT_TRUE(wait_done(b.submit(std::move(batch)).in));
-  EXPECT_EQ(device, shadow);
-  const auto all = calls();
-  const size_t prefetch_at = position(all, "cuMemPrefetchAsync", at, first);
+  const RestoreRun r = restore_back(b, 2);
+  EXPECT_TRUE(r.bytes_back);
+  const size_t prefetch_at = position(r.calls, "cuMemPrefetchAsync", r.address);
   ASSERT_NE(prefetch_at, 0u) << "populated by prefetch after the failure";
-  EXPECT_LT(prefetch_at, position(all, "cuMemcpyHtoDAsync", at, first));
+  EXPECT_LT(prefetch_at, position(r.calls, "cuMemcpyHtoDAsync", r.address));
   EXPECT_EQ(b.stats().failed_calls, 1u);
 }
 
