@@ -102,6 +102,13 @@ class EngineDataPathTest : public ::testing::Test {
     options.host_limit_bytes = host_limit;
     return std::make_unique<Engine>(backend_, make_policy_adapter(&kStubPolicy), options, &config_);
   }
+  // An engine with A, B and C (4 MiB each) allocated and written, in that order.
+  std::unique_ptr<Engine> three_written(uint64_t budget) {
+    auto e = make(budget);
+    for (uint64_t x : {kA, kB, kC}) e->on_alloc(x, 4 * kMiB);
+    for (uint64_t x : {kA, kB, kC}) run(*e, {writes(x)});
+    return e;
+  }
   // One kernel; returns the batch it submitted (an empty one if none).
   TransferBatch run(Engine& e, std::vector<pump_extent_v1_t> extents, std::vector<uint8_t> inexact = {}) {
     const size_t before = backend_.batches.size();
@@ -531,13 +538,7 @@ TEST_F(EngineDataPathTest, AWorkspaceExtentSharingItsPieceWithANeighbourDoesNotM
 }
 
 TEST_F(EngineDataPathTest, ABlockSavedAndFetchedInOneBatchComesBackOnlyAfterItsSave) {
-  auto e = make(16 * kMiB);  // room enough: only the order of the two directions is at stake
-  e->on_alloc(kA, 4 * kMiB);
-  e->on_alloc(kB, 4 * kMiB);
-  e->on_alloc(kC, 4 * kMiB);
-  run(*e, {writes(kA)});
-  run(*e, {writes(kB)});
-  run(*e, {writes(kC)});
+  auto e = three_written(16 * kMiB);  // room enough: only the order of the two directions is at stake
   // A policy that evicts C (dirty: a save) and asks for it again in the same decision.
   stub_.then = [](const pump_policy_host_v1_t* host) {
     pump_block_v1_t c{};
@@ -564,13 +565,7 @@ TEST_F(EngineDataPathTest, ABlockSavedAndFetchedInOneBatchComesBackOnlyAfterItsS
 // A policy's fetches ahead of the kernel (blocks it does not touch) come in a batch after the
 // kernel's own: the kernel waits for its own fetches only, not for the copies of those.
 TEST_F(EngineDataPathTest, FetchesAheadOfTheKernelComeAfterItsOwnAndItDoesNotWaitForThem) {
-  auto e = make(16 * kMiB);
-  e->on_alloc(kA, 4 * kMiB);
-  e->on_alloc(kB, 4 * kMiB);
-  e->on_alloc(kC, 4 * kMiB);
-  run(*e, {writes(kA)});
-  run(*e, {writes(kB)});
-  run(*e, {writes(kC)});
+  auto e = three_written(16 * kMiB);
   for (uint64_t x : {kB, kC}) {  // both leave (saved, then dropped)
     stub_.then = [x](const pump_policy_host_v1_t* host) {
       pump_block_v1_t b{};
