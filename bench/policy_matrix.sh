@@ -5,7 +5,9 @@
 #   bench/policy_matrix.sh OUT_DIR [PLUGIN_DIR] [ITERATIONS]
 #
 # PLUGIN_DIR: the policies to load (default: this build's); ITERATIONS: per run (default:
-# pump-bench's 4). Then: python3 bench/policy_compare.py --before A --after B.
+# pump-bench's 4); SIM_MODEL (environment): more pump-bench options for the sim's driver
+# model, such as "--populate discard-and-prefetch --deferred-limit 0" (the model before the
+# H200 populate probe). Then: python3 bench/policy_compare.py --before A --after B.
 set -euo pipefail
 out=${1:?usage: policy_matrix.sh OUT_DIR [PLUGIN_DIR] [ITERATIONS]}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,6 +17,8 @@ iterations=${3:-4}
 mkdir -p "$out"
 args=(--policies none,lru,learned --iterations "$iterations")
 [ -n "$plugins" ] && args+=(--plugin-dir "$plugins")
+read -r -a model <<< "${SIM_MODEL:-}"
+args+=("${model[@]}")
 "$bench" --sim --workload training-loop,mlp,conv,decode --oversubscription 1.02,1.05,1.1,1.5,2,3 \
   "${args[@]}" --json "$out/sim.json" > "$out/sim.txt" 2>&1
 "$bench" --sim --workload cycle,grad-accum,varlen,prefill-decode,decode-grow \

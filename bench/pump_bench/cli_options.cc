@@ -95,6 +95,14 @@ usage: pump-bench [options] [-- COMMAND ARGS...]
                               folder beside libpump.so; in the sim ../lib/pump next to this binary)
   --libpump PATH              libpump.so for GPU runs (default: ../lib/libpump.so next to this binary)
   --trace PATH                replay a recorded trace (PUMP_TRACE=...) in the sim
+  --populate P                sim: how the backend populates dropped pages, as PUMP_POPULATE does
+                              on a GPU: prefetch (default; a populate the driver runs at once, not
+                              deferred behind other work, leaves the pages unpopulated and what
+                              lands there faults at 0.45 GB/s) or discard-and-prefetch (one call
+                              per restore group, always populates)
+  --deferred-limit N          sim: prefetch calls the driver defers per context before the next
+                              blocks the backend's worker until the device caught up (default 48,
+                              measured on the H200; 0: unbounded, the model before that probe)
   -- COMMAND ARGS...          benchmark any program on the GPU: it must print one line
                               'pump-bench: iteration_ms=<float>' per iteration (and may print
                               'pump-bench: checksum=<hex>' and 'pump-bench: footprint_bytes=<n>')
@@ -172,7 +180,8 @@ CliResult parse_cli(const std::vector<std::string>& args) {
   app.add_flag("--sim", o.sim);
   std::map<std::string, std::string> values;  // option -> its text, when given
   for (const char* name : {"--workload", "--size", "--oversubscription", "--policies", "--datapath", "--repeats",
-                           "--iterations", "--json", "--csv", "--plot", "--plugin-dir", "--trace", "--libpump"}) {
+                           "--iterations", "--json", "--csv", "--plot", "--plugin-dir", "--trace", "--libpump",
+                           "--populate", "--deferred-limit"}) {
     app.add_option_function<std::string>(name, [&values, name](const std::string& v) { values[name] = v; })
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
         ->allow_extra_args(false);
@@ -262,6 +271,18 @@ CliResult parse_cli(const std::vector<std::string>& args) {
                              {"--libpump", &o.libpump_path}})
     if (const std::string* v = given(name)) *field = *v;
 
+  if (const std::string* v = given("--populate")) {
+    if (*v != "prefetch" && *v != "discard-and-prefetch")
+      return fail("--populate: '" + *v + "' is not prefetch or discard-and-prefetch");
+    o.populate = *v;
+  }
+  if (const std::string* v = given("--deferred-limit")) {
+    int n = 0;
+    if (*v != "0" && !parse_positive_int(*v, &n)) return fail("--deferred-limit: '" + *v + "' is not an integer >= 0");
+    o.deferred_limit = n;
+  }
+  if ((o.populate || o.deferred_limit) && !o.command.empty())
+    return fail("--populate and --deferred-limit set the sim's model; on a GPU set PUMP_POPULATE for the command");
   if (!o.trace_path.empty() && !o.workloads.empty()) return fail("--trace replaces --workload: give one of them");
   if (!o.trace_path.empty() && !o.command.empty()) return fail("--trace replays in the sim: it takes no command");
   if (o.sim && !o.command.empty()) return fail("a command runs on a GPU; --sim runs only the models");

@@ -21,6 +21,8 @@ struct BenchOptions {
   std::string plugin_dir;  // empty: next to the binary
   std::string trace_path;
   std::string libpump_path;          // empty: next to the binary
+  std::optional<std::string> populate;   // sim model: "prefetch" or "discard-and-prefetch"
+  std::optional<int> deferred_limit;     // sim model: the driver's deferred prefetch calls (0: unbounded)
   std::vector<std::string> command;  // after "--"
 };
 

@@ -144,6 +144,10 @@ int run(int argc, char** argv) {
     matrix.datapaths = o.datapaths;
     matrix.plugin_dir = o.plugin_dir;  // empty: PUMP_PLUGIN_DIR, else next to the binary (as libpump looks)
     const int iterations = o.iterations.value_or(4);
+    if (o.populate)
+      matrix.model.populate = *o.populate == "prefetch" ? SimDeviceModel::Populate::kPrefetchEach
+                                                        : SimDeviceModel::Populate::kDiscardAndPrefetch;
+    if (o.deferred_limit) matrix.model.deferred_prefetch_limit = static_cast<uint32_t>(*o.deferred_limit);
     std::string error;
     if (!o.trace_path.empty()) {
       std::optional<SimWorkload> w = load_trace_workload(o.trace_path, iterations, &error);

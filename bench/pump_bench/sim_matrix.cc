@@ -110,13 +110,17 @@ EngineOptions engine_options(uint64_t budget, const std::string& datapath, const
 }  // namespace
 
 std::string describe_sim_model(const SimDeviceModel& m) {
-  char buf[320];
+  const std::string deferred =
+      m.deferred_prefetch_limit ? "<= " + std::to_string(m.deferred_prefetch_limit) : std::string("unbounded");
+  char buf[400];
   std::snprintf(buf, sizeof buf,
                 "sim GPU: %.0f GiB, prefetch %.0f GB/s (+%.0f us/call), eviction %.0f GB/s, faults %.0f GB/s, "
-                "page %llu KiB",
+                "page %llu KiB, populate by %s, deferred prefetch calls %s",
                 static_cast<double>(m.device_bytes) / (1ull << 30), m.prefetch_bytes_per_second / 1e9,
                 m.prefetch_call_seconds * 1e6, m.evict_bytes_per_second / 1e9, m.fault_bytes_per_second / 1e9,
-                static_cast<unsigned long long>(m.page_bytes / 1024));
+                static_cast<unsigned long long>(m.page_bytes / 1024),
+                m.populate == SimDeviceModel::Populate::kPrefetchEach ? "prefetch" : "discard-and-prefetch",
+                deferred.c_str());
   return buf;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <functional>
 #include <tuple>
 #include <utility>
 
@@ -68,6 +69,8 @@ SimBackend::Stream& SimBackend::stream(StreamId id) {
 BatchFences SimBackend::submit(TransferBatch&& batch) {
   ++stats_.batches;
   host_now_ += model_.submit_host_seconds;
+  advance_to(host_now_);
+  settle_worker_gate();
   auto valid_waits = [&](const std::vector<Fence>& fences) {
     std::vector<Fence> out;
     for (const Fence& f : fences)
@@ -76,12 +79,14 @@ BatchFences SimBackend::submit(TransferBatch&& batch) {
   };
   // Queues `ranges` as ops of `kind` on `id`; the first op carries `waits` (the rest
   // follow in stream order). Returns the fence of the last op, or `last` if none.
-  auto queue = [&](StreamId id, OpKind kind, std::vector<Fence>& waits, const auto& ranges, Fence last, double issued) {
+  auto queue = [&](StreamId id, OpKind kind, std::vector<Fence>& waits, const auto& ranges, Fence last, double issued,
+                   bool populates = true) {
     for (const auto& r : ranges) {
       if (r.bytes == 0) continue;
       Op op;
       op.kind = kind;
       op.queued_at = issued;
+      op.populates = populates;
       op.waits = std::move(waits);
       waits.clear();
       op.ranges.push_back(pages_.page_align(Range{r.address, r.bytes}));
@@ -104,44 +109,116 @@ BatchFences SimBackend::submit(TransferBatch&& batch) {
   const double in_issued = issue_start + in_cost + (out_first ? out_cost : 0);
   worker_free_ = issue_start + out_cost + in_cost;
   stats_.worker_busy_seconds += out_cost + in_cost;
-  BatchFences fences;
+
+  // A worker still blocked in the driver (an earlier batch's deferred calls) issues
+  // nothing of this batch before it is let go.
   std::vector<Fence> out_waits = valid_waits(batch.wait_for);
+  std::vector<Fence> in_waits = valid_waits(batch.fetch_wait_for);
+  const Fence gate_before = worker_gate_;
+  if (!gate_before.empty()) {
+    out_waits.push_back(gate_before);
+    in_waits.push_back(gate_before);
+  }
+  // The in side's calls are deferred when they queue behind unfinished work: this
+  // batch's evictions, a kernel, earlier deferred calls not run yet.
+  const bool in_deferred = out_first || !in_waits.empty() || deferred_calls_pending();
+  const InSidePlan in_plan = plan_in_side(batch, in_deferred);
+  if (!in_plan.gate.empty()) {
+    worker_gate_ = in_plan.gate;
+    if (!out_first) out_waits.push_back(in_plan.gate);  // issued after the blocked call
+  }
+  BatchFences fences;
   if (batch.has_out()) {
     fences.out = queue(kOutStream, OpKind::kSave, out_waits, batch.save, Fence{}, out_issued);
     fences.out = queue(kOutStream, OpKind::kDiscard, out_waits, batch.discard, fences.out, out_issued);
     fences.out = queue(kOutStream, OpKind::kEvict, out_waits, batch.evict, fences.out, out_issued);
   }
-  std::vector<Fence> in_waits = valid_waits(batch.fetch_wait_for);
   if (batch.has_in()) {
     if (batch.fetch_after_out && !fences.out.empty()) in_waits.push_back(fences.out);
     fences.in = queue(kInStream, OpKind::kPrefetch, in_waits, batch.prefetch, Fence{}, in_issued);
-    fences.in = queue(kInStream, OpKind::kPrefetch, in_waits, batch.populate, fences.in, in_issued);
-    fences.in = queue(kInStream, OpKind::kRestore, in_waits, batch.restore, fences.in, in_issued);
+    fences.in = queue(kInStream, OpKind::kPrefetch, in_waits, batch.populate, fences.in, in_issued, in_plan.populates);
+    fences.in = queue(kInStream, OpKind::kRestore, in_waits, batch.restore, fences.in, in_issued, in_plan.populates);
   } else if (!in_waits.empty()) {
     Op op;  // nothing to fetch, but the waits are still owed to whoever waits on `in`
     op.waits = std::move(in_waits);
     op.queued_at = in_issued;
     fences.in = enqueue(kInStream, std::move(op));
   }
-  if (!fences.out.empty()) out_issued_.note(fences.out.value, out_issued, host_now_);
-  if (!fences.in.empty()) in_issued_.note(fences.in.value, in_issued, host_now_);
+  const Fence out_gate = !out_first && !in_plan.gate.empty() ? in_plan.gate : gate_before;
+  const Fence in_gate = !in_plan.gate.empty() ? in_plan.gate : gate_before;
+  auto complete = [this](const Fence& f) { return fence_complete(f); };
+  if (!fences.out.empty()) out_issued_.note(fences.out.value, out_issued, out_gate, host_now_, complete);
+  if (!fences.in.empty()) in_issued_.note(fences.in.value, in_issued, in_gate, host_now_, complete);
   return fences;
 }
 
-void SimBackend::IssueTimes::note(uint64_t value, double issued_at, double now) {
+SimBackend::InSidePlan SimBackend::plan_in_side(const TransferBatch& batch, bool deferred) {
+  InSidePlan plan;
+  // Not deferred, a prefetch of dropped pages runs inside the call and populates nothing.
+  plan.populates = deferred || model_.populate == SimDeviceModel::Populate::kDiscardAndPrefetch;
+  if (!deferred || model_.deferred_prefetch_limit == 0) return plan;
+  const bool each = model_.populate == SimDeviceModel::Populate::kPrefetchEach;
+  auto pieces = [&](uint64_t bytes) { return (bytes + model_.populate_chunk_bytes - 1) / model_.populate_chunk_bytes; };
+  uint64_t value = stream(kInStream).queued;  // the fence value of the op being planned
+  auto calls = [&](uint64_t n) {
+    ++value;
+    for (uint64_t i = 0; i < n; ++i) {
+      ++stats_.deferred_calls;
+      if (deferred_calls_.size() >= model_.deferred_prefetch_limit) {
+        // The driver holds its limit: this call returns once the oldest of them ran.
+        plan.gate = deferred_calls_.front();
+        deferred_calls_.pop_front();
+        ++stats_.worker_blocked_calls;
+      }
+      deferred_calls_.push_back(Fence{kInStream, value});
+    }
+  };
+  for (const Range& r : batch.prefetch)
+    if (r.bytes) calls(1);
+  bool first_populate = true;
+  for (const Range& r : batch.populate) {
+    if (!r.bytes) continue;
+    calls(each ? pieces(r.bytes) : first_populate ? 1 : 0);  // discard-and-prefetch: one call for all
+    first_populate = false;
+  }
+  uint64_t group = 0;  // bytes of the restore group being issued (one populate call each, discard-and-prefetch)
+  for (const ShadowRange& r : batch.restore) {
+    if (!r.bytes) continue;
+    calls(each ? pieces(r.bytes) : group == 0 ? 1 : 0);
+    group += r.bytes;
+    if (group >= model_.restore_group_bytes) group = 0;
+  }
+  return plan;
+}
+
+bool SimBackend::deferred_calls_pending() {
+  while (!deferred_calls_.empty() && fence_complete(deferred_calls_.front())) deferred_calls_.pop_front();
+  return !deferred_calls_.empty();
+}
+
+void SimBackend::settle_worker_gate() {
+  if (worker_gate_.empty() || !fence_complete(worker_gate_)) return;
+  worker_free_ = std::max(worker_free_, worker_gate_done_at_);
+  worker_gate_ = Fence{};
+}
+
+void SimBackend::IssueTimes::note(uint64_t value, double issued_at, const Fence& gate, double now,
+                                  const std::function<bool(const Fence&)>& complete) {
   // Sides issued by now need no record: they move the floor (the times grow with the value).
-  while (!pending.empty() && pending.begin()->second <= now) {
+  auto issued = [&](const Issue& i) { return i.at <= now && (i.gate.empty() || complete(i.gate)); };
+  while (!pending.empty() && issued(pending.begin()->second)) {
     floor = pending.begin()->first;
     pending.erase(pending.begin());
   }
-  if (issued_at > now) pending[value] = issued_at;
-  else floor = value;  // issued already, and so is every earlier side
+  const Issue issue{issued_at, gate};
+  if (!issued(issue)) pending[value] = issue;
+  else if (pending.empty()) floor = value;  // issued already, and so is every earlier side
 }
 
-double SimBackend::IssueTimes::of(uint64_t value) const {
-  if (value <= floor) return 0;
+SimBackend::IssueTimes::Issue SimBackend::IssueTimes::of(uint64_t value) const {
+  if (value <= floor) return {};
   auto it = pending.lower_bound(value);
-  return it == pending.end() ? 0 : it->second;
+  return it == pending.end() ? Issue{} : it->second;
 }
 
 double SimBackend::issue_seconds(uint64_t discard_bytes, uint64_t populate_bytes) const {
@@ -177,11 +254,12 @@ void SimBackend::stream_wait(StreamId id, const Fence& fence) {
   if (fence.stream == id || fence_complete(fence)) return;  // already ordered
   // A batch side the worker has not issued yet: the launching thread waits for it.
   if (fence.stream == kOutStream || fence.stream == kInStream) {
-    const double issued = (fence.stream == kOutStream ? out_issued_ : in_issued_).of(fence.value);
-    if (issued > host_now_) {
-      stats_.host_issue_wait_seconds += issued - host_now_;
-      host_now_ = issued;
-    }
+    const IssueTimes::Issue issue = (fence.stream == kOutStream ? out_issued_ : in_issued_).of(fence.value);
+    const double before = host_now_;
+    // A side issued after a call the driver blocked: issued once the device caught up.
+    if (!issue.gate.empty() && !fence_complete(issue.gate)) block_host_until(issue.gate.stream, issue.gate.value, false);
+    host_now_ = std::max(host_now_, issue.at);
+    stats_.host_issue_wait_seconds += host_now_ - before;
   }
   Op op;
   op.kind = OpKind::kWait;
@@ -327,7 +405,7 @@ void SimBackend::advance_to(double time) {
   while (!events_.empty() && events_.top().time <= time) process_next_event();
 }
 
-void SimBackend::block_host_until(StreamId id, uint64_t value) {
+void SimBackend::block_host_until(StreamId id, uint64_t value, bool count_blocked) {
   const double before = host_now_;
   double reached = host_now_;
   while (stream(id).completed < value && !events_.empty()) {
@@ -337,7 +415,7 @@ void SimBackend::block_host_until(StreamId id, uint64_t value) {
   if (stream(id).completed < value)
     violation(false, "host waited on " + describe_stream(id) + " for an op that can never complete");
   host_now_ = std::max(host_now_, reached);
-  stats_.host_blocked_seconds += host_now_ - before;
+  if (count_blocked) stats_.host_blocked_seconds += host_now_ - before;
 }
 
 bool SimBackend::fence_valid(const Fence& fence, const char* where) {
@@ -361,7 +439,7 @@ void SimBackend::start_op(Stream& s, double now) {
   switch (op.kind) {
     case OpKind::kWait: break;
     case OpKind::kKernel: duration = run_kernel(op); break;
-    case OpKind::kPrefetch: duration = run_prefetch(op.ranges.front()); break;
+    case OpKind::kPrefetch: duration = run_prefetch(op); break;
     case OpKind::kEvict: duration = run_evict(op, now); break;
     case OpKind::kDiscard: duration = run_discard(op, now); break;
     case OpKind::kSave: duration = run_save(op, now); break;
@@ -387,6 +465,7 @@ void SimBackend::end_op(Stream& s, double now) {
   s.front_running = false;
   s.front_scheduled = false;
   ++s.completed;
+  if (s.id == worker_gate_.stream && s.completed == worker_gate_.value) worker_gate_done_at_ = now;
   s.free_at = now;
   device_end_ = std::max(device_end_, now);
   note_residency(now);
@@ -420,12 +499,13 @@ double SimBackend::run_kernel(const Op& op) {
                       "or populated from dropped pages)";
     violation_texts_.push_back(std::move(text));
   }
-  uint64_t faulted = 0;
+  uint64_t faulted = 0, dropped_faulted = 0;
   for (const Range& r : op.ranges) {
     // Dropped pages populated here hold nothing meaningful (written below, if written).
     for (const Range& d : pages_.ranges_in(r, PageState::kDropped)) lose_unless_scratch(d);
     const PageCounts before = pages_.set(r, PageState::kDevice);
     faulted += before.host;
+    dropped_faulted += before.dropped;
     stats_.bytes_populated += before.untouched + before.dropped;
   }
   // Written pages hold new bytes: the shadow is stale, and what was lost is replaced.
@@ -437,6 +517,9 @@ double SimBackend::run_kernel(const Op& op) {
     ++stats_.kernels_faulting;
     seconds += model_.fault_batch_seconds + static_cast<double>(faulted) / model_.fault_bytes_per_second;
   }
+  // Discarded pages nothing populated (a populate run at once): faulted in page by page.
+  if (dropped_faulted && model_.dropped_fault_bytes_per_second > 0)
+    seconds += static_cast<double>(dropped_faulted) / model_.dropped_fault_bytes_per_second;
   return seconds;
 }
 
@@ -445,8 +528,21 @@ void SimBackend::lose_unless_scratch(const Range& range) {
   shadow_.convert(range, ShadowState::kValid, ShadowState::kLost);
 }
 
-double SimBackend::run_prefetch(const Range& range) {
+double SimBackend::run_prefetch(const Op& op) {
   ++stats_.prefetch_calls;
+  const Range& range = op.ranges.front();
+  if (!op.populates) {
+    // Run inside the call (not deferred): dropped pages stay unpopulated.
+    const PageCounts before = pages_.count(range);
+    stats_.bytes_populate_missed += before.dropped;
+    for (PageState state : {PageState::kHost, PageState::kUntouched})
+      for (const Range& r : pages_.ranges_in(range, state)) pages_.set(r, PageState::kDevice);
+    stats_.bytes_prefetch_skipped += before.device;
+    stats_.bytes_populated += before.untouched;
+    stats_.bytes_prefetched += before.host;
+    if (before.device + before.dropped == before.total()) return model_.prefetch_resident_call_seconds;
+    return model_.prefetch_call_seconds + static_cast<double>(before.host) / model_.prefetch_bytes_per_second;
+  }
   // Populating dropped pages gives fresh ones: whatever they held is gone until written.
   for (const Range& d : pages_.ranges_in(range, PageState::kDropped)) lose_unless_scratch(d);
   const PageCounts before = pages_.set(range, PageState::kDevice);
@@ -491,9 +587,18 @@ double SimBackend::run_restore(const Op& op) {
     for (const Range& c : pages_.ranges_in(r, copied)) shadow_.convert(c, ShadowState::kNone, ShadowState::kValid);
   const PageCounts before = pages_.set(r, PageState::kDevice);
   stats_.bytes_restored += r.bytes - before.device;
+  const uint64_t moved = r.bytes - before.device;
+  if (!op.populates && before.dropped && model_.dropped_fault_bytes_per_second > 0) {
+    // Nothing populated the dropped pages: the copy faults them in page by page.
+    stats_.bytes_populate_missed += before.dropped;
+    return model_.copy_call_seconds +
+           static_cast<double>(before.dropped) / model_.dropped_fault_bytes_per_second +
+           static_cast<double>(before.untouched) / model_.populate_bytes_per_second +
+           static_cast<double>(moved - before.dropped) / copy_rate(model_.copy_in_bytes_per_second, kInStream);
+  }
   return model_.copy_call_seconds +
          static_cast<double>(before.dropped + before.untouched) / model_.populate_bytes_per_second +
-         static_cast<double>(r.bytes - before.device) / copy_rate(model_.copy_in_bytes_per_second, kInStream);
+         static_cast<double>(moved) / copy_rate(model_.copy_in_bytes_per_second, kInStream);
 }
 
 double SimBackend::run_evict(const Op& op, double now) {

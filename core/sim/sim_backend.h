@@ -11,7 +11,12 @@
 // calls (discards, populates); a batch's transfers are queued when their side is issued
 // (the in side first unless its fetches need the out side's room), and stream_wait on a
 // side not issued yet moves the host clock to when it is, as CudaBackend's launching
-// threads wait for an event to be recorded.
+// threads wait for an event to be recorded. The driver's calls as measured on the H200
+// (sim_device_model.h): a prefetch or populate call queued behind unfinished work is
+// deferred, at most model.deferred_prefetch_limit of them at once, the next one blocking
+// the worker (and whatever it issues after) until the one that many calls back ran; and
+// under model.populate = kPrefetchEach a populate the driver runs at once populates nothing,
+// so the restore copying into those pages, or the kernel writing them, faults them in.
 // Internally a discrete-event simulation: events are processed in time order,
 // and only up to the current host time (later ops cannot start earlier than
 // that), so every op sees the ground truth as it is when it starts.
@@ -51,6 +56,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <map>
 #include <queue>
@@ -99,6 +105,9 @@ struct SimStats {
   double host_blocked_seconds = 0;     // host waiting on a full stream queue
   double host_issue_wait_seconds = 0;  // host waiting for the worker to issue a batch a kernel needs
   double worker_busy_seconds = 0;      // the worker's time issuing batches
+  uint64_t deferred_calls = 0;         // prefetch and populate calls the driver deferred
+  uint64_t worker_blocked_calls = 0;   // ... of them, calls that blocked the worker (the driver's limit)
+  uint64_t bytes_populate_missed = 0;  // dropped pages a populate run at once left unpopulated
 
   uint64_t violations_evicted_in_use = 0;
   uint64_t violations_read_discarded = 0;  // a kernel read dropped pages before they were restored, or
@@ -196,6 +205,7 @@ class SimBackend final : public DeviceBackend {
     std::vector<Range> write_ranges;    // kernel: pages it writes (merged)
     std::vector<Range> scratch_ranges;  // kernel: pages it uses as its workspace (merged)
     double compute_seconds = 0;
+    bool populates = true;  // prefetch, restore: false when the driver ran it at once (see plan_in_side)
   };
 
   struct Stream {
@@ -230,12 +240,32 @@ class SimBackend final : public DeviceBackend {
   // order, so those times grow with the value: every value up to `floor` is issued.
   double worker_free_ = 0;
   struct IssueTimes {
-    std::map<uint64_t, double> pending;  // fence value -> host time its side is issued
+    struct Issue {
+      double at = 0;  // host time the side is issued, once `gate` (if any) completed
+      Fence gate;
+    };
+    std::map<uint64_t, Issue> pending;  // fence value -> when its side is issued
     uint64_t floor = 0;
-    void note(uint64_t value, double issued_at, double now);
-    double of(uint64_t value) const;  // when the side holding `value` is issued (0: already)
+    void note(uint64_t value, double issued_at, const Fence& gate, double now,
+              const std::function<bool(const Fence&)>& complete);
+    Issue of(uint64_t value) const;  // when the side holding `value` is issued ({}: already)
   };
   IssueTimes in_issued_, out_issued_;
+  // The driver's deferred calls (model.deferred_prefetch_limit): the in-stream fence of the
+  // op each call issued not run yet belongs to, oldest first; the worker is blocked until
+  // worker_gate_ completes (empty: not blocked), which it did at worker_gate_done_at_.
+  std::deque<Fence> deferred_calls_;
+  Fence worker_gate_;
+  double worker_gate_done_at_ = 0;
+  struct InSidePlan {
+    Fence gate;              // the worker blocked in this side's calls until it completes
+    bool populates = true;   // its populates populate (see SimDeviceModel::Populate)
+  };
+  // Counts the side's driver calls against the deferred limit (deferred: they queue
+  // behind unfinished work).
+  InSidePlan plan_in_side(const TransferBatch& batch, bool deferred);
+  bool deferred_calls_pending();  // forgets the calls that ran; whether some did not
+  void settle_worker_gate();      // a gate that completed lets the worker go
   // How long the worker's driver calls for these bytes take.
   double issue_seconds(uint64_t discard_bytes, uint64_t populate_bytes) const;
 
@@ -249,13 +279,14 @@ class SimBackend final : public DeviceBackend {
   void process_next_event();
   // Processes every event at or before `time`.
   void advance_to(double time);
-  // Processes events until `stream` has completed `value` ops; moves the host clock.
-  void block_host_until(StreamId stream, uint64_t value);
+  // Processes events until `stream` has completed `value` ops; moves the host clock
+  // (counted in host_blocked_seconds if `count_blocked`).
+  void block_host_until(StreamId stream, uint64_t value, bool count_blocked = true);
   bool fence_valid(const Fence& fence, const char* where);
   bool fence_complete(const Fence& fence) const;
 
   double run_kernel(const Op& op);
-  double run_prefetch(const Range& range);
+  double run_prefetch(const Op& op);
   // Dropped pages populated afresh: their bytes are lost, unless they were scratch anyway.
   void lose_unless_scratch(const Range& range);
   double run_evict(const Op& op, double now);

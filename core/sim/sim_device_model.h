@@ -91,6 +91,30 @@ struct SimDeviceModel {
   // Ops a stream may hold (queued or running) before the host blocks on the next
   // one. Assumption: CUDA's launch queue is ~1024 entries deep per stream.
   uint32_t queue_depth = 1024;
+
+  // The driver's deferred prefetches (H200, ninth session, tests/gpu/populate_wait_probe.cu).
+  // A prefetch queued behind unfinished work (its stream waits for an eviction, a
+  // kernel) returns at once, deferred; the driver holds at most this many per context,
+  // and the next call blocks its caller (the backend's worker) until the device caught up:
+  // 48 calls behind a 100 ms kernel returned in 0.10 ms, 64 took 100.8. The sim lets the
+  // worker issue a deferred call once the one this many calls back completed. 0: unbounded
+  // (the model before that probe).
+  uint32_t deferred_prefetch_limit = 48;
+  // How the worker populates dropped pages (populate-only fetches, and before each
+  // restore group's copies): as CudaBackend under PUMP_POPULATE.
+  //   kPrefetchEach: cudaMemPrefetchAsync per populate_chunk_bytes piece, each a deferred
+  //     call; one the driver runs at once (nothing queued before it) populates nothing
+  //     (the probe: a prefetch of discarded pages on an idle stream returned at once and
+  //     left them unpopulated), so what lands there later faults them in page by page.
+  //   kDiscardAndPrefetch: one cudaMemDiscardAndPrefetchBatchAsync per restore group (and
+  //     one for a batch's populate-only fetches), which populated deferred or not.
+  enum class Populate : uint8_t { kPrefetchEach, kDiscardAndPrefetch };
+  Populate populate = Populate::kPrefetchEach;
+  uint64_t populate_chunk_bytes = 8ull << 20;  // CudaBackendOptions::populate_chunk_bytes
+  uint64_t restore_group_bytes = 64ull << 20;  // CudaBackendOptions::restore_group_bytes
+  // Writing discarded pages that nothing populated (a restore's copy, a kernel): the probe
+  // wrote 256 MiB in 540-615 ms, page by page.
+  double dropped_fault_bytes_per_second = 0.45e9;
 };
 
 }  // namespace pump

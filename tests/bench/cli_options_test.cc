@@ -25,6 +25,15 @@ TEST(PumpBenchCli, DatapathListsCopyAndUm) {
     EXPECT_NE(help.find(text), std::string::npos) << text;
 }
 
+TEST(PumpBenchCli, TheSimsDriverModelIsChosenByPopulateAndDeferredLimit) {
+  CliResult r = parse_cli({"--populate", "discard-and-prefetch", "--deferred-limit=0"});
+  ASSERT_EQ(r.action, CliAction::kRun) << r.error;
+  EXPECT_EQ(r.options.populate, "discard-and-prefetch");
+  EXPECT_EQ(r.options.deferred_limit, 0);
+  EXPECT_FALSE(parse_cli({}).options.populate.has_value()) << "not given: the model's default";
+  EXPECT_EQ(parse_cli({"--deferred-limit", "64"}).options.deferred_limit, 64);
+}
+
 TEST(PumpBenchCli, ParsesEveryOptionInBothSpellings) {
   CliResult r = parse_cli({"--workload", "training-loop,mlp", "--size=small", "--oversubscription", "1,2.5",
                            "--policies=lru", "--sim", "--repeats", "5", "--iterations=6", "--json", "a.json", "--csv",
@@ -70,6 +79,9 @@ TEST(PumpBenchCli, BadInputGivesOneClearMessage) {
       {{"--policies", "lru,,eager"}, "empty name"},
       {{"--datapath", "copy,zero"}, "'zero' is not copy or um"},
       {{"--datapath", "um,um"}, "listed twice"},
+      {{"--populate", "eager"}, "'eager' is not prefetch or discard-and-prefetch"},
+      {{"--deferred-limit", "-1"}, "--deferred-limit: '-1' is not an integer >= 0"},
+      {{"--populate", "prefetch", "--", "ls"}, "on a GPU set PUMP_POPULATE"},
       {{"--json"}, "--json needs a value"},
       {{"--"}, "followed by a command"},
       {{"--sim", "--", "ls"}, "--sim runs only the models"},

@@ -229,6 +229,44 @@ TEST(SimBackend, TheWorkerIssuesBatchesInTurnAndAKernelWaitingForOneHoldsItsThre
   EXPECT_NEAR(b.now() - t1, populate, 1e-9);
 }
 
+// The driver's limit on deferred prefetches (populate_wait_probe, H200): 48 calls queued
+// behind a 100 ms kernel returned at once, 64 blocked until the kernel ended.
+TEST(SimBackend, DeferredPopulatesPastTheDriversLimitBlockTheWorkerUntilTheDeviceCaughtUp) {
+  for (uint32_t limit : {0u, 4u}) {
+    SCOPED_TRACE(limit);
+    SimDeviceModel m = hand_model();
+    m.deferred_prefetch_limit = limit;
+    m.populate_chunk_bytes = kMiB;
+    SimBackend b(m);
+    const Fence busy = kernel(b, 0.1, {kB, kMiB});  // the device is busy for 100 ms
+    TransferBatch t;
+    t.fetch_wait_for.push_back(busy);  // queued behind it: every call is deferred
+    t.populate.push_back({kA, 8 * kMiB});
+    const BatchFences f = b.submit(std::move(t));
+    const double t0 = b.now();
+    b.stream_wait(kCompute + 1, f.in);
+    SimStats s = b.stats();
+    EXPECT_EQ(s.deferred_calls, limit ? 8u : 0u);
+    EXPECT_EQ(s.worker_blocked_calls, limit ? 4u : 0u);
+    if (limit) {
+      EXPECT_GE(b.now() - t0, 0.1) << "the side is issued only once the device caught up";
+    } else {
+      EXPECT_LT(b.now() - t0, 1e-3) << "unbounded: the side is issued at once";
+    }
+    // Whatever the worker issues next waits for the blocked call too.
+    TransferBatch next;
+    next.discard.push_back({kB + 64 * kMiB, kMiB});
+    const BatchFences g = b.submit(std::move(next));
+    b.host_wait(g.out);
+    if (limit) {
+      EXPECT_GE(b.now(), 0.1);
+    }
+    b.synchronize();
+    EXPECT_EQ(b.residency({kA, 8 * kMiB}).device, 8 * kMiB) << "deferred populates populate";
+    EXPECT_EQ(b.stats().bytes_populate_missed, 0u);
+  }
+}
+
 TEST(SimBackend, FetchesWaitForTheBatchsEvictionsWhenThoseMakeTheirRoom) {
   SimBackend b(hand_model());
   b.host_wait(kernel(b, 0, {kA, kMiB}));
@@ -568,6 +606,54 @@ TEST(SimBackendShadow, UnifiedMemoryEvictionKeepsTheBytes) {
   use(b, {kA, kMiB}, kRead);
   EXPECT_EQ(b.stats().violation_count(), 0u);
   for (const auto& v : b.violations()) ADD_FAILURE() << v;
+}
+
+}  // namespace
+}  // namespace pump
+
+namespace pump {
+namespace {
+
+// A populate the driver runs at once (nothing queued before it) populated nothing on the
+// H200 (populate_wait_probe); discard-and-prefetch populated either way.
+TEST(SimBackendShadow, APopulateRunAtOnceLeavesPagesUnpopulatedSoTheRestoreFaultsThemIn) {
+  double seconds[2] = {0, 0};
+  for (auto populate : {SimDeviceModel::Populate::kPrefetchEach, SimDeviceModel::Populate::kDiscardAndPrefetch}) {
+    SimDeviceModel m = hand_model();
+    m.populate = populate;
+    m.copy_in_bytes_per_second = 10e9;
+    m.populate_bytes_per_second = 100e9;
+    m.dropped_fault_bytes_per_second = 0.5e9;
+    SimBackend b(m);
+    use(b, {kA, 8 * kMiB}, kWrite);
+    out(b, {kA, 8 * kMiB}, /*save=*/true);
+    const double t0 = b.now();
+    in(b, {kA, 8 * kMiB}, /*restore=*/true);  // the in stream idle: not deferred
+    const bool each = populate == SimDeviceModel::Populate::kPrefetchEach;
+    seconds[each ? 0 : 1] = b.now() - t0;
+    EXPECT_EQ(b.stats().bytes_populate_missed, each ? 8 * kMiB : 0u);
+    use(b, {kA, 8 * kMiB}, kRead);  // slow or not, the bytes are back
+    EXPECT_EQ(b.stats().violation_count(), 0u);
+  }
+  EXPECT_GT(seconds[0], 8.0 * kMiB / 0.5e9) << "copied in at the fault rate";
+  EXPECT_LT(seconds[1], 8.0 * kMiB / 5e9) << "populated, then copied at the link's rate";
+}
+
+TEST(SimBackendShadow, APopulateOnlyFetchRunAtOnceLeavesTheKernelToFaultThePagesIn) {
+  SimDeviceModel m = hand_model();
+  m.dropped_fault_bytes_per_second = 0.5e9;
+  SimBackend b(m);
+  use(b, {kA, 8 * kMiB}, kWrite);
+  out(b, {kA, 8 * kMiB}, /*save=*/false);
+  TransferBatch t;
+  t.populate.push_back({kA, 8 * kMiB});
+  b.submit(std::move(t));
+  b.synchronize();
+  EXPECT_EQ(b.residency({kA, 8 * kMiB}).dropped, 8 * kMiB);
+  const double t0 = b.now();
+  use(b, {kA, 8 * kMiB}, kWrite);  // overwritten whole: no violation, but page by page
+  EXPECT_GE(b.now() - t0, 8.0 * kMiB / 0.5e9);
+  EXPECT_EQ(b.stats().violation_count(), 0u);
 }
 
 }  // namespace
