@@ -179,9 +179,9 @@ CliResult parse_cli(const std::vector<std::string>& args) {
   app.add_flag("-h,--help", help);
   app.add_flag("--sim", o.sim);
   std::map<std::string, std::string> values;  // option -> its text, when given
-  for (const char* name : {"--workload", "--size", "--oversubscription", "--policies", "--datapath", "--repeats",
-                           "--iterations", "--json", "--csv", "--plot", "--plugin-dir", "--trace", "--libpump",
-                           "--populate", "--deferred-limit"}) {
+  for (const char* name :
+       {"--workload", "--size", "--oversubscription", "--policies", "--datapath", "--repeats", "--iterations", "--json",
+        "--csv", "--plot", "--plugin-dir", "--trace", "--libpump", "--populate", "--deferred-limit"}) {
     app.add_option_function<std::string>(name, [&values, name](const std::string& v) { values[name] = v; })
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
         ->allow_extra_args(false);

@@ -20,10 +20,10 @@ struct BenchOptions {
   std::string json_path, csv_path, plot_path;
   std::string plugin_dir;  // empty: next to the binary
   std::string trace_path;
-  std::string libpump_path;          // empty: next to the binary
-  std::optional<std::string> populate;   // sim model: "prefetch" or "discard-and-prefetch"
-  std::optional<int> deferred_limit;     // sim model: the driver's deferred prefetch calls (0: unbounded)
-  std::vector<std::string> command;  // after "--"
+  std::string libpump_path;             // empty: next to the binary
+  std::optional<std::string> populate;  // sim model: "prefetch" or "discard-and-prefetch"
+  std::optional<int> deferred_limit;    // sim model: the driver's deferred prefetch calls (0: unbounded)
+  std::vector<std::string> command;     // after "--"
 };
 
 enum class CliAction { kRun, kHelp, kError };

@@ -257,7 +257,8 @@ void SimBackend::stream_wait(StreamId id, const Fence& fence) {
     const IssueTimes::Issue issue = (fence.stream == kOutStream ? out_issued_ : in_issued_).of(fence.value);
     const double before = host_now_;
     // A side issued after a call the driver blocked: issued once the device caught up.
-    if (!issue.gate.empty() && !fence_complete(issue.gate)) block_host_until(issue.gate.stream, issue.gate.value, false);
+    if (!issue.gate.empty() && !fence_complete(issue.gate))
+      block_host_until(issue.gate.stream, issue.gate.value, false);
     host_now_ = std::max(host_now_, issue.at);
     stats_.host_issue_wait_seconds += host_now_ - before;
   }
@@ -591,8 +592,7 @@ double SimBackend::run_restore(const Op& op) {
   if (!op.populates && before.dropped && model_.dropped_fault_bytes_per_second > 0) {
     // Nothing populated the dropped pages: the copy faults them in page by page.
     stats_.bytes_populate_missed += before.dropped;
-    return model_.copy_call_seconds +
-           static_cast<double>(before.dropped) / model_.dropped_fault_bytes_per_second +
+    return model_.copy_call_seconds + static_cast<double>(before.dropped) / model_.dropped_fault_bytes_per_second +
            static_cast<double>(before.untouched) / model_.populate_bytes_per_second +
            static_cast<double>(moved - before.dropped) / copy_rate(model_.copy_in_bytes_per_second, kInStream);
   }

@@ -258,8 +258,8 @@ class SimBackend final : public DeviceBackend {
   Fence worker_gate_;
   double worker_gate_done_at_ = 0;
   struct InSidePlan {
-    Fence gate;              // the worker blocked in this side's calls until it completes
-    bool populates = true;   // its populates populate (see SimDeviceModel::Populate)
+    Fence gate;             // the worker blocked in this side's calls until it completes
+    bool populates = true;  // its populates populate (see SimDeviceModel::Populate)
   };
   // Counts the side's driver calls against the deferred limit (deferred: they queue
   // behind unfinished work).
