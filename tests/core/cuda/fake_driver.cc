@@ -161,9 +161,13 @@ CUresult PrimaryCtxRelease(CUdevice) {
 // The calling thread's current context: the one it set since the last reset (a reset
 // plays a fresh process, where no thread has one).
 std::atomic<uint64_t> g_context_epoch{1};
-thread_local uint64_t t_context_epoch = 0;
-thread_local CUcontext t_context = nullptr;
-thread_local std::vector<CUcontext> t_pushed;
+// Static TLS (initial-exec), though the library is dlopened: LeakSanitizer's exit scan
+// walks a thread's static TLS with its stack, while dynamic TLS blocks crashed its tracer
+// on this toolchain ("Tracer caught signal 11", in some tests always, in others at random).
+#define PUMP_FAKE_TLS __attribute__((tls_model("initial-exec"))) thread_local
+PUMP_FAKE_TLS uint64_t t_context_epoch = 0;
+PUMP_FAKE_TLS CUcontext t_context = nullptr;
+PUMP_FAKE_TLS std::vector<CUcontext> t_pushed;
 std::map<uint64_t, uint64_t> g_stream_contexts;  // explicit streams of another context (fake_cuda_set_stream_context)
 CUcontext current() { return t_context_epoch == g_context_epoch.load() ? t_context : nullptr; }
 bool context_current() { return current() != nullptr; }
