@@ -121,7 +121,8 @@ BatchFences SimBackend::submit(TransferBatch&& batch) {
   }
   // The in side's calls are deferred when they queue behind unfinished work: this
   // batch's evictions, a kernel, earlier deferred calls not run yet.
-  const bool in_deferred = out_first || !in_waits.empty() || deferred_calls_pending();
+  const bool earlier_pending = deferred_calls_pending();  // forgets those that ran before counting
+  const bool in_deferred = out_first || !in_waits.empty() || earlier_pending;
   const InSidePlan in_plan = plan_in_side(batch, in_deferred);
   if (!in_plan.gate.empty()) {
     worker_gate_ = in_plan.gate;
