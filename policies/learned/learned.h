@@ -143,7 +143,9 @@ struct LearnedPolicy {
 
   // Candidates of the current decision, ranked once per callback.
   std::vector<pump_block_v1_t> candidates;
-  std::vector<Victim> victims;
+  std::vector<Victim> victims;                      // a max-heap: the best victim on top
+  std::vector<Victim> victims_idle_dead;            // the dead ones not in use, least recently used first
+  std::vector<Victim> victims_kept, victims_young;  // evict_farthest's scratch
   bool victims_ready = false;
   uint64_t victims_seq = 0;
 

@@ -38,11 +38,14 @@ void rank_victims(LearnedPolicy* s) {
   if (s->victims_ready && s->victims_seq == s->observed_seq) return;
   const size_t n = fetch_candidates(s);
   s->victims.clear();
+  s->victims_idle_dead.clear();
   for (size_t i = 0; i < n; ++i) {
     const pump_block_v1_t& b = s->candidates[i];
     const uint32_t range = range_of(*s, b);
     const uint32_t distance = distance_of_range(*s, range);
-    s->victims.push_back(Victim{score_of(*s, b, range, distance), distance, static_cast<uint32_t>(i), range, i});
+    const Victim v{score_of(*s, b, range, distance), distance, static_cast<uint32_t>(i), range, i};
+    s->victims.push_back(v);
+    if ((b.flags & (PUMP_BLOCK_DEAD | PUMP_BLOCK_IN_USE)) == PUMP_BLOCK_DEAD) s->victims_idle_dead.push_back(v);
   }
   std::make_heap(s->victims.begin(), s->victims.end());
   s->victims_ready = true;
@@ -60,14 +63,13 @@ bool evict(LearnedPolicy* s, const Victim& v) {
 }
 
 // Discarding an idle dead block moves nothing and waits for nothing: those go
-// first, still only if not needed within `protect_distance` kernels.
+// first (least recently used first), still only if not needed within `protect_distance` kernels.
 uint64_t discard_idle_dead(LearnedPolicy* s, uint64_t bytes_needed, uint32_t protect_distance) {
   uint64_t freed = 0;
-  for (const Victim& v : s->victims) {
+  for (const Victim& v : s->victims_idle_dead) {
     if (freed >= bytes_needed) break;
     const pump_block_v1_t& b = s->candidates[v.candidate];
-    if (v.distance <= protect_distance) continue;
-    if (b.bytes == 0 || (b.flags & (PUMP_BLOCK_DEAD | PUMP_BLOCK_IN_USE)) != PUMP_BLOCK_DEAD) continue;
+    if (v.distance <= protect_distance || b.bytes == 0) continue;
     const uint64_t bytes = b.bytes;
     if (evict(s, v)) freed += bytes;
   }
@@ -96,24 +98,65 @@ uint64_t free_bytes(const LearnedPolicy& s) {
 // With `idle_only`, stops at the first choice still in use rather than take a
 // nearer one (that would cost MIN a miss) or wait for its kernel on the
 // transfer stream (that would hold back every transfer queued behind it).
+// The best victims are popped off the heap until enough is freed (a decision looks at a
+// few of the thousands of candidates: sorting them all was most of the policy's time);
+// those looked at and not taken go back.
 uint64_t evict_farthest(LearnedPolicy* s, uint64_t bytes_needed, uint32_t protect_distance, bool idle_only,
                         uint64_t min_age) {
   rank_victims(s);
   uint64_t freed = discard_idle_dead(s, bytes_needed, protect_distance);
   if (freed >= bytes_needed) return freed;
-  std::sort_heap(s->victims.begin(), s->victims.end());  // ascending: the best victim last
-  for (int young_pass = 0; young_pass <= 1 && freed < bytes_needed; ++young_pass) {
-    for (size_t i = s->victims.size(); i-- > 0 && freed < bytes_needed;) {
-      const Victim& v = s->victims[i];
-      if (v.distance <= protect_distance) continue;
-      const pump_block_v1_t& b = s->candidates[v.candidate];
-      if (b.bytes == 0 || is_young(*s, b, min_age) != (young_pass == 1)) continue;
-      if (idle_only && (b.flags & PUMP_BLOCK_IN_USE)) break;
-      const uint64_t bytes = b.bytes;
-      if (evict(s, v)) freed += bytes;
+  std::vector<Victim>& heap = s->victims;
+  std::vector<Victim>& kept = s->victims_kept;
+  std::vector<Victim>& young = s->victims_young;
+  kept.clear();
+  young.clear();
+  auto pop = [&heap] {
+    std::pop_heap(heap.begin(), heap.end());
+    const Victim v = heap.back();
+    heap.pop_back();
+    return v;
+  };
+  // Whether `v` is taken: false when it is set aside (kept) or the pass must stop.
+  bool stop = false;
+  auto consider = [&](const Victim& v) {
+    const pump_block_v1_t& b = s->candidates[v.candidate];
+    if (b.bytes == 0) return;  // evicted or refused already: never offered again
+    if (v.distance <= protect_distance || stop || freed >= bytes_needed) {
+      kept.push_back(v);
+      return;
     }
+    if (idle_only && (b.flags & PUMP_BLOCK_IN_USE)) {
+      kept.push_back(v);
+      stop = true;
+      return;
+    }
+    const uint64_t bytes = b.bytes;
+    if (evict(s, v)) freed += bytes;
+  };
+  // The old first, best first; the young in the same order, only if those did not suffice.
+  while (!heap.empty() && freed < bytes_needed && !stop) {
+    const Victim v = pop();
+    if (s->candidates[v.candidate].bytes != 0 && is_young(*s, s->candidates[v.candidate], min_age)) young.push_back(v);
+    else consider(v);
   }
-  std::make_heap(s->victims.begin(), s->victims.end());
+  if (freed < bytes_needed) {
+    // Every young victim counts, also those below where the old ones stopped.
+    while (!heap.empty()) {
+      const Victim v = pop();
+      if (s->candidates[v.candidate].bytes != 0 && is_young(*s, s->candidates[v.candidate], min_age))
+        young.push_back(v);
+      else kept.push_back(v);
+    }
+    stop = false;
+    for (const Victim& v : young) consider(v);
+  } else {
+    kept.insert(kept.end(), young.begin(), young.end());
+  }
+  for (const Victim& v : kept) {
+    heap.push_back(v);
+    std::push_heap(heap.begin(), heap.end());
+  }
   return freed;
 }
 
