@@ -49,8 +49,8 @@ const std::vector<std::string>& sim_workload_names() {
 }
 
 const std::vector<std::string>& sim_pattern_names() {
-  static const std::vector<std::string> names{"decode",         "cycle",       "grad-accum",  "varlen",
-                                              "prefill-decode", "decode-grow", "llama-decode"};
+  static const std::vector<std::string> names{"decode",         "cycle",       "grad-accum", "varlen",
+                                              "prefill-decode", "decode-grow", "arena",      "llama-decode"};
   return names;
 }
 
@@ -70,9 +70,11 @@ usage: pump-bench [options] [-- COMMAND ARGS...]
                               fixed order), grad-accum (4 micro-steps, then the optimizer), varlen
                               (sequence lengths changing every step), prefill-decode (a prefill
                               then 8 tokens per request), decode-grow (a new cache allocation
-                              per layer and token; at least 8 tokens), llama-decode (a Llama-shaped
-                              bf16 decoder with --size of weights, 48 launches per layer, each
-                              after 60 us of the program's own host time, as PyTorch ran it)
+                              per layer and token; at least 8 tokens), arena (a training loop in
+                              one allocation, its kernels given pointers only), llama-decode (a
+                              Llama-shaped bf16 decoder with --size of weights, 48 launches per
+                              layer, each after 60 us of the program's own host time, as PyTorch
+                              ran it)
                               GPU: mlp, conv, conv-backend (default: all three); conv runs
                               cuDNN's legacy API, conv-backend its graph API (PyTorch's path)
   --size S                    small, medium (default), large, or a footprint such as 3GiB
@@ -222,7 +224,7 @@ CliResult parse_cli(const std::vector<std::string>& args) {
       if (!contains(sim_workload_names(), w) && !contains(gpu_workload_names(), w) && !contains(sim_pattern_names(), w))
         return fail("--workload: unknown workload '" + w +
                     "' (known: training-loop, decode, mlp, conv, conv-backend, cycle, grad-accum, varlen, "
-                    "prefill-decode, decode-grow, llama-decode)");
+                    "prefill-decode, decode-grow, arena, llama-decode)");
     }
   }
   if (const std::string* v = given("--size")) {

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "bench/pump_bench/oracle.h"
+#include "core/common/byte_size.h"
 #include "core/common/config.h"
 #include "core/engine/shadow_store.h"
 #include "core/plugin_host/plugin_host.h"
@@ -95,9 +96,12 @@ uint64_t budget_for(const SimWorkload& w, double ratio) {
 
 // EngineOptions for a run on `datapath`. The copy path needs a host shadow store
 // (host_limit_bytes 0 means none): room for the whole footprint, in whole slabs,
-// so the cap never forces a block onto unified memory.
+// so the cap never forces a block onto unified memory. PUMP_PARTITION_ABOVE is read as
+// libpump reads it (a size, a percentage of the budget, or off).
 EngineOptions engine_options(uint64_t budget, const std::string& datapath, const SimWorkload& w) {
   EngineOptions options;
+  if (const std::optional<std::string> v = Config().get("PARTITION_ABOVE"); v && !v->empty())
+    options.partition_above_bytes = *v == "off" ? 0 : parse_budget(*v, budget).value_or(budget / 2);
   options.budget_bytes = budget;
   options.datapath = datapath == "um" ? DataPath::kUnified : DataPath::kCopy;
   if (options.datapath == DataPath::kCopy) {

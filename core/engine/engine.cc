@@ -39,6 +39,7 @@ Engine::Engine(DeviceBackend& backend, std::unique_ptr<Policy> policy, const Eng
       policy_(std::move(policy)),
       config_(config ? config : &default_config()),
       budget_(options.budget_bytes ? options.budget_bytes : backend.device_memory_bytes()),
+      partition_above_(options.partition_above_bytes.value_or(budget_ / 2)),
       tracker_(options.split_granularity),
       prefetch_on_alloc_(options.prefetch_on_alloc),
       datapath_(options.datapath),
@@ -63,7 +64,12 @@ void Engine::on_alloc(uint64_t address, uint64_t bytes, uint64_t group) {
     return;
   }
   ++stats_.allocations;
-  allocations_[address] = AllocationState{address + bytes, stats_.allocations};
+  AllocationState& state = allocations_[address] = AllocationState{address + bytes, stats_.allocations};
+  state.partitionable = partition_above_ && (bytes >= partition_above_ || group != 0);
+  // A mapped piece is partitioned from the start: a guess into its neighbour may run on
+  // into it (a tensor across the seam), so none of its pages may ever be dropped.
+  state.partitioned = partition_above_ && group != 0;
+  if (state.partitionable) ++partitionable_allocations_;
   // Only ever widened (a freed range may stay inside): a lock-free "not ours" for most words.
   granules_.add(address, bytes);
   if (address < lowest_tracked_.load(std::memory_order_relaxed))
@@ -147,6 +153,8 @@ void Engine::on_free(uint64_t address, const std::function<void()>& free_memory)
     if (policy_) policy_->on_free(snapshot(b, false));
   });
   if (bytes) ++stats_.frees;
+  if (auto it = allocations_.find(address); it != allocations_.end() && it->second.partitionable)
+    --partitionable_allocations_;
   allocations_.erase(address);
   // Its pages stay on the device until the driver frees them: memory brought in for
   // another thread meanwhile must not count on that room.
@@ -272,6 +280,9 @@ void Engine::kernel_locked(KernelTicket* ticket, StreamId stream, bool capturing
   }
   ++stats_.kernels_with_blocks;
   add_pieces_of_inexact_allocations(seq);
+  // Pieces of a partitioned allocation dropped before its first guess, or still landing,
+  // come back as the kernel's (it may reach past its guess). O(1) once none is.
+  for (uint64_t base : kernel_partitioned_) add_pieces_a_pointer_may_reach(allocations_[base], base, seq, false);
   decide_and_order(stream, seq, ticket);
 }
 
@@ -465,11 +476,24 @@ void Engine::collect_pieces(const pump_extent_v1_t* extents, size_t count, const
     if (!e.bytes) return true;
     if (!extent_inexact_[i]) return tracker_.cover(e.address, e.bytes, &pieces_);
     Block* b = tracker_.find(e.address);
-    if (b) pieces_.push_back(b);
-    return b != nullptr;
+    if (!b) return false;
+    if (AllocationState* a = partitionable_allocations_ ? allocation_of(*b) : nullptr; a && a->partitionable) {
+      // From the pointer to the next boundary the blocks have (where other calls' extents
+      // and pointers began or ended), at most partition_above_: the pointer is a boundary
+      // from now on too. Marked 2: guessed, but its allocation is not taken whole.
+      a->partitioned = true;
+      if (std::find(kernel_partitioned_.begin(), kernel_partitioned_.end(), b->allocation) == kernel_partitioned_.end())
+        kernel_partitioned_.push_back(b->allocation);
+      extent_inexact_[i] = 2;
+      ++stats_.pointer_ranges_guessed;
+      return tracker_.cover(e.address, std::min(b->end(), e.address + partition_above_) - e.address, &pieces_);
+    }
+    pieces_.push_back(b);
+    return true;
   };
   pieces_.clear();
   piece_extent_.clear();
+  kernel_partitioned_.clear();
   const uint64_t generation = tracker_.layout_generation();
   for (size_t i = 0; i < count; ++i) {
     if (!cover(i)) stats_.bytes_unknown += extents[i].bytes;
@@ -505,14 +529,20 @@ void Engine::collect_pieces(const pump_extent_v1_t* extents, size_t count, const
     else if (kernel_allocations_.size() > kScanned + 1) kernel_allocation_set_.insert(base);
   };
   for (size_t j = 0; j < pieces_.size(); ++j) {
-    if (!extent_inexact_[piece_extent_[j]]) continue;
-    if (taken(pieces_[j]->allocation)) continue;  // its whole run is in already
+    if (extent_inexact_[piece_extent_[j]] != 1) continue;  // exact, or a guessed range of a partitioned one
+    if (taken(pieces_[j]->allocation)) continue;           // its whole run is in already
     add(pieces_[j]->allocation);
     // A pointer into one piece of a grouped memory may reach every piece it touches.
     for (uint64_t b = tracker_.previous_in_group(*pieces_[j]); b; b = tracker_.previous_in_group(*tracker_.find(b)))
       add(b);
     for (uint64_t b = tracker_.next_in_group(*pieces_[j]); b; b = tracker_.next_in_group(*tracker_.find(b))) add(b);
   }
+}
+
+bool Engine::partitioned(const Block& b) {
+  if (!partitionable_allocations_) return false;
+  const AllocationState* a = allocation_of(b);
+  return a && a->partitioned;
 }
 
 Engine::AllocationState* Engine::allocation_of(const Block& b) {
@@ -562,7 +592,7 @@ uint64_t Engine::add_pieces_a_pointer_may_reach(AllocationState& a, uint64_t bas
 
 bool Engine::settle_allocation_for_eviction(Block& b) {
   AllocationState* a = allocations_.empty() ? nullptr : allocation_of(b);
-  if (!a || !a->inexact_seq) return true;
+  if (!a || (!a->inexact_seq && !a->partitioned)) return true;
   if (a->kernel_mark && a->kernel_mark == current_seq_) return false;  // the kernel being decided
   if (a->launches_pending) return false;  // such a kernel is being queued on another thread
   for (AllocationState::StreamUse& use : a->uses) {
@@ -683,15 +713,22 @@ void Engine::decide_and_order(StreamId stream, uint64_t seq, KernelTicket* ticke
   // Queued by the caller once the lock is released (issue_waits).
   for (size_t i = 0; i < 2; ++i)
     if (!waits[i].empty() && !backend_.done(waits[i])) ticket->waits_[i] = waits[i];
-  for (uint64_t base : kernel_allocations_) {
+  // A piece of an allocation the kernel got a pointer into leaves only after it ran: it
+  // may touch any piece (taken whole), or pieces past its guess (partitioned).
+  auto note_use = [&](uint64_t base) {
     AllocationState& a = allocations_[base];
-    a.inexact_seq = seq;
     ++a.launches_pending;
     auto use = std::find_if(a.uses.begin(), a.uses.end(), [&](const auto& u) { return u.stream == stream; });
     if (use == a.uses.end()) a.uses.push_back({stream, seq, Fence{}, false});
     else use->seq = seq;
+  };
+  for (uint64_t base : kernel_allocations_) {
+    allocations_[base].inexact_seq = seq;  // what it wrote is neither saved nor dead
+    note_use(base);
   }
+  for (uint64_t base : kernel_partitioned_) note_use(base);
   record.allocations.assign(kernel_allocations_.begin(), kernel_allocations_.end());
+  record.allocations.insert(record.allocations.end(), kernel_partitioned_.begin(), kernel_partitioned_.end());
   kernel_allocations_.clear();
   record.blocks.assign(kernel_blocks_.begin(), kernel_blocks_.end());
   record.layout_generation = tracker_.layout_generation();
@@ -1035,7 +1072,12 @@ pump_status_v1_t Engine::request_evict(Block& b, uint32_t flags, bool by_policy)
     if (backend_.done(b.ready)) b.ready = Fence{};
     else pending_now_.wait_for.push_back(b.ready);
   }
-  if (datapath_ == DataPath::kCopy) {
+  if (partitioned(b)) {
+    // A kernel's guessed range may have missed pages it uses: they must keep their bytes.
+    evict_blocks_.push_back(&b);
+    stats_.bytes_evicted += b.bytes;
+    stats_.bytes_evicted_partitioned += b.bytes;
+  } else if (datapath_ == DataPath::kCopy) {
     // The cheapest safe way out: dead or clean bytes are dropped, dirty ones copied.
     if (b.dead || b.saved) {
       discard_blocks_.push_back(&b);

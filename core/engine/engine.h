@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -46,6 +47,12 @@ struct EngineOptions {
   bool verify_clean = false;               // PUMP_VERIFY=checksum: list clean discards in TransferBatch::check_clean
   HostLimit* shared_host_limit = nullptr;  // the process's PUMP_HOST_LIMIT, shared by every device's engine
   bool time_launches = false;              // fill EngineStats' launch_*_ns (a clock read per phase)
+  // Memory too large to take whole for a kernel given a pointer into it (PUMP_PARTITION_ABOVE):
+  // an allocation of at least this many bytes, or a piece of a grouped memory (a virtual
+  // reservation's mapped pieces, as PyTorch's expandable segments make), is partitioned:
+  // see Engine::before_kernel. Unset: half the budget; 0: never (every pointer takes its
+  // whole allocation, as before).
+  std::optional<uint64_t> partition_above_bytes;
 };
 
 const char* datapath_name(DataPath path);
@@ -119,7 +126,12 @@ class Engine {
   // A kernel touching `extents` is about to be queued on `stream`. `inexact` (may be
   // null: all exact) flags extents that name a whole block only because a pointer
   // pointed into it (kernel-launch parameters): such a kernel may touch anything of
-  // that allocation, so on the copy data path every piece of it counts as touched.
+  // that allocation, so on the copy data path every piece of it counts as touched. Unless
+  // that allocation is partitioned (EngineOptions::partition_above_bytes): then the kernel
+  // is taken to touch from where the pointer points to the next boundary other calls named
+  // there, at most partition_above_bytes (a guess), and that allocation's pages never leave
+  // by a drop, only by unified-memory migration, so a kernel reaching past its guess faults
+  // them in with their bytes (slower, never wrong).
   // An inexact extent of PUMP_WHOLE_BLOCK bytes is such a pointer not yet resolved: it is
   // rewritten in place to the block holding it, or to 0 bytes if none does (one lock for
   // the launch, not one per pointer). `ticket` is overwritten.
@@ -237,6 +249,8 @@ class Engine {
     };
     std::vector<StreamUse> uses;
     bool maybe_dropped = false;  // some piece may be dropped (cleared by a scan that finds none)
+    bool partitionable = false;  // large enough (or grouped) to guess ranges for pointers into it
+    bool partitioned = false;    // a pointer into it was guessed a range: its pages never drop from then on
     // A scan found a piece whose fetch was still in flight: scan again next time. (A
     // piece is fetched back by copy only after it was dropped, which set maybe_dropped.)
     bool maybe_fetching = false;
@@ -295,6 +309,9 @@ class Engine {
   std::unique_ptr<Policy> policy_;
   const Config* config_;
   uint64_t budget_;
+  uint64_t partition_above_;              // 0: no allocation is partitioned
+  size_t partitionable_allocations_ = 0;  // tracked ones large enough (none: no lookup per pointer)
+  bool partitioned(const Block& b);
   BlockTracker tracker_;
   bool prefetch_on_alloc_;
   DataPath datapath_;
@@ -379,8 +396,9 @@ class Engine {
   std::vector<uint8_t> extent_inexact_;
   std::unordered_map<uint64_t, AllocationState> allocations_;  // by base address
   std::vector<uint64_t> kernel_allocations_;                   // touched through pointers by the kernel being decided
-  std::unordered_set<uint64_t> kernel_allocation_set_;         // ... the same, to add each once
-  Fence kernel_wait_;                                          // latest prefetch fence the kernel must wait for
+  std::vector<uint64_t> kernel_partitioned_;  // ... partitioned ones that may still hold dropped or landing pieces
+  std::unordered_set<uint64_t> kernel_allocation_set_;  // ... the same, to add each once
+  Fence kernel_wait_;                                   // latest prefetch fence the kernel must wait for
   struct TailFence {
     StreamId stream;
     Fence fence;

@@ -29,8 +29,10 @@ struct EngineStats {
   uint64_t shadow_pinned_bytes = 0;     // ... pinned host memory it holds
   uint64_t unattributed_accesses = 0;   // accesses pump could not attribute: every dropped block restored first
   uint64_t bytes_unattributed_restored = 0;
-  uint64_t bytes_fallback_evicted = 0;  // evicted by the engine because the policy freed too little
-  uint64_t prefetch_ranges = 0;         // merged ranges handed to the backend
+  uint64_t bytes_evicted_partitioned = 0;  // of bytes_evicted: pages of partitioned memory (never dropped)
+  uint64_t pointer_ranges_guessed = 0;     // pointers into partitioned memory given a range of their own
+  uint64_t bytes_fallback_evicted = 0;     // evicted by the engine because the policy freed too little
+  uint64_t prefetch_ranges = 0;            // merged ranges handed to the backend
   uint64_t eviction_ranges = 0;
   uint64_t batches = 0;          // TransferBatches submitted
   uint64_t policy_refusals = 0;  // policy requests the engine refused

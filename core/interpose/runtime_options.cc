@@ -217,6 +217,16 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes,
       log(LogLevel::kError, "PUMP_COPY_VIA='%s' is not staging, kernel or engines; using %s", v->c_str(),
           copy_via_name(o.copy_via));
   }
+  if (auto v = config.get("PARTITION_ABOVE")) {
+    if (*v == "off" || parse_budget(*v, uint64_t{1} << 40)) {
+      o.partition_above = *v;
+    } else {
+      log(LogLevel::kError,
+          "PUMP_PARTITION_ABOVE='%s' is not a size (e.g. 4GiB, 0), a percentage in (0, 100] of the budget, or off; "
+          "using %s",
+          v->c_str(), o.partition_above.c_str());
+    }
+  }
   o.host_limit_bytes = parse_budget(o.host_limit, physical_bytes).value_or(0);
   if (auto v = config.get("HOST_LIMIT")) {
     if (auto bytes = parse_budget(*v, physical_bytes)) {
@@ -254,6 +264,11 @@ const char* populate_name(CudaBackendOptions::Populate populate) {
     case CudaBackendOptions::Populate::kPrefetchEach: return "prefetch";
   }
   return "?";
+}
+
+uint64_t partition_above_for_budget(const RuntimeOptions& options, uint64_t budget_bytes) {
+  if (options.partition_above == "off") return 0;
+  return parse_budget(options.partition_above, budget_bytes).value_or(0);
 }
 
 uint64_t budget_for_device(const RuntimeOptions& options, int device, uint64_t device_bytes) {

@@ -43,10 +43,11 @@ struct RuntimeOptions {
   CudaBackendOptions::CopyVia copy_via =
       CudaBackendOptions::CopyVia::kStaging;  // PUMP_COPY_VIA: staging | kernel | engines
   CudaBackendOptions::Populate populate =
-      CudaBackendOptions{}.populate;  // PUMP_POPULATE: discard-and-prefetch | prefetch
-  std::string host_limit = "50%";     // PUMP_HOST_LIMIT, as given (checked)
-  uint64_t host_limit_bytes = 0;      // ... resolved against host memory
-  bool verify_poison = false;         // PUMP_VERIFY: off | poison | checksum
+      CudaBackendOptions{}.populate;    // PUMP_POPULATE: discard-and-prefetch | prefetch
+  std::string partition_above = "50%";  // PUMP_PARTITION_ABOVE: a size, a % of the budget, or off (checked)
+  std::string host_limit = "50%";       // PUMP_HOST_LIMIT, as given (checked)
+  uint64_t host_limit_bytes = 0;        // ... resolved against host memory
+  bool verify_poison = false;           // PUMP_VERIFY: off | poison | checksum
   bool verify_checksum = false;
 };
 
@@ -72,6 +73,9 @@ RuntimeOptions parse_runtime_options(const Config& config, uint64_t physical_byt
 // PUMP_GPU_BUDGET for `device`, of `device_bytes`: the device's memory when none is given
 // for it, never more than the device has.
 uint64_t budget_for_device(const RuntimeOptions& options, int device, uint64_t device_bytes);
+
+// PUMP_PARTITION_ABOVE against a device's budget (EngineOptions::partition_above_bytes): 0 when off.
+uint64_t partition_above_for_budget(const RuntimeOptions& options, uint64_t budget_bytes);
 
 // The SAFETY rule: a managed-memory cap above the device's free memory could let the
 // process oversubscribe a shared GPU; it is clamped to `free_bytes`, saying so.

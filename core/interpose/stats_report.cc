@@ -74,6 +74,8 @@ Json engine_json(const DeviceReport& d) {
   o["bytes_evicted"] = s.bytes_evicted;
   o["bytes_discarded"] = s.bytes_discarded;
   o["bytes_fallback_evicted"] = s.bytes_fallback_evicted;
+  o["bytes_evicted_partitioned"] = s.bytes_evicted_partitioned;
+  o["pointer_ranges_guessed"] = s.pointer_ranges_guessed;
   // The copy data path (PUMP_DATAPATH=copy).
   o["bytes_saved"] = s.bytes_saved;
   o["bytes_discarded_dead"] = s.bytes_discarded_dead;

@@ -172,4 +172,30 @@ SimWorkload decode_grow_loop(uint64_t footprint_bytes, int layers, int tokens) {
   return w;
 }
 
+SimWorkload arena_loop(uint64_t footprint_bytes, int layers, int iterations) {
+  SimWorkload w;
+  w.name = "arena";
+  w.iterations = std::max(1, iterations);
+  SimWorkloadBuilder b(&w);
+  const TrainingBuffers t = training_buffers(&b, footprint_bytes, std::max(1, layers));
+  forward_backward(&b, &w.iteration, t, 0, false, "");
+  optimizer(&b, &w.iteration, t);
+  // The buffers laid out as they are, but as one allocation (the builder packs them
+  // back to back), and every kernel given pointers: it names where each buffer starts,
+  // and touches what it touched.
+  const SimAllocation& first = w.allocations.front();
+  const SimAllocation& last = w.allocations.back();
+  w.allocations = {SimAllocation{first.address, last.address + last.bytes - first.address, PUMP_ROLE_UNKNOWN, "arena"}};
+  for (SimKernel& k : w.iteration) {
+    k.actual = k.extents;
+    for (pump_extent_v1_t& e : k.extents) {
+      e.bytes = PUMP_WHOLE_BLOCK;
+      e.access = PUMP_ACCESS_READ_WRITE;
+      e.role = PUMP_ROLE_UNKNOWN;
+    }
+    k.inexact.assign(k.extents.size(), 1);
+  }
+  return w;
+}
+
 }  // namespace pump

@@ -11,6 +11,9 @@
 //                   then `tokens` decode steps reading weights and cache: two phases
 //   decode-grow     greedy decoding whose cache grows by a new allocation per layer and
 //                   token: the budget is exceeded only after a few tokens, nothing repeats
+//   arena           a training loop whose buffers are carved from one allocation (XLA's
+//                   preallocated arena, PyTorch's expandable segments) and whose kernels get
+//                   pointers only: each names where its buffers start, not how far they go
 #pragma once
 
 #include <cstdint>
@@ -24,5 +27,6 @@ SimWorkload grad_accum_loop(uint64_t footprint_bytes, int layers, int micro_step
 SimWorkload varlen_loop(uint64_t footprint_bytes, int layers, int iterations);
 SimWorkload prefill_decode_loop(uint64_t footprint_bytes, int layers, int tokens, int iterations);
 SimWorkload decode_grow_loop(uint64_t footprint_bytes, int layers, int tokens);
+SimWorkload arena_loop(uint64_t footprint_bytes, int layers, int iterations);
 
 }  // namespace pump

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <optional>
 
 #include <random>
 #include <string>
@@ -85,8 +86,10 @@ using Param = std::tuple<std::string, uint32_t>;
 class CopyPathFuzz : public ::testing::TestWithParam<Param> {};
 
 // Runs the test's random program under its policy at budgets of 1/2, 1/3 and 1/4 of the
-// footprint on `datapath`, handing each run to `check`.
-void run_at_each_ratio(DataPath datapath, const std::function<void(const SimRun&)>& check) {
+// footprint on `datapath`, handing each run to `check`. Its pointers take their whole
+// allocations unless `partition_above` says otherwise (EngineOptions::partition_above_bytes).
+void run_at_each_ratio(DataPath datapath, const std::function<void(const SimRun&)>& check,
+                       std::optional<uint64_t> partition_above = 0) {
   const auto& [policy, seed] = ::testing::TestWithParam<Param>::GetParam();
   std::vector<Tensor> tensors;
   const SimWorkload w = random_program(seed, &tensors);
@@ -99,6 +102,7 @@ void run_at_each_ratio(DataPath datapath, const std::function<void(const SimRun&
     EngineOptions options;
     options.budget_bytes = static_cast<uint64_t>(static_cast<double>(w.footprint_bytes()) / ratio);
     options.datapath = datapath;
+    options.partition_above_bytes = partition_above;
     if (datapath == DataPath::kCopy) options.host_limit_bytes = 2 * w.footprint_bytes();
     Config config;
     Engine engine(backend, make_policy_adapter(loaded->api), options, &config);
@@ -118,6 +122,25 @@ TEST_P(CopyPathFuzz, NoPolicyMakesAKernelReadLostBytes) {
     EXPECT_EQ(run.sim.violations_evicted_in_use, 0u);
     EXPECT_EQ(run.sim.violations_restore_race, 0u);
   });
+}
+
+// The same programs with the engine's default for large allocations: pointers into those
+// get guessed ranges (the next boundary), which the random programs' kernels overrun
+// (they touch whole tensors from pointers to their starts, past later pointers' splits).
+// Nothing of those allocations is dropped, so no kernel reads lost bytes, and none leaves
+// while a kernel queued before may still reach it.
+TEST_P(CopyPathFuzz, WithPointersGuessedARangeNoPolicyMakesAKernelReadLostBytes) {
+  uint64_t guessed = 0;
+  run_at_each_ratio(
+      DataPath::kCopy,
+      [&guessed](const SimRun& run) {
+        guessed += run.engine.pointer_ranges_guessed;
+        EXPECT_EQ(run.sim.violations_read_discarded, 0u);
+        EXPECT_EQ(run.sim.violations_evicted_in_use, 0u);
+        EXPECT_EQ(run.sim.violations_restore_race, 0u);
+      },
+      std::nullopt);
+  EXPECT_GT(guessed, 0u) << "the programs' allocations are large enough to be partitioned";
 }
 
 // The same programs on the unified path: nothing is saved, but dead blocks are still

@@ -93,9 +93,12 @@ class EngineDataPathTest : public ::testing::Test {
     backend_.all_done = true;  // ordering is engine_test's subject; here: which path
   }
   void TearDown() override { g_stub = nullptr; }
+  // Partitioning off unless asked for (`partition_above`): these tests' allocations are
+  // large against their budgets, and most are about whole allocations.
   std::unique_ptr<Engine> make(uint64_t budget, DataPath path = DataPath::kCopy, uint64_t host_limit = 1024 * kMiB,
-                               bool verify_clean = false) {
+                               bool verify_clean = false, uint64_t partition_above = 0) {
     EngineOptions options;
+    options.partition_above_bytes = partition_above;
     options.verify_clean = verify_clean;
     options.budget_bytes = budget;
     options.datapath = path;
@@ -322,6 +325,71 @@ TEST_F(EngineDataPathTest, AnInexactExtentInAMappedPieceNamesEveryPieceItTouches
   b = run(*e, {reads(kA + 64 * 1024, 64 * 1024)}, {1});
   EXPECT_EQ(stub_.last_bytes, 4 * kMiB) << "both pieces are the kernel's";
   EXPECT_EQ(total(b.restore), 4 * kMiB) << "a piece left dropped could be read by the kernel";
+}
+
+// Partitioned memory (one allocation too large to take whole, as XLA's arena): a pointer
+// into it names from where it points to the next boundary other calls' extents and
+// pointers made there, and nothing of it is ever dropped.
+TEST_F(EngineDataPathTest, APointerIntoPartitionedMemoryTakesItUpToTheNextBoundary) {
+  auto e = make(8 * kMiB, DataPath::kCopy, 1024 * kMiB, false, /*partition_above=*/4 * kMiB);
+  e->on_alloc(kA, 16 * kMiB);  // the arena
+  run(*e, {writes(kA, 2 * kMiB), writes(kA + 2 * kMiB, 2 * kMiB), writes(kA + 4 * kMiB, 2 * kMiB)});
+  run(*e, {reads(kA + 2 * kMiB, 1)}, {1});
+  EXPECT_EQ(stub_.last_bytes, 2 * kMiB) << "[kA + 2 MiB, kA + 4 MiB): the pointer to where the next buffer starts";
+  EXPECT_EQ(e->stats().pointer_ranges_guessed, 1u);
+  // No boundary after it: at most partition_above bytes.
+  run(*e, {reads(kA + 6 * kMiB, 1)}, {1});
+  EXPECT_EQ(stub_.last_bytes, 4 * kMiB);
+  // The pointer is a boundary now: a pointer before it stops there.
+  run(*e, {reads(kA + 5 * kMiB, 1)}, {1});
+  EXPECT_EQ(stub_.last_bytes, 1 * kMiB);
+}
+
+TEST_F(EngineDataPathTest, PartitionedMemoryLeavesByMigrationAndIsNeverDropped) {
+  auto e = make(8 * kMiB, DataPath::kCopy, 1024 * kMiB, false, /*partition_above=*/4 * kMiB);
+  e->on_alloc(kA, 16 * kMiB);
+  run(*e, {reads(kA, 1)}, {1});  // partitioned from here on
+  // Clean, dirty and dead pieces alike keep their bytes: a kernel that reaches past its
+  // guessed range must find them.
+  TransferBatch b;
+  for (uint64_t at = 0; at < 16 * kMiB; at += 4 * kMiB) {
+    const TransferBatch next = run(*e, {extent(kA + at, 4 * kMiB, PUMP_ACCESS_WRITE, PUMP_ROLE_WORKSPACE)});
+    b.save.insert(b.save.end(), next.save.begin(), next.save.end());
+    b.discard.insert(b.discard.end(), next.discard.begin(), next.discard.end());
+    b.evict.insert(b.evict.end(), next.evict.begin(), next.evict.end());
+  }
+  EXPECT_TRUE(b.save.empty());
+  EXPECT_TRUE(b.discard.empty());
+  EXPECT_FALSE(b.evict.empty());
+  EXPECT_GT(e->stats().bytes_evicted_partitioned, 0u);
+  EXPECT_EQ(e->stats().bytes_discarded, 0u);
+}
+
+// A guess into one mapped piece may run on into the next: no piece of a reservation is
+// ever dropped, even before any pointer into it.
+TEST_F(EngineDataPathTest, MappedPiecesArePartitionedFromTheStart) {
+  auto e = make(4 * kMiB, DataPath::kCopy, 1024 * kMiB, false, /*partition_above=*/2 * kMiB);
+  for (uint64_t at = 0; at < 8 * kMiB; at += 2 * kMiB) e->on_alloc(kA + at, 2 * kMiB, kA);
+  std::vector<Range> evicted;
+  for (uint64_t at = 0; at < 8 * kMiB; at += 2 * kMiB) {
+    const TransferBatch b = run(*e, {writes(kA + at, 2 * kMiB)});
+    EXPECT_TRUE(b.save.empty());
+    EXPECT_TRUE(b.discard.empty());
+    evicted.insert(evicted.end(), b.evict.begin(), b.evict.end());
+  }
+  EXPECT_FALSE(evicted.empty());
+  EXPECT_EQ(e->stats().bytes_saved, 0u);
+}
+
+TEST_F(EngineDataPathTest, WhatLeftBeforeTheFirstPointerIntoLargeMemoryComesBackWithIt) {
+  auto e = make(8 * kMiB, DataPath::kCopy, 1024 * kMiB, false, /*partition_above=*/4 * kMiB);
+  e->on_alloc(kA, 16 * kMiB);
+  for (uint64_t at = 0; at < 16 * kMiB; at += 4 * kMiB) run(*e, {writes(kA + at, 4 * kMiB)});
+  ASSERT_GT(e->stats().bytes_saved, 0u) << "exact extents only so far: pieces left by copy, dropped";
+  // The first pointer: its range is small, but it may reach a dropped piece, so every
+  // dropped piece comes back with it.
+  const TransferBatch b = run(*e, {reads(kA + 12 * kMiB, 1)}, {1});
+  EXPECT_EQ(total(b.restore), e->stats().bytes_saved) << "a dropped piece left for the kernel to read";
 }
 
 // Under pressure a pointer into an allocation makes each resident piece of it the

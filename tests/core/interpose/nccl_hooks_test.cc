@@ -84,6 +84,7 @@ class NcclHooks : public ::testing::Test {
     backend_->journal = &g_journal;
     EngineOptions options;
     options.budget_bytes = kMiB;             // less than what is tracked: every settled call records a fence
+    options.partition_above_bytes = 0;       // pointers name whole blocks (what these tests look at)
     options.host_limit_bytes = 1024 * kMiB;  // shadows for what leaves (the copy data path)
     engine_ = std::make_unique<Engine>(*backend_, nullptr, options, &config_);
     engine_->on_alloc(kA, kMiB);

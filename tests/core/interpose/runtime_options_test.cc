@@ -17,9 +17,9 @@ using testing_support::LogCapture;
 // Overrides every key so the test does not depend on the environment it runs in.
 std::unique_ptr<Config> config_with(std::initializer_list<std::pair<const char*, const char*>> values) {
   auto c = std::make_unique<Config>();
-  for (const char* key :
-       {"DISABLE", "PLUGINS", "POLICY", "GPU_BUDGET", "MANAGED_LIMIT", "PREFETCH_ON_ALLOC", "SPLIT_GRANULARITY",
-        "STATS", "DATAPATH", "HOST_LIMIT", "VERIFY", "COPY_VIA", "WATCH_WHILE_FITS", "OVERLAP_OUT_IN", "POPULATE"})
+  for (const char* key : {"DISABLE", "PLUGINS", "POLICY", "GPU_BUDGET", "MANAGED_LIMIT", "PREFETCH_ON_ALLOC",
+                          "SPLIT_GRANULARITY", "STATS", "DATAPATH", "HOST_LIMIT", "VERIFY", "COPY_VIA",
+                          "WATCH_WHILE_FITS", "OVERLAP_OUT_IN", "POPULATE", "PARTITION_ABOVE"})
     c->set(key, "");
   for (auto& [k, v] : values) c->set(k, v);
   return c;
@@ -112,6 +112,19 @@ TEST(RuntimeOptions, ParsesGoodValues) {
   EXPECT_TRUE(log.lines().empty());
 }
 
+TEST(RuntimeOptions, PartitionAboveIsASizeOrAShareOfEachDevicesBudgetOrOff) {
+  LogCapture log;
+  constexpr uint64_t kGiB = uint64_t{1} << 30;
+  EXPECT_EQ(partition_above_for_budget(parse_runtime_options(*config_with({})), 8 * kGiB), 4 * kGiB) << "default 50%";
+  EXPECT_EQ(partition_above_for_budget(parse_runtime_options(*config_with({{"PARTITION_ABOVE", "25%"}})), 8 * kGiB),
+            2 * kGiB);
+  EXPECT_EQ(partition_above_for_budget(parse_runtime_options(*config_with({{"PARTITION_ABOVE", "1GiB"}})), 8 * kGiB),
+            kGiB);
+  EXPECT_EQ(partition_above_for_budget(parse_runtime_options(*config_with({{"PARTITION_ABOVE", "off"}})), 8 * kGiB),
+            0u);
+  EXPECT_TRUE(log.lines().empty());
+}
+
 struct BadValue {
   const char* key;
   const char* value;
@@ -143,6 +156,7 @@ TEST_P(RuntimeOptionsBadValue, GivesOneMessageNamingTheVariableAndValueThenTheDe
   EXPECT_EQ(o.watch_while_fits, defaults.watch_while_fits);
   EXPECT_EQ(o.overlap_out_in, defaults.overlap_out_in);
   EXPECT_EQ(o.populate, defaults.populate);
+  EXPECT_EQ(o.partition_above, defaults.partition_above);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -154,7 +168,8 @@ INSTANTIATE_TEST_SUITE_P(
                       BadValue{"SPLIT_GRANULARITY", "100KiB"}, BadValue{"SPLIT_GRANULARITY", "1KiB"},
                       BadValue{"DATAPATH", "fast"}, BadValue{"DATAPATH", "UM"}, BadValue{"HOST_LIMIT", "lots"},
                       BadValue{"HOST_LIMIT", "150%"}, BadValue{"HOST_LIMIT", "-1GiB"}, BadValue{"VERIFY", "on"},
-                      BadValue{"COPY_VIA", "bounce"},
+                      BadValue{"COPY_VIA", "bounce"}, BadValue{"PARTITION_ABOVE", "half"},
+                      BadValue{"PARTITION_ABOVE", "150%"},
                       // below one page: a budget that holds nothing
                       BadValue{"GPU_BUDGET", "0"}, BadValue{"GPU_BUDGET", "0B"}, BadValue{"GPU_BUDGET", "0.0001"},
                       BadValue{"GPU_BUDGET", "4095"},
