@@ -234,6 +234,10 @@ void Engine::resolve_pointers_locked(pump_extent_v1_t* extents, size_t count, co
     pump_extent_v1_t& e = extents[i];
     if (!inexact[i] || e.bytes != PUMP_WHOLE_BLOCK) continue;
     const Block* b = tracker_.find(e.address);
+    if (b && partitionable(*b)) {
+      e.bytes = b->end() - e.address;  // keeps the pointer: collect_pieces guesses its range from it
+      continue;
+    }
     e.address = b ? b->address : e.address;
     e.bytes = b ? b->bytes : 0;
   }
@@ -537,6 +541,12 @@ void Engine::collect_pieces(const pump_extent_v1_t* extents, size_t count, const
       add(b);
     for (uint64_t b = tracker_.next_in_group(*pieces_[j]); b; b = tracker_.next_in_group(*tracker_.find(b))) add(b);
   }
+}
+
+bool Engine::partitionable(const Block& b) {
+  if (!partitionable_allocations_) return false;
+  const AllocationState* a = allocation_of(b);
+  return a && a->partitionable;
 }
 
 bool Engine::partitioned(const Block& b) {

@@ -311,7 +311,8 @@ class Engine {
   uint64_t budget_;
   uint64_t partition_above_;              // 0: no allocation is partitioned
   size_t partitionable_allocations_ = 0;  // tracked ones large enough (none: no lookup per pointer)
-  bool partitioned(const Block& b);
+  bool partitionable(const Block& b);     // large enough, or a mapped piece
+  bool partitioned(const Block& b);       // ... and given a guessed range (or mapped): never dropped
   BlockTracker tracker_;
   bool prefetch_on_alloc_;
   DataPath datapath_;

@@ -343,6 +343,10 @@ TEST_F(EngineDataPathTest, APointerIntoPartitionedMemoryTakesItUpToTheNextBounda
   // The pointer is a boundary now: a pointer before it stops there.
   run(*e, {reads(kA + 5 * kMiB, 1)}, {1});
   EXPECT_EQ(stub_.last_bytes, 1 * kMiB);
+  // A pointer as the launch extractor gives it (size unknown, resolved by the engine) is
+  // guessed from where it points, not from the start of the block holding it.
+  run(*e, {reads(kA + 14 * kMiB, PUMP_WHOLE_BLOCK)}, {1});
+  EXPECT_EQ(stub_.last_bytes, 2 * kMiB) << "[kA + 14 MiB, kA + 16 MiB), not from where [kA + 10 MiB, ...) starts";
 }
 
 TEST_F(EngineDataPathTest, PartitionedMemoryLeavesByMigrationAndIsNeverDropped) {
