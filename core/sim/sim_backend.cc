@@ -231,6 +231,12 @@ double SimBackend::issue_seconds(uint64_t discard_bytes, uint64_t populate_bytes
   return seconds;
 }
 
+void SimBackend::reset_peak() {
+  advance_to(host_now_);
+  stats_.peak_resident_bytes = pages_.device_bytes();
+  stats_.peak_resident_at_seconds = host_now_;
+}
+
 SimFootprint SimBackend::footprint() const {
   SimFootprint f;
   f.streams = streams_.size();

@@ -191,6 +191,8 @@ class SimBackend final : public DeviceBackend {
   SimFootprint footprint() const;
   const std::vector<std::string>& violations() const { return violation_texts_; }
   const SimDeviceModel& model() const { return model_; }
+  // Peaks from now on (peak_resident_bytes starts again at what is resident now).
+  void reset_peak();
 
  private:
   enum class OpKind : uint8_t { kWait, kKernel, kPrefetch, kEvict, kDiscard, kSave, kRestore };

@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <vector>
 
+#include "core/engine/engine.h"
+#include "core/sim/sim_backend.h"
 #include "core/sim/sim_runner.h"
 
 namespace pump {
@@ -77,6 +80,63 @@ SimRun run_unbudgeted(const SimWorkload& w) {
   options.budget_bytes = w.footprint_bytes();
   Engine engine(backend, nullptr, options, nullptr);
   return run_workload(w, engine, backend);
+}
+
+TEST(SimPatterns, TheArenaIsOneAllocationItsKernelsReachThroughPointersToWhereTheirBuffersStart) {
+  const SimWorkload w = arena_loop(kFootprint, 4, 3);
+  ASSERT_EQ(w.allocations.size(), 1u);
+  const SimAllocation& arena = w.allocations.front();
+  EXPECT_GE(arena.bytes, kFootprint - kFootprint / 5);
+  for (const SimKernel& k : w.iteration) {
+    ASSERT_EQ(k.actual.size(), k.extents.size());
+    EXPECT_EQ(k.inexact, std::vector<uint8_t>(k.extents.size(), 1)) << k.name;
+    for (size_t i = 0; i < k.extents.size(); ++i) {
+      EXPECT_EQ(k.extents[i].address, k.actual[i].address) << k.name;
+      EXPECT_EQ(k.extents[i].bytes, PUMP_WHOLE_BLOCK) << k.name;
+      EXPECT_GE(k.actual[i].address, arena.address);
+      EXPECT_LE(k.actual[i].address + k.actual[i].bytes, arena.address + arena.bytes);
+    }
+  }
+}
+
+// The arena at half its footprint with the engine alone (least recently used out): taken
+// whole by every pointer, nothing holds the budget; partitioned (the default), the first
+// iteration's pointers split it and the next iterations stay within the budget, reading
+// nothing lost.
+TEST(SimPatterns, TheArenaHoldsTheBudgetOnceItsPointersSplitIt) {
+  const SimWorkload w = arena_loop(kFootprint, 4, 4);
+  const uint64_t budget = w.footprint_bytes() / 2;
+  for (const bool partition : {false, true}) {
+    SCOPED_TRACE(partition);
+    SimBackend backend;
+    EngineOptions options;
+    options.budget_bytes = budget;
+    options.host_limit_bytes = 2 * w.footprint_bytes();
+    if (!partition) options.partition_above_bytes = 0;
+    Engine engine(backend, nullptr, options, nullptr);
+    engine.on_alloc(w.allocations[0].address, w.allocations[0].bytes);
+    KernelTicket ticket;
+    for (int it = 0; it < w.iterations; ++it) {
+      if (it == 1) backend.reset_peak();  // the first iteration's pointers split the arena
+      for (const SimKernel& k : w.kernels_of(it)) {
+        engine.before_kernel(&ticket, k.stream, k.extents.data(), k.extents.size(), k.inexact.data());
+        std::vector<Range> ranges;
+        for (const pump_extent_v1_t& e : k.touched()) ranges.push_back({e.address, e.bytes});
+        backend.launch(k.stream, k.compute_seconds, ranges, reads_of(k), writes_of(k));
+        engine.after_kernel(&ticket);
+      }
+      backend.synchronize();
+    }
+    const SimStats s = backend.stats();
+    EXPECT_EQ(s.violation_count(), 0u);
+    if (partition) {
+      EXPECT_LE(s.peak_resident_bytes, budget);
+      EXPECT_GT(engine.stats().pointer_ranges_guessed, 0u);
+      EXPECT_EQ(engine.stats().bytes_saved + engine.stats().bytes_discarded, 0u) << "nothing of it dropped";
+    } else {
+      EXPECT_EQ(s.peak_resident_bytes, w.footprint_bytes()) << "every kernel takes all of it";
+    }
+  }
 }
 
 TEST(SimPatterns, TheRunnerMakesEachAllocationWhenItsIterationStartsAndRunsThatIterationsKernels) {
