@@ -489,7 +489,6 @@ void Engine::collect_pieces(const pump_extent_v1_t* extents, size_t count, const
       if (std::find(kernel_partitioned_.begin(), kernel_partitioned_.end(), b->allocation) == kernel_partitioned_.end())
         kernel_partitioned_.push_back(b->allocation);
       extent_inexact_[i] = 2;
-      ++stats_.pointer_ranges_guessed;
       return tracker_.cover(e.address, std::min(b->end(), e.address + partition_above_) - e.address, &pieces_);
     }
     pieces_.push_back(b);
@@ -511,6 +510,9 @@ void Engine::collect_pieces(const pump_extent_v1_t* extents, size_t count, const
       piece_extent_.resize(pieces_.size(), static_cast<uint32_t>(i));
     }
   }
+  if (!kernel_partitioned_.empty())
+    stats_.pointer_ranges_guessed +=
+        static_cast<uint64_t>(std::count(extent_inexact_.begin(), extent_inexact_.end(), 2));
   // A guessed extent stands for its whole allocation: the kernel got a pointer into it and
   // may reach any piece. Those pieces must not be dropped when it runs, must not leave
   // while it may run, and are not clean or dead after it. On the unified path too: it
