@@ -173,13 +173,8 @@ SimWorkload decode_grow_loop(uint64_t footprint_bytes, int layers, int tokens) {
 }
 
 SimWorkload arena_loop(uint64_t footprint_bytes, int layers, int iterations) {
-  SimWorkload w;
+  SimWorkload w = grad_accum_loop(footprint_bytes, layers, 1, iterations);  // one micro-step: a training loop
   w.name = "arena";
-  w.iterations = std::max(1, iterations);
-  SimWorkloadBuilder b(&w);
-  const TrainingBuffers t = training_buffers(&b, footprint_bytes, std::max(1, layers));
-  forward_backward(&b, &w.iteration, t, 0, false, "");
-  optimizer(&b, &w.iteration, t);
   // The buffers laid out as they are, but as one allocation (the builder packs them
   // back to back), and every kernel given pointers: it names where each buffer starts,
   // and touches what it touched.
