@@ -347,9 +347,9 @@ std::string CudaBackend::setup_on_worker() {
     bridge_tail_ = nullptr;
     return fail("cuEventCreate", r);
   }
-  compute_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring);
-  prefetch_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring);
-  out_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring);
+  compute_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring, options_.fence_not_ready_trust);
+  prefetch_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring, options_.fence_not_ready_trust);
+  out_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring, options_.fence_not_ready_trust);
   load_copy_kernels();
   // After the staging buffers took their device memory: the managed-memory cap is set from this.
   size_t free_bytes = 0, total_bytes = 0;
@@ -1068,9 +1068,11 @@ bool CudaBackend::done(const Fence& fence) {
   // and a launch under pressure makes tens of queries.
   const bool timed = options_.time_fence_queries;
   const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-  const bool complete = ring_of(fence.stream).done(fence.value, &error);
+  bool asked = false;
+  const bool complete = ring_of(fence.stream).done(fence.value, fence.stream, &error, &asked);
   if (timed) {
     stats_->fence_queries.fetch_add(1, std::memory_order_relaxed);
+    if (asked) stats_->fence_driver_queries.fetch_add(1, std::memory_order_relaxed);
     stats_->fence_query_ns.fetch_add(elapsed_ns(t0), std::memory_order_relaxed);
   }
   if (error != CUDA_SUCCESS) note_failure("cuEventQuery", "the fence counts as complete", error);

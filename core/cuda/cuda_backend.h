@@ -96,6 +96,9 @@ struct CudaBackendOptions {
   const char* driver_library = "libcuda.so.1";
   size_t queue_capacity = 256;  // batches waiting for the worker; submit() blocks beyond
   size_t event_ring = 1024;     // event fences in flight before the oldest is waited for
+  // How long a fence seen not ready answers for the later fences of its stream
+  // (EventFenceRing; 0: the driver is asked about each).
+  std::chrono::microseconds fence_not_ready_trust = cuda::EventFenceRing::kNotReadyTrust;
   bool merge_adjacent = true;   // off only to measure what merging gains
   size_t batch_min_ranges = 4;  // ranges from which one batch call replaces single calls; 0 = never
   // PUMP_VERIFY=poison: a discard fills the range with a NaN pattern (0xFF bytes) and
@@ -213,8 +216,9 @@ struct CudaBackendOptions {
   X(populate_issue_cpu_ns) /* ... of which on a CPU */ \
   X(restore_issue_ns)     /* ... issuing restores (copies from the shadows) */ \
   X(restore_issue_cpu_ns) /* ... of which on a CPU */ \
-  X(fence_queries)        /* done() calls (cuEventQuery only for a fence not yet seen complete); */ \
-  X(fence_query_ns)       /* ... and their time: both only with time_fence_queries */ \
+  X(fence_queries)        /* done() calls, only with time_fence_queries ... */ \
+  X(fence_driver_queries) /* ... of which asked cuEventQuery (the rest answered by the ring) */ \
+  X(fence_query_ns)       /* ... and their time */ \
   X(pinned_alloc_ns)      /* time in cuMemHostAlloc for shadow slabs (pinning is slow) */
 // clang-format on
 

@@ -4,8 +4,9 @@
 
 namespace pump::cuda {
 
-EventFenceRing::EventFenceRing(const DriverApi& api, size_t capacity)
-    : api_(api), entries_(std::max<size_t>(capacity, 1)) {}
+EventFenceRing::EventFenceRing(const DriverApi& api, size_t capacity,
+                               std::chrono::steady_clock::duration not_ready_trust)
+    : api_(api), not_ready_trust_(not_ready_trust), entries_(std::max<size_t>(capacity, 1)) {}
 
 EventFenceRing::~EventFenceRing() {
   for (Entry& e : entries_)
@@ -55,18 +56,42 @@ bool EventFenceRing::recorded(uint64_t seq) {
   return seq <= completed_floor_ || entries_[seq % entries_.size()].seq >= seq;
 }
 
-bool EventFenceRing::done(uint64_t seq, CUresult* query_error) {
+bool EventFenceRing::done(uint64_t seq, uint64_t stream, CUresult* query_error, bool* asked_driver) {
   *query_error = CUDA_SUCCESS;
+  *asked_driver = false;
   std::lock_guard lock(mutex_);
   if (seq <= completed_floor_) return true;
   Entry& e = entries_[seq % entries_.size()];
   if (e.seq > seq || (e.seq == seq && e.complete)) return true;
   if (e.seq < seq) return false;
+  const auto now = std::chrono::steady_clock::now();
+  if (known_not_ready(seq, stream, now)) return false;
+  *asked_driver = true;
   const CUresult r = api_.cuEventQuery(e.event);
-  if (r == CUDA_ERROR_NOT_READY) return false;
+  if (r == CUDA_ERROR_NOT_READY) {
+    note_not_ready(seq, stream, now);
+    return false;
+  }
   *query_error = r;
   e.complete = r == CUDA_SUCCESS;  // a failed query is answered "complete" each time, not remembered
   return true;
+}
+
+bool EventFenceRing::known_not_ready(uint64_t seq, uint64_t stream, std::chrono::steady_clock::time_point now) const {
+  for (const NotReady& n : not_ready_)
+    if (n.seq && n.stream == stream && n.seq <= seq && now - n.seen < not_ready_trust_) return true;
+  return false;
+}
+
+void EventFenceRing::note_not_ready(uint64_t seq, uint64_t stream, std::chrono::steady_clock::time_point now) {
+  if (not_ready_trust_.count() <= 0) return;
+  for (NotReady& n : not_ready_)
+    if (n.seq && n.stream == stream) {
+      n = {stream, seq, now};  // the newest answer: its time is what the trust runs from
+      return;
+    }
+  not_ready_[next_note_] = {stream, seq, now};
+  next_note_ = (next_note_ + 1) % not_ready_.size();
 }
 
 CUresult EventFenceRing::enqueue_wait(CUstream waiter, uint64_t seq) {

@@ -394,7 +394,9 @@ TEST_F(FakeDriverTest, AStreamWhoseCaptureStatusCannotBeReadIsTakenAsNotCapturin
 
 TEST_F(FakeDriverTest, AFenceQueryThatFailsIsReportedAndCountsAsComplete) {
   LogCapture capture;
-  CudaBackend& b = start();
+  CudaBackendOptions options;
+  options.fence_not_ready_trust = std::chrono::microseconds(0);  // the second look asks the driver
+  CudaBackend& b = start({}, options);
   driver_.hold(kAppStream, true);
   const Fence f = b.mark(kAppStream);
   EXPECT_FALSE(b.done(f));
@@ -467,6 +469,61 @@ TEST_F(FakeDriverTest, AFenceSeenCompleteIsNotAskedAgainNorWaitedFor) {
   const Fence later = b.mark(kAppStream);
   EXPECT_TRUE(b.done(later));
   EXPECT_EQ(driver_.count("cuEventQuery"), queries + 2);
+}
+
+// A stream runs in order: a fence seen not ready answers for the later fences of its stream
+// for a while, without the driver (a policy ranking every resident block asks about tens of
+// one stream's fences per kernel). Another stream's fences are asked about as before.
+TEST_F(FakeDriverTest, AFenceSeenNotReadyAnswersForTheLaterFencesOfItsStream) {
+  CudaBackendOptions options;
+  options.fence_not_ready_trust = std::chrono::hours(1);  // no expiry within the test
+  CudaBackend& b = start({}, options);
+  driver_.hold(kAppStream, true);
+  const Fence first = b.mark(kAppStream);
+  const Fence second = b.mark(kAppStream);
+  const Fence other = b.mark(kAppStream + 1);
+  const uint64_t queries = driver_.count("cuEventQuery");
+  EXPECT_FALSE(b.done(first));
+  EXPECT_FALSE(b.done(second));
+  EXPECT_FALSE(b.done(first));
+  EXPECT_EQ(driver_.count("cuEventQuery"), queries + 1);
+  EXPECT_TRUE(b.done(other));
+  EXPECT_EQ(driver_.count("cuEventQuery"), queries + 2);
+  // An earlier fence of the stream is not covered: it may well be complete.
+  driver_.hold(kAppStream, false);
+  const Fence third = b.mark(kAppStream);
+  EXPECT_FALSE(b.done(third));  // trusted: "not ready" is the safe answer
+  EXPECT_EQ(driver_.count("cuEventQuery"), queries + 2);
+}
+
+// The trust runs out, so a fence that completed is seen complete again (a host wait polls).
+TEST_F(FakeDriverTest, AFenceSeenNotReadyIsAskedAgainOnceItsTrustRanOut) {
+  CudaBackendOptions options;
+  options.fence_not_ready_trust = std::chrono::microseconds(100);
+  CudaBackend& b = start({}, options);
+  driver_.hold(kAppStream, true);
+  const Fence first = b.mark(kAppStream);
+  const Fence second = b.mark(kAppStream);
+  EXPECT_FALSE(b.done(first));
+  driver_.hold(kAppStream, false);
+  std::this_thread::sleep_for(5ms);
+  EXPECT_TRUE(b.done(second));
+  EXPECT_TRUE(b.done(first));
+}
+
+// With no trust every fence not yet seen complete is asked about.
+TEST_F(FakeDriverTest, WithoutTrustEveryFenceNotSeenCompleteIsAskedAbout) {
+  CudaBackendOptions options;
+  options.fence_not_ready_trust = std::chrono::microseconds(0);
+  CudaBackend& b = start({}, options);
+  driver_.hold(kAppStream, true);
+  const Fence first = b.mark(kAppStream);
+  const Fence second = b.mark(kAppStream);
+  const uint64_t queries = driver_.count("cuEventQuery");
+  EXPECT_FALSE(b.done(first));
+  EXPECT_FALSE(b.done(second));
+  EXPECT_EQ(driver_.count("cuEventQuery"), queries + 2);
+  driver_.hold(kAppStream, false);
 }
 
 TEST_F(FakeDriverTest, DestructionIssuesEveryQueuedBatchFirst) {
