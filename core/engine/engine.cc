@@ -946,10 +946,10 @@ pump_block_v1_t Engine::snapshot(const Block& b, bool used) const {
   return v;
 }
 
-pump_block_v1_t Engine::victim_view(Block& b) {
+pump_block_v1_t Engine::victim_view(Block& b, NotDoneScan* scan) {
   // Only what a policy may choose to evict carries CLEAN: its lookup costs a map search,
   // which the kernel's own view and the extractors' per-word lookups need not pay.
-  pump_block_v1_t v = snapshot(b, in_use(b));
+  pump_block_v1_t v = snapshot(b, in_use(b, scan));
   if (clean_now(b)) v.flags |= PUMP_BLOCK_CLEAN;
   return v;
 }
@@ -962,11 +962,30 @@ bool Engine::clean_now(const Block& b) const {
   return it == allocations_.end() || b.saved_seq > it->second.inexact_seq;
 }
 
-bool Engine::in_use(Block& b) {
+bool Engine::NotDoneScan::covers(const Fence& f) const {
+  for (const Fence& e : earliest)
+    if (!e.empty() && e.stream == f.stream && e.value <= f.value) return true;
+  return false;
+}
+
+void Engine::NotDoneScan::note(const Fence& f) {
+  for (Fence& e : earliest)
+    if (e.empty() || e.stream == f.stream) {
+      if (e.empty() || f.value < e.value) e = f;
+      return;
+    }
+  // More streams than slots: the others are asked about each time.
+}
+
+bool Engine::in_use(Block& b, NotDoneScan* scan) {
   // An unfenced block may still be in use as far as anyone can tell without a fence.
   if (b.launches_pending || b.unfenced) return true;
   if (b.last_fence.empty()) return false;
-  if (!backend_.done(b.last_fence)) return true;
+  if (scan && scan->covers(b.last_fence)) return true;
+  if (!backend_.done(b.last_fence)) {
+    if (scan) scan->note(b.last_fence);
+    return true;
+  }
   // Seen done: forgotten, so later looks (a policy ranks every candidate, often per kernel)
   // ask the driver nothing.
   b.last_fence = Fence{};
@@ -1340,6 +1359,7 @@ bool Engine::find_block_locked(uint64_t address, pump_block_v1_t* out) {
 
 size_t Engine::eviction_candidates_locked(uint32_t role_mask, pump_block_v1_t* out, size_t max) {
   size_t n = 0;
+  NotDoneScan scan;  // the candidates are looked at in one instant
   for (Block& b : tracker_.lru()) {
     if (n == max) break;
     if ((current_seq_ && b.kernel_mark == current_seq_) || b.launches_pending) continue;
@@ -1347,7 +1367,7 @@ size_t Engine::eviction_candidates_locked(uint32_t role_mask, pump_block_v1_t* o
     if (!kernel_allocations_.empty() &&
         std::find(kernel_allocations_.begin(), kernel_allocations_.end(), b.allocation) != kernel_allocations_.end())
       continue;
-    out[n++] = victim_view(b);
+    out[n++] = victim_view(b, &scan);
   }
   return n;
 }

@@ -6,6 +6,7 @@
 // Thread-safe: one mutex; policy callbacks run under it.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -229,7 +230,15 @@ class Engine {
 
  private:
   pump_block_v1_t snapshot(const Block& b, bool in_use) const;
-  bool in_use(Block& b);  // forgets a last fence seen done
+  // Fences found not done during one pass over many blocks (a policy's candidates): a
+  // stream runs in order, so a later fence of the same stream is not done either, and the
+  // backend need not be asked about each.
+  struct NotDoneScan {
+    std::array<Fence, 4> earliest{};  // per stream, the earliest fence found not done
+    bool covers(const Fence& f) const;
+    void note(const Fence& f);
+  };
+  bool in_use(Block& b, NotDoneScan* scan = nullptr);  // forgets a last fence seen done
   // Per managed allocation, what kernels that got a pointer into it did (both data paths):
   // such a kernel may touch any byte of the allocation, not only the piece it named.
   struct AllocationState {
@@ -256,8 +265,8 @@ class Engine {
     bool maybe_fetching = false;
   };
   AllocationState* allocation_of(const Block& b);
-  bool clean_now(const Block& b) const;   // saved, and no write since that pump may have missed
-  pump_block_v1_t victim_view(Block& b);  // snapshot with IN_USE and CLEAN, for the policy's lookups
+  bool clean_now(const Block& b) const;  // saved, and no write since that pump may have missed
+  pump_block_v1_t victim_view(Block& b, NotDoneScan* scan = nullptr);  // with IN_USE and CLEAN, for policies
   void add_pieces_of_inexact_allocations(uint64_t seq);
   // Makes every piece of `a` that an access through a pointer may reach and that is not
   // ready on the device (dropped, or a fetch of it still landing) a block of kernel `seq`;

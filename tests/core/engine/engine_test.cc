@@ -373,6 +373,30 @@ TEST_F(EngineTest, PressureGoesToThePolicyBeforeTheFallback) {
   EXPECT_EQ(e->stats().bytes_fallback_evicted, 0u);
 }
 
+// A policy ranking every candidate per kernel looks at each one's last kernel: a stream runs
+// in order, so once one of its fences is found not done, the later ones are known not done
+// without asking the backend about each (on a GPU each is a cuEventQuery).
+TEST_F(EngineTest, CandidatesBehindAFenceNotDoneOnTheirStreamAreInUseWithoutAskingAgain) {
+  auto e = make(12 * kMiB);
+  size_t seen = 0;
+  uint32_t in_use = 0;
+  uint64_t queries = 0;
+  policy_.on_pressure = [&](auto* host, auto*, uint64_t) {
+    pump_block_v1_t c[8];
+    const uint64_t before = backend_.done_queries;
+    seen = host->eviction_candidates(host, PUMP_ALL_ROLES, c, 8);
+    queries = backend_.done_queries - before;
+    for (size_t i = 0; i < seen; ++i) in_use += (c[i].flags & PUMP_BLOCK_IN_USE) != 0;
+    host->evict(host, c[0].id, 0);
+  };
+  for (uint64_t i = 0; i < 4; ++i) e->on_alloc(kBase + i * 4 * kMiB, 4 * kMiB);
+  for (uint64_t i = 0; i < 3; ++i) run(*e, {extent(kBase + i * 4 * kMiB, 4 * kMiB)});  // fences 1-3, none done
+  run(*e, {extent(kBase + 12 * kMiB, 4 * kMiB)});
+  EXPECT_EQ(seen, 3u);
+  EXPECT_EQ(in_use, 3u);
+  EXPECT_EQ(queries, 1u);  // the oldest; the two later ones follow it on the stream
+}
+
 TEST_F(EngineTest, PrefetchOfAnotherBlockBeyondTheBudgetIsRefused) {
   auto e = make(8 * kMiB);
   pump_status_v1_t status = PUMP_OK;

@@ -44,7 +44,10 @@ class RecordingBackend : public DeviceBackend {
     note("mark", stream);
     return {stream, ++mark_counter_};
   }
-  bool done(const Fence& fence) override { return all_done || completed.count({fence.stream, fence.value}); }
+  bool done(const Fence& fence) override {
+    ++done_queries;
+    return all_done || completed.count({fence.stream, fence.value});
+  }
   bool capturing(StreamId stream) override {
     if (on_query) on_query();
     return capturing_streams.count(stream) > 0;
@@ -77,6 +80,7 @@ class RecordingBackend : public DeviceBackend {
   std::vector<Wait> waits;
   std::vector<StreamId> marks;  // streams mark() was called for, in order
   std::vector<Fence> host_waits;
+  uint64_t done_queries = 0;  // done() calls
   std::set<std::pair<StreamId, uint64_t>> completed;
   std::set<StreamId> capturing_streams;
   std::map<StreamId, uint64_t> capture_ids;
