@@ -134,15 +134,19 @@ uint64_t evict_farthest(LearnedPolicy* s, uint64_t bytes_needed, uint32_t protec
     const uint64_t bytes = b.bytes;
     if (evict(s, v)) freed += bytes;
   };
+  // A score is at least its distance: once the best left scores within protect_distance,
+  // every one left is needed within it and none can go (they stay where they are, unlooked
+  // at: a lookahead under pressure would otherwise drain and rebuild the heap per range).
+  auto only_protected_left = [&] { return heap.front().score <= protect_distance; };
   // The old first, best first; the young in the same order, only if those did not suffice.
-  while (!heap.empty() && freed < bytes_needed && !stop) {
+  while (!heap.empty() && freed < bytes_needed && !stop && !only_protected_left()) {
     const Victim v = pop();
     if (s->candidates[v.candidate].bytes != 0 && is_young(*s, s->candidates[v.candidate], min_age)) young.push_back(v);
     else consider(v);
   }
   if (freed < bytes_needed) {
     // Every young victim counts, also those below where the old ones stopped.
-    while (!heap.empty()) {
+    while (!heap.empty() && !only_protected_left()) {
       const Victim v = pop();
       if (s->candidates[v.candidate].bytes != 0 && is_young(*s, s->candidates[v.candidate], min_age))
         young.push_back(v);
