@@ -138,6 +138,17 @@ class FakeDriverTest : public ::testing::Test {
     r.bytes_back = device == shadow;
     return r;
   }
+  // A backend trusting a fence seen not ready for `trust`, with kAppStream's work held
+  // ("running") and two fences marked on it.
+  CudaBackend& start_held_with_trust(std::chrono::microseconds trust, Fence* first, Fence* second) {
+    CudaBackendOptions options;
+    options.fence_not_ready_trust = trust;
+    CudaBackend& b = start({}, options);
+    driver_.hold(kAppStream, true);
+    *first = b.mark(kAppStream);
+    *second = b.mark(kAppStream);
+    return b;
+  }
   bool wait_done(const Fence& f) {
     for (int i = 0; i < 2000 && !backend_->done(f); ++i) std::this_thread::sleep_for(1ms);
     return backend_->done(f);
@@ -475,12 +486,8 @@ TEST_F(FakeDriverTest, AFenceSeenCompleteIsNotAskedAgainNorWaitedFor) {
 // for a while, without the driver (a policy ranking every resident block asks about tens of
 // one stream's fences per kernel). Another stream's fences are asked about as before.
 TEST_F(FakeDriverTest, AFenceSeenNotReadyAnswersForTheLaterFencesOfItsStream) {
-  CudaBackendOptions options;
-  options.fence_not_ready_trust = std::chrono::hours(1);  // no expiry within the test
-  CudaBackend& b = start({}, options);
-  driver_.hold(kAppStream, true);
-  const Fence first = b.mark(kAppStream);
-  const Fence second = b.mark(kAppStream);
+  Fence first, second;
+  CudaBackend& b = start_held_with_trust(std::chrono::hours(1), &first, &second);  // no expiry within the test
   const Fence other = b.mark(kAppStream + 1);
   const uint64_t queries = driver_.count("cuEventQuery");
   EXPECT_FALSE(b.done(first));
@@ -498,12 +505,8 @@ TEST_F(FakeDriverTest, AFenceSeenNotReadyAnswersForTheLaterFencesOfItsStream) {
 
 // The trust runs out, so a fence that completed is seen complete again (a host wait polls).
 TEST_F(FakeDriverTest, AFenceSeenNotReadyIsAskedAgainOnceItsTrustRanOut) {
-  CudaBackendOptions options;
-  options.fence_not_ready_trust = std::chrono::microseconds(100);
-  CudaBackend& b = start({}, options);
-  driver_.hold(kAppStream, true);
-  const Fence first = b.mark(kAppStream);
-  const Fence second = b.mark(kAppStream);
+  Fence first, second;
+  CudaBackend& b = start_held_with_trust(std::chrono::microseconds(100), &first, &second);
   EXPECT_FALSE(b.done(first));
   driver_.hold(kAppStream, false);
   std::this_thread::sleep_for(5ms);
@@ -513,12 +516,8 @@ TEST_F(FakeDriverTest, AFenceSeenNotReadyIsAskedAgainOnceItsTrustRanOut) {
 
 // With no trust every fence not yet seen complete is asked about.
 TEST_F(FakeDriverTest, WithoutTrustEveryFenceNotSeenCompleteIsAskedAbout) {
-  CudaBackendOptions options;
-  options.fence_not_ready_trust = std::chrono::microseconds(0);
-  CudaBackend& b = start({}, options);
-  driver_.hold(kAppStream, true);
-  const Fence first = b.mark(kAppStream);
-  const Fence second = b.mark(kAppStream);
+  Fence first, second;
+  CudaBackend& b = start_held_with_trust(std::chrono::microseconds(0), &first, &second);
   const uint64_t queries = driver_.count("cuEventQuery");
   EXPECT_FALSE(b.done(first));
   EXPECT_FALSE(b.done(second));

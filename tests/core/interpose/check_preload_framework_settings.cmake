@@ -13,10 +13,7 @@ set(cases
   "XLA_FLAGS=--xla_gpu_autotune_level=0|--xla_gpu_autotune_level=0"
   "PUMP_GPU_BUDGET=1GiB,PUMP_DISABLE=1,XLA_FLAGS=x|x")
 foreach(case IN LISTS cases)
-  string(FIND "${case}" "|" bar)
-  string(SUBSTRING "${case}" 0 ${bar} assignments)
-  math(EXPR rest "${bar} + 1")
-  string(SUBSTRING "${case}" ${rest} -1 expected)
+  pump_split_case("${case}" assignments expected)
   string(REPLACE "," ";" assignments "${assignments}")
   execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=XLA_FLAGS LD_PRELOAD=${preload} ${assignments} printenv XLA_FLAGS
                   OUTPUT_VARIABLE out OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE rc ERROR_VARIABLE err)

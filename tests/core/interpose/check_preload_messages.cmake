@@ -15,10 +15,7 @@ set(cases
   "PUMP_GPU_BUDGET=0:8GiB,0:6GiB|pump: error: PUMP_GPU_BUDGET='0:8GiB,0:6GiB' names device 0 twice"
   "PUMP_MANAGED_LIMIT=0:8GiB,1:x|pump: error: PUMP_MANAGED_LIMIT='0:8GiB,1:x' has 'x', which is not a positive size")
 foreach(case IN LISTS cases)
-  string(FIND "${case}" "|" bar)
-  string(SUBSTRING "${case}" 0 ${bar} assignment)
-  math(EXPR rest "${bar} + 1")
-  string(SUBSTRING "${case}" ${rest} -1 expected)
+  pump_split_case("${case}" assignment expected)
   execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_PRELOAD=${preload} ${assignment} "${PROBE}"
                   OUTPUT_VARIABLE out RESULT_VARIABLE rc ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)

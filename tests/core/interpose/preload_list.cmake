@@ -12,3 +12,14 @@ function(pump_preload_list libpump out)
   endforeach()
   set(${out} "${preload}" PARENT_SCOPE)
 endfunction()
+
+# pump_split_case(<case> <before-var> <after-var>): a table row "<before>|<after>" of the
+# preload checks, split at its first "|".
+function(pump_split_case case before after)
+  string(FIND "${case}" "|" bar)
+  string(SUBSTRING "${case}" 0 ${bar} left)
+  math(EXPR rest "${bar} + 1")
+  string(SUBSTRING "${case}" ${rest} -1 right)
+  set(${before} "${left}" PARENT_SCOPE)
+  set(${after} "${right}" PARENT_SCOPE)
+endfunction()
