@@ -103,6 +103,8 @@ usage: pump-bench [options] [-- COMMAND ARGS...]
                               lands there faults at 0.45 GB/s) or discard-and-prefetch (one call
                               per restore group, always populates; its driver time is not modelled:
                               on the H200 it was 9-29% slower end to end, the sim has it faster)
+                              or auto (prefetch where the driver defers it, discard-and-prefetch
+                              where it would run at once)
   --deferred-limit N          sim: prefetch calls the driver defers per context before the next
                               blocks the backend's worker until the device caught up (default 48,
                               measured on the H200; 0: unbounded, the model before that probe)
@@ -275,8 +277,8 @@ CliResult parse_cli(const std::vector<std::string>& args) {
     if (const std::string* v = given(name)) *field = *v;
 
   if (const std::string* v = given("--populate")) {
-    if (*v != "prefetch" && *v != "discard-and-prefetch")
-      return fail("--populate: '" + *v + "' is not prefetch or discard-and-prefetch");
+    if (*v != "prefetch" && *v != "discard-and-prefetch" && *v != "auto")
+      return fail("--populate: '" + *v + "' is not prefetch, discard-and-prefetch or auto");
     o.populate = *v;
   }
   if (const std::string* v = given("--deferred-limit")) {

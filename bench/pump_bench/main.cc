@@ -146,6 +146,7 @@ int run(int argc, char** argv) {
     const int iterations = o.iterations.value_or(4);
     if (o.populate)
       matrix.model.populate = *o.populate == "prefetch" ? SimDeviceModel::Populate::kPrefetchEach
+                              : *o.populate == "auto"   ? SimDeviceModel::Populate::kAuto
                                                         : SimDeviceModel::Populate::kDiscardAndPrefetch;
     if (o.deferred_limit) matrix.model.deferred_prefetch_limit = static_cast<uint32_t>(*o.deferred_limit);
     std::string error;

@@ -123,7 +123,9 @@ std::string describe_sim_model(const SimDeviceModel& m) {
                 static_cast<double>(m.device_bytes) / (1ull << 30), m.prefetch_bytes_per_second / 1e9,
                 m.prefetch_call_seconds * 1e6, m.evict_bytes_per_second / 1e9, m.fault_bytes_per_second / 1e9,
                 static_cast<unsigned long long>(m.page_bytes / 1024),
-                m.populate == SimDeviceModel::Populate::kPrefetchEach ? "prefetch" : "discard-and-prefetch",
+                m.populate == SimDeviceModel::Populate::kPrefetchEach ? "prefetch"
+                : m.populate == SimDeviceModel::Populate::kAuto       ? "auto"
+                                                                      : "discard-and-prefetch",
                 deferred.c_str());
   return buf;
 }

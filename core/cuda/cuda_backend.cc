@@ -777,7 +777,18 @@ void CudaBackend::issue_populate(CUstream stream, std::vector<Range> ranges) {
     stats_->populate_calls.fetch_add(calls, std::memory_order_relaxed);
     stats_->populate_bytes.fetch_add(bytes, std::memory_order_relaxed);
   };
-  if (options_.populate == CudaBackendOptions::Populate::kDiscardAndPrefetch &&
+  // Idle, the stream would run a prefetch inside the call, and a prefetch run so populates
+  // nothing (tests/gpu/populate_wait_probe.cu): the copy landing there would fault page by page.
+  const bool automatic = options_.populate == CudaBackendOptions::Populate::kAuto;
+  bool idle = false;
+  if ((automatic || options_.observe_populates) && api_.cuStreamQuery) {
+    idle = api_.cuStreamQuery(stream) == CUDA_SUCCESS;  // a failed query: as if queued (today's way)
+    if (idle) {
+      stats_->populate_idle_calls.fetch_add(1, std::memory_order_relaxed);
+      stats_->populate_idle_bytes.fetch_add(total_bytes(ranges), std::memory_order_relaxed);
+    }
+  }
+  if ((options_.populate == CudaBackendOptions::Populate::kDiscardAndPrefetch || (automatic && idle)) &&
       api_.cuMemDiscardAndPrefetchBatchAsync) {
     // The pages hold nothing worth keeping (dropped): discard-and-prefetch populates them
     // on the device without a copy, in one call.

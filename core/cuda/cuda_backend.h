@@ -123,9 +123,14 @@ struct CudaBackendOptions {
   // end (H200, eleventh session, one call, lru at half the footprint) it was slower
   // everywhere: GPT fp32 training 421 ms/step against 382, decode 167 ms/token against 129,
   // BERT 692 against 633 (its drops' driver time 4.5x, its longest call 85 ms against 9):
-  // so prefetch stays the default.
-  enum class Populate { kDiscardAndPrefetch, kPrefetchBatch, kPrefetchEach };
+  // so prefetch stays the default. kAuto asks the driver whether the populate stream is
+  // idle (cuStreamQuery) before each populate: idle, a prefetch would populate nothing, so
+  // that one is a discard-and-prefetch; queued behind work, a prefetch per piece.
+  enum class Populate { kDiscardAndPrefetch, kPrefetchBatch, kPrefetchEach, kAuto };
   Populate populate = Populate::kPrefetchEach;
+  // PUMP_STATS: ask whether each populate's stream is idle and count those that were
+  // (populate_idle_calls, populate_idle_bytes): under prefetch they populated nothing.
+  bool observe_populates = false;
   // Restores are populated and copied in groups of about this many bytes, the populate
   // of one group overlapping the copy of the one before (two streams).
   uint64_t restore_group_bytes = 64ull << 20;
@@ -215,6 +220,8 @@ struct CudaBackendOptions {
   X(worker_cpu_ns)        /* ... of which on a CPU (the rest it slept, in driver calls) */ \
   X(save_issue_ns)        /* the worker's time issuing saves (copies to the shadows) */ \
   X(save_issue_cpu_ns)    /* ... of which on a CPU */ \
+  X(populate_idle_calls)  /* populates issued on an idle stream (observe_populates or auto) ... */ \
+  X(populate_idle_bytes)  /* ... and their bytes: a prefetch there populates nothing */ \
   X(populate_issue_ns)    /* ... issuing populates (prefetches of dropped pages) */ \
   X(populate_issue_cpu_ns) /* ... of which on a CPU */ \
   X(restore_issue_ns)     /* ... issuing restores (copies from the shadows) */ \

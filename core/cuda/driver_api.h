@@ -46,6 +46,8 @@ struct DriverApi {
   CUresult (*cuStreamCreate)(CUstream*, unsigned int) = nullptr;
   CUresult (*cuStreamDestroy)(CUstream) = nullptr;
   CUresult (*cuStreamSynchronize)(CUstream) = nullptr;
+  // Optional: whether a stream is idle (PUMP_POPULATE=auto, and counted for PUMP_STATS).
+  CUresult (*cuStreamQuery)(CUstream) = nullptr;
   CUresult (*cuStreamIsCapturing)(CUstream, CUstreamCaptureStatus*) = nullptr;
   // Optional: names the capture a stream is part of (without it graphs stay unattributed).
   CUresult (*cuStreamGetCaptureInfo)(CUstream, CUstreamCaptureStatus*, cuuint64_t*, CUgraph*, const CUgraphNode**,

@@ -143,6 +143,7 @@ Engine* Runtime::engine(int device) {
   backend_options.populate = options_.populate;
   backend_options.overlap_out_in = options_.overlap_out_in;
   backend_options.time_fence_queries = !options_.stats_path.empty();
+  backend_options.observe_populates = !options_.stats_path.empty();
   std::string why;
   std::unique_ptr<CudaBackend> backend = CudaBackend::create(device, backend_options, &why);
   if (!backend) {

@@ -204,8 +204,9 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes,
     using Populate = CudaBackendOptions::Populate;
     if (*v == "discard-and-prefetch") o.populate = Populate::kDiscardAndPrefetch;
     else if (*v == "prefetch") o.populate = Populate::kPrefetchEach;
+    else if (*v == "auto") o.populate = Populate::kAuto;
     else
-      log(LogLevel::kError, "PUMP_POPULATE='%s' is not discard-and-prefetch or prefetch; using %s", v->c_str(),
+      log(LogLevel::kError, "PUMP_POPULATE='%s' is not prefetch, discard-and-prefetch or auto; using %s", v->c_str(),
           populate_name(o.populate));
   }
   if (auto v = config.get("COPY_VIA")) {
@@ -262,6 +263,7 @@ const char* populate_name(CudaBackendOptions::Populate populate) {
     case CudaBackendOptions::Populate::kDiscardAndPrefetch: return "discard-and-prefetch";
     case CudaBackendOptions::Populate::kPrefetchBatch: return "prefetch-batch";
     case CudaBackendOptions::Populate::kPrefetchEach: return "prefetch";
+    case CudaBackendOptions::Populate::kAuto: return "auto";
   }
   return "?";
 }

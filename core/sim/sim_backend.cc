@@ -156,9 +156,9 @@ BatchFences SimBackend::submit(TransferBatch&& batch) {
 SimBackend::InSidePlan SimBackend::plan_in_side(const TransferBatch& batch, bool deferred) {
   InSidePlan plan;
   // Not deferred, a prefetch of dropped pages runs inside the call and populates nothing.
-  plan.populates = deferred || model_.populate == SimDeviceModel::Populate::kDiscardAndPrefetch;
+  plan.populates = deferred || model_.populate != SimDeviceModel::Populate::kPrefetchEach;
   if (!deferred || model_.deferred_prefetch_limit == 0) return plan;
-  const bool each = model_.populate == SimDeviceModel::Populate::kPrefetchEach;
+  const bool each = model_.populate != SimDeviceModel::Populate::kDiscardAndPrefetch;
   auto pieces = [&](uint64_t bytes) { return (bytes + model_.populate_chunk_bytes - 1) / model_.populate_chunk_bytes; };
   uint64_t value = stream(kInStream).queued;  // the fence value of the op being planned
   auto calls = [&](uint64_t n) {

@@ -107,8 +107,11 @@ struct SimDeviceModel {
   //     (the probe: a prefetch of discarded pages on an idle stream returned at once and
   //     left them unpopulated), so what lands there later faults them in page by page.
   //   kDiscardAndPrefetch: one cudaMemDiscardAndPrefetchBatchAsync per restore group (and
-  //     one for a batch's populate-only fetches), which populated deferred or not.
-  enum class Populate : uint8_t { kPrefetchEach, kDiscardAndPrefetch };
+  //     one for a batch's populate-only fetches), which populated deferred or not. Its
+  //     device-side cost is not modelled: on the H200 it was 9-29% slower end to end.
+  //   kAuto: as kPrefetchEach where deferred; where the driver would run it at once,
+  //     discard-and-prefetch (PUMP_POPULATE=auto asks cuStreamQuery whether the stream is idle).
+  enum class Populate : uint8_t { kPrefetchEach, kDiscardAndPrefetch, kAuto };
   Populate populate = Populate::kPrefetchEach;
   uint64_t populate_chunk_bytes = 8ull << 20;  // CudaBackendOptions::populate_chunk_bytes
   uint64_t restore_group_bytes = 64ull << 20;  // CudaBackendOptions::restore_group_bytes

@@ -79,7 +79,7 @@ TEST(PumpBenchCli, BadInputGivesOneClearMessage) {
       {{"--policies", "lru,,eager"}, "empty name"},
       {{"--datapath", "copy,zero"}, "'zero' is not copy or um"},
       {{"--datapath", "um,um"}, "listed twice"},
-      {{"--populate", "eager"}, "'eager' is not prefetch or discard-and-prefetch"},
+      {{"--populate", "eager"}, "'eager' is not prefetch, discard-and-prefetch or auto"},
       {{"--deferred-limit", "-1"}, "--deferred-limit: '-1' is not an integer >= 0"},
       {{"--populate", "prefetch", "--", "ls"}, "on a GPU set PUMP_POPULATE"},
       {{"--json"}, "--json needs a value"},

@@ -869,6 +869,49 @@ TEST_F(FakeDriverTest, AFailedDiscardAndPrefetchPopulatesByPrefetch) {
   EXPECT_EQ(b.stats().failed_calls, 1u);
 }
 
+// PUMP_POPULATE=auto: a populate on an idle stream (where a prefetch runs inside the call
+// and populates nothing) is a discard-and-prefetch; one queued behind work is a prefetch.
+TEST_F(FakeDriverTest, AutoPopulatesByDiscardAndPrefetchOnlyWhereTheStreamIsIdle) {
+  FakeDriverConfig config;
+  config.model_memory = 1;
+  CudaBackendOptions options;
+  options.populate = CudaBackendOptions::Populate::kAuto;
+  CudaBackend& b = start(config, options);
+  const RestoreRun idle = restore_back(b, 2);
+  EXPECT_TRUE(idle.bytes_back);
+  EXPECT_NE(position(idle.calls, "cuMemDiscardAndPrefetchBatchAsync", idle.address), 0u);
+  EXPECT_EQ(position(idle.calls, "cuMemPrefetchAsync", idle.address), 0u);
+  EXPECT_EQ(b.stats().populate_idle_calls, 1u);
+  EXPECT_EQ(b.stats().populate_idle_bytes, 2 * kPiece);
+  // The populate stream still busy with earlier work: the prefetch is deferred, and populates.
+  const std::vector<FakeCall> queries = calls_named("cuStreamQuery");
+  ASSERT_FALSE(queries.empty());
+  driver_.hold(queries.back().stream, true);
+  const RestoreRun busy = restore_back(b, 2);
+  driver_.hold(queries.back().stream, false);
+  EXPECT_TRUE(busy.bytes_back);
+  EXPECT_NE(position(busy.calls, "cuMemPrefetchAsync", busy.address), 0u);
+  EXPECT_EQ(position(busy.calls, "cuMemDiscardAndPrefetchBatchAsync", busy.address), 0u);
+  EXPECT_EQ(b.stats().populate_idle_calls, 1u);
+}
+
+// Under PUMP_STATS the default (prefetch) counts the populates issued on an idle stream, so a
+// run shows whether it left pages to fault in; without it no stream is asked about.
+TEST_F(FakeDriverTest, PopulatesOnAnIdleStreamAreCountedOnlyWhenObserved) {
+  FakeDriverConfig config;
+  config.model_memory = 1;
+  CudaBackendOptions options;
+  options.observe_populates = true;
+  CudaBackend& b = start(config, options);
+  const RestoreRun r = restore_back(b, 2);
+  EXPECT_NE(position(r.calls, "cuMemPrefetchAsync", r.address), 0u) << "the default still prefetches";
+  EXPECT_EQ(b.stats().populate_idle_calls, 1u);
+  CudaBackend& quiet = start(config);
+  restore_back(quiet, 2);
+  EXPECT_EQ(quiet.stats().populate_idle_calls, 0u);
+  EXPECT_TRUE(calls_named("cuStreamQuery").empty());
+}
+
 // ------------------------------------------------------------------ several devices
 
 // The fake's cuCtxSetCurrent, for the calling thread (the backend's own are set by it).

@@ -229,6 +229,11 @@ CUresult StreamSynchronize(CUstream s) {
   record("cuStreamSynchronize", s, 0, 0, 0, 0);
   return CUDA_SUCCESS;
 }
+CUresult StreamQuery(CUstream s) {
+  ENTER("cuStreamQuery");
+  record("cuStreamQuery", s, 0, 0, 0, 0);
+  return held(reinterpret_cast<uint64_t>(s)) ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
 CUresult StreamIsCapturing(CUstream s, CUstreamCaptureStatus* st) {
   ENTER("cuStreamIsCapturing");
   std::lock_guard lock(g_mutex);
@@ -602,6 +607,7 @@ const Entry kEntries[] = {
     FAKE("cuStreamCreate", StreamCreate, 2000),
     FAKE("cuStreamDestroy", StreamDestroy, 4000),
     FAKE("cuStreamSynchronize", StreamSynchronize, 2000),
+    FAKE("cuStreamQuery", StreamQuery, 2000),
     FAKE("cuStreamIsCapturing", StreamIsCapturing, 10000),
     FAKE("cuStreamGetCaptureInfo", StreamGetCaptureInfo, 12030),
     FAKE("cuStreamWaitEvent", StreamWaitEvent, 3020),
@@ -732,6 +738,7 @@ FAKE_EXPORT CUresult cuEventRecord(CUevent e, CUstream s) { return EventRecord(e
 FAKE_EXPORT CUresult cuEventQuery(CUevent e) { return EventQuery(e); }
 FAKE_EXPORT CUresult cuEventSynchronize(CUevent e) { return EventSynchronize(e); }
 FAKE_EXPORT CUresult cuEventDestroy(CUevent e) { return EventDestroy(e); }
+FAKE_EXPORT CUresult cuStreamQuery(CUstream s) { return StreamQuery(s); }
 FAKE_EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus* st) { return StreamIsCapturing(s, st); }
 FAKE_EXPORT CUresult cuMemGetAllocationGranularity(size_t* g, const CUmemAllocationProp* prop,
                                                    CUmemAllocationGranularity_flags option) {

@@ -78,6 +78,15 @@ TEST(RuntimeOptions, CopyViaNamesHowTheCopyPathMovesBytes) {
   EXPECT_TRUE(log.lines().empty());
 }
 
+TEST(RuntimeOptions, PopulateNamesHowDroppedPagesArePopulated) {
+  LogCapture log;
+  using Populate = CudaBackendOptions::Populate;
+  EXPECT_EQ(parse_runtime_options(*config_with({})).populate, Populate::kPrefetchEach);
+  EXPECT_EQ(parse_runtime_options(*config_with({{"POPULATE", "prefetch"}})).populate, Populate::kPrefetchEach);
+  EXPECT_EQ(parse_runtime_options(*config_with({{"POPULATE", "auto"}})).populate, Populate::kAuto);
+  EXPECT_TRUE(log.lines().empty());
+}
+
 TEST(RuntimeOptions, ParsesGoodValues) {
   LogCapture log;
   RuntimeOptions o = parse_runtime_options(*config_with({{"DISABLE", "1"},

@@ -639,6 +639,20 @@ TEST(SimBackendShadow, APopulateRunAtOnceLeavesPagesUnpopulatedSoTheRestoreFault
   EXPECT_LT(seconds[1], 8.0 * kMiB / 5e9) << "populated, then copied at the link's rate";
 }
 
+// PUMP_POPULATE=auto: run at once it is a discard-and-prefetch, so the pages are populated.
+TEST(SimBackendShadow, AnAutoPopulateRunAtOncePopulates) {
+  SimDeviceModel m = hand_model();
+  m.populate = SimDeviceModel::Populate::kAuto;
+  m.dropped_fault_bytes_per_second = 0.5e9;
+  SimBackend b(m);
+  use(b, {kA, 8 * kMiB}, kWrite);
+  out(b, {kA, 8 * kMiB}, /*save=*/true);
+  in(b, {kA, 8 * kMiB}, /*restore=*/true);  // the in stream idle: not deferred
+  EXPECT_EQ(b.stats().bytes_populate_missed, 0u);
+  use(b, {kA, 8 * kMiB}, kRead);
+  EXPECT_EQ(b.stats().violation_count(), 0u);
+}
+
 TEST(SimBackendShadow, APopulateOnlyFetchRunAtOnceLeavesTheKernelToFaultThePagesIn) {
   SimDeviceModel m = hand_model();
   m.dropped_fault_bytes_per_second = 0.5e9;
