@@ -347,9 +347,13 @@ std::string CudaBackend::setup_on_worker() {
     bridge_tail_ = nullptr;
     return fail("cuEventCreate", r);
   }
+  // Only kernels' fences are trusted "not ready" for a while (policies look at every
+  // candidate's last kernel). A transfer's is asked each time: the engine counts the room an
+  // eviction frees from the moment its fence completes, and a stale answer would hold a fetch
+  // behind evictions that are done.
   compute_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring, options_.fence_not_ready_trust);
-  prefetch_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring, options_.fence_not_ready_trust);
-  out_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring, options_.fence_not_ready_trust);
+  prefetch_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring, std::chrono::microseconds(0));
+  out_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring, std::chrono::microseconds(0));
   load_copy_kernels();
   // After the staging buffers took their device memory: the managed-memory cap is set from this.
   size_t free_bytes = 0, total_bytes = 0;

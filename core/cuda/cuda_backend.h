@@ -96,8 +96,8 @@ struct CudaBackendOptions {
   const char* driver_library = "libcuda.so.1";
   size_t queue_capacity = 256;  // batches waiting for the worker; submit() blocks beyond
   size_t event_ring = 1024;     // event fences in flight before the oldest is waited for
-  // How long a fence seen not ready answers for the later fences of its stream
-  // (EventFenceRing; 0: the driver is asked about each).
+  // How long a kernel's fence seen not ready answers for the later fences of its stream
+  // (EventFenceRing; 0: the driver is asked about each). Transfers' fences: never.
   std::chrono::microseconds fence_not_ready_trust = cuda::EventFenceRing::kNotReadyTrust;
   bool merge_adjacent = true;   // off only to measure what merging gains
   size_t batch_min_ranges = 4;  // ranges from which one batch call replaces single calls; 0 = never

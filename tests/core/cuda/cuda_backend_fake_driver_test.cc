@@ -503,6 +503,31 @@ TEST_F(FakeDriverTest, AFenceSeenNotReadyAnswersForTheLaterFencesOfItsStream) {
   EXPECT_EQ(driver_.count("cuEventQuery"), queries + 2);
 }
 
+// A transfer's fence is asked about each time: the engine frees an eviction's room when its
+// fence completes, and a stale "not ready" would hold fetches behind it.
+TEST_F(FakeDriverTest, ATransfersFenceIsAskedAboutEachTime) {
+  Fence first, second;
+  CudaBackend& b = start_held_with_trust(std::chrono::hours(1), &first, &second);
+  driver_.hold(kAppStream, false);
+  TransferBatch probe;
+  probe.prefetch = {{kBase, 2 * kMiB}};
+  ASSERT_TRUE(wait_done(b.submit(std::move(probe)).in));
+  const std::vector<FakeCall> prefetches = calls_named("cuMemPrefetchAsync");
+  ASSERT_FALSE(prefetches.empty());
+  const uint64_t in_stream = prefetches.back().stream;
+  driver_.hold(in_stream, true);
+  TransferBatch batch;
+  batch.prefetch = {{kBase + 8 * kMiB, 2 * kMiB}};
+  const Fence in = b.submit(std::move(batch)).in;
+  ASSERT_TRUE(b.wait_issued(std::chrono::seconds(2)));
+  const uint64_t queries = driver_.count("cuEventQuery");
+  EXPECT_FALSE(b.done(in));
+  EXPECT_FALSE(b.done(in));
+  EXPECT_EQ(driver_.count("cuEventQuery"), queries + 2);
+  driver_.hold(in_stream, false);
+  EXPECT_TRUE(b.done(in));
+}
+
 // The trust runs out, so a fence that completed is seen complete again (a host wait polls).
 TEST_F(FakeDriverTest, AFenceSeenNotReadyIsAskedAgainOnceItsTrustRanOut) {
   Fence first, second;
