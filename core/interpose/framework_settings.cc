@@ -16,6 +16,11 @@ std::optional<std::string> xla_flags_under_budget(const char* budget, const char
 }
 
 void apply_framework_settings() {
+  // Only as a preload, before the program runs: loaded later (dlopen), other threads may be
+  // reading the environment, which setenv must not change under them, and the framework
+  // may have read it already.
+  const char* preload = std::getenv("LD_PRELOAD");
+  if (preload == nullptr || std::strstr(preload, "libpump") == nullptr) return;
   const auto flags =
       xla_flags_under_budget(std::getenv("PUMP_GPU_BUDGET"), std::getenv("PUMP_DISABLE"), std::getenv("XLA_FLAGS"));
   if (!flags) return;

@@ -20,7 +20,8 @@ inline constexpr const char* kXlaCommandBufferFlag = "--xla_gpu_enable_command_b
 std::optional<std::string> xla_flags_under_budget(const char* budget, const char* disable, const char* xla_flags);
 
 // Reads the environment and changes it as above, with one info line. Called while
-// libpump.so loads, before the program (or any thread of it) runs.
+// libpump.so loads; does nothing unless it is preloaded (LD_PRELOAD names libpump), so
+// that it runs before the program (or any thread of it).
 void apply_framework_settings();
 
 }  // namespace pump::interpose

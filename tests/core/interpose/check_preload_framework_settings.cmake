@@ -1,7 +1,7 @@
 # Under LD_PRELOAD=libpump.so with a budget, the program starts with XLA's command buffers
 # turned off in its environment (core/interpose/framework_settings.h); without a budget, or
 # where XLA_FLAGS already chose, its environment is its own. `printenv` shows what the
-# program sees. -DLIBPUMP=<path>.
+# program sees. -DLIBPUMP=<path> (a path naming libpump: only a preload changes anything).
 include(${CMAKE_CURRENT_LIST_DIR}/preload_list.cmake)
 pump_preload_list("${LIBPUMP}" preload)
 
