@@ -280,6 +280,10 @@ void Engine::kernel_locked(KernelTicket* ticket, StreamId stream, bool capturing
   }
   if (kernel_blocks_.empty()) {
     kernel_allocations_.clear();
+    // Exact extents name all a call touches: none of it is pump's. A pointer (inexact) that
+    // named no block says nothing about what the kernel reaches through device memory.
+    if (count && (!inexact || std::none_of(inexact, inexact + count, [](uint8_t i) { return i != 0; })))
+      ++stats_.kernels_untracked_only;
     return;
   }
   ++stats_.kernels_with_blocks;

@@ -6,9 +6,12 @@
 namespace pump {
 
 struct EngineStats {
-  uint64_t kernels = 0;                      // kernels seen by before_kernel
-  uint64_t kernels_with_blocks = 0;          // ... that touched at least one known block
-  uint64_t kernels_captured = 0;             // passed through untouched: stream under graph capture
+  uint64_t kernels = 0;              // kernels seen by before_kernel
+  uint64_t kernels_with_blocks = 0;  // ... that touched at least one known block
+  uint64_t kernels_captured = 0;     // passed through untouched: stream under graph capture
+  // ... whose extents are all exact and all outside managed memory (a copy of untracked device
+  // memory, a GEMM on a library's own buffers): known to touch nothing pump manages
+  uint64_t kernels_untracked_only = 0;
   uint64_t kernels_oversized = 0;            // needed more than the whole budget
   uint64_t graph_launches = 0;               // graph launches decided as one kernel (pump saw the capture)
   uint64_t graph_launches_unattributed = 0;  // ... of graphs pump did not see captured, or could not size

@@ -61,7 +61,8 @@ Json engine_json(const DeviceReport& d) {
   o["managed_limit_refusals"] = d.managed_limit_refusals;
   o["kernels"] = s.kernels;
   o["kernels_with_known_blocks"] = s.kernels_with_blocks;
-  o["kernels_without_known_blocks"] = s.kernels - s.kernels_with_blocks - s.kernels_captured;
+  o["kernels_on_untracked_memory"] = s.kernels_untracked_only;
+  o["kernels_without_known_blocks"] = s.kernels - s.kernels_with_blocks - s.kernels_captured - s.kernels_untracked_only;
   o["kernels_captured"] = s.kernels_captured;
   o["kernels_oversized"] = s.kernels_oversized;
   o["graph_launches"] = s.graph_launches;

@@ -295,6 +295,25 @@ TEST_F(EngineTest, ExtentsOutsideKnownBlocksAreCountedAsUnknown) {
   t = run(*e, {extent(0x1000, 256)});
   EXPECT_EQ(t.seq, 0u);  // nothing known: nothing to do after the launch
   EXPECT_EQ(e->stats().kernels, 2u + 0u + 0u);
+  // Exact extents wholly outside managed memory: known to touch none of it.
+  EXPECT_EQ(e->stats().kernels_untracked_only, 1u);
+}
+
+// A pointer that named no block is no such knowledge: the kernel may reach managed memory
+// through pointers it reads from device memory.
+TEST_F(EngineTest, APointerIntoNoBlockLeavesTheKernelUnknown) {
+  auto e = make(16 * kMiB);
+  e->on_alloc(kBase, 3 * kMiB);
+  e->on_alloc(kBase + 8 * kMiB, 4 * kMiB);
+  KernelTicket t;
+  // Past the first block's end, in a 2 MiB granule it overlaps: looked up, and in no block.
+  pump_extent_v1_t pointer = extent(kBase + 3 * kMiB + 64 * 1024, PUMP_WHOLE_BLOCK);
+  const uint8_t inexact = 1;
+  e->before_kernel(&t, kStream, &pointer, 1, &inexact);
+  e->after_kernel(&t);
+  EXPECT_EQ(e->stats().kernels, 1u);
+  EXPECT_EQ(e->stats().kernels_with_blocks, 0u);
+  EXPECT_EQ(e->stats().kernels_untracked_only, 0u);
 }
 
 TEST_F(EngineTest, JustBeforePrefetchWaitsForThePreviousKernelOnTheStream) {
