@@ -101,8 +101,8 @@ usage: pump-bench [options] [-- COMMAND ARGS...]
                               on a GPU: prefetch (default; a populate the driver runs at once, not
                               deferred behind other work, leaves the pages unpopulated and what
                               lands there faults at 0.45 GB/s) or discard-and-prefetch (one call
-                              per restore group, always populates; its driver time is not modelled:
-                              on the H200 it was 9-29% slower end to end, the sim has it faster)
+                              per restore group, always populates, at a device cost calibrated on
+                              the H200, where it was 9-29% slower end to end)
                               or auto (prefetch where the driver defers it, discard-and-prefetch
                               where it would run at once)
   --deferred-limit N          sim: prefetch calls the driver defers per context before the next

@@ -80,13 +80,14 @@ BatchFences SimBackend::submit(TransferBatch&& batch) {
   // Queues `ranges` as ops of `kind` on `id`; the first op carries `waits` (the rest
   // follow in stream order). Returns the fence of the last op, or `last` if none.
   auto queue = [&](StreamId id, OpKind kind, std::vector<Fence>& waits, const auto& ranges, Fence last, double issued,
-                   bool populates = true) {
+                   bool populates = true, bool by_discard_and_prefetch = false) {
     for (const auto& r : ranges) {
       if (r.bytes == 0) continue;
       Op op;
       op.kind = kind;
       op.queued_at = issued;
       op.populates = populates;
+      op.by_discard_and_prefetch = by_discard_and_prefetch;
       op.waits = std::move(waits);
       waits.clear();
       op.ranges.push_back(pages_.page_align(Range{r.address, r.bytes}));
@@ -137,8 +138,10 @@ BatchFences SimBackend::submit(TransferBatch&& batch) {
   if (batch.has_in()) {
     if (batch.fetch_after_out && !fences.out.empty()) in_waits.push_back(fences.out);
     fences.in = queue(kInStream, OpKind::kPrefetch, in_waits, batch.prefetch, Fence{}, in_issued);
-    fences.in = queue(kInStream, OpKind::kPrefetch, in_waits, batch.populate, fences.in, in_issued, in_plan.populates);
-    fences.in = queue(kInStream, OpKind::kRestore, in_waits, batch.restore, fences.in, in_issued, in_plan.populates);
+    fences.in = queue(kInStream, OpKind::kPrefetch, in_waits, batch.populate, fences.in, in_issued, in_plan.populates,
+                      in_plan.by_discard_and_prefetch);
+    fences.in = queue(kInStream, OpKind::kRestore, in_waits, batch.restore, fences.in, in_issued, in_plan.populates,
+                      in_plan.by_discard_and_prefetch);
   } else if (!in_waits.empty()) {
     Op op;  // nothing to fetch, but the waits are still owed to whoever waits on `in`
     op.waits = std::move(in_waits);
@@ -157,6 +160,8 @@ SimBackend::InSidePlan SimBackend::plan_in_side(const TransferBatch& batch, bool
   InSidePlan plan;
   // Not deferred, a prefetch of dropped pages runs inside the call and populates nothing.
   plan.populates = deferred || model_.populate != SimDeviceModel::Populate::kPrefetchEach;
+  plan.by_discard_and_prefetch = model_.populate == SimDeviceModel::Populate::kDiscardAndPrefetch ||
+                                 (model_.populate == SimDeviceModel::Populate::kAuto && !deferred);
   if (!deferred || model_.deferred_prefetch_limit == 0) return plan;
   const bool each = model_.populate != SimDeviceModel::Populate::kDiscardAndPrefetch;
   auto pieces = [&](uint64_t bytes) { return (bytes + model_.populate_chunk_bytes - 1) / model_.populate_chunk_bytes; };
@@ -559,7 +564,11 @@ double SimBackend::run_prefetch(const Op& op) {
   stats_.bytes_prefetched += before.host;
   if (before.device == before.total()) return model_.prefetch_resident_call_seconds;
   return model_.prefetch_call_seconds + static_cast<double>(before.host) / model_.prefetch_bytes_per_second +
-         static_cast<double>(before.dropped) / model_.populate_bytes_per_second;
+         static_cast<double>(before.dropped) / populate_rate(op);
+}
+
+double SimBackend::populate_rate(const Op& op) const {
+  return op.by_discard_and_prefetch ? model_.discard_and_prefetch_bytes_per_second : model_.populate_bytes_per_second;
 }
 
 double SimBackend::copy_rate(double alone, StreamId self) const {
@@ -603,8 +612,8 @@ double SimBackend::run_restore(const Op& op) {
            static_cast<double>(before.untouched) / model_.populate_bytes_per_second +
            static_cast<double>(moved - before.dropped) / copy_rate(model_.copy_in_bytes_per_second, kInStream);
   }
-  return model_.copy_call_seconds +
-         static_cast<double>(before.dropped + before.untouched) / model_.populate_bytes_per_second +
+  return model_.copy_call_seconds + static_cast<double>(before.dropped) / populate_rate(op) +
+         static_cast<double>(before.untouched) / model_.populate_bytes_per_second +
          static_cast<double>(moved) / copy_rate(model_.copy_in_bytes_per_second, kInStream);
 }
 

@@ -207,7 +207,8 @@ class SimBackend final : public DeviceBackend {
     std::vector<Range> write_ranges;    // kernel: pages it writes (merged)
     std::vector<Range> scratch_ranges;  // kernel: pages it uses as its workspace (merged)
     double compute_seconds = 0;
-    bool populates = true;  // prefetch, restore: false when the driver ran it at once (see plan_in_side)
+    bool populates = true;                 // prefetch, restore: false when the driver ran it at once (see plan_in_side)
+    bool by_discard_and_prefetch = false;  // ... populated by discard-and-prefetch, at its own cost
   };
 
   struct Stream {
@@ -260,14 +261,16 @@ class SimBackend final : public DeviceBackend {
   Fence worker_gate_;
   double worker_gate_done_at_ = 0;
   struct InSidePlan {
-    Fence gate;             // the worker blocked in this side's calls until it completes
-    bool populates = true;  // its populates populate (see SimDeviceModel::Populate)
+    Fence gate;                            // the worker blocked in this side's calls until it completes
+    bool populates = true;                 // its populates populate (see SimDeviceModel::Populate)
+    bool by_discard_and_prefetch = false;  // ... by discard-and-prefetch
   };
   // Counts the side's driver calls against the deferred limit (deferred: they queue
   // behind unfinished work).
   InSidePlan plan_in_side(const TransferBatch& batch, bool deferred);
-  bool deferred_calls_pending();  // forgets the calls that ran; whether some did not
-  void settle_worker_gate();      // a gate that completed lets the worker go
+  double populate_rate(const Op& op) const;  // bytes/s at which `op` populates dropped pages
+  bool deferred_calls_pending();             // forgets the calls that ran; whether some did not
+  void settle_worker_gate();                 // a gate that completed lets the worker go
   // How long the worker's driver calls for these bytes take.
   double issue_seconds(uint64_t discard_bytes, uint64_t populate_bytes) const;
 

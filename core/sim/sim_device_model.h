@@ -54,6 +54,11 @@ struct SimDeviceModel {
   // Populating discarded pages (prefetch of a discarded range: 4 GiB in 7 ms, facts):
   // about 600 GB/s, no transfer.
   double populate_bytes_per_second = 600e9;
+  // Populating by cudaMemDiscardAndPrefetchBatchAsync (PUMP_POPULATE=discard-and-prefetch,
+  // auto where not deferred). Calibrated on the H200's end-to-end A/B (eleventh session,
+  // lru at half the footprint): its extra time per populated byte over prefetch was 3.9
+  // ms/GB (GPT fp32 training) and 10 ms/GB (decode), i.e. 180 and 86 GB/s all told.
+  double discard_and_prefetch_bytes_per_second = 120e9;
   // Discard: 4 GiB as 2 MiB ranges in 16 ms (facts): ~270 GB/s of bookkeeping.
   double discard_bytes_per_second = 270e9;
 
@@ -107,8 +112,8 @@ struct SimDeviceModel {
   //     (the probe: a prefetch of discarded pages on an idle stream returned at once and
   //     left them unpopulated), so what lands there later faults them in page by page.
   //   kDiscardAndPrefetch: one cudaMemDiscardAndPrefetchBatchAsync per restore group (and
-  //     one for a batch's populate-only fetches), which populated deferred or not. Its
-  //     device-side cost is not modelled: on the H200 it was 9-29% slower end to end.
+  //     one for a batch's populate-only fetches), which populated deferred or not, at
+  //     discard_and_prefetch_bytes_per_second.
   //   kAuto: as kPrefetchEach where deferred; where the driver would run it at once,
   //     discard-and-prefetch (PUMP_POPULATE=auto asks cuStreamQuery whether the stream is idle).
   enum class Populate : uint8_t { kPrefetchEach, kDiscardAndPrefetch, kAuto };
