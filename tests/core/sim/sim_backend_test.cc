@@ -614,6 +614,15 @@ TEST(SimBackendShadow, UnifiedMemoryEvictionKeepsTheBytes) {
 namespace pump {
 namespace {
 
+// A backend on `m` whose [kA, +8 MiB) was written, then evicted: saved to its shadow and
+// dropped, or (save false) dropped only.
+std::unique_ptr<SimBackend> evicted(const SimDeviceModel& m, bool save) {
+  auto b = std::make_unique<SimBackend>(m);
+  use(*b, {kA, 8 * kMiB}, kWrite);
+  out(*b, {kA, 8 * kMiB}, save);
+  return b;
+}
+
 // A populate the driver runs at once (nothing queued before it) populated nothing on the
 // H200 (populate_wait_probe); discard-and-prefetch populated either way.
 TEST(SimBackendShadow, APopulateRunAtOnceLeavesPagesUnpopulatedSoTheRestoreFaultsThemIn) {
@@ -624,9 +633,8 @@ TEST(SimBackendShadow, APopulateRunAtOnceLeavesPagesUnpopulatedSoTheRestoreFault
     m.copy_in_bytes_per_second = 10e9;
     m.populate_bytes_per_second = 100e9;
     m.dropped_fault_bytes_per_second = 0.5e9;
-    SimBackend b(m);
-    use(b, {kA, 8 * kMiB}, kWrite);
-    out(b, {kA, 8 * kMiB}, /*save=*/true);
+    auto backend = evicted(m, /*save=*/true);
+    SimBackend& b = *backend;
     const double t0 = b.now();
     in(b, {kA, 8 * kMiB}, /*restore=*/true);  // the in stream idle: not deferred
     const bool each = populate == SimDeviceModel::Populate::kPrefetchEach;
@@ -644,9 +652,8 @@ TEST(SimBackendShadow, AnAutoPopulateRunAtOncePopulates) {
   SimDeviceModel m = hand_model();
   m.populate = SimDeviceModel::Populate::kAuto;
   m.dropped_fault_bytes_per_second = 0.5e9;
-  SimBackend b(m);
-  use(b, {kA, 8 * kMiB}, kWrite);
-  out(b, {kA, 8 * kMiB}, /*save=*/true);
+  auto backend = evicted(m, /*save=*/true);
+  SimBackend& b = *backend;
   in(b, {kA, 8 * kMiB}, /*restore=*/true);  // the in stream idle: not deferred
   EXPECT_EQ(b.stats().bytes_populate_missed, 0u);
   use(b, {kA, 8 * kMiB}, kRead);
@@ -662,9 +669,8 @@ TEST(SimBackendShadow, ADiscardAndPrefetchPopulatesAtItsOwnRate) {
     m.populate = populate;
     m.populate_bytes_per_second = 100e9;
     m.discard_and_prefetch_bytes_per_second = 1e9;
-    SimBackend b(m);
-    use(b, {kA, 8 * kMiB}, kWrite);
-    out(b, {kA, 8 * kMiB}, /*save=*/false);
+    auto backend = evicted(m, /*save=*/false);
+    SimBackend& b = *backend;
     b.synchronize();
     const double t0 = b.now();
     TransferBatch t;
@@ -681,9 +687,8 @@ TEST(SimBackendShadow, ADiscardAndPrefetchPopulatesAtItsOwnRate) {
 TEST(SimBackendShadow, APopulateOnlyFetchRunAtOnceLeavesTheKernelToFaultThePagesIn) {
   SimDeviceModel m = hand_model();
   m.dropped_fault_bytes_per_second = 0.5e9;
-  SimBackend b(m);
-  use(b, {kA, 8 * kMiB}, kWrite);
-  out(b, {kA, 8 * kMiB}, /*save=*/false);
+  auto backend = evicted(m, /*save=*/false);
+  SimBackend& b = *backend;
   TransferBatch t;
   t.populate.push_back({kA, 8 * kMiB});
   b.submit(std::move(t));
