@@ -333,7 +333,7 @@ TEST_F(FakeDriverTest, DiscardsUseTheDiscardCall) {
   CudaBackend& b = start();
   TransferBatch batch;
   batch.discard = {{kBase, 2 * kMiB}};
-  ASSERT_TRUE(wait_done(b.submit(std::move(batch)).in));
+  ASSERT_TRUE(wait_done(b.submit(std::move(batch)).out));  // a discard is the batch's out side
   EXPECT_EQ(calls_named("cuMemDiscardBatchAsync").size(), 1u);
   EXPECT_EQ(b.stats().discard_bytes, 2 * kMiB);
 }
@@ -344,7 +344,7 @@ TEST_F(FakeDriverTest, DiscardsBecomeEvictionsWithoutTheDiscardCall) {
   CudaBackend& b = start(config);
   TransferBatch batch;
   batch.discard = {{kBase, 2 * kMiB}};
-  ASSERT_TRUE(wait_done(b.submit(std::move(batch)).in));
+  ASSERT_TRUE(wait_done(b.submit(std::move(batch)).out));  // a discard is the batch's out side
   auto prefetches = calls_named("cuMemPrefetchAsync");
   ASSERT_EQ(prefetches.size(), 1u);
   EXPECT_EQ(prefetches[0].location_type, CU_MEM_LOCATION_TYPE_HOST);
