@@ -810,7 +810,9 @@ void CudaBackend::issue_populate(CUstream stream, std::vector<Range> ranges) {
     if (context_lost_) return;
   }
   TransferOp op{OpKind::kPrefetch, {}, std::move(ranges), false};
-  op.batched = options_.populate != CudaBackendOptions::Populate::kPrefetchEach && op.ranges.size() > 1 &&
+  // One batch call for kPrefetchBatch (and a failed discard-and-prefetch); kAuto prefetches
+  // each piece, as the default does.
+  op.batched = options_.populate != CudaBackendOptions::Populate::kPrefetchEach && !automatic && op.ranges.size() > 1 &&
                plan_options_.have_prefetch_batch;
   const uint64_t bytes = op.bytes();
   issue_ranges(stream, op, device);

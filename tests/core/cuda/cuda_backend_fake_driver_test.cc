@@ -901,6 +901,7 @@ TEST_F(FakeDriverTest, AutoPopulatesByDiscardAndPrefetchOnlyWhereTheStreamIsIdle
   config.model_memory = 1;
   CudaBackendOptions options;
   options.populate = CudaBackendOptions::Populate::kAuto;
+  options.populate_chunk_bytes = kPiece;  // two pieces a restore: prefetched each, as by default
   CudaBackend& b = start(config, options);
   const RestoreRun idle = restore_back(b, 2);
   EXPECT_TRUE(idle.bytes_back);
