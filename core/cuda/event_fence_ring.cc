@@ -64,12 +64,14 @@ bool EventFenceRing::done(uint64_t seq, uint64_t stream, CUresult* query_error, 
   Entry& e = entries_[seq % entries_.size()];
   if (e.seq > seq || (e.seq == seq && e.complete)) return true;
   if (e.seq < seq) return false;
-  const auto now = std::chrono::steady_clock::now();
-  if (known_not_ready(seq, stream, now)) return false;
+  // The transfer rings trust nothing: they read no clock.
+  const bool trusting = not_ready_trust_.count() > 0;
+  const auto now = trusting ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  if (trusting && known_not_ready(seq, stream, now)) return false;
   *asked_driver = true;
   const CUresult r = api_.cuEventQuery(e.event);
   if (r == CUDA_ERROR_NOT_READY) {
-    note_not_ready(seq, stream, now);
+    if (trusting) note_not_ready(seq, stream, now);
     return false;
   }
   *query_error = r;
@@ -84,7 +86,6 @@ bool EventFenceRing::known_not_ready(uint64_t seq, uint64_t stream, std::chrono:
 }
 
 void EventFenceRing::note_not_ready(uint64_t seq, uint64_t stream, std::chrono::steady_clock::time_point now) {
-  if (not_ready_trust_.count() <= 0) return;
   for (NotReady& n : not_ready_)
     if (n.seq && n.stream == stream) {
       n = {stream, seq, now};  // the newest answer: its time is what the trust runs from
