@@ -142,6 +142,7 @@ Engine* Runtime::engine(int device) {
   backend_options.copy_via = options_.copy_via;
   backend_options.populate = options_.populate;
   backend_options.overlap_out_in = options_.overlap_out_in;
+  backend_options.fence_not_ready_trust = options_.fence_trust;
   backend_options.time_fence_queries = !options_.stats_path.empty();
   backend_options.observe_populates = !options_.stats_path.empty();
   std::string why;

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <cstdlib>
 #include <string_view>
@@ -170,6 +171,16 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes,
   if (auto v = config.get("OVERLAP_OUT_IN")) {
     if (auto flag = parse_flag(*v)) o.overlap_out_in = *flag;
     else log(LogLevel::kError, "PUMP_OVERLAP_OUT_IN='%s' is not 0 or 1; using 0", v->c_str());
+  }
+  if (auto v = config.get("FENCE_TRUST_US")) {
+    // A tuning knob, for measuring the memo: whole microseconds, at most 100 ms.
+    char* end = nullptr;
+    const unsigned long long us = std::strtoull(v->c_str(), &end, 10);
+    if (!v->empty() && std::isdigit(static_cast<unsigned char>((*v)[0])) && *end == '\0' && us <= 100000)
+      o.fence_trust = std::chrono::microseconds(us);
+    else
+      log(LogLevel::kError, "PUMP_FENCE_TRUST_US='%s' is not a whole number of microseconds in [0, 100000]; using %lld",
+          v->c_str(), static_cast<long long>(o.fence_trust.count()));
   }
   if (auto v = config.get("WATCH_WHILE_FITS")) {
     if (auto flag = parse_flag(*v)) o.watch_while_fits = *flag;

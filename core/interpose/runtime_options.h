@@ -3,6 +3,7 @@
 // knobs then fall back to their default.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -34,6 +35,8 @@ struct RuntimeOptions {
   bool prefetch_on_alloc = false;          // PUMP_PREFETCH_ON_ALLOC
   bool watch_while_fits = false;           // PUMP_WATCH_WHILE_FITS: engines see every call from the start
   bool overlap_out_in = false;             // PUMP_OVERLAP_OUT_IN (CudaBackendOptions::overlap_out_in)
+  std::chrono::microseconds fence_trust =  // PUMP_FENCE_TRUST_US (CudaBackendOptions::fence_not_ready_trust)
+      CudaBackendOptions{}.fence_not_ready_trust;
   uint64_t split_granularity = 64 * 1024;  // PUMP_SPLIT_GRANULARITY
   std::string stats_path;                  // PUMP_STATS, %r and %p expanded
   std::string stats_template;              // ... as given (a forked child expands it again)

@@ -19,7 +19,7 @@ std::unique_ptr<Config> config_with(std::initializer_list<std::pair<const char*,
   auto c = std::make_unique<Config>();
   for (const char* key : {"DISABLE", "PLUGINS", "POLICY", "GPU_BUDGET", "MANAGED_LIMIT", "PREFETCH_ON_ALLOC",
                           "SPLIT_GRANULARITY", "STATS", "DATAPATH", "HOST_LIMIT", "VERIFY", "COPY_VIA",
-                          "WATCH_WHILE_FITS", "OVERLAP_OUT_IN", "POPULATE", "PARTITION_ABOVE"})
+                          "WATCH_WHILE_FITS", "OVERLAP_OUT_IN", "POPULATE", "PARTITION_ABOVE", "FENCE_TRUST_US"})
     c->set(key, "");
   for (auto& [k, v] : values) c->set(k, v);
   return c;
@@ -84,6 +84,14 @@ TEST(RuntimeOptions, PopulateNamesHowDroppedPagesArePopulated) {
   EXPECT_EQ(parse_runtime_options(*config_with({})).populate, Populate::kPrefetchEach);
   EXPECT_EQ(parse_runtime_options(*config_with({{"POPULATE", "prefetch"}})).populate, Populate::kPrefetchEach);
   EXPECT_EQ(parse_runtime_options(*config_with({{"POPULATE", "auto"}})).populate, Populate::kAuto);
+  EXPECT_TRUE(log.lines().empty());
+}
+
+TEST(RuntimeOptions, FenceTrustIsWholeMicroseconds) {
+  LogCapture log;
+  EXPECT_EQ(parse_runtime_options(*config_with({})).fence_trust, CudaBackendOptions{}.fence_not_ready_trust);
+  EXPECT_EQ(parse_runtime_options(*config_with({{"FENCE_TRUST_US", "0"}})).fence_trust, std::chrono::microseconds(0));
+  EXPECT_EQ(parse_runtime_options(*config_with({{"FENCE_TRUST_US", "10"}})).fence_trust, std::chrono::microseconds(10));
   EXPECT_TRUE(log.lines().empty());
 }
 
@@ -165,6 +173,7 @@ TEST_P(RuntimeOptionsBadValue, GivesOneMessageNamingTheVariableAndValueThenTheDe
   EXPECT_EQ(o.watch_while_fits, defaults.watch_while_fits);
   EXPECT_EQ(o.overlap_out_in, defaults.overlap_out_in);
   EXPECT_EQ(o.populate, defaults.populate);
+  EXPECT_EQ(o.fence_trust, defaults.fence_trust);
   EXPECT_EQ(o.partition_above, defaults.partition_above);
 }
 
@@ -174,6 +183,8 @@ INSTANTIATE_TEST_SUITE_P(
                       BadValue{"MANAGED_LIMIT", "-3GiB"}, BadValue{"MANAGED_LIMIT", "0"},
                       BadValue{"PREFETCH_ON_ALLOC", "2"}, BadValue{"WATCH_WHILE_FITS", "sometimes"},
                       BadValue{"OVERLAP_OUT_IN", "2"}, BadValue{"POPULATE", "prefetch-each"},
+                      BadValue{"FENCE_TRUST_US", "-1"}, BadValue{"FENCE_TRUST_US", "50us"},
+                      BadValue{"FENCE_TRUST_US", "100001"}, BadValue{"FENCE_TRUST_US", " 5"},
                       BadValue{"SPLIT_GRANULARITY", "100KiB"}, BadValue{"SPLIT_GRANULARITY", "1KiB"},
                       BadValue{"DATAPATH", "fast"}, BadValue{"DATAPATH", "UM"}, BadValue{"HOST_LIMIT", "lots"},
                       BadValue{"HOST_LIMIT", "150%"}, BadValue{"HOST_LIMIT", "-1GiB"}, BadValue{"VERIFY", "on"},

@@ -15,7 +15,9 @@ interleaved over --rounds rounds so drift on the machine hits every configuratio
 Every pumped run caps managed memory at half the GPU's free memory (PUMP_MANAGED_LIMIT).
 Prints per configuration the median ms/step, the 10th-90th percentile spread, the step time
 added against native, kernels per step (from PUMP_STATS) and the median cost added per launch:
-(median - native median) / kernels per step, beside the host time spent inside pump's hooks
+(median - native median) / kernels per step; the same for the launching thread's CPU time per
+step up to its final synchronization (thread_cpu_ms from train_steps.py: steadier than the
+wall clock on a shared machine, where other tenants' load moves a launch-bound step by 20%), beside the host time spent inside pump's hooks
 per launch (PUMP_STATS hooks.*.pump_ns), split into the extractor plugins' part (extract_ns), the
 engines' (engine_ns, their driver queries included) and the dispatch between them: what pump's
 own code costs, the rest being the GPU's. Exits 1 if any run fails or a run's loss
@@ -67,10 +69,12 @@ def run_once(model, steps, batch, env_extra, stats_path, cpus):
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, preexec_fn=pin)
     if r.returncode != 0:
         raise RuntimeError(f"rc={r.returncode}: {r.stderr.strip()[-600:]}")
-    ms, checksum = [], None
+    ms, cpu_ms, checksum = [], [], None
     for line in r.stdout.splitlines():
         if line.startswith("pump-bench: iteration_ms="):
             ms.append(float(line.split("=", 1)[1]))
+        elif line.startswith("thread_cpu_ms "):
+            cpu_ms.append(float(line.split()[2]))
         elif line.startswith("pump-bench: checksum="):
             checksum = line.split("=", 1)[1].strip()
     kernels = host = None
@@ -82,7 +86,7 @@ def run_once(model, steps, batch, env_extra, stats_path, cpus):
         host = {part: sum(h.get(f"{part}_ns", 0) for h in report["hooks"].values()) / 1e6 / steps
                 for part in ("pump", "extract", "engine")}
         host["lookups"] = sum(h.get("lookups", 0) for h in report["hooks"].values()) / steps
-    return ms, checksum, kernels, host, r.stderr
+    return ms, cpu_ms, checksum, kernels, host, r.stderr
 
 
 def percentile(xs, q):
@@ -115,6 +119,7 @@ def main():
         keep = set(a.only.split(","))
         rows = [r for r in rows if r[0] in keep]
     times = {name: [] for name, _ in rows}
+    cpu_times = {name: [] for name, _ in rows}  # the launching thread's CPU ms per step
     kernels = {}
     host_ms = {}  # per configuration, per run: ms per step spent inside pump's hooks on the host, by part
     checksums = {}
@@ -123,12 +128,13 @@ def main():
         for name, env in rows:
             stats = os.path.join(a.out, f"stats-{a.model}-{name}-{rnd}.json")
             try:
-                ms, checksum, k, host, err = run_once(a.model, a.steps, a.batch, env, stats, cpus)
+                ms, cpu_ms, checksum, k, host, err = run_once(a.model, a.steps, a.batch, env, stats, cpus)
             except (RuntimeError, subprocess.TimeoutExpired) as e:
                 print(f"{name} round {rnd}: FAILED {e}", flush=True)
                 failed.append(name)
                 continue
             times[name] += ms[a.warmup:]
+            cpu_times[name] += cpu_ms[a.warmup:]
             checksums.setdefault(name, set()).add(checksum)
             if k is not None:
                 kernels[name] = k
@@ -139,10 +145,12 @@ def main():
                 with open(os.path.join(a.out, f"stderr-{a.model}-{name}.txt"), "a") as f:
                     f.write(err)
     native = statistics.median(times["native"]) if times.get("native") else None
+    native_cpu = statistics.median(cpu_times["native"]) if cpu_times.get("native") else None
     kps = kernels.get("extractors") or (max(kernels.values()) if kernels else None)
     print(f"\n{a.model}: {a.rounds} rounds x {a.steps - a.warmup} steps per configuration, "
           f"kernels/step {kps:.0f}" if kps else f"\n{a.model}")
     print(f"{'config':<16} {'median ms':>10} {'p10-p90 ms':>16} {'vs native':>10} {'us/launch':>10} "
+          f"{'cpu ms':>8} {'cpu vs native':>13} {'cpu us/launch':>13} "
           f"{'in hooks us/launch (extractor + engine + dispatch)':>52}")
     result = {"model": a.model, "kernels_per_step": kps, "rows": {}}
     for name, _ in rows:
@@ -153,6 +161,10 @@ def main():
         med = statistics.median(xs)
         extra = f"{(med / native - 1) * 100:+.1f}%" if native else "-"
         per = f"{(med - native) * 1e3 / kps:.2f}" if native and kps and name != "native" else "-"
+        cpu = statistics.median(cpu_times[name]) if cpu_times.get(name) else None
+        cpu_extra = f"{(cpu / native_cpu - 1) * 100:+.1f}%" if cpu and native_cpu else "-"
+        cpu_per = (f"{(cpu - native_cpu) * 1e3 / kps:.2f}" if cpu and native_cpu and kps and name != "native"
+                   else "-")
         hooks = None
         in_hooks = "-"
         if host_ms.get(name) and kps:
@@ -163,9 +175,9 @@ def main():
             hooks["lookups_per_launch"] = statistics.median(run["lookups"] for run in host_ms[name]) / kps
             in_hooks += f" {hooks['lookups_per_launch']:.1f} lookups"
         print(f"{name:<16} {med:>10.2f} {percentile(xs, 0.1):>7.2f}-{percentile(xs, 0.9):<8.2f} {extra:>10} {per:>10} "
-              f"{in_hooks:>52}")
+              f"{(f'{cpu:.2f}' if cpu else '-'):>8} {cpu_extra:>13} {cpu_per:>13} {in_hooks:>52}")
         result["rows"][name] = {"median_ms": med, "p10_ms": percentile(xs, 0.1), "p90_ms": percentile(xs, 0.9),
-                                "steps": len(xs), "hook_host_ms_per_step": hooks,
+                                "steps": len(xs), "hook_host_ms_per_step": hooks, "thread_cpu_median_ms": cpu,
                                 "checksums": sorted(c or "" for c in checksums.get(name, []))}
     with open(os.path.join(a.out, f"launch-cost-{a.model}.json"), "w") as f:
         json.dump(result, f, indent=1)

@@ -119,8 +119,12 @@ class Report:
     def __init__(self):
         self.checksum = 0xCBF29CE484222325  # FNV-1a over the losses' hex texts
 
-    def step(self, step, ms, value):
+    def step(self, step, ms, value, cpu_ms=None):
         print(f"pump-bench: iteration_ms={ms:.3f}")
+        if cpu_ms is not None:
+            # The launching thread's CPU time up to the final synchronization: what pump adds to
+            # a launch-bound step, without the time the scheduler gave others (launch_cost.py).
+            print(f"thread_cpu_ms {step} {cpu_ms:.3f}")
         print(f"loss {step} {float(value).hex()}")
         for byte in float(value).hex().encode():
             self.checksum = ((self.checksum ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
@@ -162,14 +166,15 @@ def main():
     report = Report()
     for step in range(a.steps):
         torch.cuda.synchronize()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         opt.zero_grad(set_to_none=True)
         out = model(x)
         loss = loss_fn(out.float(), y)
         loss.backward()
         opt.step()
+        cpu_ms = (time.thread_time() - c0) * 1e3  # launching only: a synchronization may spin
         value = loss.item()  # synchronizes
-        report.step(step, (time.perf_counter() - t0) * 1e3, value)
+        report.step(step, (time.perf_counter() - t0) * 1e3, value, cpu_ms)
     report.finish(torch.cuda.max_memory_reserved())
 
 
