@@ -65,3 +65,18 @@ extern "C" __global__ void pump_copy_list(const PumpCopyList list) {
     for (unsigned long long j = done + first; j < k.bytes; j += stride) d8[j] = s8[j];
   }
 }
+
+// A kernel that keeps its stream busy for `ns` nanoseconds (0: an empty kernel), one
+// thread. The driver defers a prefetch or a discard queued behind unfinished work and runs
+// one on an idle stream inside the call (tests/gpu/populate_wait_probe.cu,
+// discard_defer_probe.cu): queued first, it makes a populate populate, and a discard leave
+// its work to the driver instead of the worker.
+extern "C" __global__ void pump_hold(unsigned long long ns) {
+  if (ns == 0) return;
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    __nanosleep(1000);
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+}

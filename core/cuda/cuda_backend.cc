@@ -586,6 +586,14 @@ void CudaBackend::load_copy_kernels() {
     note_failure(call, "the copy kernels are not used: copies use the copy engines", r);
     return;
   }
+  // Without it populates on an idle stream are discard-and-prefetches (kAuto) and discards
+  // are not held; the copy kernels are used all the same.
+  r = api_.cuModuleGetFunction(&hold_function_, copy_module_, "pump_hold");
+  if (r != CUDA_SUCCESS) {
+    hold_function_ = nullptr;
+    note_failure("cuModuleGetFunction(pump_hold)", "populates and discards are issued without holding their stream", r);
+    if (context_lost_) return;
+  }
   if (options_.copy_via != CopyVia::kKernel) return;
   call = "cuDeviceGetAttribute(CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING)";
   int unified = 0, can_map = 0;
@@ -783,6 +791,8 @@ void CudaBackend::issue_populate(CUstream stream, std::vector<Range> ranges) {
   };
   // Idle, the stream would run a prefetch inside the call, and a prefetch run so populates
   // nothing (tests/gpu/populate_wait_probe.cu): the copy landing there would fault page by page.
+  // kAuto queues an empty kernel first, behind which the prefetches are deferred and populate
+  // (H200, discard_defer_probe.cu: 256 MiB written in 0.07 ms after them, 600 ms without).
   const bool automatic = options_.populate == CudaBackendOptions::Populate::kAuto;
   bool idle = false;
   if ((automatic || options_.observe_populates) && api_.cuStreamQuery) {
@@ -792,6 +802,7 @@ void CudaBackend::issue_populate(CUstream stream, std::vector<Range> ranges) {
       stats_->populate_idle_bytes.fetch_add(total_bytes(ranges), std::memory_order_relaxed);
     }
   }
+  if (automatic && idle && hold_stream(stream, 0)) idle = false;
   if ((options_.populate == CudaBackendOptions::Populate::kDiscardAndPrefetch || (automatic && idle)) &&
       api_.cuMemDiscardAndPrefetchBatchAsync) {
     // The pages hold nothing worth keeping (dropped): discard-and-prefetch populates them
@@ -901,6 +912,11 @@ void CudaBackend::issue_discard(CUstream stream, const TransferOp& op) {
     return;
   }
   if (!options_.discard) return;
+  // Queued behind unfinished work a discard is deferred, and the driver does its work
+  // itself; on an idle stream the worker does it inside the call (discard_defer_probe.cu).
+  if (options_.discard_hold_ns && plan_options_.have_discard_batch && api_.cuStreamQuery &&
+      api_.cuStreamQuery(stream) == CUDA_SUCCESS)
+    hold_stream(stream, options_.discard_hold_ns);
   if (plan_options_.have_discard_batch) {
     BatchArguments batch(chunked(op.ranges, options_.discard_chunk_bytes));
     const auto t0 = std::chrono::steady_clock::now();
@@ -925,6 +941,21 @@ void CudaBackend::issue_discard(CUstream stream, const TransferOp& op) {
   evict.kind = OpKind::kEvict;
   evict.batched = false;
   issue_ranges(stream, evict, CUmemLocation{CU_MEM_LOCATION_TYPE_HOST, 0});
+}
+
+bool CudaBackend::hold_stream(CUstream stream, uint64_t ns) {
+  if (!hold_function_) return false;
+  unsigned long long arg = ns;
+  void* params[] = {&arg};
+  const CUresult r = api_.cuLaunchKernel(hold_function_, 1, 1, 1, 1, 1, 1, 0, stream, params, nullptr);
+  if (r == CUDA_SUCCESS) {
+    stats_->stream_holds.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  note_failure("cuLaunchKernel(pump_hold)", "populates and discards are issued without holding their stream", r,
+               nullptr, /*switches_mode=*/true);
+  hold_function_ = nullptr;
+  return false;
 }
 
 uint64_t CudaBackend::count_call_time(std::chrono::steady_clock::time_point since) {

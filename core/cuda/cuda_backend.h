@@ -125,7 +125,10 @@ struct CudaBackendOptions {
   // BERT 692 against 633 (its drops' driver time 4.5x, its longest call 85 ms against 9):
   // so prefetch stays the default. kAuto asks the driver whether the populate stream is
   // idle (cuStreamQuery) before each populate: idle, a prefetch would populate nothing, so
-  // that one is a discard-and-prefetch; queued behind work, a prefetch per piece.
+  // it queues an empty kernel (pump_hold) first, behind which the prefetches are deferred
+  // and populate (discard_defer_probe.cu, H200); where no kernel can be had, that populate
+  // is a discard-and-prefetch (the eleventh session's kAuto: decode 150-162 ms/token
+  // against 126 for prefetch, GPT and BERT within 1%). Queued behind work: a prefetch per piece.
   enum class Populate { kDiscardAndPrefetch, kPrefetchBatch, kPrefetchEach, kAuto };
   Populate populate = Populate::kPrefetchEach;
   // PUMP_STATS: ask whether each populate's stream is idle and count those that were
@@ -153,6 +156,12 @@ struct CudaBackendOptions {
   // unpopulated, and the copy into them faulted page by page (0.5-0.7 GB/s); 2 MiB
   // pieces restored at 27-29 GB/s, 8 MiB pieces at 38-40 (the best measured).
   uint64_t discard_chunk_bytes = 8ull << 20;
+  // PUMP_DISCARD_HOLD_US: before a discard on an idle stream, a kernel holds the stream this
+  // long (0: never), so the driver defers the discard and does its work on its own threads
+  // instead of inside the worker's call. H200 (discard_defer_probe.cu): 1 GiB in 16 calls
+  // cost the calling thread 3.6 ms on an idle stream, 0.05 ms deferred (1.4 ms of the
+  // process's CPU in all); an empty kernel first did not defer it.
+  uint64_t discard_hold_ns = 0;
   uint64_t populate_chunk_bytes = 8ull << 20;
   // false: drop nothing (pages stay, a measurement of the copies alone; never for users).
   bool discard = true;
@@ -222,6 +231,7 @@ struct CudaBackendOptions {
   X(save_issue_cpu_ns)    /* ... of which on a CPU */ \
   X(populate_idle_calls)  /* populates issued on an idle stream (observe_populates or auto) ... */ \
   X(populate_idle_bytes)  /* ... and their bytes: a prefetch there populates nothing */ \
+  X(stream_holds)         /* pump_hold kernels queued: before populates (kAuto) and discards (discard_hold_ns) */ \
   X(populate_issue_ns)    /* ... issuing populates (prefetches of dropped pages) */ \
   X(populate_issue_cpu_ns) /* ... of which on a CPU */ \
   X(restore_issue_ns)     /* ... issuing restores (copies from the shadows) */ \
@@ -328,6 +338,8 @@ class CudaBackend final : public DeviceBackend {
   // The populate and in streams wait for everything queued on the out stream so far.
   void wait_for_out_so_far();
   void check_clean_before_drop(const TransferBatch& batch);
+  // Queues pump_hold(ns) on `stream` (0: an empty kernel). False: no hold kernel.
+  bool hold_stream(CUstream stream, uint64_t ns);
   void poison(CUstream stream, const Range& range);
   // PUMP_VERIFY=checksum (core/cuda/clean_check.cc): compares each range with its shadow;
   // returns {bytes checked, ranges that differed}.
@@ -375,6 +387,7 @@ class CudaBackend final : public DeviceBackend {
   // that read one completed: its event).
   CUmodule copy_module_ = nullptr;
   CUfunction copy_function_ = nullptr;
+  CUfunction hold_function_ = nullptr;  // pump_hold; nullptr: none (or its launch failed once)
   struct ChunkSlot {
     void* host = nullptr;
     CUdeviceptr device = 0;

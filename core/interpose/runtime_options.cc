@@ -172,15 +172,17 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes,
     if (auto flag = parse_flag(*v)) o.overlap_out_in = *flag;
     else log(LogLevel::kError, "PUMP_OVERLAP_OUT_IN='%s' is not 0 or 1; using 0", v->c_str());
   }
-  if (auto v = config.get("FENCE_TRUST_US")) {
-    // A tuning knob, for measuring the memo: whole microseconds, at most 100 ms.
+  // Measuring knobs in whole microseconds, at most 100 ms.
+  for (auto [key, us] : {std::pair{"FENCE_TRUST_US", &o.fence_trust}, {"DISCARD_HOLD_US", &o.discard_hold}}) {
+    auto v = config.get(key);
+    if (!v) continue;
     char* end = nullptr;
-    const unsigned long long us = std::strtoull(v->c_str(), &end, 10);
-    if (!v->empty() && std::isdigit(static_cast<unsigned char>((*v)[0])) && *end == '\0' && us <= 100000)
-      o.fence_trust = std::chrono::microseconds(us);
+    const unsigned long long value = std::strtoull(v->c_str(), &end, 10);
+    if (!v->empty() && std::isdigit(static_cast<unsigned char>((*v)[0])) && *end == '\0' && value <= 100000)
+      *us = std::chrono::microseconds(value);
     else
-      log(LogLevel::kError, "PUMP_FENCE_TRUST_US='%s' is not a whole number of microseconds in [0, 100000]; using %lld",
-          v->c_str(), static_cast<long long>(o.fence_trust.count()));
+      log(LogLevel::kError, "PUMP_%s='%s' is not a whole number of microseconds in [0, 100000]; using %lld", key,
+          v->c_str(), static_cast<long long>(us->count()));
   }
   if (auto v = config.get("WATCH_WHILE_FITS")) {
     if (auto flag = parse_flag(*v)) o.watch_while_fits = *flag;

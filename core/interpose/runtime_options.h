@@ -37,6 +37,7 @@ struct RuntimeOptions {
   bool overlap_out_in = false;             // PUMP_OVERLAP_OUT_IN (CudaBackendOptions::overlap_out_in)
   std::chrono::microseconds fence_trust =  // PUMP_FENCE_TRUST_US (CudaBackendOptions::fence_not_ready_trust)
       CudaBackendOptions{}.fence_not_ready_trust;
+  std::chrono::microseconds discard_hold{CudaBackendOptions{}.discard_hold_ns / 1000};  // PUMP_DISCARD_HOLD_US
   uint64_t split_granularity = 64 * 1024;  // PUMP_SPLIT_GRANULARITY
   std::string stats_path;                  // PUMP_STATS, %r and %p expanded
   std::string stats_template;              // ... as given (a forked child expands it again)

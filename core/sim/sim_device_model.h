@@ -114,8 +114,9 @@ struct SimDeviceModel {
   //   kDiscardAndPrefetch: one cudaMemDiscardAndPrefetchBatchAsync per restore group (and
   //     one for a batch's populate-only fetches), which populated deferred or not, at
   //     discard_and_prefetch_bytes_per_second.
-  //   kAuto: as kPrefetchEach where deferred; where the driver would run it at once,
-  //     discard-and-prefetch (PUMP_POPULATE=auto asks cuStreamQuery whether the stream is idle).
+  //   kAuto: as kPrefetchEach, always deferred: where the driver would run it at once,
+  //     an empty kernel is queued before it (PUMP_POPULATE=auto asks cuStreamQuery whether
+  //     the stream is idle; discard_defer_probe.cu: behind it the prefetches populate).
   enum class Populate : uint8_t { kPrefetchEach, kDiscardAndPrefetch, kAuto };
   Populate populate = Populate::kPrefetchEach;
   uint64_t populate_chunk_bytes = 8ull << 20;  // CudaBackendOptions::populate_chunk_bytes

@@ -894,8 +894,112 @@ TEST_F(FakeDriverTest, AFailedDiscardAndPrefetchPopulatesByPrefetch) {
   EXPECT_EQ(b.stats().failed_calls, 1u);
 }
 
-// PUMP_POPULATE=auto: a populate on an idle stream (where a prefetch runs inside the call
-// and populates nothing) is a discard-and-prefetch; one queued behind work is a prefetch.
+// The hold kernel's launches among `all` (the fake records them with value kHoldKernel).
+std::vector<FakeCall> holds_in(const std::vector<FakeCall>& all) {
+  std::vector<FakeCall> out;
+  for (const FakeCall& c : all)
+    if (std::strcmp(c.name, "cuLaunchKernel") == 0 && c.value == kHoldKernel) out.push_back(c);
+  return out;
+}
+
+// PUMP_POPULATE=auto with the copy kernels: a populate on an idle stream queues an empty
+// kernel first, on that stream, then prefetches each piece (deferred behind it, they
+// populate); one queued behind work needs no kernel.
+TEST_F(FakeDriverTest, AutoQueuesAnEmptyKernelBeforePopulatesOnAnIdleStream) {
+  FakeDriverConfig config;
+  config.model_memory = 1;
+  config.copy_kernels = 1;
+  CudaBackendOptions options;
+  options.populate = CudaBackendOptions::Populate::kAuto;
+  options.populate_chunk_bytes = kPiece;
+  CudaBackend& b = start(config, options);
+  const RestoreRun idle = restore_back(b, 2);
+  EXPECT_TRUE(idle.bytes_back);
+  const std::vector<FakeCall> holds = holds_in(idle.calls);
+  ASSERT_EQ(holds.size(), 1u);
+  EXPECT_EQ(holds[0].bytes, 0u) << "an empty kernel";
+  const size_t hold_at = static_cast<size_t>(
+      std::find_if(idle.calls.begin(), idle.calls.end(), [](const FakeCall& c) { return c.value == kHoldKernel; }) -
+      idle.calls.begin() + 1);
+  const size_t prefetch_at = position(idle.calls, "cuMemPrefetchAsync", idle.address);
+  ASSERT_NE(prefetch_at, 0u);
+  EXPECT_LT(hold_at, prefetch_at);
+  EXPECT_EQ(idle.calls[prefetch_at - 1].stream, holds[0].stream) << "the kernel holds the populate's stream";
+  EXPECT_EQ(position(idle.calls, "cuMemDiscardAndPrefetchBatchAsync", idle.address), 0u);
+  EXPECT_EQ(b.stats().stream_holds, 1u);
+  EXPECT_EQ(b.stats().populate_idle_calls, 1u);
+  driver_.hold(holds[0].stream, true);  // busy: no kernel needed
+  const RestoreRun busy = restore_back(b, 2);
+  driver_.hold(holds[0].stream, false);
+  EXPECT_TRUE(busy.bytes_back);
+  EXPECT_TRUE(holds_in(busy.calls).empty());
+  EXPECT_NE(position(busy.calls, "cuMemPrefetchAsync", busy.address), 0u);
+}
+
+// A hold kernel that fails to launch: one message, that populate (and every later one on an
+// idle stream) is a discard-and-prefetch, and the bytes come back.
+TEST_F(FakeDriverTest, AFailedHoldKernelFallsBackToDiscardAndPrefetch) {
+  LogCapture capture;
+  FakeDriverConfig config;
+  config.model_memory = 1;
+  config.copy_kernels = 1;
+  CudaBackendOptions options;
+  options.populate = CudaBackendOptions::Populate::kAuto;
+  CudaBackend& b = start(config, options);
+  driver_.fail("cuLaunchKernel", 0, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, 1);
+  const RestoreRun first = restore_back(b, 2);
+  EXPECT_TRUE(first.bytes_back);
+  EXPECT_NE(position(first.calls, "cuMemDiscardAndPrefetchBatchAsync", first.address), 0u);
+  const RestoreRun second = restore_back(b, 2);
+  EXPECT_TRUE(second.bytes_back);
+  EXPECT_TRUE(holds_in(second.calls).empty()) << "not tried again";
+  EXPECT_NE(position(second.calls, "cuMemDiscardAndPrefetchBatchAsync", second.address), 0u);
+  EXPECT_EQ(b.stats().failed_calls, 1u);
+  const std::string log = all_log();
+  EXPECT_NE(log.find("pump_hold"), std::string::npos) << log;
+  EXPECT_EQ(log.find("pump_hold"), log.rfind("pump_hold")) << "one message: " << log;
+}
+
+// PUMP_DISCARD_HOLD_US: a discard on an idle stream comes after a kernel holding that stream
+// for the time asked; on a busy stream (and by default) none is queued.
+TEST_F(FakeDriverTest, ADiscardOnAnIdleStreamIsHeldWhenAsked) {
+  FakeDriverConfig config;
+  config.copy_kernels = 1;
+  CudaBackendOptions options;
+  options.discard_hold_ns = 50000;
+  CudaBackend& b = start(config, options);
+  TransferBatch batch;
+  batch.discard = {{kBase, 2 * kMiB}};
+  ASSERT_TRUE(wait_done(b.submit(std::move(batch)).out));
+  const std::vector<FakeCall> all = calls();
+  const std::vector<FakeCall> holds = holds_in(all);
+  ASSERT_EQ(holds.size(), 1u);
+  EXPECT_EQ(holds[0].bytes, 50000u);
+  const size_t discard_at = position(all, "cuMemDiscardBatchAsync", kBase);
+  ASSERT_NE(discard_at, 0u);
+  EXPECT_EQ(all[discard_at - 1].stream, holds[0].stream);
+  EXPECT_LT(static_cast<size_t>(std::find_if(all.begin(), all.end(),
+                                             [](const FakeCall& c) { return c.value == kHoldKernel; }) -
+                                all.begin()),
+            discard_at - 1);
+  driver_.hold(holds[0].stream, true);
+  TransferBatch busy;
+  busy.discard = {{kBase + 8 * kMiB, 2 * kMiB}};
+  const Fence out = b.submit(std::move(busy)).out;
+  ASSERT_TRUE(b.wait_issued(std::chrono::seconds(10)));
+  driver_.hold(holds[0].stream, false);
+  ASSERT_TRUE(wait_done(out));
+  EXPECT_EQ(holds_in(calls()).size(), 1u) << "a busy stream defers the discard without a kernel";
+  EXPECT_EQ(calls_named("cuMemDiscardBatchAsync").size(), 2u);
+  CudaBackend& plain = start(config);
+  TransferBatch d;
+  d.discard = {{kBase, 2 * kMiB}};
+  ASSERT_TRUE(wait_done(plain.submit(std::move(d)).out));
+  EXPECT_TRUE(holds_in(calls()).empty());
+}
+
+// Without the copy kernels (no hold kernel to queue), PUMP_POPULATE=auto makes a populate on
+// an idle stream a discard-and-prefetch; one queued behind work is a prefetch.
 TEST_F(FakeDriverTest, AutoPopulatesByDiscardAndPrefetchOnlyWhereTheStreamIsIdle) {
   FakeDriverConfig config;
   config.model_memory = 1;

@@ -530,7 +530,7 @@ struct CopyList {
   unsigned long long count;
   CopyChunk chunks[32];
 };
-int g_module, g_copy_function, g_copy_list_function;
+int g_module, g_copy_function, g_copy_list_function, g_hold_function;
 CUresult ModuleLoadData(CUmodule* m, const void*) {
   ENTER("cuModuleLoadData");
   *m = reinterpret_cast<CUmodule>(&g_module);
@@ -540,6 +540,7 @@ CUresult ModuleGetFunction(CUfunction* f, CUmodule, const char* name) {
   ENTER("cuModuleGetFunction");
   if (std::string_view(name) == "pump_copy_chunks") *f = reinterpret_cast<CUfunction>(&g_copy_function);
   else if (std::string_view(name) == "pump_copy_list") *f = reinterpret_cast<CUfunction>(&g_copy_list_function);
+  else if (std::string_view(name) == "pump_hold") *f = reinterpret_cast<CUfunction>(&g_hold_function);
   else return CUDA_ERROR_NOT_FOUND;
   return CUDA_SUCCESS;
 }
@@ -556,6 +557,14 @@ CUresult LaunchKernel(CUfunction f, unsigned, unsigned, unsigned, unsigned, unsi
         std::memmove(bytes_at(list->chunks[i].dst), bytes_at(list->chunks[i].src), list->chunks[i].bytes);
     }
     record("cuLaunchKernel", s, list->count ? list->chunks[0].src : 0, bytes, list->count, 0);
+    return CUDA_SUCCESS;
+  }
+  if (f == reinterpret_cast<CUfunction>(&g_hold_function)) {
+    // pump_hold: size = the nanoseconds it holds its stream, count = kHoldKernel.
+    if (!params) return CUDA_ERROR_INVALID_VALUE;
+    unsigned long long ns = 0;
+    std::memcpy(&ns, params[0], sizeof ns);
+    record("cuLaunchKernel", s, 0, ns, kHoldKernel, 0);
     return CUDA_SUCCESS;
   }
   if (f != reinterpret_cast<CUfunction>(&g_copy_function)) {

@@ -45,6 +45,10 @@ struct FakeDriverConfig {
 // cuCtxPushCurrent the context pushed; a stream's context (cuStreamGetCtx) is 0xc0 unless
 // set with fake_cuda_set_stream_context.
 
+// cuLaunchKernel of the backend's pump_hold kernel is recorded with this `value` (its
+// `bytes`: the nanoseconds it holds its stream).
+constexpr uint64_t kHoldKernel = 0x401d;
+
 // The byte a discarded range reads back as under model_memory.
 constexpr unsigned char kFakeDiscardedByte = 0xDB;
 

@@ -19,7 +19,8 @@ std::unique_ptr<Config> config_with(std::initializer_list<std::pair<const char*,
   auto c = std::make_unique<Config>();
   for (const char* key : {"DISABLE", "PLUGINS", "POLICY", "GPU_BUDGET", "MANAGED_LIMIT", "PREFETCH_ON_ALLOC",
                           "SPLIT_GRANULARITY", "STATS", "DATAPATH", "HOST_LIMIT", "VERIFY", "COPY_VIA",
-                          "WATCH_WHILE_FITS", "OVERLAP_OUT_IN", "POPULATE", "PARTITION_ABOVE", "FENCE_TRUST_US"})
+                          "WATCH_WHILE_FITS", "OVERLAP_OUT_IN", "POPULATE", "PARTITION_ABOVE", "FENCE_TRUST_US",
+                          "DISCARD_HOLD_US"})
     c->set(key, "");
   for (auto& [k, v] : values) c->set(k, v);
   return c;
@@ -87,11 +88,14 @@ TEST(RuntimeOptions, PopulateNamesHowDroppedPagesArePopulated) {
   EXPECT_TRUE(log.lines().empty());
 }
 
-TEST(RuntimeOptions, FenceTrustIsWholeMicroseconds) {
+TEST(RuntimeOptions, FenceTrustAndDiscardHoldAreWholeMicroseconds) {
   LogCapture log;
   EXPECT_EQ(parse_runtime_options(*config_with({})).fence_trust, CudaBackendOptions{}.fence_not_ready_trust);
   EXPECT_EQ(parse_runtime_options(*config_with({{"FENCE_TRUST_US", "0"}})).fence_trust, std::chrono::microseconds(0));
   EXPECT_EQ(parse_runtime_options(*config_with({{"FENCE_TRUST_US", "10"}})).fence_trust, std::chrono::microseconds(10));
+  EXPECT_EQ(parse_runtime_options(*config_with({})).discard_hold, std::chrono::microseconds(0));
+  EXPECT_EQ(parse_runtime_options(*config_with({{"DISCARD_HOLD_US", "50"}})).discard_hold,
+            std::chrono::microseconds(50));
   EXPECT_TRUE(log.lines().empty());
 }
 
@@ -174,6 +178,7 @@ TEST_P(RuntimeOptionsBadValue, GivesOneMessageNamingTheVariableAndValueThenTheDe
   EXPECT_EQ(o.overlap_out_in, defaults.overlap_out_in);
   EXPECT_EQ(o.populate, defaults.populate);
   EXPECT_EQ(o.fence_trust, defaults.fence_trust);
+  EXPECT_EQ(o.discard_hold, defaults.discard_hold);
   EXPECT_EQ(o.partition_above, defaults.partition_above);
 }
 
@@ -185,6 +190,7 @@ INSTANTIATE_TEST_SUITE_P(
                       BadValue{"OVERLAP_OUT_IN", "2"}, BadValue{"POPULATE", "prefetch-each"},
                       BadValue{"FENCE_TRUST_US", "-1"}, BadValue{"FENCE_TRUST_US", "50us"},
                       BadValue{"FENCE_TRUST_US", "100001"}, BadValue{"FENCE_TRUST_US", " 5"},
+                      BadValue{"DISCARD_HOLD_US", "x"},
                       BadValue{"SPLIT_GRANULARITY", "100KiB"}, BadValue{"SPLIT_GRANULARITY", "1KiB"},
                       BadValue{"DATAPATH", "fast"}, BadValue{"DATAPATH", "UM"}, BadValue{"HOST_LIMIT", "lots"},
                       BadValue{"HOST_LIMIT", "150%"}, BadValue{"HOST_LIMIT", "-1GiB"}, BadValue{"VERIFY", "on"},
