@@ -11,7 +11,8 @@
 // too. Each case discards 1 GiB of resident pages in 8 MiB pieces as 16 batch calls of 8
 // (pump's shape) on stream s and prints, median of 5: the issuing thread's wall and CPU time
 // in the calls, the process's CPU time from the first call until s is done (the driver's own
-// threads included), and how much device memory the discard freed once s was done:
+// threads included), and the change in cudaMemGetInfo's free memory once s was done (on the
+// H200 it showed none in any case: it does not count dropped managed pages):
 //   idle          nothing queued on s
 //   empty-kernel  an empty kernel queued on s just before (a "nudge")
 //   behind-kernel a 20 ms kernel queued on s before

@@ -140,7 +140,8 @@ def main():
                 kernels[name] = k
             if host is not None:
                 host_ms.setdefault(name, []).append(host)
-            print(f"round {rnd} {name}: median {statistics.median(ms[a.warmup:]):.2f} ms", flush=True)
+            cpu_note = f", launching thread CPU {statistics.median(cpu_ms[a.warmup:]):.2f} ms" if cpu_ms[a.warmup:] else ""
+            print(f"round {rnd} {name}: median {statistics.median(ms[a.warmup:]):.2f} ms{cpu_note}", flush=True)
             if err.strip():
                 with open(os.path.join(a.out, f"stderr-{a.model}-{name}.txt"), "a") as f:
                     f.write(err)
