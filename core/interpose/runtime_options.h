@@ -38,12 +38,12 @@ struct RuntimeOptions {
   std::chrono::microseconds fence_trust =  // PUMP_FENCE_TRUST_US (CudaBackendOptions::fence_not_ready_trust)
       CudaBackendOptions{}.fence_not_ready_trust;
   std::chrono::microseconds discard_hold{CudaBackendOptions{}.discard_hold_ns / 1000};  // PUMP_DISCARD_HOLD_US
-  uint64_t split_granularity = 64 * 1024;  // PUMP_SPLIT_GRANULARITY
-  std::string stats_path;                  // PUMP_STATS, %r and %p expanded
-  std::string stats_template;              // ... as given (a forked child expands it again)
-  ProcessIdentity process;                 // the process these paths were expanded for
-  std::string trace_path;                  // PUMP_TRACE, likewise
-  DataPath datapath = DataPath::kCopy;     // PUMP_DATAPATH: copy | um
+  uint64_t split_granularity = 64 * 1024;                                               // PUMP_SPLIT_GRANULARITY
+  std::string stats_path;               // PUMP_STATS, %r and %p expanded
+  std::string stats_template;           // ... as given (a forked child expands it again)
+  ProcessIdentity process;              // the process these paths were expanded for
+  std::string trace_path;               // PUMP_TRACE, likewise
+  DataPath datapath = DataPath::kCopy;  // PUMP_DATAPATH: copy | um
   CudaBackendOptions::CopyVia copy_via =
       CudaBackendOptions::CopyVia::kStaging;  // PUMP_COPY_VIA: staging | kernel | engines
   CudaBackendOptions::Populate populate =

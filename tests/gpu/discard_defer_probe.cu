@@ -116,8 +116,8 @@ int main() {
       wait_idle(other);
       const double process_cpu = cpu_ms(CLOCK_PROCESS_CPUTIME_ID) - p0;
       const size_t free1 = free_bytes();
-      samples.push_back({wall, thread_cpu, process_cpu,
-                         (static_cast<double>(free1) - static_cast<double>(free0)) / kMiB, next_call});
+      samples.push_back(
+          {wall, thread_cpu, process_cpu, (static_cast<double>(free1) - static_cast<double>(free0)) / kMiB, next_call});
     }
     auto median = [&](double Sample::*field) {
       std::vector<double> v;
@@ -150,8 +150,9 @@ int main() {
     CHECK(cudaDeviceSynchronize());
     float ms = 0;
     CHECK(cudaEventElapsedTime(&ms, a, b));
-    std::printf("populate 256 MiB in 8 MiB pieces on an idle stream%-22s host %6.2f ms, then writing it took %8.3f ms\n",
-                nudge ? ", an empty kernel first:" : ":", host, ms);
+    std::printf(
+        "populate 256 MiB in 8 MiB pieces on an idle stream%-22s host %6.2f ms, then writing it took %8.3f ms\n",
+        nudge ? ", an empty kernel first:" : ":", host, ms);
   }
   return 0;
 }

@@ -978,10 +978,10 @@ TEST_F(FakeDriverTest, ADiscardOnAnIdleStreamIsHeldWhenAsked) {
   const size_t discard_at = position(all, "cuMemDiscardBatchAsync", kBase);
   ASSERT_NE(discard_at, 0u);
   EXPECT_EQ(all[discard_at - 1].stream, holds[0].stream);
-  EXPECT_LT(static_cast<size_t>(std::find_if(all.begin(), all.end(),
-                                             [](const FakeCall& c) { return c.value == kHoldKernel; }) -
-                                all.begin()),
-            discard_at - 1);
+  EXPECT_LT(
+      static_cast<size_t>(
+          std::find_if(all.begin(), all.end(), [](const FakeCall& c) { return c.value == kHoldKernel; }) - all.begin()),
+      discard_at - 1);
   driver_.hold(holds[0].stream, true);
   TransferBatch busy;
   busy.discard = {{kBase + 8 * kMiB, 2 * kMiB}};

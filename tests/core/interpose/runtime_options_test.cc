@@ -17,10 +17,10 @@ using testing_support::LogCapture;
 // Overrides every key so the test does not depend on the environment it runs in.
 std::unique_ptr<Config> config_with(std::initializer_list<std::pair<const char*, const char*>> values) {
   auto c = std::make_unique<Config>();
-  for (const char* key : {"DISABLE", "PLUGINS", "POLICY", "GPU_BUDGET", "MANAGED_LIMIT", "PREFETCH_ON_ALLOC",
-                          "SPLIT_GRANULARITY", "STATS", "DATAPATH", "HOST_LIMIT", "VERIFY", "COPY_VIA",
-                          "WATCH_WHILE_FITS", "OVERLAP_OUT_IN", "POPULATE", "PARTITION_ABOVE", "FENCE_TRUST_US",
-                          "DISCARD_HOLD_US"})
+  for (const char* key :
+       {"DISABLE", "PLUGINS", "POLICY", "GPU_BUDGET", "MANAGED_LIMIT", "PREFETCH_ON_ALLOC", "SPLIT_GRANULARITY",
+        "STATS", "DATAPATH", "HOST_LIMIT", "VERIFY", "COPY_VIA", "WATCH_WHILE_FITS", "OVERLAP_OUT_IN", "POPULATE",
+        "PARTITION_ABOVE", "FENCE_TRUST_US", "DISCARD_HOLD_US"})
     c->set(key, "");
   for (auto& [k, v] : values) c->set(k, v);
   return c;
@@ -184,27 +184,24 @@ TEST_P(RuntimeOptionsBadValue, GivesOneMessageNamingTheVariableAndValueThenTheDe
 
 INSTANTIATE_TEST_SUITE_P(
     Interpose, RuntimeOptionsBadValue,
-    ::testing::Values(BadValue{"DISABLE", "maybe"}, BadValue{"GPU_BUDGET", "lots"}, BadValue{"GPU_BUDGET", "150%"},
-                      BadValue{"MANAGED_LIMIT", "-3GiB"}, BadValue{"MANAGED_LIMIT", "0"},
-                      BadValue{"PREFETCH_ON_ALLOC", "2"}, BadValue{"WATCH_WHILE_FITS", "sometimes"},
-                      BadValue{"OVERLAP_OUT_IN", "2"}, BadValue{"POPULATE", "prefetch-each"},
-                      BadValue{"FENCE_TRUST_US", "-1"}, BadValue{"FENCE_TRUST_US", "50us"},
-                      BadValue{"FENCE_TRUST_US", "100001"}, BadValue{"FENCE_TRUST_US", " 5"},
-                      BadValue{"DISCARD_HOLD_US", "x"},
-                      BadValue{"SPLIT_GRANULARITY", "100KiB"}, BadValue{"SPLIT_GRANULARITY", "1KiB"},
-                      BadValue{"DATAPATH", "fast"}, BadValue{"DATAPATH", "UM"}, BadValue{"HOST_LIMIT", "lots"},
-                      BadValue{"HOST_LIMIT", "150%"}, BadValue{"HOST_LIMIT", "-1GiB"}, BadValue{"VERIFY", "on"},
-                      BadValue{"COPY_VIA", "bounce"}, BadValue{"PARTITION_ABOVE", "half"},
-                      BadValue{"PARTITION_ABOVE", "150%"},
-                      // below one page: a budget that holds nothing
-                      BadValue{"GPU_BUDGET", "0"}, BadValue{"GPU_BUDGET", "0B"}, BadValue{"GPU_BUDGET", "0.0001"},
-                      BadValue{"GPU_BUDGET", "4095"},
-                      // per device: the whole setting is refused
-                      BadValue{"GPU_BUDGET", "0:8GiB,0:6GiB"}, BadValue{"GPU_BUDGET", "0:8GiB,1:lots"},
-                      BadValue{"GPU_BUDGET", "8GiB,6GiB"}, BadValue{"GPU_BUDGET", "x:8GiB"},
-                      BadValue{"GPU_BUDGET", "0:8GiB,"}, BadValue{"GPU_BUDGET", "1:0"},
-                      BadValue{"GPU_BUDGET", "0:150%"}, BadValue{"MANAGED_LIMIT", "0:16GiB,1:0"},
-                      BadValue{"MANAGED_LIMIT", "1:16GiB,1:8GiB"}, BadValue{"MANAGED_LIMIT", "0:50%"}),
+    ::testing::Values(
+        BadValue{"DISABLE", "maybe"}, BadValue{"GPU_BUDGET", "lots"}, BadValue{"GPU_BUDGET", "150%"},
+        BadValue{"MANAGED_LIMIT", "-3GiB"}, BadValue{"MANAGED_LIMIT", "0"}, BadValue{"PREFETCH_ON_ALLOC", "2"},
+        BadValue{"WATCH_WHILE_FITS", "sometimes"}, BadValue{"OVERLAP_OUT_IN", "2"},
+        BadValue{"POPULATE", "prefetch-each"}, BadValue{"FENCE_TRUST_US", "-1"}, BadValue{"FENCE_TRUST_US", "50us"},
+        BadValue{"FENCE_TRUST_US", "100001"}, BadValue{"FENCE_TRUST_US", " 5"}, BadValue{"DISCARD_HOLD_US", "x"},
+        BadValue{"SPLIT_GRANULARITY", "100KiB"}, BadValue{"SPLIT_GRANULARITY", "1KiB"}, BadValue{"DATAPATH", "fast"},
+        BadValue{"DATAPATH", "UM"}, BadValue{"HOST_LIMIT", "lots"}, BadValue{"HOST_LIMIT", "150%"},
+        BadValue{"HOST_LIMIT", "-1GiB"}, BadValue{"VERIFY", "on"}, BadValue{"COPY_VIA", "bounce"},
+        BadValue{"PARTITION_ABOVE", "half"}, BadValue{"PARTITION_ABOVE", "150%"},
+        // below one page: a budget that holds nothing
+        BadValue{"GPU_BUDGET", "0"}, BadValue{"GPU_BUDGET", "0B"}, BadValue{"GPU_BUDGET", "0.0001"},
+        BadValue{"GPU_BUDGET", "4095"},
+        // per device: the whole setting is refused
+        BadValue{"GPU_BUDGET", "0:8GiB,0:6GiB"}, BadValue{"GPU_BUDGET", "0:8GiB,1:lots"},
+        BadValue{"GPU_BUDGET", "8GiB,6GiB"}, BadValue{"GPU_BUDGET", "x:8GiB"}, BadValue{"GPU_BUDGET", "0:8GiB,"},
+        BadValue{"GPU_BUDGET", "1:0"}, BadValue{"GPU_BUDGET", "0:150%"}, BadValue{"MANAGED_LIMIT", "0:16GiB,1:0"},
+        BadValue{"MANAGED_LIMIT", "1:16GiB,1:8GiB"}, BadValue{"MANAGED_LIMIT", "0:50%"}),
     [](const ::testing::TestParamInfo<BadValue>& info) {
       // e.g. GPU_BUDGET_150_ : the variable and its value, as a test name
       std::string name = std::string(info.param.key) + "_" + info.param.value;
