@@ -556,7 +556,7 @@ TEST_F(FakeDriverTest, DestructionIssuesEveryQueuedBatchFirst) {
   for (uint64_t i = 0; i < 3; ++i) {
     TransferBatch batch;
     batch.prefetch = {{kBase + i * 8 * kMiB, 2 * kMiB}};
-    b.submit(std::move(batch)).in;
+    b.submit(std::move(batch));
   }
   std::thread opener([&] {
     std::this_thread::sleep_for(20ms);
