@@ -40,12 +40,6 @@ constexpr size_t kBig = 1024 * kMiB;
 constexpr size_t kPiece = 8 * kMiB;
 constexpr size_t kSmall = 64 * kMiB;
 
-__global__ void spin(long long cycles) {
-  const long long start = clock64();
-  while (clock64() - start < cycles) {
-  }
-}
-
 double cpu_ms(clockid_t clock) {
   timespec t{};
   clock_gettime(clock, &t);
@@ -76,9 +70,7 @@ struct Sample {
 
 int main() {
   CHECK(cudaSetDevice(0));
-  int clock_khz = 0;
-  CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
-  const long long cycles_20ms = static_cast<long long>(clock_khz) * 20;
+  const long long cycles_20ms = cycles_per_ms() * 20;
   char* big = nullptr;
   char* small = nullptr;
   CHECK(cudaMallocManaged(&big, kBig));
@@ -133,9 +125,6 @@ int main() {
   }
   // The populate side: pieces prefetched on an idle stream, with and without a nudge.
   constexpr size_t kRange = 256 * kMiB;
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
   for (const bool nudge : {false, true, false, true}) {
     fill<<<1024, 256, 0, s>>>(reinterpret_cast<uint32_t*>(big), kRange / 4, 1);
     discard_in_pieces(big, kRange, kPiece, s);
@@ -144,12 +133,7 @@ int main() {
     if (nudge) spin<<<1, 1, 0, s>>>(0);
     for (size_t at = 0; at < kRange; at += kPiece) CHECK(cudaMemPrefetchAsync(big + at, kPiece, device, 0, s));
     const double host = since_ms(t0);
-    CHECK(cudaEventRecord(a, s));
-    fill<<<1024, 256, 0, s>>>(reinterpret_cast<uint32_t*>(big), kRange / 4, 2);
-    CHECK(cudaEventRecord(b, s));
-    CHECK(cudaDeviceSynchronize());
-    float ms = 0;
-    CHECK(cudaEventElapsedTime(&ms, a, b));
+    const float ms = write_ms(big, kRange, s);
     std::printf(
         "populate 256 MiB in 8 MiB pieces on an idle stream%-22s host %6.2f ms, then writing it took %8.3f ms\n",
         nudge ? ", an empty kernel first:" : ":", host, ms);

@@ -41,12 +41,6 @@ constexpr size_t kBlock = 64 * kMiB;
 constexpr size_t kPiece = 8 * kMiB;
 constexpr size_t kCopy = 1024 * kMiB;
 
-__global__ void spin(long long cycles) {
-  const long long start = clock64();
-  while (clock64() - start < cycles) {
-  }
-}
-
 void discard(char* p, cudaStream_t s, size_t bytes = kBlock) { discard_in_pieces(p, bytes, kPiece, s); }
 
 double populate_ms(char* p, cudaStream_t s, size_t bytes = kBlock) {
@@ -60,9 +54,7 @@ double populate_ms(char* p, cudaStream_t s, size_t bytes = kBlock) {
 
 int main() {
   CHECK(cudaSetDevice(0));
-  int clock_khz = 0;
-  CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
-  const long long cycles_100ms = static_cast<long long>(clock_khz) * 100;
+  const long long cycles_100ms = cycles_per_ms() * 100;
   char* block = nullptr;
   CHECK(cudaMallocManaged(&block, kBlock));
   char *dev_a = nullptr, *dev_b = nullptr, *host_a = nullptr, *host_b = nullptr;
@@ -135,9 +127,6 @@ int main() {
   std::printf("4-streams 128 populates of 8 MiB behind an event: host %.2f ms\n",
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   CHECK(cudaDeviceSynchronize());
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
   constexpr size_t kRange = 256 * kMiB;
   std::vector<void*> ptrs;
   std::vector<size_t> sizes;
@@ -166,12 +155,7 @@ int main() {
         if (h == "prefetch pieces after an empty kernel") spin<<<1, 1, 0, s>>>(0);
         for (size_t at = 0; at < kRange; at += kPiece) CHECK(cudaMemPrefetchAsync(big + at, kPiece, device_loc, 0, s));
       }
-      CHECK(cudaEventRecord(a, s));
-      fill<<<1024, 256, 0, s>>>(reinterpret_cast<uint32_t*>(big), kRange / 4, 2);
-      CHECK(cudaEventRecord(b, s));
-      CHECK(cudaDeviceSynchronize());
-      float ms = 0;
-      CHECK(cudaEventElapsedTime(&ms, a, b));
+      const float ms = write_ms(big, kRange, s);
       std::printf("%-38s %-26s then writing 256 MiB took %8.3f ms\n", how,
                   deferred ? "(deferred behind a kernel)" : "(idle stream)", ms);
     }

@@ -1,4 +1,4 @@
-// What the one-off managed-memory probes share (bounce_probe.cu, discard_probe.cu): a CUDA
+// What the one-off managed-memory probes share (bounce_probe.cu, discard_probe.cu, ...): a CUDA
 // call check, a per-word pattern to fill and verify, and a 16-byte device copy. Header
 // only, so each probe still builds with one nvcc command.
 #pragma once
@@ -46,10 +46,40 @@ __global__ void check(const uint32_t* p, size_t words, uint32_t seed, Bad* bad) 
     atomicMax(&bad->last, last);
   }
 }
+// SM clock cycles in a millisecond on the current device (for spin()).
+inline long long cycles_per_ms() {
+  int device = 0, clock_khz = 0;
+  CHECK(cudaGetDevice(&device));
+  CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device));
+  return clock_khz;
+}
+// Keeps its stream busy for about `cycles` SM clock cycles (0: an empty kernel).
+__global__ void spin(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
 // Device-side copy, 16 bytes per access.
 __global__ void copy16(uint4* __restrict__ dst, const uint4* __restrict__ src, size_t n) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
     dst[i] = src[i];
+}
+// How long a kernel writing [p, p + bytes) takes on `s` once it gets there (device time,
+// events; the device synchronized after): well under a millisecond for 256 MiB of populated
+// pages, hundreds for pages left to fault in.
+inline float write_ms(char* p, size_t bytes, cudaStream_t s) {
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  CHECK(cudaEventRecord(a, s));
+  fill<<<1024, 256, 0, s>>>(reinterpret_cast<uint32_t*>(p), bytes / 4, 2);
+  CHECK(cudaEventRecord(b, s));
+  CHECK(cudaDeviceSynchronize());
+  float ms = 0;
+  CHECK(cudaEventElapsedTime(&ms, a, b));
+  CHECK(cudaEventDestroy(a));
+  CHECK(cudaEventDestroy(b));
+  return ms;
 }
 // Discards [base, base + bytes) in pieces of `piece` bytes, one batch call on `s` (which
 // may not be the legacy default stream: the call refuses it).
