@@ -103,8 +103,8 @@ usage: pump-bench [options] [-- COMMAND ARGS...]
                               lands there faults at 0.45 GB/s) or discard-and-prefetch (one call
                               per restore group, always populates, at a device cost calibrated on
                               the H200, where it was 9-29% slower end to end)
-                              or auto (prefetch where the driver defers it, discard-and-prefetch
-                              where it would run at once)
+                              or auto (prefetch, always deferred: where the driver would run it
+                              at once an empty kernel is queued first)
   --deferred-limit N          sim: prefetch calls the driver defers per context before the next
                               blocks the backend's worker until the device caught up (default 48,
                               measured on the H200; 0: unbounded, the model before that probe)
