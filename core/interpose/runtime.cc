@@ -144,6 +144,7 @@ Engine* Runtime::engine(int device) {
   backend_options.overlap_out_in = options_.overlap_out_in;
   backend_options.fence_not_ready_trust = options_.fence_trust;
   backend_options.discard_hold_ns = static_cast<uint64_t>(options_.discard_hold.count()) * 1000;
+  backend_options.populate_chunk_bytes = options_.populate_piece;
   backend_options.time_fence_queries = !options_.stats_path.empty();
   backend_options.observe_populates = !options_.stats_path.empty();
   std::string why;

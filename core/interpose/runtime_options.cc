@@ -188,6 +188,13 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes,
     if (auto flag = parse_flag(*v)) o.watch_while_fits = *flag;
     else log(LogLevel::kError, "PUMP_WATCH_WHILE_FITS='%s' is not 0 or 1; using 0", v->c_str());
   }
+  if (auto v = config.get("POPULATE_PIECE")) {
+    auto bytes = parse_byte_size(*v);
+    if (bytes && (*bytes == 0 || *bytes >= 2 * 1024 * 1024)) o.populate_piece = *bytes;
+    else
+      log(LogLevel::kError, "PUMP_POPULATE_PIECE='%s' is not 0 (whole ranges) or a size of at least 2MiB; using %s",
+          v->c_str(), format_bytes(o.populate_piece).c_str());
+  }
   if (auto v = config.get("SPLIT_GRANULARITY")) {
     auto bytes = parse_byte_size(*v);
     if (bytes && *bytes >= 4096 && (*bytes & (*bytes - 1)) == 0) o.split_granularity = *bytes;

@@ -38,6 +38,7 @@ struct RuntimeOptions {
   std::chrono::microseconds fence_trust =  // PUMP_FENCE_TRUST_US (CudaBackendOptions::fence_not_ready_trust)
       CudaBackendOptions{}.fence_not_ready_trust;
   std::chrono::microseconds discard_hold{CudaBackendOptions{}.discard_hold_ns / 1000};  // PUMP_DISCARD_HOLD_US
+  uint64_t populate_piece = CudaBackendOptions{}.populate_chunk_bytes;                  // PUMP_POPULATE_PIECE
   uint64_t split_granularity = 64 * 1024;                                               // PUMP_SPLIT_GRANULARITY
   std::string stats_path;               // PUMP_STATS, %r and %p expanded
   std::string stats_template;           // ... as given (a forked child expands it again)

@@ -99,6 +99,14 @@ TEST(RuntimeOptions, FenceTrustAndDiscardHoldAreWholeMicroseconds) {
   EXPECT_TRUE(log.lines().empty());
 }
 
+TEST(RuntimeOptions, PopulatePieceIsASizeOrZeroForWholeRanges) {
+  LogCapture log;
+  EXPECT_EQ(parse_runtime_options(*config_with({})).populate_piece, uint64_t{8} << 20);
+  EXPECT_EQ(parse_runtime_options(*config_with({{"POPULATE_PIECE", "64MiB"}})).populate_piece, uint64_t{64} << 20);
+  EXPECT_EQ(parse_runtime_options(*config_with({{"POPULATE_PIECE", "0"}})).populate_piece, 0u);
+  EXPECT_TRUE(log.lines().empty());
+}
+
 TEST(RuntimeOptions, ParsesGoodValues) {
   LogCapture log;
   RuntimeOptions o = parse_runtime_options(*config_with({{"DISABLE", "1"},
@@ -179,6 +187,7 @@ TEST_P(RuntimeOptionsBadValue, GivesOneMessageNamingTheVariableAndValueThenTheDe
   EXPECT_EQ(o.populate, defaults.populate);
   EXPECT_EQ(o.fence_trust, defaults.fence_trust);
   EXPECT_EQ(o.discard_hold, defaults.discard_hold);
+  EXPECT_EQ(o.populate_piece, defaults.populate_piece);
   EXPECT_EQ(o.partition_above, defaults.partition_above);
 }
 
