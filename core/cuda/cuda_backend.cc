@@ -234,10 +234,7 @@ bool CudaBackend::start(std::string* error) {
   std::future<std::string> setup = ready.get_future();
   worker_ = std::thread(&CudaBackend::worker_main, this, std::move(ready));
   *error = setup.get();
-  if (error->empty()) {
-    if (options_.split_workers) in_worker_ = std::thread(&CudaBackend::in_worker_main, this);
-    return true;
-  }
+  if (error->empty()) return true;
   worker_.join();  // it returned right after reporting the failure
   return false;
 }
@@ -252,12 +249,6 @@ CudaBackend::~CudaBackend() {
   space_cv_.notify_all();
   progress_cv_.notify_all();
   if (worker_.joinable()) worker_.join();
-  {
-    std::lock_guard lock(queue_mutex_);
-    in_stopping_ = true;  // the out worker has handed over every job
-  }
-  in_work_cv_.notify_all();
-  if (in_worker_.joinable()) in_worker_.join();
   // At process exit the driver may be gone: every call below may fail, harmlessly.
   if (prefetch_stream_ && !context_lost_) api_.cuStreamDestroy(prefetch_stream_);
   if (out_stream_ && !context_lost_) api_.cuStreamDestroy(out_stream_);
@@ -373,88 +364,39 @@ std::string CudaBackend::setup_on_worker() {
   plan_options_.prefetch_stream_key = prefetch_key_;
   plan_options_.merge_adjacent = options_.merge_adjacent;
   plan_options_.batch_min_ranges = options_.batch_min_ranges;
-  have_prefetch_batch_ = api_.cuMemPrefetchBatchAsync != nullptr;
-  have_discard_batch_ = api_.cuMemDiscardBatchAsync != nullptr;
+  plan_options_.have_prefetch_batch = api_.cuMemPrefetchBatchAsync != nullptr;
+  plan_options_.have_discard_batch = api_.cuMemDiscardBatchAsync != nullptr;
   return {};
-}
-
-void CudaBackend::in_worker_main() {
-  if (api_.cuCtxSetCurrent(context_) != CUDA_SUCCESS) context_lost_ = true;  // then every job is only published
-  for (;;) {
-    Job job;
-    {
-      std::unique_lock lock(queue_mutex_);
-      in_work_cv_.wait(lock, [&] { return !in_queue_.empty() || in_stopping_; });
-      if (in_queue_.empty()) break;  // stopping, and drained
-      job = std::move(in_queue_.front());
-      in_queue_.pop_front();
-    }
-    const auto t0 = std::chrono::steady_clock::now();
-    const uint64_t cpu0 = thread_cpu_ns();
-    nvtxRangePushA("pump batch: in");
-    issue_in_side(job.batch, job.value, job.batch.fetch_after_out);  // run_job set it: after an out side issued
-    publish_in_issued(job.value);
-    nvtxRangePop();
-    stats_->worker_busy_ns.fetch_add(elapsed_ns(t0), std::memory_order_relaxed);
-    stats_->worker_cpu_ns.fetch_add(thread_cpu_ns() - cpu0, std::memory_order_relaxed);
-  }
-}
-
-void CudaBackend::issue_in_side(TransferBatch& batch, uint64_t value, bool after_out) {
-  if (context_lost_) return;
-  // In: wait for earlier transfers out of the same blocks, and for this batch's out work
-  // when it frees the room the fetches take; then populate + copy back.
-  const std::vector<Fence> in_waits = cuda::newest_fence_per_stream(batch.fetch_wait_for, prefetch_key_);
-  for (const Fence& f : in_waits) issue_wait(prefetch_stream_, f);
-  if (after_out) issue_wait(prefetch_stream_, Fence{out_key_, value});
-  TransferBatch part;
-  part.prefetch = std::move(batch.prefetch);
-  issue_plan(prefetch_stream_, part);
-  issue_fetch_in_groups(batch, in_waits, after_out, value);
-}
-
-void CudaBackend::hand_to_in_worker(Job&& job) {
-  {
-    std::lock_guard lock(queue_mutex_);
-    in_queue_.push_back(std::move(job));
-  }
-  in_work_cv_.notify_one();
 }
 
 void CudaBackend::run_job(Job& job) {
   TransferBatch& batch = job.batch;
+  const std::vector<Fence> in_waits = cuda::newest_fence_per_stream(batch.fetch_wait_for, prefetch_key_);
   const bool after_out = batch.fetch_after_out && batch.has_out();
-  if (options_.split_workers) {
-    // The in side goes to its own worker, after this batch's out side was issued when it
-    // needs that side's room (its wait needs the out event recorded), before it otherwise;
-    // the out side never waits here for a populate the driver holds back.
-    TransferBatch out;
-    out.wait_for = std::move(batch.wait_for);
-    out.save = std::move(batch.save);
-    out.discard = std::move(batch.discard);
-    out.evict = std::move(batch.evict);
-    out.check_clean = std::move(batch.check_clean);
-    batch.fetch_after_out = after_out;
-    const uint64_t value = job.value;
-    if (!after_out) hand_to_in_worker(std::move(job));
-    issue_out_side(out, value);
-    publish_out_issued(value);
-    if (after_out) hand_to_in_worker(std::move(job));
-    return;
-  }
   if (after_out && options_.overlap_out_in && !context_lost_ && batch.has_in() &&
       !cuda::fetches_meet_evictions(batch)) {
-    run_overlapped(job, cuda::newest_fence_per_stream(batch.fetch_wait_for, prefetch_key_));
+    run_overlapped(job, in_waits);
     publish_out_issued(job.value);
     publish_in_issued(job.value);
     return;
   }
+  auto issue_in_side = [&] {
+    if (context_lost_) return;
+    // In: wait for earlier transfers out of the same blocks, and for this batch's out
+    // work when it frees the room the fetches take; then populate + copy back.
+    for (const Fence& f : in_waits) issue_wait(prefetch_stream_, f);
+    if (after_out) issue_wait(prefetch_stream_, Fence{out_key_, job.value});
+    TransferBatch part;
+    part.prefetch = std::move(batch.prefetch);
+    issue_plan(prefetch_stream_, part);
+    issue_fetch_in_groups(batch, in_waits, after_out, job.value);
+  };
   if (!after_out) {
     // The fetches need nothing the evictions free: the in side goes first, so a launch
     // waiting for it goes on while the out side's drops (0.3-0.7 ms of driver time per
     // call on the H100) are issued, and populates do not queue behind those drops in
     // unified memory's own queue.
-    issue_in_side(batch, job.value, false);
+    issue_in_side();
     publish_in_issued(job.value);
     issue_out_side(batch, job.value);
     publish_out_issued(job.value);
@@ -462,7 +404,7 @@ void CudaBackend::run_job(Job& job) {
   }
   issue_out_side(batch, job.value);
   publish_out_issued(job.value);
-  issue_in_side(batch, job.value, true);
+  issue_in_side();
   publish_in_issued(job.value);
 }
 
@@ -592,10 +534,7 @@ void CudaBackend::hand_populated_to_in_stream() {
 }
 
 void CudaBackend::issue_plan(CUstream stream, const TransferBatch& part) {
-  cuda::PlanOptions plan = plan_options_;
-  plan.have_prefetch_batch = have_prefetch_batch_;
-  plan.have_discard_batch = have_discard_batch_;
-  for (const TransferOp& op : cuda::plan_transfers(part, plan)) {
+  for (const TransferOp& op : cuda::plan_transfers(part, plan_options_)) {
     if (context_lost_) break;
     switch (op.kind) {
       case OpKind::kWait: issue_wait(stream, op.fence); break;
@@ -649,10 +588,9 @@ void CudaBackend::load_copy_kernels() {
   }
   // Without it populates on an idle stream are discard-and-prefetches (kAuto) and discards
   // are not held; the copy kernels are used all the same.
-  CUfunction hold = nullptr;
-  r = api_.cuModuleGetFunction(&hold, copy_module_, "pump_hold");
-  if (r == CUDA_SUCCESS) hold_function_ = hold;
-  else {
+  r = api_.cuModuleGetFunction(&hold_function_, copy_module_, "pump_hold");
+  if (r != CUDA_SUCCESS) {
+    hold_function_ = nullptr;
     note_failure("cuModuleGetFunction(pump_hold)", "populates and discards are issued without holding their stream", r);
     if (context_lost_) return;
   }
@@ -886,7 +824,7 @@ void CudaBackend::issue_populate(CUstream stream, std::vector<Range> ranges) {
   // One batch call for kPrefetchBatch (and a failed discard-and-prefetch); kAuto prefetches
   // each piece, as the default does.
   op.batched = options_.populate != CudaBackendOptions::Populate::kPrefetchEach && !automatic && op.ranges.size() > 1 &&
-               have_prefetch_batch_;
+               plan_options_.have_prefetch_batch;
   const uint64_t bytes = op.bytes();
   issue_ranges(stream, op, device);
   count(op.batched ? 1 : op.ranges.size(), bytes);
@@ -923,11 +861,7 @@ void CudaBackend::poison(CUstream stream, const Range& range) {
 void CudaBackend::issue_wait(CUstream stream, const Fence& fence) {
   stats_->fence_waits.fetch_add(1, std::memory_order_relaxed);
   // One worker issues both directions in batch order, so a transfer fence named here
-  // (an earlier batch's, or this batch's out event) is always recorded already. With
-  // split workers an out side may name an earlier batch's in fence the in worker has not
-  // recorded yet: it waits until it has (the in worker waits only for out sides already
-  // issued, so this cannot close a cycle).
-  if (options_.split_workers && fence.stream == prefetch_key_) wait_until_issued(fence);
+  // (an earlier batch's, or this batch's out event) is always recorded already.
   const CUresult r = ring_of(fence.stream).enqueue_wait(stream, fence.value);
   if (r == CUDA_SUCCESS) return;
   // Ordering is not a hint: keep it, slowly.
@@ -941,7 +875,7 @@ void CudaBackend::issue_ranges(CUstream stream, const TransferOp& op, CUmemLocat
     (evict ? stats_->evict_calls : stats_->prefetch_calls).fetch_add(1, std::memory_order_relaxed);
     (evict ? stats_->evict_bytes : stats_->prefetch_bytes).fetch_add(bytes, std::memory_order_relaxed);
   };
-  if (op.batched && have_prefetch_batch_) {
+  if (op.batched && plan_options_.have_prefetch_batch) {
     BatchArguments batch(op.ranges);
     size_t first_index = 0;
     const auto t0 = std::chrono::steady_clock::now();
@@ -956,7 +890,7 @@ void CudaBackend::issue_ranges(CUstream stream, const TransferOp& op, CUmemLocat
     note_failure("cuMemPrefetchBatchAsync", "one cuMemPrefetchAsync per range from now on", r, &op.ranges.front(),
                  /*switches_mode=*/true);
     if (context_lost_) return;
-    have_prefetch_batch_ = false;
+    plan_options_.have_prefetch_batch = false;
   }
   for (const Range& range : op.ranges) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -980,10 +914,10 @@ void CudaBackend::issue_discard(CUstream stream, const TransferOp& op) {
   if (!options_.discard) return;
   // Queued behind unfinished work a discard is deferred, and the driver does its work
   // itself; on an idle stream the worker does it inside the call (discard_defer_probe.cu).
-  if (options_.discard_hold_ns && have_discard_batch_ && api_.cuStreamQuery &&
+  if (options_.discard_hold_ns && plan_options_.have_discard_batch && api_.cuStreamQuery &&
       api_.cuStreamQuery(stream) == CUDA_SUCCESS)
     hold_stream(stream, options_.discard_hold_ns);
-  if (have_discard_batch_) {
+  if (plan_options_.have_discard_batch) {
     BatchArguments batch(chunked(op.ranges, options_.discard_chunk_bytes));
     const auto t0 = std::chrono::steady_clock::now();
     const uint64_t cpu0 = thread_cpu_ns();
@@ -1001,7 +935,7 @@ void CudaBackend::issue_discard(CUstream stream, const TransferOp& op) {
                  "pages are evicted to the host (unified memory) instead of dropped from now on", r, &op.ranges.front(),
                  /*switches_mode=*/true);
     if (context_lost_) return;
-    have_discard_batch_ = false;
+    plan_options_.have_discard_batch = false;
   }
   TransferOp evict = op;
   evict.kind = OpKind::kEvict;
@@ -1010,11 +944,10 @@ void CudaBackend::issue_discard(CUstream stream, const TransferOp& op) {
 }
 
 bool CudaBackend::hold_stream(CUstream stream, uint64_t ns) {
-  CUfunction hold = hold_function_;
-  if (!hold) return false;
+  if (!hold_function_) return false;
   unsigned long long arg = ns;
   void* params[] = {&arg};
-  const CUresult r = api_.cuLaunchKernel(hold, 1, 1, 1, 1, 1, 1, 0, stream, params, nullptr);
+  const CUresult r = api_.cuLaunchKernel(hold_function_, 1, 1, 1, 1, 1, 1, 0, stream, params, nullptr);
   if (r == CUDA_SUCCESS) {
     stats_->stream_holds.fetch_add(1, std::memory_order_relaxed);
     return true;

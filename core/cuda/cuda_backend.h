@@ -147,13 +147,6 @@ struct CudaBackendOptions {
   // bytes brought in come in such batches: the fetches' populates queue behind the drops on
   // the driver's side whatever order pump gives them.
   bool overlap_out_in = false;
-  // PUMP_SPLIT_WORKERS: one worker thread per direction. With one, a populate the driver
-  // holds back (it defers at most 48-63 per context and blocks the next call until the
-  // device caught up) also holds back every later batch's saves and drops; the GPT decoder
-  // at half its footprint spent 55% of each step so (H200, twelfth session). Split, the out
-  // worker issues out sides ahead; an in side still waits for the out side whose room it
-  // takes. overlap_out_in is not used with it.
-  bool split_workers = false;
   // PUMP_STATS: count and time the fence queries (fence_queries, fence_query_ns).
   bool time_fence_queries = false;
   uint64_t out_group_bytes = 32ull << 20;
@@ -316,11 +309,6 @@ class CudaBackend final : public DeviceBackend {
   std::string setup_on_worker();   // context, streams, event rings; "" on success
   void worker_main(std::promise<std::string> ready);
   void run_job(Job& job);
-  // split_workers: the in side's own thread, and how the out worker hands it a batch.
-  void in_worker_main();
-  void hand_to_in_worker(Job&& job);
-  // Waits, populates and copies back a batch's fetches (after its out side when after_out).
-  void issue_in_side(TransferBatch& batch, uint64_t value, bool after_out);
   void issue_wait(CUstream stream, const Fence& fence);
   void issue_ranges(CUstream stream, const cuda::TransferOp& op, CUmemLocation location);
   void issue_discard(CUstream stream, const cuda::TransferOp& op);
@@ -399,7 +387,7 @@ class CudaBackend final : public DeviceBackend {
   // that read one completed: its event).
   CUmodule copy_module_ = nullptr;
   CUfunction copy_function_ = nullptr;
-  std::atomic<CUfunction> hold_function_{nullptr};  // pump_hold; nullptr: none (or its launch failed once)
+  CUfunction hold_function_ = nullptr;  // pump_hold; nullptr: none (or its launch failed once)
   struct ChunkSlot {
     void* host = nullptr;
     CUdeviceptr device = 0;
@@ -443,17 +431,8 @@ class CudaBackend final : public DeviceBackend {
   uint64_t issued_out_value_ = 0;
   bool stopping_ = false;
   std::thread worker_;
-  // split_workers: the out worker (worker_) hands each batch's in side to in_worker_, in
-  // order, under queue_mutex_.
-  std::deque<Job> in_queue_;
-  std::condition_variable in_work_cv_;
-  bool in_stopping_ = false;
-  std::thread in_worker_;
 
-  cuda::PlanOptions plan_options_;  // fixed after setup; the batch calls' flags below
-  // Switched off for good when a batch call fails (either worker may find out).
-  std::atomic<bool> have_prefetch_batch_{false};
-  std::atomic<bool> have_discard_batch_{false};
+  cuda::PlanOptions plan_options_;  // worker-only after setup (batch calls get switched off on failure)
 
   std::atomic<bool> context_lost_{false};
   bool counted_live_ = false;  // among the process's started backends (see OwnContextForDefaultStream)

@@ -184,10 +184,6 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes,
       log(LogLevel::kError, "PUMP_%s='%s' is not a whole number of microseconds in [0, 100000]; using %lld", key,
           v->c_str(), static_cast<long long>(us->count()));
   }
-  if (auto v = config.get("SPLIT_WORKERS")) {
-    if (auto flag = parse_flag(*v)) o.split_workers = *flag;
-    else log(LogLevel::kError, "PUMP_SPLIT_WORKERS='%s' is not 0 or 1; using 0", v->c_str());
-  }
   if (auto v = config.get("WATCH_WHILE_FITS")) {
     if (auto flag = parse_flag(*v)) o.watch_while_fits = *flag;
     else log(LogLevel::kError, "PUMP_WATCH_WHILE_FITS='%s' is not 0 or 1; using 0", v->c_str());

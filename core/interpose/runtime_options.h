@@ -35,7 +35,6 @@ struct RuntimeOptions {
   bool prefetch_on_alloc = false;          // PUMP_PREFETCH_ON_ALLOC
   bool watch_while_fits = false;           // PUMP_WATCH_WHILE_FITS: engines see every call from the start
   bool overlap_out_in = false;             // PUMP_OVERLAP_OUT_IN (CudaBackendOptions::overlap_out_in)
-  bool split_workers = false;              // PUMP_SPLIT_WORKERS (CudaBackendOptions::split_workers)
   std::chrono::microseconds fence_trust =  // PUMP_FENCE_TRUST_US (CudaBackendOptions::fence_not_ready_trust)
       CudaBackendOptions{}.fence_not_ready_trust;
   std::chrono::microseconds discard_hold{CudaBackendOptions{}.discard_hold_ns / 1000};  // PUMP_DISCARD_HOLD_US

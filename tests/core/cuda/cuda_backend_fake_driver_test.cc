@@ -550,73 +550,6 @@ TEST_F(FakeDriverTest, WithoutTrustEveryFenceNotSeenCompleteIsAskedAbout) {
   driver_.hold(kAppStream, false);
 }
 
-// Where a call landed in the driver's call order, at or after index `from` (1-based; 0: not called).
-size_t position(const std::vector<FakeCall>& all, const char* name, uint64_t address, size_t from = 0) {
-  for (size_t i = from; i < all.size(); ++i)
-    if (std::strcmp(all[i].name, name) == 0 && all[i].address == address) return i + 1;
-  return 0;
-}
-
-// PUMP_SPLIT_WORKERS: a populate the driver holds back (the gate: prefetch calls block) holds
-// back its batch's in side only; a later batch's out side is issued meanwhile. With one
-// worker it waits.
-TEST_F(FakeDriverTest, SplitWorkersIssueLaterOutSidesWhileAPopulateIsHeld) {
-  for (const bool split : {true, false}) {
-    SCOPED_TRACE(split ? "split" : "one worker");
-    CudaBackendOptions options;
-    options.split_workers = split;
-    CudaBackend& b = start({}, options);
-    const uint64_t shadow = b.allocate_host(kPiece);
-    ASSERT_NE(shadow, 0u);
-    driver_.gate(true);
-    TransferBatch fetch;
-    fetch.restore = {{kBase, kPiece, shadow}};
-    const Fence in = b.submit(std::move(fetch)).in;
-    TransferBatch drop;
-    drop.discard = {{kBase + 8 * kMiB, 2 * kMiB}};
-    const Fence out = b.submit(std::move(drop)).out;
-    bool issued = false;
-    for (int i = 0; i < 200 && !issued; ++i) {
-      issued = !calls_named("cuMemDiscardBatchAsync").empty();
-      if (!issued) std::this_thread::sleep_for(1ms);
-    }
-    EXPECT_EQ(issued, split);
-    driver_.gate(false);
-    EXPECT_TRUE(wait_done(in));
-    EXPECT_TRUE(wait_done(out));
-    EXPECT_EQ(calls_named("cuMemDiscardBatchAsync").size(), 1u);
-  }
-}
-
-// Split, an out side that must wait for an earlier batch's fetch (the block leaves again)
-// is not issued before the in worker recorded that fetch's fence: its wait binds to it.
-TEST_F(FakeDriverTest, SplitWorkersOrderAnEvictionAfterTheFetchItWaitsFor) {
-  CudaBackendOptions options;
-  options.split_workers = true;
-  CudaBackend& b = start({}, options);
-  driver_.gate(true);
-  TransferBatch fetch;
-  fetch.prefetch = {{kBase, 2 * kMiB}};
-  const Fence in = b.submit(std::move(fetch)).in;
-  TransferBatch drop;
-  drop.wait_for = {in};
-  drop.discard = {{kBase, 2 * kMiB}};
-  const Fence out = b.submit(std::move(drop)).out;
-  std::this_thread::sleep_for(50ms);
-  EXPECT_TRUE(calls_named("cuMemDiscardBatchAsync").empty()) << "issued before the fetch it waits for";
-  driver_.gate(false);
-  ASSERT_TRUE(wait_done(out));
-  EXPECT_TRUE(wait_done(in));
-  const std::vector<FakeCall> all = calls();
-  const size_t prefetch_at = position(all, "cuMemPrefetchAsync", kBase);
-  const size_t discard_at = position(all, "cuMemDiscardBatchAsync", kBase);
-  ASSERT_NE(prefetch_at, 0u);
-  ASSERT_NE(discard_at, 0u);
-  EXPECT_LT(prefetch_at, discard_at);
-  // Its wait was queued on the out stream (not refused as unrecorded, then kept on the host).
-  EXPECT_EQ(b.stats().failed_calls, 0u);
-}
-
 TEST_F(FakeDriverTest, DestructionIssuesEveryQueuedBatchFirst) {
   CudaBackend& b = start();
   driver_.gate(true);
@@ -700,6 +633,13 @@ TEST_F(FakeDriverTest, SavesCopyToTheShadowThenDiscardOnTheOutStreamAndRestoresP
   EXPECT_EQ(s.restore_bytes, kPiece);
   EXPECT_EQ(s.discard_bytes, kPiece);
   EXPECT_EQ(s.populate_bytes, kPiece);
+}
+
+// Where a call landed in the driver's call order, at or after index `from` (1-based; 0: not called).
+size_t position(const std::vector<FakeCall>& all, const char* name, uint64_t address, size_t from = 0) {
+  for (size_t i = from; i < all.size(); ++i)
+    if (std::strcmp(all[i].name, name) == 0 && all[i].address == address) return i + 1;
+  return 0;
 }
 
 // The worker's CPU time is counted beside its busy time (on the H100 they told discards,

@@ -49,19 +49,17 @@ struct CallCounts {
 // staging buffers), the same under PUMP_VERIFY=poison, the copy path with saves by the
 // mapped copy kernel (PUMP_COPY_VIA=kernel) and populates by batch calls, or the
 // unified-memory path (PUMP_DATAPATH=um).
-enum class Variant { kCopy, kPoison, kKernelSaves, kUnified, kSplitWorkers };
+enum class Variant { kCopy, kPoison, kKernelSaves, kUnified };
 const char* name(Variant v) {
   switch (v) {
     case Variant::kCopy: return "copy";
-    case Variant::kSplitWorkers: return "split_workers";
     case Variant::kPoison: return "poison";
     case Variant::kKernelSaves: return "kernel_saves";
     case Variant::kUnified: return "um";
   }
   return "?";
 }
-constexpr Variant kVariants[] = {Variant::kCopy, Variant::kPoison, Variant::kKernelSaves, Variant::kUnified,
-                                 Variant::kSplitWorkers};
+constexpr Variant kVariants[] = {Variant::kCopy, Variant::kPoison, Variant::kKernelSaves, Variant::kUnified};
 
 // The fake offers the real driver's calls (copy kernels included); the backend has the
 // runtime's options.
@@ -74,7 +72,6 @@ FakeDriverConfig driver_config() {
 CudaBackendOptions backend_options(Variant v) {
   CudaBackendOptions options;
   options.poison = v == Variant::kPoison;
-  options.split_workers = v == Variant::kSplitWorkers;
   if (v == Variant::kKernelSaves) {
     options.copy_via = CudaBackendOptions::CopyVia::kKernel;
     options.populate = CudaBackendOptions::Populate::kPrefetchBatch;
@@ -239,12 +236,6 @@ const CallCase kCalls[] = {
     {"cuMemcpyDtoHAsync"},
     {"cuMemcpyHtoDAsync"},
     {"cuMemsetD32Async", Variant::kPoison},
-    // One worker per direction: the failures that land on either thread.
-    {"cuMemPrefetchAsync", Variant::kSplitWorkers},
-    {"cuMemDiscardBatchAsync", Variant::kSplitWorkers},
-    {"cuMemcpyHtoDAsync", Variant::kSplitWorkers},
-    {"cuStreamWaitEvent", Variant::kSplitWorkers},
-    {"cuEventRecord", Variant::kSplitWorkers},
 };
 
 // Calls made at most this often in a run are failed at each occurrence; those made

@@ -117,7 +117,6 @@ TEST(RuntimeOptions, ParsesGoodValues) {
                                                          {"PREFETCH_ON_ALLOC", "1"},
                                                          {"WATCH_WHILE_FITS", "1"},
                                                          {"OVERLAP_OUT_IN", "1"},
-                                                         {"SPLIT_WORKERS", "1"},
                                                          {"POPULATE", "discard-and-prefetch"},
                                                          {"SPLIT_GRANULARITY", "2MiB"},
                                                          {"STATS", "/tmp/s.json"},
@@ -135,7 +134,6 @@ TEST(RuntimeOptions, ParsesGoodValues) {
   EXPECT_TRUE(o.prefetch_on_alloc);
   EXPECT_TRUE(o.watch_while_fits);
   EXPECT_TRUE(o.overlap_out_in);
-  EXPECT_TRUE(o.split_workers);
   EXPECT_EQ(o.populate, CudaBackendOptions::Populate::kDiscardAndPrefetch);
   EXPECT_EQ(o.split_granularity, uint64_t{2} << 20);
   EXPECT_EQ(o.stats_path, "/tmp/s.json");
@@ -186,7 +184,6 @@ TEST_P(RuntimeOptionsBadValue, GivesOneMessageNamingTheVariableAndValueThenTheDe
   EXPECT_EQ(o.copy_via, defaults.copy_via);
   EXPECT_EQ(o.watch_while_fits, defaults.watch_while_fits);
   EXPECT_EQ(o.overlap_out_in, defaults.overlap_out_in);
-  EXPECT_EQ(o.split_workers, defaults.split_workers);
   EXPECT_EQ(o.populate, defaults.populate);
   EXPECT_EQ(o.fence_trust, defaults.fence_trust);
   EXPECT_EQ(o.discard_hold, defaults.discard_hold);
@@ -200,13 +197,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadValue{"DISABLE", "maybe"}, BadValue{"GPU_BUDGET", "lots"}, BadValue{"GPU_BUDGET", "150%"},
         BadValue{"MANAGED_LIMIT", "-3GiB"}, BadValue{"MANAGED_LIMIT", "0"}, BadValue{"PREFETCH_ON_ALLOC", "2"},
         BadValue{"WATCH_WHILE_FITS", "sometimes"}, BadValue{"OVERLAP_OUT_IN", "2"},
-        BadValue{"SPLIT_WORKERS", "yes please"}, BadValue{"POPULATE", "prefetch-each"},
-        BadValue{"FENCE_TRUST_US", "-1"}, BadValue{"FENCE_TRUST_US", "50us"}, BadValue{"FENCE_TRUST_US", "100001"},
-        BadValue{"FENCE_TRUST_US", " 5"}, BadValue{"DISCARD_HOLD_US", "x"}, BadValue{"SPLIT_GRANULARITY", "100KiB"},
-        BadValue{"SPLIT_GRANULARITY", "1KiB"}, BadValue{"DATAPATH", "fast"}, BadValue{"DATAPATH", "UM"},
-        BadValue{"HOST_LIMIT", "lots"}, BadValue{"HOST_LIMIT", "150%"}, BadValue{"HOST_LIMIT", "-1GiB"},
-        BadValue{"VERIFY", "on"}, BadValue{"COPY_VIA", "bounce"}, BadValue{"PARTITION_ABOVE", "half"},
-        BadValue{"PARTITION_ABOVE", "150%"},
+        BadValue{"POPULATE", "prefetch-each"}, BadValue{"FENCE_TRUST_US", "-1"}, BadValue{"FENCE_TRUST_US", "50us"},
+        BadValue{"FENCE_TRUST_US", "100001"}, BadValue{"FENCE_TRUST_US", " 5"}, BadValue{"DISCARD_HOLD_US", "x"},
+        BadValue{"SPLIT_GRANULARITY", "100KiB"}, BadValue{"SPLIT_GRANULARITY", "1KiB"}, BadValue{"DATAPATH", "fast"},
+        BadValue{"DATAPATH", "UM"}, BadValue{"HOST_LIMIT", "lots"}, BadValue{"HOST_LIMIT", "150%"},
+        BadValue{"HOST_LIMIT", "-1GiB"}, BadValue{"VERIFY", "on"}, BadValue{"COPY_VIA", "bounce"},
+        BadValue{"PARTITION_ABOVE", "half"}, BadValue{"PARTITION_ABOVE", "150%"},
         // below one page: a budget that holds nothing
         BadValue{"GPU_BUDGET", "0"}, BadValue{"GPU_BUDGET", "0B"}, BadValue{"GPU_BUDGET", "0.0001"},
         BadValue{"GPU_BUDGET", "4095"},
