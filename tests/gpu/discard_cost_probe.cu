@@ -95,8 +95,8 @@ int main() {
   CHECK(cudaDeviceSynchronize());
   std::printf("discard of 1 GiB on an idle stream, the calling thread's CPU ms (median of 3), by piece size\n");
   std::printf("%-22s %9s %9s %9s %9s\n", "pages brought by", "2 MiB", "8 MiB", "64 MiB", "1 range");
-  for (const char* how : {"first-touch", "prefetch-deferred", "prefetch-idle", "range-deferred", "discard-and-prefetch",
-                          "from-host"}) {
+  for (const char* how :
+       {"first-touch", "prefetch-deferred", "prefetch-idle", "range-deferred", "discard-and-prefetch", "from-host"}) {
     std::printf("%-22s", how);
     for (const size_t piece : {2 * kMiB, 8 * kMiB, 64 * kMiB, kBig}) {
       std::vector<double> ms;
