@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Twelfth session, call 9. PUMP_SPLIT_WORKERS=1 (one worker thread per direction) against the one worker (default):
+# PUMP_SPLIT_WORKERS was reverted after this call (no gain): the library it ran is commit e165352.
 # GPT fp32 training at half (lru, learned), the Llama-shaped decode at half (lru), interleaved; then ViT-B/16 (zoo.py,
 # outside tests/) at x2 lru under pump-bench with it. Every run's checksum against native's.
 LIB=$PWD/.device/lib/libpump.so
