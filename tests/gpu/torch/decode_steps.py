@@ -103,6 +103,9 @@ def main():
     p.add_argument("--prompt-tokens", type=int, default=32)
     p.add_argument("--offload", choices=["accelerate"], default=None)
     p.add_argument("--gpu-budget-gib", type=float, default=None, help="with --offload: GPU memory for weights")
+    p.add_argument("--profile", default=None,
+                   help="write a Chrome trace of the device's kernels and copies (torch.profiler, CUPTI) for "
+                        "tokens 3 and 4 to this path; tests/gpu/torch/timeline_overlap.py sums it up")
     p.add_argument("--random-init", action="store_true",
                    help="draw the weights with the CPU RNG (slow: about two minutes) instead of a fixed hash")
     a = p.parse_args()
@@ -170,9 +173,15 @@ def main():
     generated = []
     digest = hashlib.sha256()
     past = None
+    profiler = None
+    if a.profile:
+        from torch.profiler import ProfilerActivity, profile
+        profiler = profile(activities=[ProfilerActivity.CUDA])
     with torch.no_grad():
         for step in range(a.tokens):
             torch.cuda.synchronize()
+            if profiler and step == 3:
+                profiler.start()
             t0 = time.perf_counter()
             torch.cuda.nvtx.range_push(f"token {step}")  # for Nsight Systems timelines
             out = model(input_ids=ids, past_key_values=past, use_cache=True)
@@ -182,6 +191,10 @@ def main():
             torch.cuda.synchronize()
             ms = (time.perf_counter() - t0) * 1e3
             torch.cuda.nvtx.range_pop()
+            if profiler and step == 4:
+                profiler.stop()
+                profiler.export_chrome_trace(a.profile)
+                profiler = None
             generated.append(token)
             digest.update(out.logits[:, -1, :].contiguous().view(torch.int16).cpu().numpy().tobytes())
             print(f"decode_steps.py: token {step} in {ms:.1f} ms", file=sys.stderr, flush=True)

@@ -142,6 +142,9 @@ def main():
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--batch", type=int, default=None)
     p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
+    p.add_argument("--profile", default=None,
+                   help="write a Chrome trace of the device's kernels and copies (torch.profiler) for steps 4 and 5 "
+                        "to this path; tests/gpu/torch/timeline_overlap.py sums it up")
     a = p.parse_args()
 
     deterministic()
@@ -164,8 +167,14 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 
     report = Report()
+    profiler = None
+    if a.profile:
+        from torch.profiler import ProfilerActivity, profile
+        profiler = profile(activities=[ProfilerActivity.CUDA])
     for step in range(a.steps):
         torch.cuda.synchronize()
+        if profiler and step == 4:
+            profiler.start()
         t0, c0 = time.perf_counter(), time.thread_time()
         opt.zero_grad(set_to_none=True)
         out = model(x)
@@ -175,6 +184,10 @@ def main():
         cpu_ms = (time.thread_time() - c0) * 1e3  # launching only: a synchronization may spin
         value = loss.item()  # synchronizes
         report.step(step, (time.perf_counter() - t0) * 1e3, value, cpu_ms)
+        if profiler and step == 5:
+            profiler.stop()
+            profiler.export_chrome_trace(a.profile)
+            profiler = None
     report.finish(torch.cuda.max_memory_reserved())
 
 
