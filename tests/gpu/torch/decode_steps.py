@@ -105,7 +105,8 @@ def main():
     p.add_argument("--gpu-budget-gib", type=float, default=None, help="with --offload: GPU memory for weights")
     p.add_argument("--profile", default=None,
                    help="write a Chrome trace of the device's kernels and copies (torch.profiler, CUPTI) for "
-                        "tokens 3 and 4 to this path; tests/gpu/torch/timeline_overlap.py sums it up")
+                        "two tokens to this path; tests/gpu/torch/timeline_overlap.py sums it up")
+    p.add_argument("--profile-from", type=int, default=3, help="with --profile: the first token traced")
     p.add_argument("--random-init", action="store_true",
                    help="draw the weights with the CPU RNG (slow: about two minutes) instead of a fixed hash")
     a = p.parse_args()
@@ -180,7 +181,7 @@ def main():
     with torch.no_grad():
         for step in range(a.tokens):
             torch.cuda.synchronize()
-            if profiler and step == 3:
+            if profiler and step == a.profile_from:
                 profiler.start()
             t0 = time.perf_counter()
             torch.cuda.nvtx.range_push(f"token {step}")  # for Nsight Systems timelines
@@ -191,7 +192,7 @@ def main():
             torch.cuda.synchronize()
             ms = (time.perf_counter() - t0) * 1e3
             torch.cuda.nvtx.range_pop()
-            if profiler and step == 4:
+            if profiler and step == a.profile_from + 1:
                 profiler.stop()
                 profiler.export_chrome_trace(a.profile)
                 profiler = None

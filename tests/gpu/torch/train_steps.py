@@ -143,8 +143,9 @@ def main():
     p.add_argument("--batch", type=int, default=None)
     p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
     p.add_argument("--profile", default=None,
-                   help="write a Chrome trace of the device's kernels and copies (torch.profiler) for steps 4 and 5 "
+                   help="write a Chrome trace of the device's kernels and copies (torch.profiler) for two steps "
                         "to this path; tests/gpu/torch/timeline_overlap.py sums it up")
+    p.add_argument("--profile-from", type=int, default=4, help="with --profile: the first step traced")
     a = p.parse_args()
 
     deterministic()
@@ -173,7 +174,7 @@ def main():
         profiler = profile(activities=[ProfilerActivity.CUDA])
     for step in range(a.steps):
         torch.cuda.synchronize()
-        if profiler and step == 4:
+        if profiler and step == a.profile_from:
             profiler.start()
         t0, c0 = time.perf_counter(), time.thread_time()
         opt.zero_grad(set_to_none=True)
@@ -184,7 +185,7 @@ def main():
         cpu_ms = (time.thread_time() - c0) * 1e3  # launching only: a synchronization may spin
         value = loss.item()  # synchronizes
         report.step(step, (time.perf_counter() - t0) * 1e3, value, cpu_ms)
-        if profiler and step == 5:
+        if profiler and step == a.profile_from + 1:
             profiler.stop()
             profiler.export_chrome_trace(a.profile)
             profiler = None
