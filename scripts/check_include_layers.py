@@ -19,6 +19,7 @@ internals: what two trees share belongs below both of them.
 
 usage: check_include_layers.py [SOURCE_DIR]   (default: this script's repository)
 """
+import os
 import pathlib
 import re
 import sys
@@ -43,11 +44,20 @@ LINK = re.compile(r"\btarget_link_libraries\s*\(([^)]*)\)")
 CORE_TARGET = re.compile(r"\bpump_([a-z_]+)\b")
 
 
+def tree_files(root):
+    """The tree's files, sorted, never looking inside build directories or .git: a test running
+    beside this one (CTest -j) creates and removes files there while it walks."""
+    found = []
+    for directory, subdirs, files in os.walk(root):
+        if pathlib.Path(directory) == root:
+            subdirs[:] = [d for d in subdirs if d not in ("build", ".git") and not d.startswith("build-")]
+        found.extend(pathlib.Path(directory) / f for f in files)
+    return sorted(found)
+
+
 def violations(root):
-    for path in sorted(root.rglob("*")):
+    for path in tree_files(root):
         rel = path.relative_to(root)
-        if rel.parts[0] in ("build", ".git") or rel.parts[0].startswith("build-"):
-            continue
         if path.suffix not in SOURCES or not path.is_file():
             continue
         top = rel.parts[0]
