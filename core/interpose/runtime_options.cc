@@ -3,10 +3,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
+#include <charconv>
 #include <climits>
 #include <cstdlib>
 #include <string_view>
+#include <system_error>
 #include <utility>
 
 #include "core/common/byte_size.h"
@@ -176,10 +177,10 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes,
   for (auto [key, us] : {std::pair{"FENCE_TRUST_US", &o.fence_trust}, {"DISCARD_HOLD_US", &o.discard_hold}}) {
     auto v = config.get(key);
     if (!v) continue;
-    char* end = nullptr;
-    const unsigned long long value = std::strtoull(v->c_str(), &end, 10);
-    if (!v->empty() && std::isdigit(static_cast<unsigned char>((*v)[0])) && *end == '\0' && value <= 100000)
-      *us = std::chrono::microseconds(value);
+    uint64_t value = 0;
+    const char* const last = v->data() + v->size();
+    const auto [end, error] = std::from_chars(v->data(), last, value);  // no sign, no spaces
+    if (error == std::errc() && end == last && value <= 100000) *us = std::chrono::microseconds(value);
     else
       log(LogLevel::kError, "PUMP_%s='%s' is not a whole number of microseconds in [0, 100000]; using %lld", key,
           v->c_str(), static_cast<long long>(us->count()));
