@@ -268,6 +268,7 @@ CudaBackend::~CudaBackend() {
     if (slot.host) api_.cuMemFreeHost(slot.host);
   }
   if (check_buffer_ && !context_lost_) api_.cuMemFreeHost(check_buffer_);
+  pinner_.reset();  // joins its thread while the context is still held
   compute_events_.reset();
   prefetch_events_.reset();
   out_events_.reset();
@@ -316,6 +317,7 @@ std::string CudaBackend::setup_on_worker() {
     return fail("cuDevicePrimaryCtxRetain", r);
   }
   if ((r = api_.cuCtxSetCurrent(context_)) != CUDA_SUCCESS) return fail("cuCtxSetCurrent", r);
+  pinner_ = std::make_unique<cuda::HostPinner>(api_, context_, &pin_stats_);
   if ((r = api_.cuStreamCreate(&prefetch_stream_, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS) {
     prefetch_stream_ = nullptr;
     return fail("cuStreamCreate", r);
@@ -1236,27 +1238,30 @@ uint64_t CudaBackend::allocate_host(uint64_t bytes) {
                   "no host shadows, dirty data is evicted by unified memory");
     return 0;
   }
-  if (context_lost_ || bytes == 0) return 0;
+  if (context_lost_ || bytes == 0 || !pinner_) return 0;
   make_context_current();
-  void* host = nullptr;
   // Portable: the worker thread copies from it as well as the application's threads;
   // mapped: the copy kernel reads and writes it through its (unified) address.
-  const auto t0 = std::chrono::steady_clock::now();
-  CUresult r =
-      api_.cuMemHostAlloc(&host, bytes, CU_MEMHOSTALLOC_PORTABLE | (copy_kernels_ ? CU_MEMHOSTALLOC_DEVICEMAP : 0u));
-  stats_->pinned_alloc_ns.fetch_add(elapsed_ns(t0), std::memory_order_relaxed);
-  if (r != CUDA_SUCCESS || !host) {
-    // The engine's shadow store asks no more after a refusal: this is the one message.
-    char consequence[160];
-    std::snprintf(consequence, sizeof consequence,
-                  "%llu bytes of pinned host memory for shadows refused: dirty data is evicted by unified memory",
-                  static_cast<unsigned long long>(bytes));
-    note_failure("cuMemHostAlloc", consequence, r == CUDA_SUCCESS ? CUDA_ERROR_OUT_OF_MEMORY : r, nullptr,
-                 /*switches_mode=*/true);
-    return 0;
-  }
-  stats_->pinned_bytes.fetch_add(bytes, std::memory_order_relaxed);
-  return reinterpret_cast<uint64_t>(host);
+  const char* call = "cuMemHostAlloc";
+  CUresult r = CUDA_SUCCESS;
+  if (const uint64_t host = pinner_->pin(bytes, copy_kernels_, &call, &r)) return host;
+  // The engine's shadow store asks no more after a refusal: this is the one message.
+  char consequence[160];
+  std::snprintf(consequence, sizeof consequence,
+                "%llu bytes of pinned host memory for shadows refused: dirty data is evicted by unified memory",
+                static_cast<unsigned long long>(bytes));
+  note_failure(call, consequence, r, nullptr, /*switches_mode=*/true);
+  return 0;
+}
+
+bool CudaBackend::allocate_host_ahead(uint64_t bytes) {
+  if (!options_.pin_ahead || !has_copy_path() || context_lost_ || !pinner_) return false;
+  return pinner_->start_ahead(bytes, copy_kernels_);
+}
+
+uint64_t CudaBackend::collect_host_ahead(uint64_t* bytes) {
+  *bytes = 0;
+  return pinner_ ? pinner_->collect(bytes) : 0;
 }
 
 bool CudaBackend::capturing_for_launch(StreamId stream) {
@@ -1334,6 +1339,11 @@ CudaBackendStats CudaBackend::stats() const {
 #define PUMP_COUNTER_LOAD(name) out.name = s.name.load(std::memory_order_relaxed);
   PUMP_CUDA_BACKEND_COUNTERS(PUMP_COUNTER_LOAD)
 #undef PUMP_COUNTER_LOAD
+  out.pinned_bytes = pin_stats_.pinned_bytes.load(std::memory_order_relaxed);
+  out.pinned_alloc_ns = pin_stats_.caller_ns.load(std::memory_order_relaxed);
+  out.pinned_ahead_bytes = pin_stats_.ahead_bytes.load(std::memory_order_relaxed);
+  out.pinned_ahead_waits = pin_stats_.ahead_waits.load(std::memory_order_relaxed);
+  out.pinned_registered_bytes = pin_stats_.registered_bytes.load(std::memory_order_relaxed);
   return out;
 }
 

@@ -85,6 +85,7 @@
 
 #include "core/cuda/driver_api.h"
 #include "core/cuda/event_fence_ring.h"
+#include "core/cuda/host_pinner.h"
 #include "core/cuda/staged_copies.h"
 #include "core/cuda/stream_key.h"
 #include "core/cuda/transfer_plan.h"
@@ -99,6 +100,9 @@ struct CudaBackendOptions {
   // How long a kernel's fence seen not ready answers for the later fences of its stream
   // (EventFenceRing; 0: the driver is asked about each). Transfers' fences: never.
   std::chrono::microseconds fence_not_ready_trust = cuda::EventFenceRing::kNotReadyTrust;
+  // PUMP_PIN_AHEAD=0: shadow slabs are pinned only when a save needs one (to measure what
+  // pinning ahead gains; host_pinner.h).
+  bool pin_ahead = true;
   bool merge_adjacent = true;   // off only to measure what merging gains
   size_t batch_min_ranges = 4;  // ranges from which one batch call replaces single calls; 0 = never
   // PUMP_VERIFY=poison: a discard fills the range with a NaN pattern (0xFF bytes) and
@@ -239,7 +243,10 @@ struct CudaBackendOptions {
   X(fence_queries)        /* done() calls, only with time_fence_queries ... */ \
   X(fence_driver_queries) /* ... of which asked cuEventQuery (the rest answered by the ring) */ \
   X(fence_query_ns)       /* ... and their time */ \
-  X(pinned_alloc_ns)      /* time in cuMemHostAlloc for shadow slabs (pinning is slow) */
+  X(pinned_alloc_ns)      /* callers' time pinning shadow slabs, or waiting for one pinned ahead */ \
+  X(pinned_ahead_bytes)   /* ... of pinned_bytes, pinned ahead on the pinner's thread */ \
+  X(pinned_ahead_waits)   /* slabs asked for before their pinning ahead was done */ \
+  X(pinned_registered_bytes) /* ... of pinned_bytes, by registering touched memory (the rest: cuMemHostAlloc) */
 // clang-format on
 
 // Counters since creation, for PUMP_STATS and pump-bench.
@@ -274,6 +281,8 @@ class CudaBackend final : public DeviceBackend {
   // Pinned host memory for the shadow store; 0 when the driver lacks the copies the
   // copy data path needs, or the allocation fails.
   uint64_t allocate_host(uint64_t bytes) override;
+  bool allocate_host_ahead(uint64_t bytes) override;
+  uint64_t collect_host_ahead(uint64_t* bytes) override;
 
   StreamId bridge_stream() override { return bridge_key_; }
   void bridge_before_access(StreamId stream) override;
@@ -438,6 +447,8 @@ class CudaBackend final : public DeviceBackend {
   bool counted_live_ = false;  // among the process's started backends (see OwnContextForDefaultStream)
   struct AtomicStats;
   std::unique_ptr<AtomicStats> stats_;
+  cuda::HostPinnerStats pin_stats_;
+  std::unique_ptr<cuda::HostPinner> pinner_;  // created with the context; shadows' pinned memory
 };
 
 }  // namespace pump

@@ -96,6 +96,8 @@ bool DriverApi::load(const char* library_name, std::string* error) {
   resolve(get, "cuMemDiscardBatchAsync", &cuMemDiscardBatchAsync, false, error);
   resolve(get, "cuMemDiscardAndPrefetchBatchAsync", &cuMemDiscardAndPrefetchBatchAsync, false, error);
   resolve(get, "cuStreamQuery", &cuStreamQuery, false, error);
+  resolve(get, "cuMemHostRegister", &cuMemHostRegister, false, error);
+  resolve(get, "cuMemHostUnregister", &cuMemHostUnregister, false, error);
   resolve(get, "cuCtxGetCurrent", &cuCtxGetCurrent, false, error);
   resolve(get, "cuStreamGetCaptureInfo", &cuStreamGetCaptureInfo, false, error);
   resolve(get, "cuCtxPushCurrent", &cuCtxPushCurrent, false, error);

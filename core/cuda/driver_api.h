@@ -63,6 +63,9 @@ struct DriverApi {
   CUresult (*cuMemHostAlloc)(void**, size_t, unsigned int) = nullptr;
   CUresult (*cuMemHostGetDevicePointer)(CUdeviceptr*, void*, unsigned int) = nullptr;
   CUresult (*cuMemFreeHost)(void*) = nullptr;
+  // Optional: shadows pinned by registering touched anonymous memory (host_pinner.h).
+  CUresult (*cuMemHostRegister)(void*, size_t, unsigned int) = nullptr;
+  CUresult (*cuMemHostUnregister)(void*) = nullptr;
 
   CUresult (*cuMemPrefetchAsync)(CUdeviceptr, size_t, CUmemLocation, unsigned int, CUstream) = nullptr;
   CUresult (*cuMemRangeGetAttribute)(void*, size_t, CUmem_range_attribute, CUdeviceptr, size_t) = nullptr;

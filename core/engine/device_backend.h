@@ -104,6 +104,18 @@ class DeviceBackend {
     return 0;
   }
 
+  // Host memory for shadows pinned ahead of need, off the caller's thread: start (false:
+  // this backend cannot, or one is pending), then collect it (waiting while it is pinned;
+  // 0 if that failed, *bytes its size). A backend without it pins in allocate_host only.
+  virtual bool allocate_host_ahead(uint64_t bytes) {
+    (void)bytes;
+    return false;
+  }
+  virtual uint64_t collect_host_ahead(uint64_t* bytes) {
+    *bytes = 0;
+    return 0;
+  }
+
   // The backend's own counters (driver calls issued, failures...) for the stats report.
   virtual std::vector<std::pair<std::string, uint64_t>> counters() const { return {}; }
 };

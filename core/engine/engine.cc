@@ -45,7 +45,9 @@ Engine::Engine(DeviceBackend& backend, std::unique_ptr<Policy> policy, const Eng
       datapath_(options.datapath),
       verify_clean_(options.verify_clean),
       shadows_([&backend](uint64_t bytes) { return backend.allocate_host(bytes); }, options.host_limit_bytes,
-               ShadowStore::kDefaultSlabBytes, options.shared_host_limit),
+               ShadowStore::kDefaultSlabBytes, options.shared_host_limit,
+               ShadowStore::AheadAllocator{[&backend](uint64_t bytes) { return backend.allocate_host_ahead(bytes); },
+                                           [&backend](uint64_t* bytes) { return backend.collect_host_ahead(bytes); }}),
       time_launches_(options.time_launches) {
   // Last: the policy may use the engine's services while it starts.
   if (policy_ && !policy_->attach(*this)) policy_.reset();

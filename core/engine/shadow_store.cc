@@ -10,8 +10,10 @@ namespace {
 constexpr uint64_t kAlignment = 4096;  // copies of page-aligned blocks stay page-aligned
 }  // namespace
 
-ShadowStore::ShadowStore(SlabAllocator allocate_slab, uint64_t limit_bytes, uint64_t slab_bytes, HostLimit* shared)
+ShadowStore::ShadowStore(SlabAllocator allocate_slab, uint64_t limit_bytes, uint64_t slab_bytes, HostLimit* shared,
+                         AheadAllocator ahead)
     : allocate_slab_(std::move(allocate_slab)),
+      ahead_(std::move(ahead)),
       limit_(limit_bytes),
       shared_(shared),
       slab_bytes_(slab_bytes ? slab_bytes : kDefaultSlabBytes) {}
@@ -28,10 +30,52 @@ uint64_t ShadowStore::take(uint64_t bytes) {
   return 0;
 }
 
+void ShadowStore::add_slab(uint64_t base, uint64_t bytes) {
+  slabs_.emplace(base, bytes);
+  insert_free(base, bytes);
+}
+
+void ShadowStore::start_ahead() {
+  if (!ahead_.start || ahead_pending_ || slab_failed_) return;
+  uint64_t room = limit_ > slab_total_ ? limit_ - slab_total_ : 0;
+  if (shared_) room = std::min(room, shared_->room());
+  if (room < slab_bytes_ || (shared_ && !shared_->take(slab_bytes_))) return;
+  if (!ahead_.start(slab_bytes_)) {
+    if (shared_) shared_->give_back(slab_bytes_);
+    ahead_ = {};  // the backend cannot: slabs are pinned when needed, as without it
+    return;
+  }
+  ahead_pending_ = slab_bytes_;
+  slab_total_ += slab_bytes_;
+}
+
+bool ShadowStore::collect_ahead() {
+  if (!ahead_pending_) return false;
+  uint64_t bytes = 0;
+  const uint64_t base = ahead_.collect ? ahead_.collect(&bytes) : 0;
+  const uint64_t asked = ahead_pending_;
+  ahead_pending_ = 0;
+  if (!base || bytes != asked) {
+    // Failed: the share goes back, and the next slab is pinned when needed (where that
+    // fails too, the store asks no more).
+    slab_total_ -= asked;
+    if (shared_) shared_->give_back(asked);
+    ahead_ = {};
+    return false;
+  }
+  add_slab(base, bytes);
+  ++ahead_slabs_;
+  return true;
+}
+
 uint64_t ShadowStore::allocate(uint64_t bytes) {
   if (bytes == 0) return 0;
   const uint64_t need = round_up(bytes, kAlignment);
   uint64_t address = take(need);
+  if (!address && collect_ahead()) {
+    address = take(need);
+    start_ahead();
+  }
   if (!address && !slab_failed_) {
     // A run larger than a slab gets a slab of its own size; under a limit smaller than
     // a slab, the slab shrinks to what the limit leaves (else nothing would ever fit).
@@ -40,10 +84,10 @@ uint64_t ShadowStore::allocate(uint64_t bytes) {
     const uint64_t slab = std::max(std::min(slab_bytes_, room), round_up(need, 2ull << 20));
     if (slab_total_ + slab <= limit_ && (!shared_ || shared_->take(slab))) {
       if (const uint64_t base = allocate_slab_ ? allocate_slab_(slab) : 0) {
-        slabs_.emplace(base, slab);
         slab_total_ += slab;
-        insert_free(base, slab);
+        add_slab(base, slab);
         address = take(need);
+        start_ahead();
       } else {
         if (shared_) shared_->give_back(slab);
         slab_failed_ = true;

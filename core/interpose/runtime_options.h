@@ -28,14 +28,15 @@ struct RuntimeOptions {
   bool disabled = false;                                                  // PUMP_DISABLE=1: pure pass-through
   std::vector<std::string> plugins{"cudnn", "cublas", "launch", "nccl"};  // PUMP_PLUGINS
   std::string policy = "lru";                                             // PUMP_POLICY
-  PerDevice<std::string> budget;           // PUMP_GPU_BUDGET, checked; resolved per device (a % is of its memory)
-  std::string budget_text;                 // ... as given ("" when unset or rejected)
-  PerDevice<uint64_t> managed_limit;       // PUMP_MANAGED_LIMIT, bytes per device
-  std::string managed_limit_text;          // ... as given ("" when unset or rejected)
-  bool prefetch_on_alloc = false;          // PUMP_PREFETCH_ON_ALLOC
-  bool watch_while_fits = false;           // PUMP_WATCH_WHILE_FITS: engines see every call from the start
-  bool overlap_out_in = false;             // PUMP_OVERLAP_OUT_IN (CudaBackendOptions::overlap_out_in)
-  std::chrono::microseconds fence_trust =  // PUMP_FENCE_TRUST_US (CudaBackendOptions::fence_not_ready_trust)
+  PerDevice<std::string> budget;      // PUMP_GPU_BUDGET, checked; resolved per device (a % is of its memory)
+  std::string budget_text;            // ... as given ("" when unset or rejected)
+  PerDevice<uint64_t> managed_limit;  // PUMP_MANAGED_LIMIT, bytes per device
+  std::string managed_limit_text;     // ... as given ("" when unset or rejected)
+  bool prefetch_on_alloc = false;     // PUMP_PREFETCH_ON_ALLOC
+  bool watch_while_fits = false;      // PUMP_WATCH_WHILE_FITS: engines see every call from the start
+  bool overlap_out_in = false;        // PUMP_OVERLAP_OUT_IN (CudaBackendOptions::overlap_out_in)
+  bool pin_ahead = CudaBackendOptions{}.pin_ahead;  // PUMP_PIN_AHEAD
+  std::chrono::microseconds fence_trust =           // PUMP_FENCE_TRUST_US (CudaBackendOptions::fence_not_ready_trust)
       CudaBackendOptions{}.fence_not_ready_trust;
   std::chrono::microseconds discard_hold{CudaBackendOptions{}.discard_hold_ns / 1000};  // PUMP_DISCARD_HOLD_US
   uint64_t populate_piece = CudaBackendOptions{}.populate_chunk_bytes;                  // PUMP_POPULATE_PIECE

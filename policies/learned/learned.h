@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -40,6 +41,9 @@ struct RangeInfo {
   uint32_t epoch = 0;            // the period next_use was predicted by
   uint32_t stride = 0;           // a next_use that passed unused is expected this much later
   uint32_t gap = 0;              // kernels between its last two uses; 0: used once
+  bool gap_stable = false;       // its last two gaps were equal: it recurs like clockwork
+  bool last_overwrote = false;   // its last use only wrote it
+  uint64_t upcoming = kNoUse;    // its entry in LearnedPolicy::upcoming (a predicted ordinal), if any
   bool next_overwrites = false;  // its predicted next use only writes it (it comes back without a copy)
   bool held = false;             // its last use came when predicted: worth fetching ahead
   bool ahead = false;            // the lookahead brought it in and no kernel used it since
@@ -140,6 +144,12 @@ struct LearnedPolicy {
   uint32_t current_farthest = 0;  // farthest next use among the current kernel's ranges
   uint64_t lookahead_next = 0;    // first predicted ordinal whose blocks are not requested yet
   LookaheadGuard guard;
+  // Without a confirmed period: the ranges whose reuse gap held twice, by the ordinal they
+  // come back at (a decoder whose growing cache keeps its kernels from forming a period
+  // still reads each weight once a token), and the ordinal up to which they were requested.
+  std::set<std::pair<uint64_t, uint32_t>> upcoming;
+  uint64_t upcoming_requested = 0;
+  bool gap_lookahead = false;  // LEARNED_GAP_LOOKAHEAD=1 (an experiment: off by default)
 
   // Candidates of the current decision, ranked once per callback.
   std::vector<pump_block_v1_t> candidates;
@@ -180,6 +190,8 @@ uint64_t free_bytes(const LearnedPolicy& s);
 
 // lookahead.cc: prefetch of the predicted next kernels' blocks.
 void prefetch_ahead(LearnedPolicy* s);
+// The same by the ranges' own reuse gaps (LearnedPolicy::upcoming), while no period is confirmed.
+void prefetch_ahead_by_gaps(LearnedPolicy* s);
 void note_used_ahead(LearnedPolicy* s, RangeInfo& r);
 void note_evicted(LearnedPolicy* s, uint32_t range);
 

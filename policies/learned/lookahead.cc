@@ -14,8 +14,9 @@ namespace learned {
 
 namespace {
 
-constexpr uint32_t kMaxShift = 4;          // the window never shrinks below 1/16
-constexpr uint64_t kGuardSampleBytes = 8;  // judged once this many windows' bytes were seen
+constexpr uint32_t kMaxShift = 4;             // the window never shrinks below 1/16
+constexpr uint64_t kGuardSampleBytes = 8;     // judged once this many windows' bytes were seen
+constexpr uint32_t kGapLookaheadRanges = 64;  // ranges looked at per kernel by the gap lookahead
 
 uint64_t lookahead_bytes(const Lookahead& l, uint64_t budget_bytes) {
   return l.is_percent ? static_cast<uint64_t>(static_cast<double>(budget_bytes) * l.percent / 100.0) : l.bytes;
@@ -86,6 +87,31 @@ void prefetch_ahead(LearnedPolicy* s) {
           !prefetch_range_ahead(s, p.slot_ranges[i], protect))
         return;
     s->lookahead_next = k + 1;
+  }
+}
+
+void prefetch_ahead_by_gaps(LearnedPolicy* s) {
+  const uint64_t now = s->next_ordinal - 1;
+  // Entries whose ordinal came without their range: the gap broke.
+  while (!s->upcoming.empty() && s->upcoming.begin()->first <= now) {
+    s->ranges[s->upcoming.begin()->second].upcoming = kNoUse;
+    s->upcoming.erase(s->upcoming.begin());
+  }
+  pump_budget_v1_t budget{};
+  s->host->get_budget(s->host, &budget);
+  const uint64_t configured = lookahead_bytes(s->lookahead, budget.budget_bytes);
+  judge(s, configured);
+  const uint64_t window = configured >> s->guard.shift;
+  uint64_t bytes = 0;
+  uint32_t visited = 0;
+  for (const auto& [at, id] : s->upcoming) {
+    const RangeInfo& r = s->ranges[id];
+    bytes += r.key.bytes;
+    if ((bytes > window && at > now + 1) || ++visited > kGapLookaheadRanges) return;
+    if (at <= s->upcoming_requested || r.last_overwrote) continue;
+    const uint32_t distance = static_cast<uint32_t>(std::min<uint64_t>(at - now, kNever - 1));
+    if (!prefetch_range_ahead(s, id, distance)) return;
+    s->upcoming_requested = at;
   }
 }
 

@@ -45,6 +45,7 @@
  */
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 #include "policies/learned/learned.h"
@@ -61,6 +62,7 @@ const char* config_of(const pump_policy_host_v1_t* host, const char* key) {
 void configure(LearnedPolicy* s) {
   const pump_policy_host_v1_t* host = s->host;
   if (const char* age = config_of(host, "LEARNED_MIN_AGE")) s->min_age = std::strtoull(age, nullptr, 10);
+  if (const char* gaps = config_of(host, "LEARNED_GAP_LOOKAHEAD")) s->gap_lookahead = std::strcmp(gaps, "1") == 0;
   const char* text = config_of(host, "LEARNED_LOOKAHEAD");
   if (text == nullptr) return;
   // Through the host's size parser (SDK 1.1): bytes, or a percentage of the budget.
@@ -154,12 +156,15 @@ void learned_on_kernel(void* ctx, const pump_kernel_v1_t* kernel) {
       return;
     }
     observe(s, kernel);
-    if (!s->predicting) return;
-    // A block of a predicted kernel is missing: something evicted the window after it
-    // was requested; walk it again from here.
-    for (size_t i = 0; i < kernel->num_blocks; ++i)
-      if (kernel->blocks[i].residency != PUMP_RESIDENT_DEVICE) s->lookahead_next = 0;
-    if (s->confirmed && budget.resident_bytes < budget.managed_bytes) prefetch_ahead(s);
+    if (s->confirmed && s->predicting) {
+      // A block of a predicted kernel is missing: something evicted the window after it
+      // was requested; walk it again from here.
+      for (size_t i = 0; i < kernel->num_blocks; ++i)
+        if (kernel->blocks[i].residency != PUMP_RESIDENT_DEVICE) s->lookahead_next = 0;
+      if (budget.resident_bytes < budget.managed_bytes) prefetch_ahead(s);
+    } else if (!s->confirmed && s->gap_lookahead && budget.resident_bytes < budget.managed_bytes) {
+      prefetch_ahead_by_gaps(s);
+    }
   } catch (...) {
     recover(s);
   }

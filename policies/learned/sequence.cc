@@ -53,6 +53,16 @@ uint32_t id_of(LearnedPolicy* s, const pump_block_v1_t& b) {
   return it->second;
 }
 
+// Keeps range `id`'s entry in `upcoming`: where its gap says it comes back, if that gap held.
+void note_upcoming(LearnedPolicy* s, uint32_t id, uint64_t ordinal) {
+  RangeInfo& r = s->ranges[id];
+  if (r.upcoming != kNoUse) s->upcoming.erase({r.upcoming, id});
+  r.upcoming = kNoUse;
+  if (!r.gap_stable || !r.gap) return;
+  r.upcoming = ordinal + r.gap;
+  s->upcoming.emplace(r.upcoming, id);
+}
+
 // The kernel's uses: each range's reuse gap, and its next use as the period predicts it.
 void note_uses(LearnedPolicy* s, const KernelRecord& record, uint64_t ordinal, bool as_predicted) {
   const Period& p = s->period;
@@ -62,8 +72,13 @@ void note_uses(LearnedPolicy* s, const KernelRecord& record, uint64_t ordinal, b
   for (size_t i = 0; i < record.ranges.size(); ++i) {
     const uint32_t id = record.ranges[i];
     RangeInfo& r = s->ranges[id];
-    if (r.last_use != kNoUse && ordinal > r.last_use)
-      r.gap = static_cast<uint32_t>(std::min<uint64_t>(ordinal - r.last_use, kNever - 1));
+    if (r.last_use != kNoUse && ordinal > r.last_use) {
+      const uint32_t gap = static_cast<uint32_t>(std::min<uint64_t>(ordinal - r.last_use, kNever - 1));
+      r.gap_stable = gap == r.gap;
+      r.gap = gap;
+    }
+    r.last_overwrote = record.overwrites[i] != 0;
+    note_upcoming(s, id, ordinal);
     if (r.last_use != ordinal) r.held = s->period.length && r.epoch == s->epoch && r.next_use == ordinal;
     r.last_use = ordinal;
     if (r.ahead) note_used_ahead(s, r);
@@ -81,6 +96,12 @@ void note_uses(LearnedPolicy* s, const KernelRecord& record, uint64_t ordinal, b
     r.stride = entry == UINT32_MAX ? next : p.length;
     r.next_overwrites = entry != UINT32_MAX && p.next_overwrites[entry];
     if (entry != UINT32_MAX) next = p.slot_next[entry];
+    // A tentative period (a decoder's layers look alike until their weights differ) does
+    // not overrule a gap that held twice.
+    if (s->gap_lookahead && !s->confirmed && r.gap_stable && r.gap) {
+      next = r.gap;
+      r.stride = r.gap;
+    }
     r.epoch = s->epoch;
     r.next_use = ordinal + next;
     s->current_farthest = std::max(s->current_farthest, next);
@@ -140,6 +161,8 @@ const KernelRecord& record_at(const LearnedPolicy& s, uint64_t ordinal) { return
 void forget_everything(LearnedPolicy* s) {
   s->range_ids.clear();
   s->ranges.clear();
+  s->upcoming.clear();
+  s->upcoming_requested = 0;
   for (KernelRecord& r : s->history) r.ranges.clear();
   s->confirmed = false;
   drop_period(s);

@@ -905,6 +905,82 @@ std::vector<FakeCall> holds_in(const std::vector<FakeCall>& all) {
 // PUMP_POPULATE=auto with the copy kernels: a populate on an idle stream queues an empty
 // kernel first, on that stream, then prefetches each piece (deferred behind it, they
 // populate); one queued behind work needs no kernel.
+// Shadows are pinned by registering memory the backend mapped and touched (the driver is
+// held for the register call only: core/cuda/host_pinner.h), and are real, writable memory.
+TEST_F(FakeDriverTest, ShadowsArePinnedByRegisteringMappedMemory) {
+  FakeDriverConfig config;
+  config.host_register = 1;
+  CudaBackend& b = start(config);
+  const uint64_t shadow = b.allocate_host(4 * kMiB);
+  ASSERT_NE(shadow, 0u);
+  EXPECT_EQ(shadow % (2 * kMiB), 0u) << "at a huge-page boundary";
+  std::memset(reinterpret_cast<void*>(shadow), 0x5A, 4 * kMiB);
+  const auto registered = calls_named("cuMemHostRegister");
+  ASSERT_EQ(registered.size(), 1u);
+  EXPECT_EQ(registered[0].address, shadow);
+  EXPECT_EQ(registered[0].bytes, 4 * kMiB);
+  EXPECT_TRUE(registered[0].value & CU_MEMHOSTREGISTER_PORTABLE) << "the worker copies from it too";
+  EXPECT_EQ(driver_.count("cuMemHostAlloc"), 0u);
+  EXPECT_EQ(b.stats().pinned_registered_bytes, 4 * kMiB);
+  EXPECT_EQ(b.stats().pinned_bytes, 4 * kMiB);
+}
+
+TEST_F(FakeDriverTest, ARefusedRegistrationFallsBackToHostAllocAndIsNotTriedAgain) {
+  FakeDriverConfig config;
+  config.host_register = 1;
+  CudaBackend& b = start(config);
+  driver_.fail("cuMemHostRegister", 0, CUDA_ERROR_NOT_SUPPORTED, -1);
+  EXPECT_NE(b.allocate_host(kMiB), 0u);
+  EXPECT_NE(b.allocate_host(kMiB), 0u);
+  EXPECT_EQ(driver_.count("cuMemHostRegister"), 1u);
+  EXPECT_EQ(driver_.count("cuMemHostAlloc"), 2u);
+  EXPECT_EQ(b.stats().pinned_registered_bytes, 0u);
+  EXPECT_EQ(b.stats().pinned_bytes, 2 * kMiB);
+}
+
+TEST_F(FakeDriverTest, MemoryPinnedAheadIsHandedOverOnce) {
+  FakeDriverConfig config;
+  config.host_register = 1;
+  CudaBackend& b = start(config);
+  uint64_t bytes = 1;
+  EXPECT_EQ(b.collect_host_ahead(&bytes), 0u) << "nothing was asked for";
+  EXPECT_EQ(bytes, 0u);
+  ASSERT_TRUE(b.allocate_host_ahead(4 * kMiB));
+  EXPECT_FALSE(b.allocate_host_ahead(4 * kMiB)) << "one at a time";
+  const uint64_t ahead = b.collect_host_ahead(&bytes);
+  ASSERT_NE(ahead, 0u);
+  EXPECT_EQ(bytes, 4 * kMiB);
+  std::memset(reinterpret_cast<void*>(ahead), 0x5A, 4 * kMiB);
+  EXPECT_EQ(b.collect_host_ahead(&bytes), 0u) << "handed over already";
+  EXPECT_EQ(b.stats().pinned_ahead_bytes, 4 * kMiB);
+  ASSERT_TRUE(b.allocate_host_ahead(2 * kMiB)) << "the next one may be asked for";
+}
+
+TEST_F(FakeDriverTest, NothingIsPinnedAheadWhenSwitchedOff) {
+  FakeDriverConfig config;
+  config.host_register = 1;
+  CudaBackendOptions options;
+  options.pin_ahead = false;
+  CudaBackend& b = start(config, options);
+  EXPECT_FALSE(b.allocate_host_ahead(4 * kMiB));
+  EXPECT_NE(b.allocate_host(kMiB), 0u) << "pinning when needed still works";
+}
+
+// An ahead pin nobody collected is released with the backend (registered: unregistered).
+TEST_F(FakeDriverTest, MemoryPinnedAheadAndNeverCollectedIsReleasedWithTheBackend) {
+  FakeDriverConfig config;
+  config.host_register = 1;
+  CudaBackend& b = start(config);
+  ASSERT_TRUE(b.allocate_host_ahead(2 * kMiB));
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (b.stats().pinned_ahead_bytes == 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(b.stats().pinned_ahead_bytes, 2 * kMiB);
+  backend_.reset();
+  EXPECT_EQ(driver_.count("cuMemHostRegister"), 1u);
+  EXPECT_EQ(driver_.count("cuMemHostUnregister"), 1u);
+}
+
 TEST_F(FakeDriverTest, AutoQueuesAnEmptyKernelBeforePopulatesOnAnIdleStream) {
   FakeDriverConfig config;
   config.model_memory = 1;

@@ -325,6 +325,17 @@ CUresult MemFreeHost(void*) {
   ENTER("cuMemFreeHost");
   return CUDA_SUCCESS;
 }  // the arena is reset, not freed
+// Registering pins nothing here; it records the range (value: the flags).
+CUresult MemHostRegister(void* p, size_t n, unsigned int flags) {
+  ENTER("cuMemHostRegister");
+  record("cuMemHostRegister", 0, reinterpret_cast<uint64_t>(p), n, flags, 0);
+  return CUDA_SUCCESS;
+}
+CUresult MemHostUnregister(void* p) {
+  ENTER("cuMemHostUnregister");
+  record("cuMemHostUnregister", 0, reinterpret_cast<uint64_t>(p), 0, 0, 0);
+  return CUDA_SUCCESS;
+}
 CUresult MemPrefetchAsync(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned int, CUstream s) {
   ENTER("cuMemPrefetchAsync");
   wait_at_gate();
@@ -586,7 +597,7 @@ CUresult LaunchKernel(CUfunction f, unsigned, unsigned, unsigned, unsigned, unsi
   return CUDA_SUCCESS;
 }
 
-enum class Export { kAlways, kBatch, kCopy, kCopyKernel };
+enum class Export { kAlways, kBatch, kCopy, kCopyKernel, kHostRegister };
 CUresult GetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags,
                         CUdriverProcAddressQueryResult* status);
 struct Entry {
@@ -628,6 +639,8 @@ const Entry kEntries[] = {
     FAKE("cuMemHostAlloc", MemHostAlloc, 2020),
     FAKE("cuMemHostGetDevicePointer", MemHostGetDevicePointer, 3020),
     FAKE("cuMemFreeHost", MemFreeHost, 2000),
+    FAKE_IF("cuMemHostRegister", MemHostRegister, 6050, Export::kHostRegister),
+    FAKE_IF("cuMemHostUnregister", MemHostUnregister, 4000, Export::kHostRegister),
     FAKE("cuMemPrefetchAsync", MemPrefetchAsync, 12020),
     FAKE("cuMemRangeGetAttribute", MemRangeGetAttribute, 8000),
     FAKE("cuCtxGetCurrent", CtxGetCurrent, 4000),
@@ -673,6 +686,7 @@ bool exported(Export when) {
     case Export::kBatch: return c.batch_calls != 0;
     case Export::kCopy: return c.copy_calls != 0;
     case Export::kCopyKernel: return c.copy_kernels != 0;
+    case Export::kHostRegister: return c.host_register != 0;
   }
   return false;
 }

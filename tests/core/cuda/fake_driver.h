@@ -39,6 +39,9 @@ struct FakeDriverConfig {
   // kernel copy, memsets fill, and a discard leaves garbage (0xDB bytes) where the
   // dropped pages were. What pump fails to save or restore then shows in the content.
   int model_memory = 0;
+  // 1: export cuMemHostRegister/Unregister (recorded, pinning nothing): the backend then pins
+  // its shadows by registering memory it mapped itself (core/cuda/host_pinner.h).
+  int host_register = 0;
 };
 // Contexts: device d's primary context is 0xc0 + d; a thread has none current until it
 // sets or pushes one. cuEventRecord and cuEventCreate log the current context in `value`,

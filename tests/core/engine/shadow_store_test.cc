@@ -217,5 +217,92 @@ TEST(ShadowStoreTest, ASlabTheBackendRefusesGoesBackToTheSharedLimit) {
   EXPECT_EQ(process.used_bytes(), 0u);
 }
 
+// Pins "ahead" at fake addresses of its own; collect hands over what start asked for.
+struct FakeAhead {
+  std::vector<uint64_t> started;
+  uint64_t pending = 0;
+  uint64_t next = 0x900000000ull;
+  bool refuse_start = false;
+  bool fail_pin = false;
+  ShadowStore::AheadAllocator allocator() {
+    return {[this](uint64_t bytes) {
+              if (refuse_start || pending) return false;
+              started.push_back(bytes);
+              pending = bytes;
+              return true;
+            },
+            [this](uint64_t* bytes) -> uint64_t {
+              *bytes = fail_pin ? 0 : pending;
+              pending = 0;
+              if (fail_pin || !*bytes) return 0;
+              const uint64_t at = next;
+              next += *bytes + 64 * kMiB;
+              return at;
+            }};
+  }
+};
+
+TEST(ShadowStoreTest, TheNextSlabIsAskedForAheadAndCollectedWhenNeeded) {
+  FakeSlabs slabs;
+  FakeAhead ahead;
+  ShadowStore store(slabs.allocator(), 16 * kMiB, 4 * kMiB, nullptr, ahead.allocator());
+  const uint64_t a = store.allocate(3 * kMiB);
+  ASSERT_NE(a, 0u);
+  EXPECT_EQ(slabs.requests, (std::vector<uint64_t>{4 * kMiB})) << "the first slab is pinned when needed";
+  EXPECT_EQ(ahead.started, (std::vector<uint64_t>{4 * kMiB})) << "then the next one is asked for ahead";
+  EXPECT_EQ(store.slab_bytes(), 8 * kMiB) << "the slab ahead counts as held from the start";
+  const uint64_t b = store.allocate(3 * kMiB);
+  EXPECT_GE(b, 0x900000000ull) << "the slab pinned ahead holds it";
+  EXPECT_EQ(slabs.requests.size(), 1u) << "nothing pinned on the caller's thread";
+  EXPECT_EQ(store.ahead_slabs(), 1u);
+  EXPECT_EQ(ahead.started.size(), 2u) << "and the one after is asked for ahead in turn";
+  EXPECT_EQ(store.slab_bytes(), 12 * kMiB);
+}
+
+TEST(ShadowStoreTest, NoSlabIsAskedForAheadPastTheLimit) {
+  FakeSlabs slabs;
+  FakeAhead ahead;
+  HostLimit process(10 * kMiB);
+  ShadowStore store(slabs.allocator(), 10 * kMiB, 4 * kMiB, &process, ahead.allocator());
+  ASSERT_NE(store.allocate(3 * kMiB), 0u);
+  EXPECT_EQ(ahead.started.size(), 1u);
+  EXPECT_EQ(process.used_bytes(), 8 * kMiB) << "the slab ahead is drawn from the process's limit";
+  ASSERT_NE(store.allocate(3 * kMiB), 0u);
+  EXPECT_EQ(ahead.started.size(), 1u) << "2 MiB left: not a whole slab";
+  EXPECT_NE(store.allocate(2 * kMiB), 0u) << "what is left is still pinned when needed";
+  EXPECT_EQ(slabs.requests, (std::vector<uint64_t>{4 * kMiB, 2 * kMiB}));
+  EXPECT_EQ(process.used_bytes(), 10 * kMiB);
+}
+
+TEST(ShadowStoreTest, ASlabThatFailsAheadIsPinnedWhenNeededAndNoMoreIsAskedAhead) {
+  FakeSlabs slabs;
+  FakeAhead ahead;
+  HostLimit process(32 * kMiB);
+  ShadowStore store(slabs.allocator(), 32 * kMiB, 4 * kMiB, &process, ahead.allocator());
+  ASSERT_NE(store.allocate(3 * kMiB), 0u);
+  ahead.fail_pin = true;
+  const uint64_t b = store.allocate(3 * kMiB);
+  ASSERT_NE(b, 0u);
+  EXPECT_LT(b, 0x900000000ull) << "pinned when needed instead";
+  EXPECT_EQ(slabs.requests.size(), 2u);
+  EXPECT_EQ(process.used_bytes(), 8 * kMiB) << "the failed slab's share went back";
+  EXPECT_EQ(store.slab_bytes(), 8 * kMiB);
+  EXPECT_EQ(ahead.started.size(), 1u) << "a backend that failed once is not asked ahead again";
+  EXPECT_EQ(store.ahead_slabs(), 0u);
+}
+
+TEST(ShadowStoreTest, ABackendThatCannotPinAheadLeavesTheStoreAsWithout) {
+  FakeSlabs slabs;
+  FakeAhead ahead;
+  ahead.refuse_start = true;
+  HostLimit process(32 * kMiB);
+  ShadowStore store(slabs.allocator(), 32 * kMiB, 4 * kMiB, &process, ahead.allocator());
+  ASSERT_NE(store.allocate(3 * kMiB), 0u);
+  ASSERT_NE(store.allocate(3 * kMiB), 0u);
+  EXPECT_EQ(slabs.requests.size(), 2u);
+  EXPECT_EQ(process.used_bytes(), 8 * kMiB);
+  EXPECT_FALSE(store.ahead_pending());
+}
+
 }  // namespace
 }  // namespace pump

@@ -1,0 +1,153 @@
+#include "core/cuda/host_pinner.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <chrono>
+
+namespace pump::cuda {
+namespace {
+
+constexpr uint64_t kHugePage = 2ull << 20;
+
+uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since).count());
+}
+
+// `bytes` of anonymous memory at a huge-page boundary, huge pages asked for, every page
+// touched (so the register call finds them present); nullptr if the system has none.
+void* map_touched(uint64_t bytes) {
+  void* raw = mmap(nullptr, bytes + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  const uint64_t begin = reinterpret_cast<uint64_t>(raw);
+  const uint64_t aligned = (begin + kHugePage - 1) & ~(kHugePage - 1);
+  if (aligned > begin) munmap(raw, aligned - begin);
+  const uint64_t tail = begin + bytes + kHugePage - (aligned + bytes);
+  if (tail) munmap(reinterpret_cast<void*>(aligned + bytes), tail);
+  auto* p = reinterpret_cast<char*>(aligned);
+  madvise(p, bytes, MADV_HUGEPAGE);  // a hint: without huge pages the touch is only slower
+  const long page = sysconf(_SC_PAGESIZE);
+  const uint64_t step = page > 0 ? static_cast<uint64_t>(page) : 4096;
+  for (uint64_t at = 0; at < bytes; at += step) p[at] = 0;
+  return p;
+}
+
+}  // namespace
+
+HostPinner::HostPinner(const DriverApi& api, CUcontext context, HostPinnerStats* stats)
+    : api_(api), context_(context), stats_(stats) {}
+
+HostPinner::~HostPinner() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  if (ahead_done_ && ahead_result_) release(ahead_result_, ahead_bytes_, ahead_registered_);
+}
+
+uint64_t HostPinner::pin_impl(uint64_t bytes, bool mapped, bool* registered, const char** failed_call,
+                              CUresult* result) {
+  *registered = false;
+  if (api_.cuMemHostRegister && !register_refused_.load(std::memory_order_relaxed)) {
+    if (void* p = map_touched(bytes)) {
+      const CUresult r = api_.cuMemHostRegister(
+          p, bytes, CU_MEMHOSTREGISTER_PORTABLE | (mapped ? CU_MEMHOSTREGISTER_DEVICEMAP : 0u));
+      if (r == CUDA_SUCCESS) {
+        *registered = true;
+        stats_->registered_bytes.fetch_add(bytes, std::memory_order_relaxed);
+        stats_->pinned_bytes.fetch_add(bytes, std::memory_order_relaxed);
+        return reinterpret_cast<uint64_t>(p);
+      }
+      munmap(p, bytes);
+      register_refused_.store(true, std::memory_order_relaxed);  // not asked again: cuMemHostAlloc from now on
+    }
+  }
+  void* host = nullptr;
+  const CUresult r =
+      api_.cuMemHostAlloc(&host, bytes, CU_MEMHOSTALLOC_PORTABLE | (mapped ? CU_MEMHOSTALLOC_DEVICEMAP : 0u));
+  if (r != CUDA_SUCCESS || !host) {
+    if (failed_call) *failed_call = "cuMemHostAlloc";
+    if (result) *result = r == CUDA_SUCCESS ? CUDA_ERROR_OUT_OF_MEMORY : r;
+    return 0;
+  }
+  stats_->pinned_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  return reinterpret_cast<uint64_t>(host);
+}
+
+uint64_t HostPinner::pin(uint64_t bytes, bool mapped, const char** failed_call, CUresult* result) {
+  const auto t0 = std::chrono::steady_clock::now();
+  bool registered = false;
+  const uint64_t address = pin_impl(bytes, mapped, &registered, failed_call, result);
+  stats_->caller_ns.fetch_add(elapsed_ns(t0), std::memory_order_relaxed);
+  return address;
+}
+
+bool HostPinner::start_ahead(uint64_t bytes, bool mapped) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stopping_ || bytes == 0 || ahead_request_ || ahead_busy_ || ahead_done_) return false;
+  ahead_request_ = bytes;
+  ahead_mapped_ = mapped;
+  if (!thread_.joinable()) thread_ = std::thread([this] { thread_main(); });
+  cv_.notify_all();
+  return true;
+}
+
+bool HostPinner::pending() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return ahead_request_ || ahead_busy_ || ahead_done_;
+}
+
+uint64_t HostPinner::collect(uint64_t* bytes) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!ahead_request_ && !ahead_busy_ && !ahead_done_) return 0;
+  if (!ahead_done_) {
+    stats_->ahead_waits.fetch_add(1, std::memory_order_relaxed);
+    cv_.wait(lock, [&] { return ahead_done_; });
+  }
+  const uint64_t address = ahead_result_;
+  *bytes = ahead_bytes_;
+  ahead_done_ = false;
+  ahead_result_ = ahead_bytes_ = 0;
+  lock.unlock();
+  stats_->caller_ns.fetch_add(elapsed_ns(t0), std::memory_order_relaxed);
+  return address;
+}
+
+void HostPinner::thread_main() {
+  if (context_ && api_.cuCtxSetCurrent) api_.cuCtxSetCurrent(context_);
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stopping_ || ahead_request_; });
+    if (stopping_) return;
+    const uint64_t bytes = ahead_request_;
+    const bool mapped = ahead_mapped_;
+    ahead_request_ = 0;
+    ahead_busy_ = true;
+    lock.unlock();
+    bool registered = false;
+    const uint64_t address = pin_impl(bytes, mapped, &registered, nullptr, nullptr);
+    if (address) stats_->ahead_bytes.fetch_add(bytes, std::memory_order_relaxed);
+    lock.lock();
+    ahead_busy_ = false;
+    ahead_done_ = true;
+    ahead_result_ = address;
+    ahead_bytes_ = address ? bytes : 0;
+    ahead_registered_ = registered;
+    cv_.notify_all();
+  }
+}
+
+void HostPinner::release(uint64_t address, uint64_t bytes, bool registered) {
+  if (registered) {
+    if (api_.cuMemHostUnregister) api_.cuMemHostUnregister(reinterpret_cast<void*>(address));
+    munmap(reinterpret_cast<void*>(address), bytes);
+  } else {
+    api_.cuMemFreeHost(reinterpret_cast<void*>(address));
+  }
+}
+
+}  // namespace pump::cuda
