@@ -317,7 +317,8 @@ std::string CudaBackend::setup_on_worker() {
     return fail("cuDevicePrimaryCtxRetain", r);
   }
   if ((r = api_.cuCtxSetCurrent(context_)) != CUDA_SUCCESS) return fail("cuCtxSetCurrent", r);
-  pinner_ = std::make_unique<cuda::HostPinner>(api_, context_, &pin_stats_);
+  pinner_ = std::make_unique<cuda::HostPinner>(api_, context_, &pin_stats_,
+                                               options_.pin != CudaBackendOptions::Pin::kHostAlloc);
   if ((r = api_.cuStreamCreate(&prefetch_stream_, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS) {
     prefetch_stream_ = nullptr;
     return fail("cuStreamCreate", r);
@@ -1255,7 +1256,7 @@ uint64_t CudaBackend::allocate_host(uint64_t bytes) {
 }
 
 bool CudaBackend::allocate_host_ahead(uint64_t bytes) {
-  if (!options_.pin_ahead || !has_copy_path() || context_lost_ || !pinner_) return false;
+  if (options_.pin != CudaBackendOptions::Pin::kAhead || !has_copy_path() || context_lost_ || !pinner_) return false;
   return pinner_->start_ahead(bytes, copy_kernels_);
 }
 

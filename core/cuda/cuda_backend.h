@@ -100,9 +100,11 @@ struct CudaBackendOptions {
   // How long a kernel's fence seen not ready answers for the later fences of its stream
   // (EventFenceRing; 0: the driver is asked about each). Transfers' fences: never.
   std::chrono::microseconds fence_not_ready_trust = cuda::EventFenceRing::kNotReadyTrust;
-  // PUMP_PIN_AHEAD=0: shadow slabs are pinned only when a save needs one (to measure what
-  // pinning ahead gains; host_pinner.h).
-  bool pin_ahead = true;
+  // PUMP_PIN: how shadow slabs are pinned (host_pinner.h). kAhead: registered, the next one
+  // pinned ahead on a thread of its own; kRegister: registered when a save needs one;
+  // kHostAlloc: cuMemHostAlloc when needed (the former way). The last two only to measure.
+  enum class Pin { kAhead, kRegister, kHostAlloc };
+  Pin pin = Pin::kAhead;
   bool merge_adjacent = true;   // off only to measure what merging gains
   size_t batch_min_ranges = 4;  // ranges from which one batch call replaces single calls; 0 = never
   // PUMP_VERIFY=poison: a discard fills the range with a NaN pattern (0xFF bytes) and

@@ -35,8 +35,8 @@ void* map_touched(uint64_t bytes) {
 
 }  // namespace
 
-HostPinner::HostPinner(const DriverApi& api, CUcontext context, HostPinnerStats* stats)
-    : api_(api), context_(context), stats_(stats) {}
+HostPinner::HostPinner(const DriverApi& api, CUcontext context, HostPinnerStats* stats, bool register_memory)
+    : api_(api), context_(context), stats_(stats), register_refused_(!register_memory) {}
 
 HostPinner::~HostPinner() {
   {
@@ -53,8 +53,8 @@ uint64_t HostPinner::pin_impl(uint64_t bytes, bool mapped, bool* registered, con
   *registered = false;
   if (api_.cuMemHostRegister && !register_refused_.load(std::memory_order_relaxed)) {
     if (void* p = map_touched(bytes)) {
-      const CUresult r = api_.cuMemHostRegister(
-          p, bytes, CU_MEMHOSTREGISTER_PORTABLE | (mapped ? CU_MEMHOSTREGISTER_DEVICEMAP : 0u));
+      const CUresult r =
+          api_.cuMemHostRegister(p, bytes, CU_MEMHOSTREGISTER_PORTABLE | (mapped ? CU_MEMHOSTREGISTER_DEVICEMAP : 0u));
       if (r == CUDA_SUCCESS) {
         *registered = true;
         stats_->registered_bytes.fetch_add(bytes, std::memory_order_relaxed);

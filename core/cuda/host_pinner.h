@@ -29,17 +29,18 @@
 namespace pump::cuda {
 
 struct HostPinnerStats {
-  std::atomic<uint64_t> pinned_bytes{0};       // every allocation, either way and either thread
-  std::atomic<uint64_t> caller_ns{0};          // callers' time pinning or waiting for a pin ahead
-  std::atomic<uint64_t> ahead_bytes{0};        // ... pinned on the pinner's thread
-  std::atomic<uint64_t> ahead_waits{0};        // collects that had to wait for it
-  std::atomic<uint64_t> registered_bytes{0};   // ... by mapping and registering (the rest: cuMemHostAlloc)
+  std::atomic<uint64_t> pinned_bytes{0};      // every allocation, either way and either thread
+  std::atomic<uint64_t> caller_ns{0};         // callers' time pinning or waiting for a pin ahead
+  std::atomic<uint64_t> ahead_bytes{0};       // ... pinned on the pinner's thread
+  std::atomic<uint64_t> ahead_waits{0};       // collects that had to wait for it
+  std::atomic<uint64_t> registered_bytes{0};  // ... by mapping and registering (the rest: cuMemHostAlloc)
 };
 
 class HostPinner {
  public:
   // `context`: made current on the pinner's thread. `stats`: outlives the pinner.
-  HostPinner(const DriverApi& api, CUcontext context, HostPinnerStats* stats);
+  // `register_memory` false: cuMemHostAlloc only (to measure against).
+  HostPinner(const DriverApi& api, CUcontext context, HostPinnerStats* stats, bool register_memory = true);
   ~HostPinner();  // joins the thread; frees an ahead allocation nobody collected
   HostPinner(const HostPinner&) = delete;
   HostPinner& operator=(const HostPinner&) = delete;

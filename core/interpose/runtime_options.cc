@@ -173,9 +173,11 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes,
     if (auto flag = parse_flag(*v)) o.overlap_out_in = *flag;
     else log(LogLevel::kError, "PUMP_OVERLAP_OUT_IN='%s' is not 0 or 1; using 0", v->c_str());
   }
-  if (auto v = config.get("PIN_AHEAD")) {
-    if (auto flag = parse_flag(*v)) o.pin_ahead = *flag;
-    else log(LogLevel::kError, "PUMP_PIN_AHEAD='%s' is not 0 or 1; using 1", v->c_str());
+  if (auto v = config.get("PIN")) {
+    if (*v == "ahead") o.pin = CudaBackendOptions::Pin::kAhead;
+    else if (*v == "register") o.pin = CudaBackendOptions::Pin::kRegister;
+    else if (*v == "hostalloc") o.pin = CudaBackendOptions::Pin::kHostAlloc;
+    else log(LogLevel::kError, "PUMP_PIN='%s' is not ahead, register or hostalloc; using ahead", v->c_str());
   }
   // Measuring knobs in whole microseconds, at most 100 ms.
   for (auto [key, us] : {std::pair{"FENCE_TRUST_US", &o.fence_trust}, {"DISCARD_HOLD_US", &o.discard_hold}}) {

@@ -35,8 +35,8 @@ struct RuntimeOptions {
   bool prefetch_on_alloc = false;     // PUMP_PREFETCH_ON_ALLOC
   bool watch_while_fits = false;      // PUMP_WATCH_WHILE_FITS: engines see every call from the start
   bool overlap_out_in = false;        // PUMP_OVERLAP_OUT_IN (CudaBackendOptions::overlap_out_in)
-  bool pin_ahead = CudaBackendOptions{}.pin_ahead;  // PUMP_PIN_AHEAD
-  std::chrono::microseconds fence_trust =           // PUMP_FENCE_TRUST_US (CudaBackendOptions::fence_not_ready_trust)
+  CudaBackendOptions::Pin pin = CudaBackendOptions{}.pin;  // PUMP_PIN
+  std::chrono::microseconds fence_trust =  // PUMP_FENCE_TRUST_US (CudaBackendOptions::fence_not_ready_trust)
       CudaBackendOptions{}.fence_not_ready_trust;
   std::chrono::microseconds discard_hold{CudaBackendOptions{}.discard_hold_ns / 1000};  // PUMP_DISCARD_HOLD_US
   uint64_t populate_piece = CudaBackendOptions{}.populate_chunk_bytes;                  // PUMP_POPULATE_PIECE

@@ -46,15 +46,15 @@ double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-#define CU_CHECK(call)                                                      \
-  do {                                                                      \
-    CUresult r_ = (call);                                                   \
-    if (r_ != CUDA_SUCCESS) {                                               \
-      const char* s_ = nullptr;                                             \
-      cuGetErrorString(r_, &s_);                                            \
-      std::fprintf(stderr, "%s failed: %s\n", #call, s_ ? s_ : "?");        \
-      std::exit(1);                                                         \
-    }                                                                       \
+#define CU_CHECK(call)                                               \
+  do {                                                               \
+    CUresult r_ = (call);                                            \
+    if (r_ != CUDA_SUCCESS) {                                        \
+      const char* s_ = nullptr;                                      \
+      cuGetErrorString(r_, &s_);                                     \
+      std::fprintf(stderr, "%s failed: %s\n", #call, s_ ? s_ : "?"); \
+      std::exit(1);                                                  \
+    }                                                                \
   } while (0)
 
 struct PinResult {
@@ -128,10 +128,11 @@ int main() {
     PinResult pin;
     std::vector<void*> held;
     std::thread pinner;
-    if (how != "idle") pinner = std::thread([&] {
-      pin = pin_slabs(how, ctx, &held);
-      pinning = false;
-    });
+    if (how != "idle")
+      pinner = std::thread([&] {
+        pin = pin_slabs(how, ctx, &held);
+        pinning = false;
+      });
     std::vector<double> launch, copy, sync;
     const double until = now_ms() + 400;  // the idle phases: as long as a pinning phase takes at 2.5 GB/s
     while (how == "idle" ? now_ms() < until : pinning.load()) {

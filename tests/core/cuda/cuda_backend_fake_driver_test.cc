@@ -960,10 +960,23 @@ TEST_F(FakeDriverTest, NothingIsPinnedAheadWhenSwitchedOff) {
   FakeDriverConfig config;
   config.host_register = 1;
   CudaBackendOptions options;
-  options.pin_ahead = false;
+  options.pin = CudaBackendOptions::Pin::kRegister;
   CudaBackend& b = start(config, options);
   EXPECT_FALSE(b.allocate_host_ahead(4 * kMiB));
   EXPECT_NE(b.allocate_host(kMiB), 0u) << "pinning when needed still works";
+  EXPECT_EQ(driver_.count("cuMemHostRegister"), 1u);
+}
+
+TEST_F(FakeDriverTest, PinHostAllocPinsTheFormerWay) {
+  FakeDriverConfig config;
+  config.host_register = 1;
+  CudaBackendOptions options;
+  options.pin = CudaBackendOptions::Pin::kHostAlloc;
+  CudaBackend& b = start(config, options);
+  EXPECT_FALSE(b.allocate_host_ahead(4 * kMiB));
+  EXPECT_NE(b.allocate_host(kMiB), 0u);
+  EXPECT_EQ(driver_.count("cuMemHostRegister"), 0u);
+  EXPECT_EQ(driver_.count("cuMemHostAlloc"), 1u);
 }
 
 // An ahead pin nobody collected is released with the backend (registered: unregistered).

@@ -20,7 +20,7 @@ std::unique_ptr<Config> config_with(std::initializer_list<std::pair<const char*,
   for (const char* key :
        {"DISABLE", "PLUGINS", "POLICY", "GPU_BUDGET", "MANAGED_LIMIT", "PREFETCH_ON_ALLOC", "SPLIT_GRANULARITY",
         "STATS", "DATAPATH", "HOST_LIMIT", "VERIFY", "COPY_VIA", "WATCH_WHILE_FITS", "OVERLAP_OUT_IN", "POPULATE",
-        "PARTITION_ABOVE", "FENCE_TRUST_US", "DISCARD_HOLD_US"})
+        "PARTITION_ABOVE", "FENCE_TRUST_US", "DISCARD_HOLD_US", "PIN"})
     c->set(key, "");
   for (auto& [k, v] : values) c->set(k, v);
   return c;
@@ -85,6 +85,15 @@ TEST(RuntimeOptions, PopulateNamesHowDroppedPagesArePopulated) {
   EXPECT_EQ(parse_runtime_options(*config_with({})).populate, Populate::kPrefetchEach);
   EXPECT_EQ(parse_runtime_options(*config_with({{"POPULATE", "prefetch"}})).populate, Populate::kPrefetchEach);
   EXPECT_EQ(parse_runtime_options(*config_with({{"POPULATE", "auto"}})).populate, Populate::kAuto);
+  EXPECT_TRUE(log.lines().empty());
+}
+
+TEST(RuntimeOptions, PinNamesHowShadowSlabsArePinned) {
+  LogCapture log;
+  EXPECT_EQ(parse_runtime_options(*config_with({})).pin, CudaBackendOptions::Pin::kAhead);
+  EXPECT_EQ(parse_runtime_options(*config_with({{"PIN", "register"}})).pin, CudaBackendOptions::Pin::kRegister);
+  EXPECT_EQ(parse_runtime_options(*config_with({{"PIN", "hostalloc"}})).pin, CudaBackendOptions::Pin::kHostAlloc);
+  EXPECT_EQ(parse_runtime_options(*config_with({{"PIN", "ahead"}})).pin, CudaBackendOptions::Pin::kAhead);
   EXPECT_TRUE(log.lines().empty());
 }
 
@@ -187,30 +196,33 @@ TEST_P(RuntimeOptionsBadValue, GivesOneMessageNamingTheVariableAndValueThenTheDe
   EXPECT_EQ(o.populate, defaults.populate);
   EXPECT_EQ(o.fence_trust, defaults.fence_trust);
   EXPECT_EQ(o.discard_hold, defaults.discard_hold);
+  EXPECT_EQ(o.pin, defaults.pin);
   EXPECT_EQ(o.populate_piece, defaults.populate_piece);
   EXPECT_EQ(o.partition_above, defaults.partition_above);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Interpose, RuntimeOptionsBadValue,
-    ::testing::Values(
-        BadValue{"DISABLE", "maybe"}, BadValue{"GPU_BUDGET", "lots"}, BadValue{"GPU_BUDGET", "150%"},
-        BadValue{"MANAGED_LIMIT", "-3GiB"}, BadValue{"MANAGED_LIMIT", "0"}, BadValue{"PREFETCH_ON_ALLOC", "2"},
-        BadValue{"WATCH_WHILE_FITS", "sometimes"}, BadValue{"OVERLAP_OUT_IN", "2"},
-        BadValue{"POPULATE", "prefetch-each"}, BadValue{"FENCE_TRUST_US", "-1"}, BadValue{"FENCE_TRUST_US", "50us"},
-        BadValue{"FENCE_TRUST_US", "100001"}, BadValue{"FENCE_TRUST_US", " 5"}, BadValue{"DISCARD_HOLD_US", "x"},
-        BadValue{"SPLIT_GRANULARITY", "100KiB"}, BadValue{"SPLIT_GRANULARITY", "1KiB"}, BadValue{"DATAPATH", "fast"},
-        BadValue{"DATAPATH", "UM"}, BadValue{"HOST_LIMIT", "lots"}, BadValue{"HOST_LIMIT", "150%"},
-        BadValue{"HOST_LIMIT", "-1GiB"}, BadValue{"VERIFY", "on"}, BadValue{"COPY_VIA", "bounce"},
-        BadValue{"PARTITION_ABOVE", "half"}, BadValue{"PARTITION_ABOVE", "150%"},
-        // below one page: a budget that holds nothing
-        BadValue{"GPU_BUDGET", "0"}, BadValue{"GPU_BUDGET", "0B"}, BadValue{"GPU_BUDGET", "0.0001"},
-        BadValue{"GPU_BUDGET", "4095"},
-        // per device: the whole setting is refused
-        BadValue{"GPU_BUDGET", "0:8GiB,0:6GiB"}, BadValue{"GPU_BUDGET", "0:8GiB,1:lots"},
-        BadValue{"GPU_BUDGET", "8GiB,6GiB"}, BadValue{"GPU_BUDGET", "x:8GiB"}, BadValue{"GPU_BUDGET", "0:8GiB,"},
-        BadValue{"GPU_BUDGET", "1:0"}, BadValue{"GPU_BUDGET", "0:150%"}, BadValue{"MANAGED_LIMIT", "0:16GiB,1:0"},
-        BadValue{"MANAGED_LIMIT", "1:16GiB,1:8GiB"}, BadValue{"MANAGED_LIMIT", "0:50%"}),
+    ::testing::Values(BadValue{"DISABLE", "maybe"}, BadValue{"GPU_BUDGET", "lots"}, BadValue{"GPU_BUDGET", "150%"},
+                      BadValue{"MANAGED_LIMIT", "-3GiB"}, BadValue{"MANAGED_LIMIT", "0"},
+                      BadValue{"PREFETCH_ON_ALLOC", "2"}, BadValue{"WATCH_WHILE_FITS", "sometimes"},
+                      BadValue{"OVERLAP_OUT_IN", "2"}, BadValue{"POPULATE", "prefetch-each"}, BadValue{"PIN", "early"},
+                      BadValue{"FENCE_TRUST_US", "-1"}, BadValue{"FENCE_TRUST_US", "50us"},
+                      BadValue{"FENCE_TRUST_US", "100001"}, BadValue{"FENCE_TRUST_US", " 5"},
+                      BadValue{"DISCARD_HOLD_US", "x"}, BadValue{"SPLIT_GRANULARITY", "100KiB"},
+                      BadValue{"SPLIT_GRANULARITY", "1KiB"}, BadValue{"DATAPATH", "fast"}, BadValue{"DATAPATH", "UM"},
+                      BadValue{"HOST_LIMIT", "lots"}, BadValue{"HOST_LIMIT", "150%"}, BadValue{"HOST_LIMIT", "-1GiB"},
+                      BadValue{"VERIFY", "on"}, BadValue{"COPY_VIA", "bounce"}, BadValue{"PARTITION_ABOVE", "half"},
+                      BadValue{"PARTITION_ABOVE", "150%"},
+                      // below one page: a budget that holds nothing
+                      BadValue{"GPU_BUDGET", "0"}, BadValue{"GPU_BUDGET", "0B"}, BadValue{"GPU_BUDGET", "0.0001"},
+                      BadValue{"GPU_BUDGET", "4095"},
+                      // per device: the whole setting is refused
+                      BadValue{"GPU_BUDGET", "0:8GiB,0:6GiB"}, BadValue{"GPU_BUDGET", "0:8GiB,1:lots"},
+                      BadValue{"GPU_BUDGET", "8GiB,6GiB"}, BadValue{"GPU_BUDGET", "x:8GiB"},
+                      BadValue{"GPU_BUDGET", "0:8GiB,"}, BadValue{"GPU_BUDGET", "1:0"},
+                      BadValue{"GPU_BUDGET", "0:150%"}, BadValue{"MANAGED_LIMIT", "0:16GiB,1:0"},
+                      BadValue{"MANAGED_LIMIT", "1:16GiB,1:8GiB"}, BadValue{"MANAGED_LIMIT", "0:50%"}),
     [](const ::testing::TestParamInfo<BadValue>& info) {
       // e.g. GPU_BUDGET_150_ : the variable and its value, as a test name
       std::string name = std::string(info.param.key) + "_" + info.param.value;
