@@ -27,6 +27,13 @@
  * ("25%"). Default 25%. A bad value: one warning, the default is used.
  * LEARNED_MIN_AGE: kernels since a block's last use before it is evicted ahead of younger
  * ones (default 2: the previous kernel's blocks go last, their eviction would wait for it).
+ * LEARNED_GAP_LOOKAHEAD=1 (an experiment, off by default): while no period is confirmed,
+ * the ranges whose reuse gap held twice are prefetched ahead by that gap (lookahead.cc), and
+ * such a gap overrules a tentative period's prediction. Why: in HF's greedy decode (H200,
+ * thirteenth session) the period never confirms (each token's growing cache moves the
+ * kernels' first blocks; tentative periods of one layer's 47 kernels come and go, predicting
+ * the previous layer's weights), so the lookahead never engaged. With it the launching
+ * thread's waits halved but 10% more bytes were restored, and tokens were no faster.
  *
  * Known losses, measured in the sim (docs/results/policies-2026-11-26.md): to "none",
  * decode-grow x1.02-1.1 is 4.6% slower (a cache that outgrows the budget only in its last
