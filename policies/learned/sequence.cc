@@ -108,6 +108,17 @@ void note_uses(LearnedPolicy* s, const KernelRecord& record, uint64_t ordinal, b
   }
 }
 
+// The block a kernel is known by: its first, passing over workspaces (a library's scratch,
+// the same for all its calls: cuBLAS puts it first in every GEMM of a decoder, whose layers
+// would then all look alike and a period of one layer be found where the weights differ).
+// (With LEARNED_GAP_LOOKAHEAD, an experiment, like the rest of it: by default the first block.)
+const pump_block_v1_t& anchor_block(const LearnedPolicy& s, const pump_kernel_v1_t* kernel) {
+  if (!s.gap_lookahead) return kernel->blocks[0];
+  for (size_t i = 0; i < kernel->num_blocks; ++i)
+    if (kernel->blocks[i].role != PUMP_ROLE_WORKSPACE) return kernel->blocks[i];
+  return kernel->blocks[0];
+}
+
 // Records the kernel at `ordinal`; returns whether its ranges are its slot's, in order.
 bool record_kernel(LearnedPolicy* s, const pump_kernel_v1_t* kernel, uint64_t ordinal) {
   KernelRecord& record = s->history[ordinal % kHistoryKernels];
@@ -222,7 +233,7 @@ void observe(LearnedPolicy* s, const pump_kernel_v1_t* kernel) {
 
   const uint64_t ordinal = s->next_ordinal++;
   KernelRecord& record = s->history[ordinal % kHistoryKernels];
-  record.anchor = mix64(kernel->blocks[0].address ^ mix64(kernel->stream + 1));
+  record.anchor = mix64(anchor_block(*s, kernel).address ^ mix64(kernel->stream + 1));
   follow(s, ordinal, record.anchor);
   record.matched = s->predicting;
   note_uses(s, record, ordinal, record_kernel(s, kernel, ordinal));
