@@ -249,6 +249,51 @@ TEST(PolicyLearned, LookaheadNeverEvictsABlockNeededBeforeTheOneItPrefetches) {
   EXPECT_GT(lookahead_prefetches, 0u) << "the lookahead never ran: the check above proved nothing";
 }
 
+// LEARNED_GAP_LOOKAHEAD=1 (an experiment): no kernel is ever seen twice (each one's first
+// block is a fresh activation, as a decoder's growing cache makes them), so no period forms;
+// but each of three weights comes back every third kernel, and once that gap held twice
+// the next ones are prefetched ahead. Off (the default), only the kernel's own blocks.
+TEST(PolicyLearned, WithTheGapLookaheadRangesThatRecurLikeClockworkArePrefetchedWithoutAPeriod) {
+  for (const bool on : {false, true}) {
+    FakePolicyHost host{10000};
+    if (on) host.set_config("LEARNED_GAP_LOOKAHEAD", "1");
+    Ids weights;
+    for (int i = 0; i < 3; ++i) weights.push_back(host.add_block(100, PUMP_ROLE_UNKNOWN, false));
+    host.add_block(10000, PUMP_ROLE_UNKNOWN, false);  // tracked memory exceeds the budget
+    PolicyInstance policy("learned", host);
+    ASSERT_TRUE(policy.ready());
+    for (int i = 0; i < 12; ++i)
+      run_kernel(policy, host, {host.add_block(100, PUMP_ROLE_ACTIVATION, false), weights[i % 3]}, 10000);
+    evict_all(host, weights);
+    const uint64_t fresh = host.add_block(100, PUMP_ROLE_ACTIVATION, false);
+    run_kernel(policy, host, {fresh, weights[0]}, 10000);
+    const Ids expected = on ? Ids{fresh, weights[0], weights[1], weights[2]} : Ids{fresh, weights[0]};
+    EXPECT_EQ(prefetched_ids(host), expected) << (on ? "with" : "without") << " the gap lookahead";
+  }
+}
+
+// A range whose gap broke (it did not come back when predicted) is not fetched ahead on it.
+TEST(PolicyLearned, TheGapLookaheadDropsARangeWhoseGapBroke) {
+  FakePolicyHost host{10000};
+  host.set_config("LEARNED_GAP_LOOKAHEAD", "1");
+  Ids weights;
+  for (int i = 0; i < 3; ++i) weights.push_back(host.add_block(100, PUMP_ROLE_UNKNOWN, false));
+  host.add_block(10000, PUMP_ROLE_UNKNOWN, false);
+  PolicyInstance policy("learned", host);
+  ASSERT_TRUE(policy.ready());
+  for (int i = 0; i < 12; ++i)
+    run_kernel(policy, host, {host.add_block(100, PUMP_ROLE_ACTIVATION, false), weights[i % 3]}, 10000);
+  // Weight 1 and 2 stop coming: two kernels of weight 0 only, then their ordinals have passed.
+  for (int i = 0; i < 3; ++i)
+    run_kernel(policy, host, {host.add_block(100, PUMP_ROLE_ACTIVATION, false), weights[0]}, 10000);
+  evict_all(host, weights);
+  const uint64_t fresh = host.add_block(100, PUMP_ROLE_ACTIVATION, false);
+  run_kernel(policy, host, {fresh, weights[0]}, 10000);
+  const Ids got = prefetched_ids(host);
+  EXPECT_EQ(std::count(got.begin(), got.end(), weights[1]), 0);
+  EXPECT_EQ(std::count(got.begin(), got.end(), weights[2]), 0);
+}
+
 // LEARNED_LOOKAHEAD in bytes or percent of the 10000-byte budget: how many of
 // the five predicted 100-byte kernels after the first are prefetched ahead.
 struct LookaheadCase {
