@@ -78,7 +78,7 @@ void note_uses(LearnedPolicy* s, const KernelRecord& record, uint64_t ordinal, b
       r.gap = gap;
     }
     r.last_overwrote = record.overwrites[i] != 0;
-    note_upcoming(s, id, ordinal);
+    if (s->gap_lookahead) note_upcoming(s, id, ordinal);  // a set node per use: only when it is used
     if (r.last_use != ordinal) r.held = s->period.length && r.epoch == s->epoch && r.next_use == ordinal;
     r.last_use = ordinal;
     if (r.ahead) note_used_ahead(s, r);
