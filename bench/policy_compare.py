@@ -14,7 +14,7 @@ import argparse
 import json
 import os
 
-FILES = ["sim", "patterns", "gpt_fp32", "gpt2", "lstm", "resnet50"]
+FILES = ["sim", "patterns", "hf-decode", "gpt_fp32", "gpt2", "lstm", "resnet50"]
 
 
 def load(directory):

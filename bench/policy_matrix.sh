@@ -23,6 +23,10 @@ args+=("${model[@]}")
   "${args[@]}" --json "$out/sim.json" > "$out/sim.txt" 2>&1
 "$bench" --sim --workload cycle,grad-accum,varlen,prefill-decode,decode-grow \
   --oversubscription 1.02,1.05,1.1,1.5,2,3 "${args[@]}" --json "$out/patterns.json" > "$out/patterns.txt" 2>&1
+# The decoder as HF's generate runs it (a Llama shape, 2 GiB of weights, 8 tokens): where the
+# GPU showed learned slower than lru (docs/results, thirteenth session).
+"$bench" --sim --workload hf-decode --size 2GiB --oversubscription 1.5,2,3 "${args[@]}" --iterations 8 \
+  --json "$out/hf-decode.json" > "$out/hf-decode.txt" 2>&1
 for t in gpt_fp32 gpt2 lstm resnet50; do
   "$bench" --trace "$root/bench/traces/gpu/$t.trace" --oversubscription 1.5,2,3 "${args[@]}" \
     --json "$out/$t.json" > "$out/$t.txt" 2>&1

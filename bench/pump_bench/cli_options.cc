@@ -49,8 +49,8 @@ const std::vector<std::string>& sim_workload_names() {
 }
 
 const std::vector<std::string>& sim_pattern_names() {
-  static const std::vector<std::string> names{"decode",         "cycle",       "grad-accum", "varlen",
-                                              "prefill-decode", "decode-grow", "arena",      "llama-decode"};
+  static const std::vector<std::string> names{"decode",      "cycle", "grad-accum",   "varlen",   "prefill-decode",
+                                              "decode-grow", "arena", "llama-decode", "hf-decode"};
   return names;
 }
 
@@ -74,7 +74,10 @@ usage: pump-bench [options] [-- COMMAND ARGS...]
                               one allocation, its kernels given pointers only), llama-decode (a
                               Llama-shaped bf16 decoder with --size of weights, 48 launches per
                               layer, each after 60 us of the program's own host time, as PyTorch
-                              ran it)
+                              ran it), hf-decode (the same as HF's generate runs it: cuBLAS's
+                              workspace first in every GEMM, a longer cache and new activation
+                              addresses every token, 37 ms of cuDNN plan building per token;
+                              at least 4 tokens))
                               GPU: mlp, conv, conv-backend (default: all three); conv runs
                               cuDNN's legacy API, conv-backend its graph API (PyTorch's path)
   --size S                    small, medium (default), large, or a footprint such as 3GiB
@@ -227,7 +230,7 @@ CliResult parse_cli(const std::vector<std::string>& args) {
       if (!contains(sim_workload_names(), w) && !contains(gpu_workload_names(), w) && !contains(sim_pattern_names(), w))
         return fail("--workload: unknown workload '" + w +
                     "' (known: training-loop, decode, mlp, conv, conv-backend, cycle, grad-accum, varlen, "
-                    "prefill-decode, decode-grow, arena, llama-decode)");
+                    "prefill-decode, decode-grow, arena, llama-decode, hf-decode)");
     }
   }
   if (const std::string* v = given("--size")) {

@@ -57,6 +57,7 @@ std::optional<SimWorkload> make_sim_workload(const std::string& name, const std:
   if (name == "decode-grow") return decode_grow_loop(footprint, 16, std::max(iterations, 8));
   if (name == "arena") return arena_loop(footprint, 8, iterations);
   if (name == "llama-decode") return llama_decode_loop(footprint, std::max(iterations, 3));
+  if (name == "hf-decode") return hf_decode_loop(footprint, std::max(iterations, 4));
   if (name == "mlp") return mlp_sim_workload(mlp_shape(*size), iterations);
   if (name == "conv") return conv_sim_workload(conv_shape(*size), iterations);
   if (name == "conv-backend") {
@@ -67,7 +68,7 @@ std::optional<SimWorkload> make_sim_workload(const std::string& name, const std:
   }
   *error = "the sim has no workload '" + name +
            "' (it has training-loop, decode, mlp, conv, conv-backend, cycle, grad-accum, varlen, prefill-decode, "
-           "decode-grow, arena, llama-decode)";
+           "decode-grow, arena, llama-decode, hf-decode)";
   return std::nullopt;
 }
 

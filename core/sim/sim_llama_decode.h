@@ -18,4 +18,12 @@ namespace pump {
 // As many layers as make about `weight_bytes` of weights (at least one); `tokens` iterations.
 SimWorkload llama_decode_loop(uint64_t weight_bytes, int tokens, double host_seconds_per_launch = 60e-6);
 
+// The same decoder as HF's generate runs it under PyTorch (what the recorded H200 trace
+// showed, docs/results thirteenth session): cuBLAS's workspace is the first extent of every
+// GEMM; each token a new, longer cache per layer (torch.cat) and its activations at new
+// addresses; cuDNN's attention plan finalized once per token (37 ms of host time before the
+// first attention). A decoder whose kernels' first blocks do not repeat from token to token,
+// only its weights do. `tokens` iterations, each one different.
+SimWorkload hf_decode_loop(uint64_t weight_bytes, int tokens, double host_seconds_per_launch = 60e-6);
+
 }  // namespace pump

@@ -27,14 +27,21 @@
  * ("25%"). Default 25%. A bad value: one warning, the default is used.
  * LEARNED_MIN_AGE: kernels since a block's last use before it is evicted ahead of younger
  * ones (default 2: the previous kernel's blocks go last, their eviction would wait for it).
- * LEARNED_GAP_LOOKAHEAD=1 (an experiment, off by default): while no period is confirmed,
- * the ranges whose reuse gap held twice are prefetched ahead by that gap (lookahead.cc), and
- * such a gap overrules a tentative period's prediction. Why: in HF's greedy decode (H200,
- * thirteenth session) the period never confirms (each token's growing cache moves the
- * kernels' first blocks; tentative periods of one layer's 47 kernels come and go, predicting
- * the previous layer's weights), so the lookahead never engaged. With it the launching
- * thread's waits halved but 10% more bytes were restored, and tokens were no faster.
+ * LEARNED_GAP_LOOKAHEAD=1 (an experiment, off by default): a kernel is known by its first
+ * block that is not a workspace; while no period is confirmed, the ranges whose reuse gap held
+ * twice are prefetched ahead by that gap (lookahead.cc), and such a gap overrules a tentative
+ * period's prediction. Why: in HF's greedy decode (H200, thirteenth session) cuBLAS's
+ * workspace comes first in every GEMM, so one layer's 47 kernels look alike and periods of a
+ * layer are confirmed, predicting the previous layer's weights; the token's period never is
+ * (its activations and growing cache move every token, only its weights stay). With it the
+ * launching thread's waits halved on the GPU but 10% more bytes were restored and tokens were
+ * no faster; in the sim's hf-decode it is slower still. Kept to measure against.
  *
+ * Known losses. hf-decode (a decoder as HF's generate runs it: bench/policy_matrix.sh, 2 GiB
+ * of weights, 8 tokens) is 2.06x slower than "none" at x2 and 1.34x at x3 in the sim (0.42x
+ * at x1.5), where lru is 0.27-0.53x: periods of one layer are confirmed and followed, their
+ * predictions wrong (see LEARNED_GAP_LOOKAHEAD above), and steady tokens swing between 58
+ * and 556 ms; on the H200 the real decode was likewise slower than lru (thirteenth session).
  * Known losses, measured in the sim (docs/results/policies-2026-11-26.md): to "none",
  * decode-grow x1.02-1.1 is 4.6% slower (a cache that outgrows the budget only in its last
  * tokens: each prefetch of a new, never-touched allocation costs the sim a call that
