@@ -27,6 +27,9 @@ void* map_touched(uint64_t bytes) {
   if (tail) munmap(reinterpret_cast<void*>(aligned + bytes), tail);
   auto* p = reinterpret_cast<char*>(aligned);
   madvise(p, bytes, MADV_HUGEPAGE);  // a hint: without huge pages the touch is only slower
+  // Not inherited by a fork (a DataLoader's workers): a write to a copy-on-write page after
+  // one would move this process's page away from the one the device copies to and from.
+  madvise(p, bytes, MADV_DONTFORK);
   const long page = sysconf(_SC_PAGESIZE);
   const uint64_t step = page > 0 ? static_cast<uint64_t>(page) : 4096;
   for (uint64_t at = 0; at < bytes; at += step) p[at] = 0;
