@@ -4,6 +4,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <system_error>
+
+#include "core/common/log.h"
+#include "core/common/range.h"
 
 namespace pump::cuda {
 namespace {
@@ -15,9 +19,13 @@ uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) {
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since).count());
 }
 
-// `bytes` of anonymous memory at a huge-page boundary, huge pages asked for, every page
-// touched (so the register call finds them present); nullptr if the system has none.
-void* map_touched(uint64_t bytes) {
+// What map_touched maps for `bytes` (a limit in percent can make a slab of any size).
+uint64_t mapped_bytes(uint64_t bytes) { return round_up(bytes, kHugePage); }
+
+// mapped_bytes(bytes) of anonymous memory at a huge-page boundary, huge pages asked for,
+// every page touched (so the register call finds them present); nullptr if the system has none.
+void* map_touched(uint64_t requested) {
+  const uint64_t bytes = mapped_bytes(requested);
   void* raw = mmap(nullptr, bytes + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) return nullptr;
   const uint64_t begin = reinterpret_cast<uint64_t>(raw);
@@ -56,16 +64,35 @@ uint64_t HostPinner::pin_impl(uint64_t bytes, bool mapped, bool* registered, con
   *registered = false;
   if (api_.cuMemHostRegister && !register_refused_.load(std::memory_order_relaxed)) {
     if (void* p = map_touched(bytes)) {
-      const CUresult r =
-          api_.cuMemHostRegister(p, bytes, CU_MEMHOSTREGISTER_PORTABLE | (mapped ? CU_MEMHOSTREGISTER_DEVICEMAP : 0u));
+      const uint64_t length = mapped_bytes(bytes);
+      CUresult r =
+          api_.cuMemHostRegister(p, length, CU_MEMHOSTREGISTER_PORTABLE | (mapped ? CU_MEMHOSTREGISTER_DEVICEMAP : 0u));
+      // The copy kernel reaches a shadow at its host address: registered memory is reachable
+      // so only where the device can use host pointers for it (cuMemHostAlloc's always is).
+      CUdeviceptr device = 0;
+      if (r == CUDA_SUCCESS && mapped &&
+          (api_.cuMemHostGetDevicePointer(&device, p, 0) != CUDA_SUCCESS ||
+           device != reinterpret_cast<CUdeviceptr>(p))) {
+        api_.cuMemHostUnregister(p);
+        r = CUDA_ERROR_NOT_SUPPORTED;
+      }
       if (r == CUDA_SUCCESS) {
         *registered = true;
-        stats_->registered_bytes.fetch_add(bytes, std::memory_order_relaxed);
-        stats_->pinned_bytes.fetch_add(bytes, std::memory_order_relaxed);
+        stats_->registered_bytes.fetch_add(length, std::memory_order_relaxed);
+        stats_->pinned_bytes.fetch_add(length, std::memory_order_relaxed);
         return reinterpret_cast<uint64_t>(p);
       }
-      munmap(p, bytes);
-      register_refused_.store(true, std::memory_order_relaxed);  // not asked again: cuMemHostAlloc from now on
+      munmap(p, length);
+      // Out of memory may pass; anything else (not supported, not permitted) will not:
+      // cuMemHostAlloc from now on, said once.
+      if (r != CUDA_ERROR_OUT_OF_MEMORY) {
+        register_refused_.store(true, std::memory_order_relaxed);
+        const char* name = nullptr;
+        if (api_.cuGetErrorName) api_.cuGetErrorName(r, &name);
+        PUMP_LOG_ONCE(LogLevel::kInfo,
+                      "cuda backend: registering host memory for shadows refused (%s): cuMemHostAlloc instead",
+                      name ? name : "unknown error");
+      }
     }
   }
   void* host = nullptr;
@@ -91,16 +118,17 @@ uint64_t HostPinner::pin(uint64_t bytes, bool mapped, const char** failed_call, 
 bool HostPinner::start_ahead(uint64_t bytes, bool mapped) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (stopping_ || bytes == 0 || ahead_request_ || ahead_busy_ || ahead_done_) return false;
+  if (!thread_.joinable()) {
+    try {
+      thread_ = std::thread([this] { thread_main(); });
+    } catch (const std::system_error&) {
+      return false;  // no thread to be had: slabs are pinned when needed
+    }
+  }
   ahead_request_ = bytes;
   ahead_mapped_ = mapped;
-  if (!thread_.joinable()) thread_ = std::thread([this] { thread_main(); });
   cv_.notify_all();
   return true;
-}
-
-bool HostPinner::pending() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return ahead_request_ || ahead_busy_ || ahead_done_;
 }
 
 uint64_t HostPinner::collect(uint64_t* bytes) {
@@ -121,7 +149,8 @@ uint64_t HostPinner::collect(uint64_t* bytes) {
 }
 
 void HostPinner::thread_main() {
-  if (context_ && api_.cuCtxSetCurrent) api_.cuCtxSetCurrent(context_);
+  // Without its context the thread pins nothing: each request fails (pinned when needed).
+  const bool has_context = !context_ || !api_.cuCtxSetCurrent || api_.cuCtxSetCurrent(context_) == CUDA_SUCCESS;
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     cv_.wait(lock, [&] { return stopping_ || ahead_request_; });
@@ -132,8 +161,12 @@ void HostPinner::thread_main() {
     ahead_busy_ = true;
     lock.unlock();
     bool registered = false;
-    const uint64_t address = pin_impl(bytes, mapped, &registered, nullptr, nullptr);
+    const char* call = "cuCtxSetCurrent";
+    const uint64_t address = has_context ? pin_impl(bytes, mapped, &registered, &call, nullptr) : 0;
     if (address) stats_->ahead_bytes.fetch_add(bytes, std::memory_order_relaxed);
+    else
+      PUMP_LOG_ONCE(LogLevel::kWarn,
+                    "cuda backend: pinning a shadow slab ahead failed (%s): slabs are pinned when needed", call);
     lock.lock();
     ahead_busy_ = false;
     ahead_done_ = true;
@@ -147,7 +180,7 @@ void HostPinner::thread_main() {
 void HostPinner::release(uint64_t address, uint64_t bytes, bool registered) {
   if (registered) {
     if (api_.cuMemHostUnregister) api_.cuMemHostUnregister(reinterpret_cast<void*>(address));
-    munmap(reinterpret_cast<void*>(address), bytes);
+    munmap(reinterpret_cast<void*>(address), mapped_bytes(bytes));
   } else {
     api_.cuMemFreeHost(reinterpret_cast<void*>(address));
   }

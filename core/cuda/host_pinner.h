@@ -48,12 +48,12 @@ class HostPinner {
   // `bytes` pinned now, on the caller's thread (its context current). `mapped`: the device
   // must reach it by address (the copy kernel). 0 on failure; *failed_call names the call.
   uint64_t pin(uint64_t bytes, bool mapped, const char** failed_call, CUresult* result);
-  // Starts pinning `bytes` on the pinner's thread. False: one is pending already.
+  // Starts pinning `bytes` on the pinner's thread. False: one is pending already (or no
+  // thread can be had).
   bool start_ahead(uint64_t bytes, bool mapped);
   // The ahead allocation (waiting while it is being pinned), or 0 if none was started or it
   // failed. *bytes: its size.
   uint64_t collect(uint64_t* bytes);
-  bool pending() const;
 
  private:
   uint64_t pin_impl(uint64_t bytes, bool mapped, bool* registered, const char** failed_call, CUresult* result);
@@ -64,7 +64,7 @@ class HostPinner {
   CUcontext context_;
   HostPinnerStats* stats_;
   std::atomic<bool> register_refused_{false};  // the driver refused a registration once
-  mutable std::mutex mutex_;
+  std::mutex mutex_;
   std::condition_variable cv_;
   std::thread thread_;
   bool stopping_ = false;

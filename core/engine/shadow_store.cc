@@ -30,6 +30,12 @@ uint64_t ShadowStore::take(uint64_t bytes) {
   return 0;
 }
 
+ShadowStore::~ShadowStore() {
+  // A slab still ahead goes with the backend that pinned it; its share of the process's
+  // limit comes back for the other devices' stores.
+  if (ahead_pending_ && shared_) shared_->give_back(ahead_pending_);
+}
+
 void ShadowStore::add_slab(uint64_t base, uint64_t bytes) {
   slabs_.emplace(base, bytes);
   insert_free(base, bytes);
@@ -57,7 +63,7 @@ bool ShadowStore::collect_ahead() {
   ahead_pending_ = 0;
   if (!base || bytes != asked) {
     // Failed: the share goes back, and the next slab is pinned when needed (where that
-    // fails too, the store asks no more).
+    // fails too, the store asks no more). (A backend hands over what was asked or nothing.)
     slab_total_ -= asked;
     if (shared_) shared_->give_back(asked);
     ahead_ = {};
@@ -71,11 +77,10 @@ bool ShadowStore::collect_ahead() {
 uint64_t ShadowStore::allocate(uint64_t bytes) {
   if (bytes == 0) return 0;
   const uint64_t need = round_up(bytes, kAlignment);
+  const size_t slabs_before = slabs_.size();
   uint64_t address = take(need);
-  if (!address && collect_ahead()) {
-    address = take(need);
-    start_ahead();
-  }
+  // The slab ahead is a slab's size: a longer run gets a slab of its own, as without it.
+  if (!address && need <= slab_bytes_ && collect_ahead()) address = take(need);
   if (!address && !slab_failed_) {
     // A run larger than a slab gets a slab of its own size; under a limit smaller than
     // a slab, the slab shrinks to what the limit leaves (else nothing would ever fit).
@@ -87,7 +92,6 @@ uint64_t ShadowStore::allocate(uint64_t bytes) {
         slab_total_ += slab;
         add_slab(base, slab);
         address = take(need);
-        start_ahead();
       } else {
         if (shared_) shared_->give_back(slab);
         slab_failed_ = true;
@@ -98,6 +102,7 @@ uint64_t ShadowStore::allocate(uint64_t bytes) {
     ++refusals_;
     return 0;
   }
+  if (slabs_.size() != slabs_before) start_ahead();  // it took a slab: the next one, ahead
   used_ += need;
   peak_used_ = std::max(peak_used_, used_);
   return address;

@@ -29,7 +29,7 @@ class ShadowStore {
   // `allocate_slab(bytes)` returns the host address of `bytes` of pinned memory, or 0.
   using SlabAllocator = std::function<uint64_t(uint64_t bytes)>;
   // start(bytes): begin pinning a slab elsewhere (false: cannot); collect(&bytes): that slab
-  // (waiting while it is pinned), 0 if it failed.
+  // (waiting while it is pinned) with *bytes as asked, or 0 if it failed.
   struct AheadAllocator {
     std::function<bool(uint64_t bytes)> start;
     std::function<uint64_t(uint64_t* bytes)> collect;
@@ -40,6 +40,9 @@ class ShadowStore {
   // then only caps this store's share of it.
   ShadowStore(SlabAllocator allocate_slab, uint64_t limit_bytes, uint64_t slab_bytes = kDefaultSlabBytes,
               HostLimit* shared = nullptr, AheadAllocator ahead = {});
+  ~ShadowStore();
+  ShadowStore(const ShadowStore&) = delete;
+  ShadowStore& operator=(const ShadowStore&) = delete;
 
   // `bytes` of contiguous shadow, or 0 (limit reached, or the backend refused a slab).
   uint64_t allocate(uint64_t bytes);

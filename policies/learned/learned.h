@@ -148,8 +148,8 @@ struct LearnedPolicy {
   // come back at (a decoder whose growing cache keeps its kernels from forming a period
   // still reads each weight once a token), and the ordinal up to which they were requested.
   std::set<std::pair<uint64_t, uint32_t>> upcoming;
-  uint64_t upcoming_requested = 0;
-  bool gap_lookahead = false;  // LEARNED_GAP_LOOKAHEAD=1 (an experiment: off by default)
+  std::pair<uint64_t, uint32_t> upcoming_requested{};  // the last entry asked for (ordinals tie)
+  bool gap_lookahead = false;                          // LEARNED_GAP_LOOKAHEAD=1 (an experiment: off by default)
 
   // Candidates of the current decision, ranked once per callback.
   std::vector<pump_block_v1_t> candidates;

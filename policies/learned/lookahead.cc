@@ -102,16 +102,18 @@ void prefetch_ahead_by_gaps(LearnedPolicy* s) {
   const uint64_t configured = lookahead_bytes(s->lookahead, budget.budget_bytes);
   judge(s, configured);
   const uint64_t window = configured >> s->guard.shift;
+  if (window == 0) return;
   uint64_t bytes = 0;
   uint32_t visited = 0;
-  for (const auto& [at, id] : s->upcoming) {
+  for (const auto& entry : s->upcoming) {
+    const auto& [at, id] = entry;
     const RangeInfo& r = s->ranges[id];
     bytes += r.key.bytes;
     if ((bytes > window && at > now + 1) || ++visited > kGapLookaheadRanges) return;
-    if (at <= s->upcoming_requested || r.last_overwrote) continue;
+    if (entry <= s->upcoming_requested || r.last_overwrote) continue;
     const uint32_t distance = static_cast<uint32_t>(std::min<uint64_t>(at - now, kNever - 1));
     if (!prefetch_range_ahead(s, id, distance)) return;
-    s->upcoming_requested = at;
+    s->upcoming_requested = entry;
   }
 }
 

@@ -179,7 +179,7 @@ void learned_on_kernel(void* ctx, const pump_kernel_v1_t* kernel) {
     } else if (!s->confirmed && s->gap_lookahead && budget.resident_bytes < budget.managed_bytes) {
       // Likewise for the ranges requested by their gaps (the walk looks at 64 at most).
       for (size_t i = 0; i < kernel->num_blocks; ++i)
-        if (kernel->blocks[i].residency != PUMP_RESIDENT_DEVICE) s->upcoming_requested = 0;
+        if (kernel->blocks[i].residency != PUMP_RESIDENT_DEVICE) s->upcoming_requested = {};
       prefetch_ahead_by_gaps(s);
     }
   } catch (...) {

@@ -173,7 +173,7 @@ void forget_everything(LearnedPolicy* s) {
   s->range_ids.clear();
   s->ranges.clear();
   s->upcoming.clear();
-  s->upcoming_requested = 0;
+  s->upcoming_requested = {};
   for (KernelRecord& r : s->history) r.ranges.clear();
   s->confirmed = false;
   drop_period(s);

@@ -272,26 +272,48 @@ TEST(PolicyLearned, WithTheGapLookaheadRangesThatRecurLikeClockworkArePrefetched
   }
 }
 
-// A range whose gap broke (it did not come back when predicted) is not fetched ahead on it.
+// A range whose gap broke (it did not come back when predicted) is not fetched ahead on it;
+// one whose gap holds still is.
 TEST(PolicyLearned, TheGapLookaheadDropsARangeWhoseGapBroke) {
   FakePolicyHost host{10000};
   host.set_config("LEARNED_GAP_LOOKAHEAD", "1");
   Ids weights;
-  for (int i = 0; i < 3; ++i) weights.push_back(host.add_block(100, PUMP_ROLE_UNKNOWN, false));
+  for (int i = 0; i < 4; ++i) weights.push_back(host.add_block(100, PUMP_ROLE_UNKNOWN, false));
+  host.add_block(10000, PUMP_ROLE_UNKNOWN, false);
+  PolicyInstance policy("learned", host);
+  ASSERT_TRUE(policy.ready());
+  auto fresh = [&] { return host.add_block(100, PUMP_ROLE_ACTIVATION, false); };
+  for (int i = 0; i < 12; ++i) run_kernel(policy, host, {fresh(), weights[i % 3]}, 10000);
+  // Weights 1 and 2 stop coming; weights 0 and 3 take turns from here (3 comes every other kernel).
+  for (int i = 0; i < 8; ++i) run_kernel(policy, host, {fresh(), weights[i % 2 ? 3 : 0]}, 10000);
+  evict_all(host, weights);
+  run_kernel(policy, host, {fresh(), weights[0]}, 10000);
+  const Ids got = prefetched_ids(host);
+  EXPECT_EQ(std::count(got.begin(), got.end(), weights[1]), 0);
+  EXPECT_EQ(std::count(got.begin(), got.end(), weights[2]), 0);
+  EXPECT_EQ(std::count(got.begin(), got.end(), weights[3]), 1) << "its gap holds: fetched ahead";
+}
+
+// Two ranges due at the same kernel (one kernel reading two weights) are both fetched ahead.
+TEST(PolicyLearned, TheGapLookaheadFetchesEveryRangeDueAtOneKernel) {
+  FakePolicyHost host{10000};
+  host.set_config("LEARNED_GAP_LOOKAHEAD", "1");
+  Ids a, b;
+  for (int i = 0; i < 3; ++i) {
+    a.push_back(host.add_block(100, PUMP_ROLE_UNKNOWN, false));
+    b.push_back(host.add_block(100, PUMP_ROLE_UNKNOWN, false));
+  }
   host.add_block(10000, PUMP_ROLE_UNKNOWN, false);
   PolicyInstance policy("learned", host);
   ASSERT_TRUE(policy.ready());
   for (int i = 0; i < 12; ++i)
-    run_kernel(policy, host, {host.add_block(100, PUMP_ROLE_ACTIVATION, false), weights[i % 3]}, 10000);
-  // Weight 1 and 2 stop coming: two kernels of weight 0 only, then their ordinals have passed.
-  for (int i = 0; i < 3; ++i)
-    run_kernel(policy, host, {host.add_block(100, PUMP_ROLE_ACTIVATION, false), weights[0]}, 10000);
-  evict_all(host, weights);
-  const uint64_t fresh = host.add_block(100, PUMP_ROLE_ACTIVATION, false);
-  run_kernel(policy, host, {fresh, weights[0]}, 10000);
+    run_kernel(policy, host, {host.add_block(100, PUMP_ROLE_ACTIVATION, false), a[i % 3], b[i % 3]}, 10000);
+  Ids all = a;
+  all.insert(all.end(), b.begin(), b.end());
+  evict_all(host, all);
+  run_kernel(policy, host, {host.add_block(100, PUMP_ROLE_ACTIVATION, false), a[0], b[0]}, 10000);
   const Ids got = prefetched_ids(host);
-  EXPECT_EQ(std::count(got.begin(), got.end(), weights[1]), 0);
-  EXPECT_EQ(std::count(got.begin(), got.end(), weights[2]), 0);
+  for (uint64_t id : {a[1], b[1], a[2], b[2]}) EXPECT_EQ(std::count(got.begin(), got.end(), id), 1) << id;
 }
 
 // LEARNED_LOOKAHEAD in bytes or percent of the 10000-byte budget: how many of

@@ -938,6 +938,25 @@ TEST_F(FakeDriverTest, ARefusedRegistrationFallsBackToHostAllocAndIsNotTriedAgai
   EXPECT_EQ(b.stats().pinned_bytes, 2 * kMiB);
 }
 
+// The copy kernel reaches shadows at their host address: registered memory the device cannot
+// reach so is given back, and cuMemHostAlloc's is used (from then on).
+TEST_F(FakeDriverTest, RegisteredMemoryTheCopyKernelCannotReachByItsAddressIsNotUsed) {
+  FakeDriverConfig config;
+  config.host_register = 1;
+  config.copy_kernels = 1;
+  CudaBackendOptions options;
+  options.copy_via = CudaBackendOptions::CopyVia::kKernel;  // saves by a kernel writing the shadow
+  CudaBackend& b = start(config, options);
+  ASSERT_STREQ(b.copy_path(), "kernel");
+  const uint64_t host_allocs = driver_.count("cuMemHostAlloc");  // the kernel's chunk lists took some
+  driver_.fail("cuMemHostGetDevicePointer", 0, CUDA_ERROR_NOT_SUPPORTED, -1);
+  EXPECT_NE(b.allocate_host(kMiB), 0u);
+  EXPECT_EQ(driver_.count("cuMemHostRegister"), 1u);
+  EXPECT_EQ(driver_.count("cuMemHostUnregister"), 1u);
+  EXPECT_EQ(driver_.count("cuMemHostAlloc"), host_allocs + 1);
+  EXPECT_EQ(b.stats().pinned_registered_bytes, 0u);
+}
+
 TEST_F(FakeDriverTest, MemoryPinnedAheadIsHandedOverOnce) {
   FakeDriverConfig config;
   config.host_register = 1;

@@ -259,6 +259,35 @@ TEST(ShadowStoreTest, TheNextSlabIsAskedForAheadAndCollectedWhenNeeded) {
   EXPECT_EQ(store.slab_bytes(), 12 * kMiB);
 }
 
+// A run longer than a slab gets a slab of its own, whether or not one is ahead (the slab
+// ahead, a slab's size, could not hold it; collecting it would only wait).
+TEST(ShadowStoreTest, ARunLongerThanASlabIsPinnedWhenNeededBesideTheSlabAhead) {
+  FakeSlabs slabs;
+  FakeAhead ahead;
+  ShadowStore store(slabs.allocator(), 16 * kMiB, 4 * kMiB, nullptr, ahead.allocator());
+  ASSERT_NE(store.allocate(kMiB), 0u);
+  ASSERT_TRUE(store.ahead_pending());
+  EXPECT_NE(store.allocate(7 * kMiB), 0u) << "8 MiB of the limit are left for it";
+  EXPECT_EQ(slabs.requests, (std::vector<uint64_t>{4 * kMiB, 8 * kMiB}));
+  EXPECT_EQ(store.refusals(), 0u);
+  EXPECT_TRUE(store.ahead_pending()) << "still ahead, for a run that fits it";
+  EXPECT_EQ(store.slab_bytes(), 16 * kMiB);
+  EXPECT_GE(store.allocate(4 * kMiB), 0x900000000ull) << "which it then holds (3 MiB are left in the first)";
+}
+
+// A store going away gives its slab ahead's share of the process's limit back.
+TEST(ShadowStoreTest, AStoreGoneGivesBackTheShareOfItsSlabAhead) {
+  FakeSlabs slabs;
+  FakeAhead ahead;
+  HostLimit process(32 * kMiB);
+  {
+    ShadowStore store(slabs.allocator(), 32 * kMiB, 4 * kMiB, &process, ahead.allocator());
+    ASSERT_NE(store.allocate(kMiB), 0u);
+    EXPECT_EQ(process.used_bytes(), 8 * kMiB);
+  }
+  EXPECT_EQ(process.used_bytes(), 4 * kMiB) << "the slab it held stays counted (it is never freed)";
+}
+
 TEST(ShadowStoreTest, NoSlabIsAskedForAheadPastTheLimit) {
   FakeSlabs slabs;
   FakeAhead ahead;
