@@ -100,6 +100,7 @@ SimWorkload decoder_loop(uint64_t weight_bytes, int tokens, double host_seconds_
   };
   if (!as_generate_runs_it) {
     std::vector<int> caches;
+    caches.reserve(ls.size());
     for (const Layer& l : ls) caches.push_back(l.cache);
     token_kernels(&w.iteration, activations(0), caches, caches, 0.0);
     return w;
@@ -111,10 +112,12 @@ SimWorkload decoder_loop(uint64_t weight_bytes, int tokens, double host_seconds_
   w.repeats = false;
   w.varying.resize(static_cast<size_t>(w.iterations));
   std::vector<int> caches;
+  caches.reserve(ls.size());
   for (int i = 0; i < layers; ++i)
     caches.push_back(b.allocate(kKvRowBytes, PUMP_ROLE_ACTIVATION, numbered("KV", i) + ".0", 0));
   for (int t = 0; t < w.iterations; ++t) {
     std::vector<int> grown;
+    grown.reserve(ls.size());
     for (int i = 0; i < layers; ++i)
       grown.push_back(b.allocate(kKvRowBytes * static_cast<uint64_t>(t + 2), PUMP_ROLE_ACTIVATION,
                                  numbered("KV", i) + numbered(".", t + 1), t));

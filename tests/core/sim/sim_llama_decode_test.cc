@@ -56,6 +56,7 @@ TEST(HfDecode, OnlyItsWeightsRepeatFromTokenToToken) {
   };
   auto first_blocks = [&](const std::vector<SimKernel>& token) {
     std::vector<uint64_t> out;
+    out.reserve(token.size());
     for (const SimKernel& k : token) out.push_back(k.extents.front().address);
     return out;
   };
