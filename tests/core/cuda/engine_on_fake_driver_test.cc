@@ -74,6 +74,42 @@ EngineOptions copy_path_options() {
   return options;
 }
 
+// End to end: a save takes the first shadow slab (registered), the next one is pinned ahead
+// on the pinner's thread, and the bytes go out and come back through them intact.
+TEST(EngineOnFakeDriver, ShadowsArePinnedByRegisteringAndTheNextSlabAheadAndHoldTheBytes) {
+  FakeDriver driver;
+  ASSERT_TRUE(driver.ok());
+  FakeDriverConfig config;
+  config.model_memory = 1;
+  config.host_register = 1;
+  driver.reset(config);
+  std::unique_ptr<CudaBackend> backend = driver.backend();
+  ASSERT_NE(backend, nullptr);
+  EngineOptions options = copy_path_options();
+  options.host_limit_bytes = 2 * ShadowStore::kDefaultSlabBytes;  // room for the first slab and one ahead
+  Engine engine(*backend, nullptr, options, nullptr);
+
+  std::vector<uint8_t> memory(8 * kMiB);
+  const uint64_t base = (reinterpret_cast<uint64_t>(memory.data()) + kMiB - 1) / kMiB * kMiB;
+  const uint64_t x = base, y = base + 2 * kMiB, w = base + 4 * kMiB;
+  for (uint64_t a : {x, y, w}) engine.on_alloc(a, kMiB);
+  kernel(engine, x, kMiB, PUMP_ACCESS_WRITE, 0x11);
+  kernel(engine, y, kMiB, PUMP_ACCESS_WRITE, 0x22);
+  kernel(engine, w, kMiB, PUMP_ACCESS_WRITE, 0x33);  // x leaves: saved to its shadow, discarded
+  kernel(engine, x, kMiB, PUMP_ACCESS_READ);         // x comes back from it (y leaves)
+  ASSERT_TRUE(backend->wait_issued(10s));
+  const std::vector<uint8_t> expected(kMiB, 0x11);
+  EXPECT_EQ(std::memcmp(reinterpret_cast<void*>(x), expected.data(), kMiB), 0) << "x's bytes did not survive";
+  EXPECT_EQ(engine.stats().shadow_pinned_bytes, 2 * ShadowStore::kDefaultSlabBytes) << "one slab held, one ahead";
+  const auto until = std::chrono::steady_clock::now() + 20s;
+  while (backend->stats().pinned_ahead_bytes == 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(backend->stats().pinned_ahead_bytes, ShadowStore::kDefaultSlabBytes);
+  EXPECT_EQ(backend->stats().pinned_registered_bytes, 2 * ShadowStore::kDefaultSlabBytes);
+  EXPECT_EQ(driver.count("cuMemHostRegister"), 2u);
+  for (uint64_t a : {x, y, w}) engine.on_free(a);
+}
+
 TEST(EngineOnFakeDriver, FreedMemoryIsNoLongerTouchedByItsTransfersStillQueued) {
   FakeDriver driver;
   std::unique_ptr<CudaBackend> backend;
