@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "core/common/log.h"
+#include "core/cuda/elapsed_ns.h"
 #include "core/cuda/stream_order.h"
 #if PUMP_HAVE_COPY_KERNELS
 #include "core/cuda/copy_kernels_fatbin.h"
@@ -41,6 +42,8 @@ namespace {
 
 constexpr auto kHostWaitLimit = std::chrono::seconds(30);
 
+using cuda::elapsed_ns;
+
 bool context_is_gone(CUresult r) {
   return r == CUDA_ERROR_DEINITIALIZED || r == CUDA_ERROR_CONTEXT_IS_DESTROYED || r == CUDA_ERROR_NOT_INITIALIZED;
 }
@@ -51,11 +54,6 @@ uint64_t thread_cpu_ns() {
   timespec t{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return static_cast<uint64_t>(t.tv_sec) * 1000000000ull + static_cast<uint64_t>(t.tv_nsec);
-}
-
-uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since).count());
 }
 
 // Adds a stretch of the worker's wall time and of its CPU time to two counters: where the

@@ -8,16 +8,12 @@
 
 #include "core/common/log.h"
 #include "core/common/range.h"
+#include "core/cuda/elapsed_ns.h"
 
 namespace pump::cuda {
 namespace {
 
 constexpr uint64_t kHugePage = 2ull << 20;
-
-uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since).count());
-}
 
 // What map_touched maps for `bytes` (a limit in percent can make a slab of any size).
 uint64_t mapped_bytes(uint64_t bytes) { return round_up(bytes, kHugePage); }

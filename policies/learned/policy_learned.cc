@@ -34,7 +34,7 @@
  * workspace comes first in every GEMM, so one layer's 47 kernels look alike and periods of a
  * layer are confirmed, predicting the previous layer's weights; the token's period never is
  * (its activations and growing cache move every token, only its weights stay). With it the
- * launching thread's waits halved on the GPU but 10% more bytes were restored and tokens were
+ * launching thread's waits halved on the GPU but 11% more bytes were restored and tokens were
  * no faster; in the sim's hf-decode it is slower still. Kept to measure against.
  *
  * Known losses. hf-decode (a decoder as HF's generate runs it: bench/policy_matrix.sh, 2 GiB
@@ -170,16 +170,15 @@ void learned_on_kernel(void* ctx, const pump_kernel_v1_t* kernel) {
       return;
     }
     observe(s, kernel);
+    // A block of the kernel is missing: something evicted the window after it was
+    // requested; the lookahead walks it again from here.
+    bool missing = false;
+    for (size_t i = 0; i < kernel->num_blocks; ++i) missing |= kernel->blocks[i].residency != PUMP_RESIDENT_DEVICE;
     if (s->confirmed && s->predicting) {
-      // A block of a predicted kernel is missing: something evicted the window after it
-      // was requested; walk it again from here.
-      for (size_t i = 0; i < kernel->num_blocks; ++i)
-        if (kernel->blocks[i].residency != PUMP_RESIDENT_DEVICE) s->lookahead_next = 0;
+      if (missing) s->lookahead_next = 0;
       if (budget.resident_bytes < budget.managed_bytes) prefetch_ahead(s);
     } else if (!s->confirmed && s->gap_lookahead && budget.resident_bytes < budget.managed_bytes) {
-      // Likewise for the ranges requested by their gaps (the walk looks at 64 at most).
-      for (size_t i = 0; i < kernel->num_blocks; ++i)
-        if (kernel->blocks[i].residency != PUMP_RESIDENT_DEVICE) s->upcoming_requested = {};
+      if (missing) s->upcoming_requested = {};  // (the walk looks at 64 ranges at most)
       prefetch_ahead_by_gaps(s);
     }
   } catch (...) {
