@@ -101,13 +101,17 @@ usage: pump-bench [options] [-- COMMAND ARGS...]
   --libpump PATH              libpump.so for GPU runs (default: ../lib/libpump.so next to this binary)
   --trace PATH                replay a recorded trace (PUMP_TRACE=...) in the sim
   --populate P                sim: how the backend populates dropped pages, as PUMP_POPULATE does
-                              on a GPU: prefetch (default; a populate the driver runs at once, not
-                              deferred behind other work, leaves the pages unpopulated and what
-                              lands there faults at 0.45 GB/s) or discard-and-prefetch (one call
+                              on a GPU: prefetch (default; see --idle-populate) or
+                              discard-and-prefetch (one call
                               per restore group, always populates, at a device cost calibrated on
                               the H200, where it was 9-29% slower end to end)
                               or auto (prefetch, always deferred: where the driver would run it
                               at once an empty kernel is queued first)
+  --idle-populate yes|no      sim: whether a populate by prefetch that the driver runs at once
+                              (not deferred behind other work) populates: yes (default; the
+                              engine's restores did on the H200, decode at x2 and x3) or no (the
+                              probe's isolated prefetch: the pages stay unpopulated and what lands
+                              there faults at 0.45 GB/s)
   --deferred-limit N          sim: prefetch calls the driver defers per context before the next
                               blocks the backend's worker until the device caught up (default 48,
                               measured on the H200; 0: unbounded, the model before that probe)
@@ -187,9 +191,9 @@ CliResult parse_cli(const std::vector<std::string>& args) {
   app.add_flag("-h,--help", help);
   app.add_flag("--sim", o.sim);
   std::map<std::string, std::string> values;  // option -> its text, when given
-  for (const char* name :
-       {"--workload", "--size", "--oversubscription", "--policies", "--datapath", "--repeats", "--iterations", "--json",
-        "--csv", "--plot", "--plugin-dir", "--trace", "--libpump", "--populate", "--deferred-limit"}) {
+  for (const char* name : {"--workload", "--size", "--oversubscription", "--policies", "--datapath", "--repeats",
+                           "--iterations", "--json", "--csv", "--plot", "--plugin-dir", "--trace", "--libpump",
+                           "--populate", "--deferred-limit", "--idle-populate"}) {
     app.add_option_function<std::string>(name, [&values, name](const std::string& v) { values[name] = v; })
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
         ->allow_extra_args(false);
@@ -289,8 +293,14 @@ CliResult parse_cli(const std::vector<std::string>& args) {
     if (*v != "0" && !parse_positive_int(*v, &n)) return fail("--deferred-limit: '" + *v + "' is not an integer >= 0");
     o.deferred_limit = n;
   }
-  if ((o.populate || o.deferred_limit) && !o.command.empty())
-    return fail("--populate and --deferred-limit set the sim's model; on a GPU set PUMP_POPULATE for the command");
+  if (const std::string* v = given("--idle-populate")) {
+    if (*v != "yes" && *v != "no") return fail("--idle-populate: '" + *v + "' is not yes or no");
+    o.idle_populate = *v == "yes";
+  }
+  if ((o.populate || o.deferred_limit || o.idle_populate) && !o.command.empty())
+    return fail(
+        "--populate, --deferred-limit and --idle-populate set the sim's model; on a GPU set PUMP_POPULATE for the "
+        "command");
   if (!o.trace_path.empty() && !o.workloads.empty()) return fail("--trace replaces --workload: give one of them");
   if (!o.trace_path.empty() && !o.command.empty()) return fail("--trace replays in the sim: it takes no command");
   if (o.sim && !o.command.empty()) return fail("a command runs on a GPU; --sim runs only the models");

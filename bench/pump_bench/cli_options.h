@@ -23,6 +23,7 @@ struct BenchOptions {
   std::string libpump_path;             // empty: next to the binary
   std::optional<std::string> populate;  // sim model: "prefetch" or "discard-and-prefetch"
   std::optional<int> deferred_limit;    // sim model: the driver's deferred prefetch calls (0: unbounded)
+  std::optional<bool> idle_populate;    // sim model: a prefetch the driver runs at once populates (default yes)
   std::vector<std::string> command;     // after "--"
 };
 

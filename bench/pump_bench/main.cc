@@ -149,6 +149,7 @@ int run(int argc, char** argv) {
                               : *o.populate == "auto"   ? SimDeviceModel::Populate::kAuto
                                                         : SimDeviceModel::Populate::kDiscardAndPrefetch;
     if (o.deferred_limit) matrix.model.deferred_prefetch_limit = static_cast<uint32_t>(*o.deferred_limit);
+    if (o.idle_populate) matrix.model.idle_prefetch_populates = *o.idle_populate;
     std::string error;
     if (!o.trace_path.empty()) {
       std::optional<SimWorkload> w = load_trace_workload(o.trace_path, iterations, &error);

@@ -119,13 +119,16 @@ std::string describe_sim_model(const SimDeviceModel& m) {
   char buf[400];
   std::snprintf(buf, sizeof buf,
                 "sim GPU: %.0f GiB, prefetch %.0f GB/s (+%.0f us/call), eviction %.0f GB/s, faults %.0f GB/s, "
-                "page %llu KiB, populate by %s, deferred prefetch calls %s",
+                "page %llu KiB, populate by %s%s, deferred prefetch calls %s",
                 static_cast<double>(m.device_bytes) / (1ull << 30), m.prefetch_bytes_per_second / 1e9,
                 m.prefetch_call_seconds * 1e6, m.evict_bytes_per_second / 1e9, m.fault_bytes_per_second / 1e9,
                 static_cast<unsigned long long>(m.page_bytes / 1024),
                 m.populate == SimDeviceModel::Populate::kPrefetchEach ? "prefetch"
                 : m.populate == SimDeviceModel::Populate::kAuto       ? "auto"
                                                                       : "discard-and-prefetch",
+                m.populate == SimDeviceModel::Populate::kPrefetchEach
+                    ? (m.idle_prefetch_populates ? " (on an idle stream too)" : " (not on an idle stream)")
+                    : "",
                 deferred.c_str());
   return buf;
 }

@@ -158,10 +158,12 @@ BatchFences SimBackend::submit(TransferBatch&& batch) {
 
 SimBackend::InSidePlan SimBackend::plan_in_side(const TransferBatch& batch, bool deferred) {
   InSidePlan plan;
-  // Not deferred, a prefetch of dropped pages runs inside the call and populates nothing;
-  // kAuto queues an empty kernel first there, so its prefetches are always deferred.
+  // Not deferred, a prefetch of dropped pages runs inside the call and, under the probe's
+  // rule (idle_prefetch_populates false), populates nothing; kAuto queues an empty kernel
+  // first there, so its prefetches are always deferred.
   if (model_.populate == SimDeviceModel::Populate::kAuto) deferred = true;
-  plan.populates = deferred || model_.populate != SimDeviceModel::Populate::kPrefetchEach;
+  plan.populates =
+      deferred || model_.idle_prefetch_populates || model_.populate != SimDeviceModel::Populate::kPrefetchEach;
   plan.by_discard_and_prefetch = model_.populate == SimDeviceModel::Populate::kDiscardAndPrefetch;
   if (!deferred || model_.deferred_prefetch_limit == 0) return plan;
   const bool each = model_.populate != SimDeviceModel::Populate::kDiscardAndPrefetch;

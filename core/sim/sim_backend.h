@@ -15,8 +15,10 @@
 // (sim_device_model.h): a prefetch or populate call queued behind unfinished work is
 // deferred, at most model.deferred_prefetch_limit of them at once, the next one blocking
 // the worker (and whatever it issues after) until the one that many calls back ran; and
-// under model.populate = kPrefetchEach a populate the driver runs at once populates nothing,
-// so the restore copying into those pages, or the kernel writing them, faults them in.
+// under model.populate = kPrefetchEach with model.idle_prefetch_populates false (the
+// probe's rule; by default it populates, as the engine's restores did end to end) a
+// populate the driver runs at once populates nothing, so the restore copying into those
+// pages, or the kernel writing them, faults them in.
 // Internally a discrete-event simulation: events are processed in time order,
 // and only up to the current host time (later ops cannot start earlier than
 // that), so every op sees the ground truth as it is when it starts.

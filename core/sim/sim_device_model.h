@@ -108,9 +108,10 @@ struct SimDeviceModel {
   // How the worker populates dropped pages (populate-only fetches, and before each
   // restore group's copies): as CudaBackend under PUMP_POPULATE.
   //   kPrefetchEach: cudaMemPrefetchAsync per populate_chunk_bytes piece, each a deferred
-  //     call; one the driver runs at once (nothing queued before it) populates nothing
-  //     (the probe: a prefetch of discarded pages on an idle stream returned at once and
-  //     left them unpopulated), so what lands there later faults them in page by page.
+  //     call; one the driver runs at once (nothing queued before it) populates only where
+  //     idle_prefetch_populates (below) says so (the probe: a prefetch of discarded pages on
+  //     an idle stream returned at once and left them unpopulated, and what landed there
+  //     later faulted them in page by page).
   //   kDiscardAndPrefetch: one cudaMemDiscardAndPrefetchBatchAsync per restore group (and
   //     one for a batch's populate-only fetches), which populated deferred or not, at
   //     discard_and_prefetch_bytes_per_second.
@@ -119,6 +120,14 @@ struct SimDeviceModel {
   //     the stream is idle; discard_defer_probe.cu: behind it the prefetches populate).
   enum class Populate : uint8_t { kPrefetchEach, kDiscardAndPrefetch, kAuto };
   Populate populate = Populate::kPrefetchEach;
+  // Whether a prefetch of dropped pages that the driver runs at once (nothing queued before
+  // it) populates them after all. The probe's isolated prefetch did not; the engine's own
+  // restores did on the H200 end to end: the decode at half its weights issued 24-31 GB of its
+  // populates on an idle stream without a restore faulting page by page (twelfth session),
+  // and at a third (fourteenth session, docs/results) 40.7 GB at 160 ms/token, where the
+  // probe's rule makes the sim's decoders fall to 544-558 ms/token from x2.6. So by default
+  // they populate; false keeps the probe's rule (pump-bench --idle-populate no).
+  bool idle_prefetch_populates = true;
   uint64_t populate_chunk_bytes = 8ull << 20;  // CudaBackendOptions::populate_chunk_bytes
   uint64_t restore_group_bytes = 64ull << 20;  // CudaBackendOptions::restore_group_bytes
   // Writing discarded pages that nothing populated (a restore's copy, a kernel): the probe

@@ -37,11 +37,14 @@
  * launching thread's waits halved on the GPU but 11% more bytes were restored and tokens were
  * no faster; in the sim's hf-decode it is slower still. Kept to measure against.
  *
- * Known losses. hf-decode (a decoder as HF's generate runs it: bench/policy_matrix.sh, 2 GiB
- * of weights, 8 tokens) is 2.06x slower than "none" at x2 and 1.34x at x3 in the sim (0.42x
- * at x1.5), where lru is 0.27-0.53x: periods of one layer are confirmed and followed, their
- * predictions wrong (see LEARNED_GAP_LOOKAHEAD above), and steady tokens swing between 58
- * and 556 ms; on the H200 the real decode was likewise slower than lru (thirteenth session).
+ * Known losses. On the H200's real decode (HF's generate, half the weights) it is slower than
+ * lru: 206 against 138-158 ms/token (thirteenth session), from periods of one layer confirmed
+ * and followed with wrong predictions (see LEARNED_GAP_LOOKAHEAD above) and 20-25 ms of policy
+ * time a token. The sim's hf-decode (bench/policy_matrix.sh, 2 GiB, 8 tokens) showed it 2.06x
+ * slower than "none" at x2 and 1.34x at x3 only under the probe's rule that a populate run
+ * at once populates nothing (pump-bench --idle-populate no); with the default, which the GPU's
+ * end-to-end decodes support, it is within 7-12% of lru there (fourteenth session) and the
+ * sim does not show the GPU's loss (it charges no policy time).
  * Known losses, measured in the sim (docs/results/policies-2026-11-26.md): to "none",
  * decode-grow x1.02-1.1 is 4.6% slower (a cache that outgrows the budget only in its last
  * tokens: each prefetch of a new, never-touched allocation costs the sim a call that

@@ -32,6 +32,9 @@ TEST(PumpBenchCli, TheSimsDriverModelIsChosenByPopulateAndDeferredLimit) {
   EXPECT_EQ(r.options.deferred_limit, 0);
   EXPECT_FALSE(parse_cli({}).options.populate.has_value()) << "not given: the model's default";
   EXPECT_EQ(parse_cli({"--deferred-limit", "64"}).options.deferred_limit, 64);
+  EXPECT_EQ(parse_cli({"--idle-populate", "no"}).options.idle_populate, false);
+  EXPECT_EQ(parse_cli({"--idle-populate=yes"}).options.idle_populate, true);
+  EXPECT_FALSE(parse_cli({}).options.idle_populate.has_value()) << "not given: the model's default";
 }
 
 TEST(PumpBenchCli, ParsesEveryOptionInBothSpellings) {
@@ -82,6 +85,8 @@ TEST(PumpBenchCli, BadInputGivesOneClearMessage) {
       {{"--populate", "eager"}, "'eager' is not prefetch, discard-and-prefetch or auto"},
       {{"--deferred-limit", "-1"}, "--deferred-limit: '-1' is not an integer >= 0"},
       {{"--populate", "prefetch", "--", "ls"}, "on a GPU set PUMP_POPULATE"},
+      {{"--idle-populate", "maybe"}, "--idle-populate: 'maybe' is not yes or no"},
+      {{"--idle-populate", "no", "--", "ls"}, "on a GPU set PUMP_POPULATE"},
       {{"--json"}, "--json needs a value"},
       {{"--"}, "followed by a command"},
       {{"--sim", "--", "ls"}, "--sim runs only the models"},

@@ -623,13 +623,14 @@ std::unique_ptr<SimBackend> evicted(const SimDeviceModel& m, bool save) {
   return b;
 }
 
-// A populate the driver runs at once (nothing queued before it) populated nothing on the
-// H200 (populate_wait_probe); discard-and-prefetch populated either way.
+// Under the probe's rule, a populate the driver runs at once (nothing queued before it)
+// populates nothing (populate_wait_probe, H200); discard-and-prefetch populated either way.
 TEST(SimBackendShadow, APopulateRunAtOnceLeavesPagesUnpopulatedSoTheRestoreFaultsThemIn) {
   double seconds[2] = {0, 0};
   for (auto populate : {SimDeviceModel::Populate::kPrefetchEach, SimDeviceModel::Populate::kDiscardAndPrefetch}) {
     SimDeviceModel m = hand_model();
     m.populate = populate;
+    m.idle_prefetch_populates = false;  // the probe's rule
     m.copy_in_bytes_per_second = 10e9;
     m.populate_bytes_per_second = 100e9;
     m.dropped_fault_bytes_per_second = 0.5e9;
@@ -647,11 +648,30 @@ TEST(SimBackendShadow, APopulateRunAtOnceLeavesPagesUnpopulatedSoTheRestoreFault
   EXPECT_LT(seconds[1], 8.0 * kMiB / 5e9) << "populated, then copied at the link's rate";
 }
 
+// By default (the engine's restores on the H200, end to end) a populate the driver runs at
+// once populates all the same: the restore copies at the link's rate, nothing faults.
+TEST(SimBackendShadow, APopulateRunAtOncePopulatesByDefault) {
+  SimDeviceModel m = hand_model();
+  ASSERT_TRUE(m.idle_prefetch_populates);
+  m.copy_in_bytes_per_second = 10e9;
+  m.populate_bytes_per_second = 100e9;
+  m.dropped_fault_bytes_per_second = 0.5e9;
+  auto backend = evicted(m, /*save=*/true);
+  SimBackend& b = *backend;
+  const double t0 = b.now();
+  in(b, {kA, 8 * kMiB}, /*restore=*/true);  // the in stream idle: not deferred
+  EXPECT_LT(b.now() - t0, 8.0 * kMiB / 5e9) << "populated, then copied at the link's rate";
+  EXPECT_EQ(b.stats().bytes_populate_missed, 0u);
+  use(b, {kA, 8 * kMiB}, kRead);
+  EXPECT_EQ(b.stats().violation_count(), 0u);
+}
+
 // PUMP_POPULATE=auto: where it would run at once, an empty kernel first defers it, so the
-// pages are populated.
+// pages are populated (under the probe's rule too).
 TEST(SimBackendShadow, AnAutoPopulateRunAtOncePopulates) {
   SimDeviceModel m = hand_model();
   m.populate = SimDeviceModel::Populate::kAuto;
+  m.idle_prefetch_populates = false;
   m.dropped_fault_bytes_per_second = 0.5e9;
   auto backend = evicted(m, /*save=*/true);
   SimBackend& b = *backend;
@@ -687,6 +707,7 @@ TEST(SimBackendShadow, ADiscardAndPrefetchPopulatesAtItsOwnRate) {
 
 TEST(SimBackendShadow, APopulateOnlyFetchRunAtOnceLeavesTheKernelToFaultThePagesIn) {
   SimDeviceModel m = hand_model();
+  m.idle_prefetch_populates = false;  // the probe's rule
   m.dropped_fault_bytes_per_second = 0.5e9;
   auto backend = evicted(m, /*save=*/false);
   SimBackend& b = *backend;
