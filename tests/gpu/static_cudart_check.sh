@@ -6,7 +6,9 @@
 # Builds tests/gpu/static_cudart_probe.cu with plain nvcc (no -cudart option), runs it
 # natively and under LD_PRELOAD=libpump.so with --check (every result verified on the
 # host), compares what both printed and checks the PUMP_STATS report
-# (check_static_cudart_stats.py). Not run anywhere yet: written without a GPU.
+# (check_static_cudart_stats.py). Everything fits, so the calls are watched as under a budget
+# (PUMP_WATCH_WHILE_FITS=1): otherwise they pass by the engines until one is over its budget,
+# and nothing is extracted (the first GPU run, fourteenth session, failed so).
 # SAFETY: the program allocates under 2 MiB; PUMP_MANAGED_LIMIT caps pump at 256 MiB.
 set -euo pipefail
 BUILD=${1:-.device}
@@ -43,7 +45,7 @@ cat "$WORK/native.txt"
 if [ $rc -eq 77 ]; then echo "no GPU here: skipped"; exit 77; fi
 [ $rc -eq 0 ] || { echo "FAIL: the program failed natively (rc=$rc)"; exit 1; }
 echo "== under libpump.so"
-LD_PRELOAD=$LIBPUMP PUMP_MANAGED_LIMIT=256MiB PUMP_STATS=$WORK/stats.json PUMP_LOG_LEVEL=${PUMP_LOG_LEVEL:-info} \
+LD_PRELOAD=$LIBPUMP PUMP_MANAGED_LIMIT=256MiB PUMP_WATCH_WHILE_FITS=1 PUMP_STATS=$WORK/stats.json PUMP_LOG_LEVEL=${PUMP_LOG_LEVEL:-info} \
   "$WORK/static_cudart_probe" --check 2> "$WORK/pump_stderr.txt" | tee "$WORK/pumped.txt" ||
   { tail -40 "$WORK/pump_stderr.txt"; exit 1; }
 grep '^pump' "$WORK/pump_stderr.txt" | head -40 || true
