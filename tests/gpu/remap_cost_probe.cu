@@ -1,0 +1,164 @@
+// remap_cost_probe: what freeing and re-backing 1 GiB of device pages costs, the way pump's copy
+// path does it (unified memory: discard, then populate by prefetch) against the virtual memory
+// API (unmap physical 2 MiB chunks, map them again), and how much each holds up another thread's
+// kernel launches. (tests/gpu, a one-off probe for the data path's design; not in CI.)
+//
+//   nvcc -O2 -std=c++17 -arch=sm_90 -o remap_cost_probe tests/gpu/remap_cost_probe.cu -lcuda && ./remap_cost_probe
+//
+// Why: discard_parallel_probe.cu (H200, fourteenth session) found a discard's driver work serial
+// (1 GiB in 3.9 ms whatever the threads) and holding up other threads' launches 40x while it
+// runs. A data path of its own physical chunks would trade discards and populates for unmaps
+// and maps: is that cheaper, and does it leave launches alone?
+// Each: wall ms of the calls (and, for the populate, until its prefetches completed), median of 3,
+// with another thread launching empty kernels all along (launches per ms against it alone).
+// SAFETY: 1 GiB managed and 1 GiB of device memory, nothing else.
+#include <cuda.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "probe_kernels.cuh"
+
+#define CU(x)                                                                   \
+  do {                                                                          \
+    CUresult r_ = (x);                                                          \
+    if (r_ != CUDA_SUCCESS) {                                                   \
+      std::printf("FAIL %s:%d %s: %d\n", __FILE__, __LINE__, #x, int(r_));     \
+      std::exit(1);                                                             \
+    }                                                                           \
+  } while (0)
+
+namespace {
+
+constexpr size_t kMiB = size_t{1} << 20;
+constexpr size_t kBig = 1024 * kMiB;
+constexpr size_t kPiece = 8 * kMiB;
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Runs `work` (timed, wall ms) while another thread launches empty kernels; returns {ms, launches per ms}.
+std::pair<double, double> with_launcher(cudaStream_t launch_stream, const std::function<void()>& work) {
+  std::atomic<bool> done{false}, started{false};
+  std::atomic<long long> launches{0};
+  std::thread launcher([&] {
+    CHECK(cudaSetDevice(0));
+    started.store(true);
+    while (!done.load()) {
+      spin<<<1, 1, 0, launch_stream>>>(0);
+      launches.fetch_add(1);
+    }
+  });
+  while (!started.load()) {
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const long long before = launches.load();
+  const double t0 = now_ms();
+  work();
+  const double ms = now_ms() - t0;
+  const long long during = launches.load() - before;
+  done.store(true);
+  launcher.join();
+  CHECK(cudaDeviceSynchronize());
+  return {ms, during / ms};
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main() {
+  CHECK(cudaSetDevice(0));
+  CHECK(cudaFree(nullptr));
+  cudaStream_t s, launch_stream;
+  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CHECK(cudaStreamCreateWithFlags(&launch_stream, cudaStreamNonBlocking));
+  const long long cycles_ms = cycles_per_ms();
+
+  // The launcher alone, for its rate.
+  const auto alone = with_launcher(launch_stream, [] { std::this_thread::sleep_for(std::chrono::milliseconds(20)); });
+  std::printf("another thread launching empty kernels alone: %.1f per ms\n", alone.second);
+
+  // Unified memory: discard 1 GiB (8 MiB pieces, batch calls of 8), then populate it by
+  // prefetching the pieces behind a 1 ms kernel (deferred: so they populate), until done.
+  char* managed = nullptr;
+  CHECK(cudaMallocManaged(&managed, kBig));
+  fill<<<1024, 256, 0, s>>>(reinterpret_cast<uint32_t*>(managed), kBig / 4, 1);
+  CHECK(cudaDeviceSynchronize());
+  std::vector<double> dms, drate, pms, prate;
+  for (int rep = 0; rep < 3; ++rep) {
+    auto d = with_launcher(launch_stream, [&] {
+      for (size_t at = 0; at < kBig; at += 8 * kPiece) discard_in_pieces(managed + at, 8 * kPiece, kPiece, s);
+    });
+    CHECK(cudaDeviceSynchronize());
+    auto p = with_launcher(launch_stream, [&] {
+      const cudaMemLocation device{cudaMemLocationTypeDevice, 0};
+      spin<<<1, 1, 0, s>>>(cycles_ms);
+      for (size_t at = 0; at < kBig; at += kPiece) CHECK(cudaMemPrefetchAsync(managed + at, kPiece, device, 0, s));
+      CHECK(cudaStreamSynchronize(s));
+    });
+    dms.push_back(d.first);
+    drate.push_back(d.second);
+    pms.push_back(p.first - 1.0);  // less the 1 ms kernel
+    prate.push_back(p.second);
+  }
+  std::printf("unified memory, 1 GiB: discard %.2f ms (launches meanwhile %.1f per ms); populate %.2f ms until done "
+              "(launches %.1f per ms)\n",
+              median(dms), median(drate), median(pms), median(prate));
+  CHECK(cudaFree(managed));
+
+  // Virtual memory: 512 physical chunks of the granularity (2 MiB) mapped into 1 GiB reserved.
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  size_t chunk = 0;
+  CU(cuMemGetAllocationGranularity(&chunk, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  const size_t chunks = kBig / chunk;
+  std::vector<CUmemGenericAllocationHandle> handles(chunks);
+  for (auto& h : handles) CU(cuMemCreate(&h, chunk, &prop, 0));
+  CUdeviceptr va = 0;
+  CU(cuMemAddressReserve(&va, kBig, 0, 0, 0));
+  CUmemAccessDesc access{};
+  access.location = prop.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  auto map_all = [&] {
+    for (size_t i = 0; i < chunks; ++i) {
+      CU(cuMemMap(va + i * chunk, chunk, 0, handles[i], 0));
+      CU(cuMemSetAccess(va + i * chunk, chunk, &access, 1));
+    }
+  };
+  auto unmap_all = [&] {
+    for (size_t i = 0; i < chunks; ++i) CU(cuMemUnmap(va + i * chunk, chunk));
+  };
+  map_all();
+  fill<<<1024, 256, 0, s>>>(reinterpret_cast<uint32_t*>(va), kBig / 4, 1);
+  CHECK(cudaDeviceSynchronize());
+  std::vector<double> ums, urate, mms, mrate;
+  for (int rep = 0; rep < 3; ++rep) {
+    auto u = with_launcher(launch_stream, unmap_all);
+    auto m = with_launcher(launch_stream, map_all);
+    ums.push_back(u.first);
+    urate.push_back(u.second);
+    mms.push_back(m.first);
+    mrate.push_back(m.second);
+  }
+  std::printf("virtual memory, 1 GiB in %zu chunks of %zu KiB: unmap %.2f ms (launches %.1f per ms); map + set "
+              "access %.2f ms (launches %.1f per ms)\n",
+              chunks, chunk / 1024, median(ums), median(urate), median(mms), median(mrate));
+  fill<<<1024, 256, 0, s>>>(reinterpret_cast<uint32_t*>(va), kBig / 4, 2);  // the remapped pages work
+  CHECK(cudaDeviceSynchronize());
+  unmap_all();
+  CU(cuMemAddressFree(va, kBig));
+  for (auto& h : handles) CU(cuMemRelease(h));
+  return 0;
+}
