@@ -1,6 +1,6 @@
 // remap_cost_probe: what freeing and re-backing 1 GiB of device pages costs, the way pump's copy
 // path does it (unified memory: discard, then populate by prefetch) against the virtual memory
-// API (unmap physical 2 MiB chunks, map them again), and how much each holds up another thread's
+// API (unmap physical chunks of 2-128 MiB, map them again), and how much each holds up another thread's
 // kernel launches. (tests/gpu, a one-off probe for the data path's design; not in CI.)
 //
 //   nvcc -O2 -std=c++17 -arch=sm_90 -o remap_cost_probe tests/gpu/remap_cost_probe.cu -lcuda && ./remap_cost_probe
@@ -116,49 +116,53 @@ int main() {
               median(dms), median(drate), median(pms), median(prate));
   CHECK(cudaFree(managed));
 
-  // Virtual memory: 512 physical chunks of the granularity (2 MiB) mapped into 1 GiB reserved.
+  // Virtual memory: 1 GiB reserved, backed by physical chunks of 2, 8, 32 and 128 MiB (multiples
+  // of the granularity), each unmapped and mapped again one call (map + set access) per chunk.
   CUmemAllocationProp prop{};
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   prop.location.id = 0;
-  size_t chunk = 0;
-  CU(cuMemGetAllocationGranularity(&chunk, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
-  const size_t chunks = kBig / chunk;
-  std::vector<CUmemGenericAllocationHandle> handles(chunks);
-  for (auto& h : handles) CU(cuMemCreate(&h, chunk, &prop, 0));
+  size_t granularity = 0;
+  CU(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
   CUdeviceptr va = 0;
   CU(cuMemAddressReserve(&va, kBig, 0, 0, 0));
   CUmemAccessDesc access{};
   access.location = prop.location;
   access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  auto map_all = [&] {
-    for (size_t i = 0; i < chunks; ++i) {
-      CU(cuMemMap(va + i * chunk, chunk, 0, handles[i], 0));
-      CU(cuMemSetAccess(va + i * chunk, chunk, &access, 1));
+  for (const size_t chunk : {2 * kMiB, 8 * kMiB, 32 * kMiB, 128 * kMiB}) {
+    if (chunk % granularity) continue;
+    const size_t chunks = kBig / chunk;
+    std::vector<CUmemGenericAllocationHandle> handles(chunks);
+    for (auto& h : handles) CU(cuMemCreate(&h, chunk, &prop, 0));
+    auto map_all = [&] {
+      for (size_t i = 0; i < chunks; ++i) {
+        CU(cuMemMap(va + i * chunk, chunk, 0, handles[i], 0));
+        CU(cuMemSetAccess(va + i * chunk, chunk, &access, 1));
+      }
+    };
+    auto unmap_all = [&] {
+      for (size_t i = 0; i < chunks; ++i) CU(cuMemUnmap(va + i * chunk, chunk));
+    };
+    map_all();
+    fill<<<1024, 256, 0, s>>>(reinterpret_cast<uint32_t*>(va), kBig / 4, 1);
+    CHECK(cudaDeviceSynchronize());
+    std::vector<double> ums, urate, mms, mrate;
+    for (int rep = 0; rep < 3; ++rep) {
+      auto u = with_launcher(launch_stream, unmap_all);
+      auto m = with_launcher(launch_stream, map_all);
+      ums.push_back(u.first);
+      urate.push_back(u.second);
+      mms.push_back(m.first);
+      mrate.push_back(m.second);
     }
-  };
-  auto unmap_all = [&] {
-    for (size_t i = 0; i < chunks; ++i) CU(cuMemUnmap(va + i * chunk, chunk));
-  };
-  map_all();
-  fill<<<1024, 256, 0, s>>>(reinterpret_cast<uint32_t*>(va), kBig / 4, 1);
-  CHECK(cudaDeviceSynchronize());
-  std::vector<double> ums, urate, mms, mrate;
-  for (int rep = 0; rep < 3; ++rep) {
-    auto u = with_launcher(launch_stream, unmap_all);
-    auto m = with_launcher(launch_stream, map_all);
-    ums.push_back(u.first);
-    urate.push_back(u.second);
-    mms.push_back(m.first);
-    mrate.push_back(m.second);
+    std::printf("virtual memory, 1 GiB in %zu chunks of %zu MiB: unmap %.2f ms (launches %.1f per ms); map + set "
+                "access %.2f ms (launches %.1f per ms)\n",
+                chunks, chunk / kMiB, median(ums), median(urate), median(mms), median(mrate));
+    fill<<<1024, 256, 0, s>>>(reinterpret_cast<uint32_t*>(va), kBig / 4, 2);  // the remapped pages work
+    CHECK(cudaDeviceSynchronize());
+    unmap_all();
+    for (auto& h : handles) CU(cuMemRelease(h));
   }
-  std::printf("virtual memory, 1 GiB in %zu chunks of %zu KiB: unmap %.2f ms (launches %.1f per ms); map + set "
-              "access %.2f ms (launches %.1f per ms)\n",
-              chunks, chunk / 1024, median(ums), median(urate), median(mms), median(mrate));
-  fill<<<1024, 256, 0, s>>>(reinterpret_cast<uint32_t*>(va), kBig / 4, 2);  // the remapped pages work
-  CHECK(cudaDeviceSynchronize());
-  unmap_all();
   CU(cuMemAddressFree(va, kBig));
-  for (auto& h : handles) CU(cuMemRelease(h));
   return 0;
 }

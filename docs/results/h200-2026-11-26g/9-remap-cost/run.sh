@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fourteenth session, call 9. tests/gpu/remap_cost_probe.cu: 1 GiB freed and backed again by unified memory (discard, then
+# Fourteenth session, calls 9 and 10 (10: chunks of 2, 8, 32 and 128 MiB). tests/gpu/remap_cost_probe.cu: 1 GiB freed and backed again by unified memory (discard, then
 # populate by prefetch) against the virtual memory API (unmap 2 MiB chunks, map them again), each with another thread
 # launching empty kernels all along. SAFETY: 1 GiB managed, then 1 GiB of device memory.
 R=$OUT/r9; mkdir -p $R
