@@ -3,7 +3,8 @@
 // several threads discard disjoint ranges at once, and whether it holds up another thread's kernel
 // launches. (tests/gpu, a one-off probe for the copy data path; not in CI.)
 //
-//   nvcc -O2 -std=c++17 -arch=sm_90 -o discard_parallel_probe tests/gpu/discard_parallel_probe.cu && ./discard_parallel_probe
+//   nvcc -O2 -std=c++17 -arch=sm_90 -o discard_parallel_probe tests/gpu/discard_parallel_probe.cu &&
+//   ./discard_parallel_probe
 //
 // Why: in the Llama-shaped decode at half its weights (H200, fourteenth session) pump's worker
 // spends 28 ms a token inside discards, and a kernel's fetch, which needs their room, is issued
@@ -28,10 +29,6 @@ namespace {
 constexpr size_t kMiB = size_t{1} << 20;
 constexpr size_t kBig = 1024 * kMiB;
 constexpr size_t kPiece = 8 * kMiB;
-
-double now_ms() {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 // Drops whatever is there, then has a kernel write all of it (the GPU faults the pages in).
 void first_touch(char* p, cudaStream_t s) {
@@ -77,7 +74,8 @@ int main() {
   for (cudaStream_t& s : streams) CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   fill<<<1024, 256, 0, streams[0]>>>(reinterpret_cast<uint32_t*>(big), kBig / 4, 1);  // before any discard
   CHECK(cudaDeviceSynchronize());
-  std::printf("discard of 1 GiB (8 MiB pieces, first written by a kernel) by T threads at once, wall ms (median of 3)\n");
+  std::printf(
+      "discard of 1 GiB (8 MiB pieces, first written by a kernel) by T threads at once, wall ms (median of 3)\n");
   for (int threads : {1, 2, 4, 8}) {
     std::vector<double> ms;
     for (int rep = 0; rep < 3; ++rep) {
@@ -110,9 +108,10 @@ int main() {
   done.store(true);
   launcher.join();
   CHECK(cudaDeviceSynchronize());
-  std::printf("one thread discarding 1 GiB took %.2f ms; meanwhile another launched %lld empty kernels "
-              "(%.1f per ms), its slowest launch of the run %.3f ms\n",
-              ms, during, during / ms, slowest);
+  std::printf(
+      "one thread discarding 1 GiB took %.2f ms; meanwhile another launched %lld empty kernels "
+      "(%.1f per ms), its slowest launch of the run %.3f ms\n",
+      ms, during, during / ms, slowest);
   // The launcher alone, for its rate.
   launches.store(0);
   std::thread alone([&] {

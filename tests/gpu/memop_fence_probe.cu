@@ -44,17 +44,6 @@
 
 #include "probe_kernels.cuh"
 
-#define CHECK_CU(x)                                                   \
-  do {                                                                \
-    CUresult r_ = (x);                                                \
-    if (r_ != CUDA_SUCCESS) {                                         \
-      const char* s_ = nullptr;                                       \
-      cuGetErrorString(r_, &s_);                                      \
-      std::printf("FAIL %s:%d %s: %s\n", __FILE__, __LINE__, #x, s_); \
-      std::exit(1);                                                   \
-    }                                                                 \
-  } while (0)
-
 namespace {
 
 constexpr size_t kMiB = size_t{1} << 20;

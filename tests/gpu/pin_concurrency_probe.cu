@@ -42,35 +42,20 @@ constexpr size_t kCopy = 8 * kMiB;
 
 __global__ void empty_kernel() {}
 
-double now_ms() {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-#define CU_CHECK(call)                                               \
-  do {                                                               \
-    CUresult r_ = (call);                                            \
-    if (r_ != CUDA_SUCCESS) {                                        \
-      const char* s_ = nullptr;                                      \
-      cuGetErrorString(r_, &s_);                                     \
-      std::fprintf(stderr, "%s failed: %s\n", #call, s_ ? s_ : "?"); \
-      std::exit(1);                                                  \
-    }                                                                \
-  } while (0)
-
 struct PinResult {
   double call_ms = 0;   // inside the pinning calls
   double total_ms = 0;  // including mmap and touching the pages
 };
 
 PinResult pin_slabs(const std::string& how, CUcontext ctx, std::vector<void*>* held) {
-  CU_CHECK(cuCtxSetCurrent(ctx));
+  CHECK_CU(cuCtxSetCurrent(ctx));
   PinResult r;
   const double start = now_ms();
   for (int i = 0; i < kSlabs; ++i) {
     void* p = nullptr;
     if (how == "hostalloc") {
       const double t = now_ms();
-      CU_CHECK(cuMemHostAlloc(&p, kSlab, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
+      CHECK_CU(cuMemHostAlloc(&p, kSlab, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
       r.call_ms += now_ms() - t;
     } else {
       p = mmap(nullptr, kSlab, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -81,7 +66,7 @@ PinResult pin_slabs(const std::string& how, CUcontext ctx, std::vector<void*>* h
       if (how == "register-thp") madvise(p, kSlab, MADV_HUGEPAGE);
       std::memset(p, 0, kSlab);
       const double t = now_ms();
-      CU_CHECK(cuMemHostRegister(p, kSlab, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP));
+      CHECK_CU(cuMemHostRegister(p, kSlab, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP));
       r.call_ms += now_ms() - t;
     }
     held->push_back(p);
@@ -93,9 +78,9 @@ PinResult pin_slabs(const std::string& how, CUcontext ctx, std::vector<void*>* h
 void release(const std::string& how, std::vector<void*>* held) {
   for (void* p : *held) {
     if (how == "hostalloc") {
-      CU_CHECK(cuMemFreeHost(p));
+      CHECK_CU(cuMemFreeHost(p));
     } else {
-      CU_CHECK(cuMemHostUnregister(p));
+      CHECK_CU(cuMemHostUnregister(p));
       munmap(p, kSlab);
     }
   }
@@ -114,7 +99,7 @@ int main() {
   CHECK(cudaSetDevice(0));
   CHECK(cudaFree(nullptr));
   CUcontext ctx = nullptr;
-  CU_CHECK(cuCtxGetCurrent(&ctx));
+  CHECK_CU(cuCtxGetCurrent(&ctx));
   cudaStream_t s;
   CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   void* device = nullptr;

@@ -3,8 +3,10 @@
 // only, so each probe still builds with one nvcc command.
 #pragma once
 
+#include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +20,23 @@
       std::exit(1);                                                                       \
     }                                                                                     \
   } while (0)
+
+// The same for a driver API call (a probe using it links -lcuda).
+#define CHECK_CU(x)                                                   \
+  do {                                                                \
+    CUresult r_ = (x);                                                \
+    if (r_ != CUDA_SUCCESS) {                                         \
+      const char* s_ = nullptr;                                       \
+      cuGetErrorString(r_, &s_);                                      \
+      std::printf("FAIL %s:%d %s: %s\n", __FILE__, __LINE__, #x, s_); \
+      std::exit(1);                                                   \
+    }                                                                 \
+  } while (0)
+
+// Wall-clock milliseconds (steady), for timing host calls.
+inline double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 // Wrong words found by check(): how many, and the first and last wrong word index.
 struct Bad {

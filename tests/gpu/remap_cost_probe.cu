@@ -24,24 +24,11 @@
 
 #include "probe_kernels.cuh"
 
-#define CU(x)                                                                   \
-  do {                                                                          \
-    CUresult r_ = (x);                                                          \
-    if (r_ != CUDA_SUCCESS) {                                                   \
-      std::printf("FAIL %s:%d %s: %d\n", __FILE__, __LINE__, #x, int(r_));     \
-      std::exit(1);                                                             \
-    }                                                                           \
-  } while (0)
-
 namespace {
 
 constexpr size_t kMiB = size_t{1} << 20;
 constexpr size_t kBig = 1024 * kMiB;
 constexpr size_t kPiece = 8 * kMiB;
-
-double now_ms() {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 // Runs `work` (timed, wall ms) while another thread launches empty kernels; returns {ms, launches per ms}.
 std::pair<double, double> with_launcher(cudaStream_t launch_stream, const std::function<void()>& work) {
@@ -111,9 +98,10 @@ int main() {
     pms.push_back(p.first - 1.0);  // less the 1 ms kernel
     prate.push_back(p.second);
   }
-  std::printf("unified memory, 1 GiB: discard %.2f ms (launches meanwhile %.1f per ms); populate %.2f ms until done "
-              "(launches %.1f per ms)\n",
-              median(dms), median(drate), median(pms), median(prate));
+  std::printf(
+      "unified memory, 1 GiB: discard %.2f ms (launches meanwhile %.1f per ms); populate %.2f ms until done "
+      "(launches %.1f per ms)\n",
+      median(dms), median(drate), median(pms), median(prate));
   CHECK(cudaFree(managed));
 
   // Virtual memory: 1 GiB reserved, backed by physical chunks of 2, 8, 32 and 128 MiB (multiples
@@ -123,9 +111,9 @@ int main() {
   prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   prop.location.id = 0;
   size_t granularity = 0;
-  CU(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  CHECK_CU(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
   CUdeviceptr va = 0;
-  CU(cuMemAddressReserve(&va, kBig, 0, 0, 0));
+  CHECK_CU(cuMemAddressReserve(&va, kBig, 0, 0, 0));
   CUmemAccessDesc access{};
   access.location = prop.location;
   access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
@@ -133,15 +121,15 @@ int main() {
     if (chunk % granularity) continue;
     const size_t chunks = kBig / chunk;
     std::vector<CUmemGenericAllocationHandle> handles(chunks);
-    for (auto& h : handles) CU(cuMemCreate(&h, chunk, &prop, 0));
+    for (auto& h : handles) CHECK_CU(cuMemCreate(&h, chunk, &prop, 0));
     auto map_all = [&] {
       for (size_t i = 0; i < chunks; ++i) {
-        CU(cuMemMap(va + i * chunk, chunk, 0, handles[i], 0));
-        CU(cuMemSetAccess(va + i * chunk, chunk, &access, 1));
+        CHECK_CU(cuMemMap(va + i * chunk, chunk, 0, handles[i], 0));
+        CHECK_CU(cuMemSetAccess(va + i * chunk, chunk, &access, 1));
       }
     };
     auto unmap_all = [&] {
-      for (size_t i = 0; i < chunks; ++i) CU(cuMemUnmap(va + i * chunk, chunk));
+      for (size_t i = 0; i < chunks; ++i) CHECK_CU(cuMemUnmap(va + i * chunk, chunk));
     };
     map_all();
     fill<<<1024, 256, 0, s>>>(reinterpret_cast<uint32_t*>(va), kBig / 4, 1);
@@ -155,14 +143,15 @@ int main() {
       mms.push_back(m.first);
       mrate.push_back(m.second);
     }
-    std::printf("virtual memory, 1 GiB in %zu chunks of %zu MiB: unmap %.2f ms (launches %.1f per ms); map + set "
-                "access %.2f ms (launches %.1f per ms)\n",
-                chunks, chunk / kMiB, median(ums), median(urate), median(mms), median(mrate));
+    std::printf(
+        "virtual memory, 1 GiB in %zu chunks of %zu MiB: unmap %.2f ms (launches %.1f per ms); map + set "
+        "access %.2f ms (launches %.1f per ms)\n",
+        chunks, chunk / kMiB, median(ums), median(urate), median(mms), median(mrate));
     fill<<<1024, 256, 0, s>>>(reinterpret_cast<uint32_t*>(va), kBig / 4, 2);  // the remapped pages work
     CHECK(cudaDeviceSynchronize());
     unmap_all();
-    for (auto& h : handles) CU(cuMemRelease(h));
+    for (auto& h : handles) CHECK_CU(cuMemRelease(h));
   }
-  CU(cuMemAddressFree(va, kBig));
+  CHECK_CU(cuMemAddressFree(va, kBig));
   return 0;
 }

@@ -623,36 +623,10 @@ std::unique_ptr<SimBackend> evicted(const SimDeviceModel& m, bool save) {
   return b;
 }
 
-// Under the probe's rule, a populate the driver runs at once (nothing queued before it)
-// populates nothing (populate_wait_probe, H200); discard-and-prefetch populated either way.
-TEST(SimBackendShadow, APopulateRunAtOnceLeavesPagesUnpopulatedSoTheRestoreFaultsThemIn) {
-  double seconds[2] = {0, 0};
-  for (auto populate : {SimDeviceModel::Populate::kPrefetchEach, SimDeviceModel::Populate::kDiscardAndPrefetch}) {
-    SimDeviceModel m = hand_model();
-    m.populate = populate;
-    m.idle_prefetch_populates = false;  // the probe's rule
-    m.copy_in_bytes_per_second = 10e9;
-    m.populate_bytes_per_second = 100e9;
-    m.dropped_fault_bytes_per_second = 0.5e9;
-    auto backend = evicted(m, /*save=*/true);
-    SimBackend& b = *backend;
-    const double t0 = b.now();
-    in(b, {kA, 8 * kMiB}, /*restore=*/true);  // the in stream idle: not deferred
-    const bool each = populate == SimDeviceModel::Populate::kPrefetchEach;
-    seconds[each ? 0 : 1] = b.now() - t0;
-    EXPECT_EQ(b.stats().bytes_populate_missed, each ? 8 * kMiB : 0u);
-    use(b, {kA, 8 * kMiB}, kRead);  // slow or not, the bytes are back
-    EXPECT_EQ(b.stats().violation_count(), 0u);
-  }
-  EXPECT_GT(seconds[0], 8.0 * kMiB / 0.5e9) << "copied in at the fault rate";
-  EXPECT_LT(seconds[1], 8.0 * kMiB / 5e9) << "populated, then copied at the link's rate";
-}
-
-// By default (the engine's restores on the H200, end to end) a populate the driver runs at
-// once populates all the same: the restore copies at the link's rate, nothing faults.
-TEST(SimBackendShadow, APopulateRunAtOncePopulatesByDefault) {
-  SimDeviceModel m = hand_model();
-  ASSERT_TRUE(m.idle_prefetch_populates);
+// Restores [kA, +8 MiB) (saved, dropped) on an idle in stream under `m` (copies at 10 GB/s,
+// populates at 100, faults at 0.5): the time it took and the bytes its populate left
+// unpopulated; the bytes are back either way.
+std::pair<double, uint64_t> restore_at_once(SimDeviceModel m) {
   m.copy_in_bytes_per_second = 10e9;
   m.populate_bytes_per_second = 100e9;
   m.dropped_fault_bytes_per_second = 0.5e9;
@@ -660,10 +634,33 @@ TEST(SimBackendShadow, APopulateRunAtOncePopulatesByDefault) {
   SimBackend& b = *backend;
   const double t0 = b.now();
   in(b, {kA, 8 * kMiB}, /*restore=*/true);  // the in stream idle: not deferred
-  EXPECT_LT(b.now() - t0, 8.0 * kMiB / 5e9) << "populated, then copied at the link's rate";
-  EXPECT_EQ(b.stats().bytes_populate_missed, 0u);
-  use(b, {kA, 8 * kMiB}, kRead);
+  const std::pair<double, uint64_t> result{b.now() - t0, b.stats().bytes_populate_missed};
+  use(b, {kA, 8 * kMiB}, kRead);  // slow or not, the bytes are back
   EXPECT_EQ(b.stats().violation_count(), 0u);
+  return result;
+}
+
+// Under the probe's rule, a populate the driver runs at once (nothing queued before it)
+// populates nothing (populate_wait_probe, H200); discard-and-prefetch populated either way.
+TEST(SimBackendShadow, APopulateRunAtOnceLeavesPagesUnpopulatedSoTheRestoreFaultsThemIn) {
+  SimDeviceModel m = hand_model();
+  m.idle_prefetch_populates = false;  // the probe's rule
+  const auto [each_seconds, each_missed] = restore_at_once(m);
+  EXPECT_EQ(each_missed, 8 * kMiB);
+  EXPECT_GT(each_seconds, 8.0 * kMiB / 0.5e9) << "copied in at the fault rate";
+  m.populate = SimDeviceModel::Populate::kDiscardAndPrefetch;
+  const auto [batch_seconds, batch_missed] = restore_at_once(m);
+  EXPECT_EQ(batch_missed, 0u);
+  EXPECT_LT(batch_seconds, 8.0 * kMiB / 5e9) << "populated, then copied at the link's rate";
+}
+
+// By default (the engine's restores on the H200, end to end) a populate the driver runs at
+// once populates all the same: the restore copies at the link's rate, nothing faults.
+TEST(SimBackendShadow, APopulateRunAtOncePopulatesByDefault) {
+  ASSERT_TRUE(hand_model().idle_prefetch_populates);
+  const auto [seconds, missed] = restore_at_once(hand_model());
+  EXPECT_EQ(missed, 0u);
+  EXPECT_LT(seconds, 8.0 * kMiB / 5e9) << "populated, then copied at the link's rate";
 }
 
 // PUMP_POPULATE=auto: where it would run at once, an empty kernel first defers it, so the
