@@ -107,7 +107,7 @@ usage: pump-bench [options] [-- COMMAND ARGS...]
                               the H200, where it was 9-29% slower end to end)
                               or auto (prefetch, always deferred: where the driver would run it
                               at once an empty kernel is queued first)
-  --idle-populate yes|no      sim: whether a populate by prefetch that the driver runs at once
+  --idle-populate yes|no      sim, --populate prefetch: whether a populate that the driver runs at once
                               (not deferred behind other work) populates: yes (default; the
                               engine's restores did on the H200, decode at x2 and x3) or no (the
                               probe's isolated prefetch: the pages stay unpopulated and what lands
@@ -296,11 +296,13 @@ CliResult parse_cli(const std::vector<std::string>& args) {
   if (const std::string* v = given("--idle-populate")) {
     if (*v != "yes" && *v != "no") return fail("--idle-populate: '" + *v + "' is not yes or no");
     o.idle_populate = *v == "yes";
+    if (o.populate && *o.populate != "prefetch")
+      return fail("--idle-populate applies to --populate prefetch only (the others always populate)");
   }
   if ((o.populate || o.deferred_limit || o.idle_populate) && !o.command.empty())
     return fail(
-        "--populate, --deferred-limit and --idle-populate set the sim's model; on a GPU set PUMP_POPULATE for the "
-        "command");
+        "--populate, --deferred-limit and --idle-populate set the sim's model and mean nothing on a GPU (there "
+        "PUMP_POPULATE, set for the command, chooses how pump populates)");
   if (!o.trace_path.empty() && !o.workloads.empty()) return fail("--trace replaces --workload: give one of them");
   if (!o.trace_path.empty() && !o.command.empty()) return fail("--trace replays in the sim: it takes no command");
   if (o.sim && !o.command.empty()) return fail("a command runs on a GPU; --sim runs only the models");

@@ -127,7 +127,8 @@ std::string describe_sim_model(const SimDeviceModel& m) {
                 : m.populate == SimDeviceModel::Populate::kAuto       ? "auto"
                                                                       : "discard-and-prefetch",
                 m.populate == SimDeviceModel::Populate::kPrefetchEach
-                    ? (m.idle_prefetch_populates ? " (on an idle stream too)" : " (not on an idle stream)")
+                    ? (m.idle_prefetch_populates ? " (on an idle stream too)"
+                                                 : " (an idle-stream prefetch leaves pages unpopulated)")
                     : "",
                 deferred.c_str());
   return buf;

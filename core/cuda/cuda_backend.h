@@ -121,20 +121,19 @@ struct CudaBackendOptions {
   // fetched at 42-43 GB/s for 16-128 MiB blocks, where one batch call per group left
   // pages that the on-device copy then faulted in at 1-2 GB/s (and discard-and-prefetch
   // did so for 64 MiB blocks). tests/gpu/populate_wait_probe.cu (H200, ninth session) found
-  // why prefetches are unreliable: a cudaMemPrefetchAsync of discarded pages populates them
-  // only when the driver defers it (its stream still busy); on an idle stream it returns
-  // at once and populates nothing. Discard-and-prefetch (a batch of 8 MiB pieces) populated
-  // either way, and is one deferred operation per call where the driver holds only 48-63
-  // (the next call blocks). PUMP_POPULATE=discard-and-prefetch selects it. Measured end to
-  // end (H200, eleventh session, one call, lru at half the footprint) it was slower
-  // everywhere: GPT fp32 training 421 ms/step against 382, decode 167 ms/token against 129,
-  // BERT 692 against 633 (its drops' driver time 4.5x, its longest call 85 ms against 9):
-  // so prefetch stays the default. kAuto asks the driver whether the populate stream is
-  // idle (cuStreamQuery) before each populate: idle, a prefetch would populate nothing, so
-  // it queues an empty kernel (pump_hold) first, behind which the prefetches are deferred
-  // and populate (discard_defer_probe.cu, H200); where no kernel can be had, that populate
-  // is a discard-and-prefetch (the eleventh session's kAuto: decode 150-162 ms/token
-  // against 126 for prefetch, GPT and BERT within 1%). Queued behind work: a prefetch per piece.
+  // why prefetches were unreliable there: a cudaMemPrefetchAsync of discarded pages
+  // populated them only when the driver deferred it (its stream still busy); on an idle
+  // stream it returned at once and populated nothing (the engine's own restores populated
+  // there all the same, end to end: docs/results, fourteenth session). Discard-and-prefetch (a batch of 8 MiB pieces)
+  // populated either way, and is one deferred operation per call where the driver holds only 48-63 (the next call
+  // blocks). PUMP_POPULATE=discard-and-prefetch selects it. Measured end to end (H200, eleventh session, one call, lru
+  // at half the footprint) it was slower everywhere: GPT fp32 training 421 ms/step against 382, decode 167 ms/token
+  // against 129, BERT 692 against 633 (its drops' driver time 4.5x, its longest call 85 ms against 9): so prefetch
+  // stays the default. kAuto asks the driver whether the populate stream is idle (cuStreamQuery) before each populate:
+  // idle, where the probe's prefetch populated nothing, it queues an empty kernel (pump_hold) first, behind which the
+  // prefetches are deferred and populate (discard_defer_probe.cu, H200); where no kernel can be had, that populate is a
+  // discard-and-prefetch (the eleventh session's kAuto: decode 150-162 ms/token against 126 for prefetch, GPT and BERT
+  // within 1%). Queued behind work: a prefetch per piece.
   enum class Populate { kDiscardAndPrefetch, kPrefetchBatch, kPrefetchEach, kAuto };
   Populate populate = Populate::kPrefetchEach;
   // PUMP_STATS: ask whether each populate's stream is idle and count those that were
@@ -236,7 +235,7 @@ struct CudaBackendOptions {
   X(save_issue_ns)        /* the worker's time issuing saves (copies to the shadows) */ \
   X(save_issue_cpu_ns)    /* ... of which on a CPU */ \
   X(populate_idle_calls)  /* populates issued on an idle stream (observe_populates or auto) ... */ \
-  X(populate_idle_bytes)  /* ... and their bytes: a prefetch there populates nothing */ \
+  X(populate_idle_bytes)  /* ... and their bytes (the probe's prefetch there populated nothing) */ \
   X(stream_holds)         /* pump_hold kernels queued: before populates (kAuto) and discards (discard_hold_ns) */ \
   X(populate_issue_ns)    /* ... issuing populates (prefetches of dropped pages) */ \
   X(populate_issue_cpu_ns) /* ... of which on a CPU */ \

@@ -25,7 +25,7 @@ TEST(PumpBenchCli, DatapathListsCopyAndUm) {
     EXPECT_NE(help.find(text), std::string::npos) << text;
 }
 
-TEST(PumpBenchCli, TheSimsDriverModelIsChosenByPopulateAndDeferredLimit) {
+TEST(PumpBenchCli, TheSimsDriverModelIsChosenByPopulateDeferredLimitAndIdlePopulate) {
   CliResult r = parse_cli({"--populate", "discard-and-prefetch", "--deferred-limit=0"});
   ASSERT_EQ(r.action, CliAction::kRun) << r.error;
   EXPECT_EQ(r.options.populate, "discard-and-prefetch");
@@ -84,9 +84,10 @@ TEST(PumpBenchCli, BadInputGivesOneClearMessage) {
       {{"--datapath", "um,um"}, "listed twice"},
       {{"--populate", "eager"}, "'eager' is not prefetch, discard-and-prefetch or auto"},
       {{"--deferred-limit", "-1"}, "--deferred-limit: '-1' is not an integer >= 0"},
-      {{"--populate", "prefetch", "--", "ls"}, "on a GPU set PUMP_POPULATE"},
+      {{"--populate", "prefetch", "--", "ls"}, "mean nothing on a GPU"},
       {{"--idle-populate", "maybe"}, "--idle-populate: 'maybe' is not yes or no"},
-      {{"--idle-populate", "no", "--", "ls"}, "on a GPU set PUMP_POPULATE"},
+      {{"--idle-populate", "no", "--", "ls"}, "mean nothing on a GPU"},
+      {{"--populate", "auto", "--idle-populate", "no"}, "applies to --populate prefetch only"},
       {{"--json"}, "--json needs a value"},
       {{"--"}, "followed by a command"},
       {{"--sim", "--", "ls"}, "--sim runs only the models"},

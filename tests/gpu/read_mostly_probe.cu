@@ -88,7 +88,11 @@ int main() {
     const char* name;
     std::function<void()> drop;
   } ways[] = {
-      {"prefetch to the host", [&] { CHECK(cudaMemPrefetchAsync(p, kBig, host, 0, s)); CHECK(cudaStreamSynchronize(s)); }},
+      {"prefetch to the host",
+       [&] {
+         CHECK(cudaMemPrefetchAsync(p, kBig, host, 0, s));
+         CHECK(cudaStreamSynchronize(s));
+       }},
       {"unset read-mostly, then prefetch to the host",
        [&] {
          CHECK(cudaMemAdvise(p, kBig, cudaMemAdviseUnsetReadMostly, device));
@@ -108,13 +112,15 @@ int main() {
     const auto [drop_ms, rate] = timed_with_launcher(launch_stream, way.drop);
     const size_t after_mib = free_mib();
     const auto again = read_all(p, s, bad);  // faults back whatever was dropped
-    std::printf("%s:\n  prefetch in %.2f ms (%.1f GB/s), device free %zu -> %zu MiB; read on device %.2f ms, %llu wrong\n"
-                "  drop %.2f ms (another thread's launches %.1f per ms), device free after %zu MiB; read again %.2f ms, "
-                "%llu wrong\n",
-                way.name, in_ms, kBig / 1e6 / in_ms, before_mib, resident_mib, first.first, first.second, drop_ms, rate,
-                after_mib, again.first, again.second);
+    std::printf(
+        "%s:\n  prefetch in %.2f ms (%.1f GB/s), device free %zu -> %zu MiB; read on device %.2f ms, %llu wrong\n"
+        "  drop %.2f ms (another thread's launches %.1f per ms), device free after %zu MiB; read again %.2f ms, "
+        "%llu wrong\n",
+        way.name, in_ms, kBig / 1e6 / in_ms, before_mib, resident_mib, first.first, first.second, drop_ms, rate,
+        after_mib, again.first, again.second);
   }
-  const auto alone = timed_with_launcher(launch_stream, [] { std::this_thread::sleep_for(std::chrono::milliseconds(10)); });
+  const auto alone =
+      timed_with_launcher(launch_stream, [] { std::this_thread::sleep_for(std::chrono::milliseconds(10)); });
   std::printf("another thread's launches alone: %.1f per ms\n", alone.second);
   CHECK(cudaFree(bad));
   CHECK(cudaFree(p));

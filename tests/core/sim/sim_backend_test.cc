@@ -719,5 +719,22 @@ TEST(SimBackendShadow, APopulateOnlyFetchRunAtOnceLeavesTheKernelToFaultThePages
   EXPECT_EQ(b.stats().violation_count(), 0u);
 }
 
+// The same by default: the populate run at once populated, so the kernel writes at once.
+TEST(SimBackendShadow, APopulateOnlyFetchRunAtOncePopulatesByDefault) {
+  SimDeviceModel m = hand_model();
+  m.dropped_fault_bytes_per_second = 0.5e9;
+  auto backend = evicted(m, /*save=*/false);
+  SimBackend& b = *backend;
+  TransferBatch t;
+  t.populate.push_back({kA, 8 * kMiB});
+  b.submit(std::move(t));
+  b.synchronize();
+  EXPECT_EQ(b.residency({kA, 8 * kMiB}).dropped, 0u);
+  const double t0 = b.now();
+  use(b, {kA, 8 * kMiB}, kWrite);
+  EXPECT_LT(b.now() - t0, 8.0 * kMiB / 0.5e9 / 10) << "no page faulted in";
+  EXPECT_EQ(b.stats().violation_count(), 0u);
+}
+
 }  // namespace
 }  // namespace pump
