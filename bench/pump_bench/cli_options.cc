@@ -107,8 +107,8 @@ usage: pump-bench [options] [-- COMMAND ARGS...]
                               the H200, where it was 9-29% slower end to end)
                               or auto (prefetch, always deferred: where the driver would run it
                               at once an empty kernel is queued first)
-  --idle-populate yes|no      sim, --populate prefetch: whether a populate that the driver runs at once
-                              (not deferred behind other work) populates: yes (default; the
+  --idle-populate yes|no      sim, with --populate prefetch: whether a populate the driver runs at
+                              once (not deferred behind other work) populates: yes (default; the
                               engine's restores did on the H200, decode at x2 and x3) or no (the
                               probe's isolated prefetch: the pages stay unpopulated and what lands
                               there faults at 0.45 GB/s)
