@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # On a GPU machine, from the repo root, with .device/ carried (scripts/device_bundle.sh):
-#   tests/gpu/device_suite.sh [part...]     parts: check static-cudart torch-resnet torch-gpt bench datapath decode verify ddp ddp-bench graphs compile dataloader frameworks exits
-# static-cudart, datapath, decode, verify, ddp, ddp-bench, graphs, compile, dataloader, frameworks and exits are not in the default list: run them by name.
+#   tests/gpu/device_suite.sh [part...]     parts: check static-cudart torch-resnet torch-gpt bench datapath decode verify ddp ddp-bench graphs compile dataloader frameworks exits probes
+# static-cudart, datapath, decode, verify, ddp, ddp-bench, graphs, compile, dataloader, frameworks, exits and probes are not in the default list: run them by name.
+# probes: the data path's one-off probes in tests/gpu (PROBES names them, default the driver's page work:
+# discard_parallel_probe remap_cost_probe read_mostly_probe), each built with nvcc and run; each says its SAFETY.
 # exits (issue 12): programs that exit from a non-main thread or are killed by SIGTERM under pump leave
 # a whole PUMP_STATS report or none (exits_suite below).
 # frameworks (issue 9, framework independence; frameworks_suite below): programs that are not
@@ -458,6 +460,16 @@ for part in "${@:-check torch-resnet torch-gpt bench}"; do
                    -- python3 -m torch.distributed.run --standalone --nproc_per_node=2 \
                    tests/gpu/torch/ddp_steps.py --model resnet50 --steps 10 2> "$OUT/ddp-bench.err" | tee "$OUT/ddp-bench.txt"
                  rc=${PIPESTATUS[0]}; tail -5 "$OUT/ddp-bench.err" ;;
+      probes) rc=0
+              for probe in ${PROBES:-discard_parallel_probe remap_cost_probe read_mostly_probe}; do
+                if nvcc -O2 -std=c++17 -arch=sm_90 -o "$OUT/$probe" "tests/gpu/$probe.cu" -lcuda; then
+                  timeout 300 "$OUT/$probe" > "$OUT/probe-$probe.txt" 2>&1 || rc=1
+                  echo "--- $probe"; cat "$OUT/probe-$probe.txt"
+                else
+                  echo "--- $probe: does not build"; rc=1
+                fi
+                rm -f "$OUT/$probe"
+              done ;;
       *) echo "unknown part $p"; rc=2 ;;
     esac
     echo "=================== $p: rc=$rc"
