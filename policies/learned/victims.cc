@@ -145,15 +145,30 @@ uint64_t evict_farthest(LearnedPolicy* s, uint64_t bytes_needed, uint32_t protec
     else consider(v);
   }
   if (freed < bytes_needed) {
-    // Every young victim counts, also those below where the old ones stopped.
-    while (!heap.empty() && !only_protected_left()) {
-      const Victim v = pop();
-      if (s->candidates[v.candidate].bytes != 0 && is_young(*s, s->candidates[v.candidate], min_age))
+    // Every young victim counts, also those below where the old ones stopped: the ones still
+    // in the heap (every score above protect_distance) are found in one pass over it, best
+    // first, and stay there unless taken; a taken one stays as an entry with no bytes, dropped
+    // when popped. (Popping every entry and pushing it back was most of the lookahead's time.)
+    const size_t popped_young = young.size();
+    for (const Victim& v : heap)
+      if (v.score > protect_distance && s->candidates[v.candidate].bytes != 0 &&
+          is_young(*s, s->candidates[v.candidate], min_age))
         young.push_back(v);
-      else kept.push_back(v);
-    }
+    std::sort(young.begin() + static_cast<std::ptrdiff_t>(popped_young), young.end(),
+              [](const Victim& a, const Victim& b) { return b < a; });
     stop = false;
-    for (const Victim& v : young) consider(v);
+    for (size_t i = 0; i < popped_young; ++i) consider(young[i]);
+    for (size_t i = popped_young; i < young.size(); ++i) {
+      const Victim& v = young[i];
+      const pump_block_v1_t& b = s->candidates[v.candidate];
+      if (b.bytes == 0 || v.distance <= protect_distance || stop || freed >= bytes_needed) continue;
+      if (idle_only && (b.flags & PUMP_BLOCK_IN_USE)) {
+        stop = true;
+        continue;
+      }
+      const uint64_t bytes = b.bytes;
+      if (evict(s, v)) freed += bytes;
+    }
   } else {
     kept.insert(kept.end(), young.begin(), young.end());
   }
