@@ -6,10 +6,14 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #define CHECK(x)                                                                          \
@@ -77,6 +81,35 @@ __global__ void spin(long long cycles) {
   const long long start = clock64();
   while (clock64() - start < cycles) {
   }
+}
+
+// Runs `work` while another thread launches empty kernels on `launch_stream` all along (it
+// counts from `settle_ms` after it started): {wall ms of work, that thread's launches per ms
+// meanwhile}. How much a driver call holds up the program's launches.
+inline std::pair<double, double> with_launcher(cudaStream_t launch_stream, const std::function<void()>& work,
+                                               int settle_ms) {
+  std::atomic<bool> done{false}, started{false};
+  std::atomic<long long> launches{0};
+  std::thread launcher([&] {
+    CHECK(cudaSetDevice(0));
+    started.store(true);
+    while (!done.load()) {
+      spin<<<1, 1, 0, launch_stream>>>(0);
+      launches.fetch_add(1);
+    }
+  });
+  while (!started.load()) {
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(settle_ms));
+  const long long before = launches.load();
+  const double t0 = now_ms();
+  work();
+  const double ms = now_ms() - t0;
+  const long long during = launches.load() - before;
+  done.store(true);
+  launcher.join();
+  CHECK(cudaDeviceSynchronize());
+  return {ms, during / ms};
 }
 // Device-side copy, 16 bytes per access.
 __global__ void copy16(uint4* __restrict__ dst, const uint4* __restrict__ src, size_t n) {

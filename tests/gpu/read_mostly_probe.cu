@@ -33,31 +33,6 @@ size_t free_mib() {
   return free_bytes / kMiB;
 }
 
-// {wall ms of `work`, another thread's launches per ms meanwhile}
-std::pair<double, double> timed_with_launcher(cudaStream_t launch_stream, const std::function<void()>& work) {
-  std::atomic<bool> done{false}, started{false};
-  std::atomic<long long> launches{0};
-  std::thread launcher([&] {
-    CHECK(cudaSetDevice(0));
-    started.store(true);
-    while (!done.load()) {
-      spin<<<1, 1, 0, launch_stream>>>(0);
-      launches.fetch_add(1);
-    }
-  });
-  while (!started.load()) {
-  }
-  const long long before = launches.load();
-  const double t0 = now_ms();
-  work();
-  const double ms = now_ms() - t0;
-  const long long during = launches.load() - before;
-  done.store(true);
-  launcher.join();
-  CHECK(cudaDeviceSynchronize());
-  return {ms, during / ms};
-}
-
 // Reads all of p on the device and checks every word: {ms, wrong words}.
 std::pair<double, unsigned long long> read_all(uint32_t* p, cudaStream_t s, Bad* bad) {
   *bad = kNothingBad;
@@ -109,7 +84,7 @@ int main() {
     const double in_ms = now_ms() - t0;
     const size_t resident_mib = free_mib();
     const auto first = read_all(p, s, bad);
-    const auto [drop_ms, rate] = timed_with_launcher(launch_stream, way.drop);
+    const auto [drop_ms, rate] = with_launcher(launch_stream, way.drop, 0);
     const size_t after_mib = free_mib();
     const auto again = read_all(p, s, bad);  // faults back whatever was dropped
     std::printf(
@@ -119,8 +94,8 @@ int main() {
         way.name, in_ms, kBig / 1e6 / in_ms, before_mib, resident_mib, first.first, first.second, drop_ms, rate,
         after_mib, again.first, again.second);
   }
-  const auto alone =
-      timed_with_launcher(launch_stream, [] { std::this_thread::sleep_for(std::chrono::milliseconds(10)); });
+  const auto alone = with_launcher(
+      launch_stream, [] { std::this_thread::sleep_for(std::chrono::milliseconds(10)); }, 0);
   std::printf("another thread's launches alone: %.1f per ms\n", alone.second);
   CHECK(cudaFree(bad));
   CHECK(cudaFree(p));

@@ -31,32 +31,7 @@ namespace {
 constexpr size_t kMiB = size_t{1} << 20;
 constexpr size_t kBig = 1024 * kMiB;
 constexpr size_t kPiece = 8 * kMiB;
-
-// Runs `work` (timed, wall ms) while another thread launches empty kernels; returns {ms, launches per ms}.
-std::pair<double, double> with_launcher(cudaStream_t launch_stream, const std::function<void()>& work) {
-  std::atomic<bool> done{false}, started{false};
-  std::atomic<long long> launches{0};
-  std::thread launcher([&] {
-    CHECK(cudaSetDevice(0));
-    started.store(true);
-    while (!done.load()) {
-      spin<<<1, 1, 0, launch_stream>>>(0);
-      launches.fetch_add(1);
-    }
-  });
-  while (!started.load()) {
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  const long long before = launches.load();
-  const double t0 = now_ms();
-  work();
-  const double ms = now_ms() - t0;
-  const long long during = launches.load() - before;
-  done.store(true);
-  launcher.join();
-  CHECK(cudaDeviceSynchronize());
-  return {ms, during / ms};
-}
+constexpr int kSettleMs = 5;  // the launcher's first launches left out of its count
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -74,7 +49,8 @@ int main() {
   const long long cycles_ms = cycles_per_ms();
 
   // The launcher alone, for its rate.
-  const auto alone = with_launcher(launch_stream, [] { std::this_thread::sleep_for(std::chrono::milliseconds(20)); });
+  const auto alone = with_launcher(
+      launch_stream, [] { std::this_thread::sleep_for(std::chrono::milliseconds(20)); }, kSettleMs);
   std::printf("another thread launching empty kernels alone: %.1f per ms\n", alone.second);
 
   // Unified memory: discard 1 GiB (8 MiB pieces, batch calls of 8), then populate it by
@@ -88,21 +64,27 @@ int main() {
   CHECK(cudaEventCreate(&queued));
   CHECK(cudaEventCreate(&populated));
   for (int rep = 0; rep < 3; ++rep) {
-    auto d = with_launcher(launch_stream, [&] {
-      for (size_t at = 0; at < kBig; at += 8 * kPiece) discard_in_pieces(managed + at, 8 * kPiece, kPiece, s);
-    });
+    auto d = with_launcher(
+        launch_stream,
+        [&] {
+          for (size_t at = 0; at < kBig; at += 8 * kPiece) discard_in_pieces(managed + at, 8 * kPiece, kPiece, s);
+        },
+        kSettleMs);
     CHECK(cudaDeviceSynchronize());
     // Behind a 1 ms kernel, so the driver defers them and they populate; the calling thread's
     // time (it blocks once the driver holds its limit of deferred calls) and the device's, from
     // the kernel's end to the last prefetch's, by events.
-    auto p = with_launcher(launch_stream, [&] {
-      const cudaMemLocation device{cudaMemLocationTypeDevice, 0};
-      spin<<<1, 1, 0, s>>>(cycles_ms);
-      CHECK(cudaEventRecord(queued, s));
-      for (size_t at = 0; at < kBig; at += kPiece) CHECK(cudaMemPrefetchAsync(managed + at, kPiece, device, 0, s));
-      CHECK(cudaEventRecord(populated, s));
-      CHECK(cudaStreamSynchronize(s));
-    });
+    auto p = with_launcher(
+        launch_stream,
+        [&] {
+          const cudaMemLocation device{cudaMemLocationTypeDevice, 0};
+          spin<<<1, 1, 0, s>>>(cycles_ms);
+          CHECK(cudaEventRecord(queued, s));
+          for (size_t at = 0; at < kBig; at += kPiece) CHECK(cudaMemPrefetchAsync(managed + at, kPiece, device, 0, s));
+          CHECK(cudaEventRecord(populated, s));
+          CHECK(cudaStreamSynchronize(s));
+        },
+        kSettleMs);
     float device_ms = 0;
     CHECK(cudaEventElapsedTime(&device_ms, queued, populated));
     dms.push_back(d.first);
@@ -151,8 +133,8 @@ int main() {
     CHECK(cudaDeviceSynchronize());
     std::vector<double> ums, urate, mms, mrate;
     for (int rep = 0; rep < 3; ++rep) {
-      auto u = with_launcher(launch_stream, unmap_all);
-      auto m = with_launcher(launch_stream, map_all);
+      auto u = with_launcher(launch_stream, unmap_all, kSettleMs);
+      auto m = with_launcher(launch_stream, map_all, kSettleMs);
       ums.push_back(u.first);
       urate.push_back(u.second);
       mms.push_back(m.first);
