@@ -267,6 +267,7 @@ CudaBackend::~CudaBackend() {
   }
   if (check_buffer_ && !context_lost_) api_.cuMemFreeHost(check_buffer_);
   pinner_.reset();  // joins its thread while the context is still held
+  chunks_.reset();  // likewise
   compute_events_.reset();
   prefetch_events_.reset();
   out_events_.reset();
@@ -356,6 +357,15 @@ std::string CudaBackend::setup_on_worker() {
   prefetch_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring, std::chrono::microseconds(0));
   out_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring, std::chrono::microseconds(0));
   load_copy_kernels();
+  if (options_.physical) {
+    chunks_ = std::make_unique<cuda::PhysicalChunks>(api_, context_, device_, options_.physical_chunk_bytes);
+    const std::string why = chunks_->start();
+    if (!why.empty()) {
+      log(LogLevel::kWarn, "PUMP_DATAPATH=vmm: %s: allocations stay managed memory (the copy data path)",
+          why.c_str());
+      chunks_.reset();
+    }
+  }
   // After the staging buffers took their device memory: the managed-memory cap is set from this.
   size_t free_bytes = 0, total_bytes = 0;
   if ((r = api_.cuMemGetInfo(&free_bytes, &total_bytes)) == CUDA_SUCCESS) free_at_start_ = free_bytes;
@@ -534,7 +544,14 @@ void CudaBackend::hand_populated_to_in_stream() {
   api_.cuStreamSynchronize(populate_stream_);
 }
 
-void CudaBackend::issue_plan(CUstream stream, const TransferBatch& part) {
+void CudaBackend::issue_plan(CUstream stream, const TransferBatch& given) {
+  TransferBatch rest;
+  const bool physical = chunks_ && chunks_->used();
+  if (physical) {
+    rest = given;
+    issue_physical(stream, &rest);
+  }
+  const TransferBatch& part = physical ? rest : given;
   for (const TransferOp& op : cuda::plan_transfers(part, plan_options_)) {
     if (context_lost_) break;
     switch (op.kind) {
@@ -556,6 +573,40 @@ void CudaBackend::issue_plan(CUstream stream, const TransferBatch& part) {
       }
     }
   }
+}
+
+void CudaBackend::issue_physical(CUstream stream, TransferBatch* part) {
+  std::vector<Range> drop, keep, back;
+  chunks_->take_ours(&part->discard, &drop);
+  chunks_->take_ours(&part->evict, &keep);
+  chunks_->take_ours(&part->prefetch, &back);
+  if (!drop.empty() && options_.poison && api_.cuMemsetD32Async && api_.cuMemsetD8Async) {
+    TrafficRange nvtx("out: poison", total_bytes(drop), drop.size());
+    for (const Range& r : drop) poison(stream, r);
+  } else if (!drop.empty() && options_.discard) {
+    TrafficRange nvtx("out: drop (physical chunks)", total_bytes(drop), drop.size());
+    chunks_->drop(drop, stream);  // unmapped by the releaser once this stream got here
+    stats_->discard_calls.fetch_add(1, std::memory_order_relaxed);
+    stats_->discard_bytes.fetch_add(total_bytes(drop), std::memory_order_relaxed);
+  }
+  if (!keep.empty()) {
+    // Unified-memory migration has nothing to move here: the bytes stay on the device.
+    stats_->physical_kept_bytes.fetch_add(total_bytes(keep), std::memory_order_relaxed);
+    PUMP_LOG_ONCE(LogLevel::kWarn,
+                  "PUMP_DATAPATH=vmm: memory without a host shadow (PUMP_HOST_LIMIT reached, or no pinned memory) "
+                  "cannot leave physical chunks: it stays on the device, over the budget");
+  }
+  back_physical(std::move(back));
+}
+
+void CudaBackend::back_physical(std::vector<Range> ranges) {
+  if (ranges.empty()) return;
+  TrafficRange nvtx("in: map (physical chunks)", total_bytes(ranges), ranges.size());
+  const CUresult r = chunks_->back(ranges);
+  // A kernel reaching the unmapped chunk will fault: the one message says why.
+  if (r != CUDA_SUCCESS)
+    note_failure("cuMemCreate/cuMemMap", "a dropped physical chunk could not be mapped again (device memory full?)",
+                 r, &ranges.front());
 }
 
 void CudaBackend::load_copy_kernels() {
@@ -745,6 +796,13 @@ bool CudaBackend::copy_or_host_fallback(const ShadowRange& s, bool to_host) {
   if (context_lost_) return false;
   stats_->copy_failures.fetch_add(1, std::memory_order_relaxed);
   api_.cuStreamSynchronize(stream);
+  if (chunks_ && chunks_->owns(s.address)) {
+    // Physical chunks are not the host's to read: the driver's synchronous copy instead.
+    r = to_host ? api_.cuMemcpyDtoH(shadow, s.address, s.bytes) : api_.cuMemcpyHtoD(s.address, shadow, s.bytes);
+    if (r != CUDA_SUCCESS)
+      note_failure(to_host ? "cuMemcpyDtoH" : "cuMemcpyHtoD", "the range's bytes are lost to the copy", r, &range);
+    return false;
+  }
   void* managed = reinterpret_cast<void*>(static_cast<uintptr_t>(s.address));
   if (to_host) std::memcpy(shadow, managed, s.bytes);
   else std::memcpy(managed, shadow, s.bytes);
@@ -782,6 +840,12 @@ void CudaBackend::issue_fetch_in_groups(const TransferBatch& batch, const std::v
 
 void CudaBackend::issue_populate(CUstream stream, std::vector<Range> ranges) {
   if (ranges.empty() || context_lost_) return;
+  if (chunks_) {
+    std::vector<Range> ours;
+    chunks_->take_ours(&ranges, &ours);
+    back_physical(std::move(ours));  // mapped at once: the copies queued after it find their pages
+    if (ranges.empty()) return;
+  }
   ranges = chunked(std::move(ranges), options_.populate_chunk_bytes);
   TrafficRange nvtx("in: populate", total_bytes(ranges), ranges.size());
   IssueClock clock(&stats_->populate_issue_ns, &stats_->populate_issue_cpu_ns);
@@ -1253,6 +1317,25 @@ uint64_t CudaBackend::allocate_host(uint64_t bytes) {
   return 0;
 }
 
+bool CudaBackend::allocate_physical(uint64_t bytes, uint64_t* address) {
+  if (!chunks_ || context_lost_) return false;
+  make_context_current();
+  const CUresult r = chunks_->allocate(bytes, address);
+  if (r == CUDA_SUCCESS) return true;
+  char consequence[160];
+  std::snprintf(consequence, sizeof consequence,
+                "an allocation of %llu bytes on physical chunks was refused: it is managed memory instead",
+                static_cast<unsigned long long>(bytes));
+  note_failure("cuMemAddressReserve/cuMemCreate/cuMemMap", consequence, r);
+  return false;
+}
+
+bool CudaBackend::free_physical(uint64_t address) {
+  if (!chunks_ || !chunks_->owns(address)) return false;
+  make_context_current();
+  return chunks_->free(address);
+}
+
 bool CudaBackend::allocate_host_ahead(uint64_t bytes) {
   if (options_.pin != CudaBackendOptions::Pin::kAhead || !has_copy_path() || context_lost_ || !pinner_) return false;
   return pinner_->start_ahead(bytes, copy_kernels_);
@@ -1343,6 +1426,20 @@ CudaBackendStats CudaBackend::stats() const {
   out.pinned_ahead_bytes = pin_stats_.ahead_bytes.load(std::memory_order_relaxed);
   out.pinned_ahead_waits = pin_stats_.ahead_waits.load(std::memory_order_relaxed);
   out.pinned_registered_bytes = pin_stats_.registered_bytes.load(std::memory_order_relaxed);
+  if (chunks_) {
+    const cuda::PhysicalChunksStats c = chunks_->stats();
+    out.physical_allocations = c.allocations;
+    out.physical_maps = c.maps;
+    out.physical_map_bytes = c.map_bytes;
+    out.physical_map_ns = c.map_ns;
+    out.physical_unmaps = c.unmaps;
+    out.physical_unmap_bytes = c.unmap_bytes;
+    out.physical_unmap_ns = c.unmap_ns;
+    out.physical_release_wait_ns = c.release_wait_ns;
+    out.physical_cancelled_releases = c.cancelled_releases;
+    out.physical_mapped_bytes = c.mapped_bytes;
+    out.physical_mapped_high_water = c.mapped_high_water;
+  }
   return out;
 }
 

@@ -86,6 +86,7 @@
 #include "core/cuda/driver_api.h"
 #include "core/cuda/event_fence_ring.h"
 #include "core/cuda/host_pinner.h"
+#include "core/cuda/physical_chunks.h"
 #include "core/cuda/staged_copies.h"
 #include "core/cuda/stream_key.h"
 #include "core/cuda/transfer_plan.h"
@@ -185,6 +186,10 @@ struct CudaBackendOptions {
   unsigned copy_kernel_blocks = 16;  // kKernel, per launch: 16 x 1024 threads reach the link one way (facts)
   unsigned copy_kernel_threads = 1024;
   uint64_t copy_chunk_bytes = 1ull << 20;  // work unit of one block
+  // PUMP_DATAPATH=vmm: the engine's allocations on physical chunks of at most this many bytes
+  // (core/cuda/physical_chunks.h), dropped by unmapping instead of discarding managed pages.
+  bool physical = false;
+  uint64_t physical_chunk_bytes = 32ull << 20;
 };
 
 // Every counter of the backend, once: the stats struct, its atomic twin, the copy
@@ -247,7 +252,19 @@ struct CudaBackendOptions {
   X(pinned_alloc_ns)      /* callers' time pinning shadow slabs, or waiting for one pinned ahead */ \
   X(pinned_ahead_bytes)   /* ... of pinned_bytes, pinned ahead on the pinner's thread */ \
   X(pinned_ahead_waits)   /* slabs asked for before their pinning ahead was done */ \
-  X(pinned_registered_bytes) /* ... of pinned_bytes, by registering touched memory (the rest: cuMemHostAlloc) */
+  X(pinned_registered_bytes) /* ... of pinned_bytes, by registering touched memory (the rest: cuMemHostAlloc) */ \
+  X(physical_allocations) /* PUMP_DATAPATH=vmm: allocations on physical chunks (physical_chunks.h) */ \
+  X(physical_maps)        /* ... chunks mapped, at allocation and when backed again */ \
+  X(physical_map_bytes) \
+  X(physical_map_ns)      /* ... time inside cuMemCreate + cuMemMap + cuMemSetAccess */ \
+  X(physical_unmaps)      /* ... chunks unmapped (all their bytes dropped) */ \
+  X(physical_unmap_bytes) \
+  X(physical_unmap_ns)    /* ... the releaser's time inside cuMemUnmap + cuMemRelease */ \
+  X(physical_release_wait_ns) /* ... its time waiting for the work queued before each drop */ \
+  X(physical_cancelled_releases) /* ... chunks backed again before their release came */ \
+  X(physical_mapped_bytes) /* ... physical memory held at the report */ \
+  X(physical_mapped_high_water) \
+  X(physical_kept_bytes)  /* ... evictions by migration asked of such memory: it stays on the device */
 // clang-format on
 
 // Counters since creation, for PUMP_STATS and pump-bench.
@@ -283,6 +300,14 @@ class CudaBackend final : public DeviceBackend {
   // copy data path needs, or the allocation fails.
   uint64_t allocate_host(uint64_t bytes) override;
   bool allocate_host_ahead(uint64_t bytes) override;
+  // PUMP_DATAPATH=vmm: an allocation on physical chunks; false where the option is off or
+  // the driver refused (logged once: the allocation is then managed memory as usual).
+  bool allocate_physical(uint64_t bytes, uint64_t* address) override;
+  bool free_physical(uint64_t address) override;
+  // Waits until the chunks dropped so far are unmapped or backed again (tests, measurements).
+  void drain_physical_releases() {
+    if (chunks_) chunks_->drain();
+  }
   uint64_t collect_host_ahead(uint64_t* bytes) override;
 
   StreamId bridge_stream() override { return bridge_key_; }
@@ -337,6 +362,10 @@ class CudaBackend final : public DeviceBackend {
   // refused it and the host did it instead (or the context is gone).
   bool copy_or_host_fallback(const ShadowRange& s, bool to_host);
   void issue_populate(CUstream stream, std::vector<Range> ranges);
+  // Maps the chunks of `ranges` in physical chunks again (a failure logged); false: none were.
+  void back_physical(std::vector<Range> ranges);
+  // Takes the ranges in physical chunks out of `part` and drops, keeps or backs them.
+  void issue_physical(CUstream stream, TransferBatch* part);
   // Populates on the populate stream, group by group, each group's copies waiting for it.
   void issue_fetch_in_groups(const TransferBatch& batch, const std::vector<Fence>& waits, bool after_out,
                              uint64_t value);
@@ -450,6 +479,7 @@ class CudaBackend final : public DeviceBackend {
   std::unique_ptr<AtomicStats> stats_;
   cuda::HostPinnerStats pin_stats_;
   std::unique_ptr<cuda::HostPinner> pinner_;  // created with the context; shadows' pinned memory
+  std::unique_ptr<cuda::PhysicalChunks> chunks_;  // PUMP_DATAPATH=vmm, once started
 };
 
 }  // namespace pump

@@ -112,6 +112,17 @@ bool DriverApi::load(const char* library_name, std::string* error) {
   resolve(get, "cuModuleLoadData", &cuModuleLoadData, false, error);
   resolve(get, "cuModuleGetFunction", &cuModuleGetFunction, false, error);
   resolve(get, "cuLaunchKernel", &cuLaunchKernel, false, error);
+  resolve(get, "cuMemAddressReserve", &cuMemAddressReserve, false, error);
+  resolve(get, "cuMemAddressFree", &cuMemAddressFree, false, error);
+  resolve(get, "cuMemCreate", &cuMemCreate, false, error);
+  resolve(get, "cuMemRelease", &cuMemRelease, false, error);
+  resolve(get, "cuMemMap", &cuMemMap, false, error);
+  resolve(get, "cuMemUnmap", &cuMemUnmap, false, error);
+  resolve(get, "cuMemSetAccess", &cuMemSetAccess, false, error);
+  resolve(get, "cuMemGetAllocationGranularity", &cuMemGetAllocationGranularity, false, error);
+  resolve(get, "cuMemcpyDtoH", &cuMemcpyDtoH, false, error);
+  resolve(get, "cuMemcpyHtoD", &cuMemcpyHtoD, false, error);
+  resolve(get, "cuCtxSynchronize", &cuCtxSynchronize, false, error);
   return ok;
 }
 

@@ -88,6 +88,25 @@ struct DriverApi {
   CUresult (*cuMemDiscardBatchAsync)(CUdeviceptr*, size_t*, size_t, unsigned long long, CUstream) = nullptr;
   CUresult (*cuMemDiscardAndPrefetchBatchAsync)(CUdeviceptr*, size_t*, size_t, CUmemLocation*, size_t*, size_t,
                                                 unsigned long long, CUstream) = nullptr;
+  // Optional: allocations on physical chunks of pump's own (PUMP_DATAPATH=vmm, physical_chunks.h),
+  // and the synchronous copies and device synchronization that memory needs where the host cannot reach it.
+  CUresult (*cuMemAddressReserve)(CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long) = nullptr;
+  CUresult (*cuMemAddressFree)(CUdeviceptr, size_t) = nullptr;
+  CUresult (*cuMemCreate)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,
+                          unsigned long long) = nullptr;
+  CUresult (*cuMemRelease)(CUmemGenericAllocationHandle) = nullptr;
+  CUresult (*cuMemMap)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long) = nullptr;
+  CUresult (*cuMemUnmap)(CUdeviceptr, size_t) = nullptr;
+  CUresult (*cuMemSetAccess)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t) = nullptr;
+  CUresult (*cuMemGetAllocationGranularity)(size_t*, const CUmemAllocationProp*,
+                                            CUmemAllocationGranularity_flags) = nullptr;
+  CUresult (*cuMemcpyDtoH)(void*, CUdeviceptr, size_t) = nullptr;
+  CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void*, size_t) = nullptr;
+  CUresult (*cuCtxSynchronize)() = nullptr;
+  bool has_physical_chunks() const {
+    return cuMemAddressReserve && cuMemAddressFree && cuMemCreate && cuMemRelease && cuMemMap && cuMemUnmap &&
+           cuMemSetAccess && cuMemGetAllocationGranularity && cuMemcpyDtoH && cuMemcpyHtoD && cuCtxSynchronize;
+  }
 
   // Opens `library` (e.g. "libcuda.so.1") and resolves every entry point. On failure
   // returns false and sets *error to one line saying what is missing.

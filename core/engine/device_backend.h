@@ -116,6 +116,19 @@ class DeviceBackend {
     return 0;
   }
 
+  // Device memory on the backend's own physical chunks (PUMP_DATAPATH=vmm), dropped by
+  // unmapping; false: this backend has none (the caller allocates managed memory).
+  virtual bool allocate_physical(uint64_t bytes, uint64_t* address) {
+    (void)bytes;
+    (void)address;
+    return false;
+  }
+  // Frees such an allocation once the device finished with it; false: not one of them.
+  virtual bool free_physical(uint64_t address) {
+    (void)address;
+    return false;
+  }
+
   // The backend's own counters (driver calls issued, failures...) for the stats report.
   virtual std::vector<std::pair<std::string, uint64_t>> counters() const { return {}; }
 };

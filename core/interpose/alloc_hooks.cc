@@ -47,8 +47,12 @@ size_t pitch_for(size_t width) { return (width + kPitchAlignment - 1) / kPitchAl
 bool free_tracked(Runtime* rt, uint64_t address, const std::function<void()>& free_memory) {
   auto known = rt->forget_allocation(address);
   if (!known) return false;
-  if (Engine* engine = rt->engine(known->second)) engine->on_free(address, free_memory);
-  else free_memory();
+  const int device = known->second;
+  auto free_it = [&] {
+    if (!rt->free_physical(device, address)) free_memory();
+  };
+  if (Engine* engine = rt->engine(device)) engine->on_free(address, free_it);
+  else free_it();
   if (TraceWriter* trace = rt->trace()) trace->record_free(address);
   rt->release_managed(known->second, known->first);
   return true;
@@ -94,7 +98,7 @@ cudaError_t on_cudaMalloc(void** devPtr, size_t size) {
         *out = reinterpret_cast<uint64_t>(p);
         return status == cudaSuccess;
       },
-      &address, &failed_real)) {
+      &address, &failed_real, /*physical=*/true)) {
     case Managed::kDone: *devPtr = reinterpret_cast<void*>(address); return cudaSuccess;
     case Managed::kRefused: return failed_real ? status : cudaErrorMemoryAllocation;
     case Managed::kPassThrough: break;
@@ -123,7 +127,7 @@ cudaError_t on_cudaMallocPitch(void** devPtr, size_t* pitch, size_t width, size_
         *out = reinterpret_cast<uint64_t>(p);
         return status == cudaSuccess;
       },
-      &address, &failed_real)) {
+      &address, &failed_real, /*physical=*/true)) {
     case Managed::kDone:
       *devPtr = reinterpret_cast<void*>(address);
       *pitch = row;
@@ -175,7 +179,7 @@ CUresult on_cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
         *out = p;
         return status == CUDA_SUCCESS;
       },
-      &address, &failed_real)) {
+      &address, &failed_real, /*physical=*/true)) {
     case Managed::kDone: *dptr = address; return CUDA_SUCCESS;
     case Managed::kRefused: return failed_real ? status : CUDA_ERROR_OUT_OF_MEMORY;
     case Managed::kPassThrough: break;
@@ -207,7 +211,7 @@ CUresult on_cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthIn
         *out = p;
         return status == CUDA_SUCCESS;
       },
-      &address, &failed_real)) {
+      &address, &failed_real, /*physical=*/true)) {
     case Managed::kDone:
       *dptr = address;
       *pPitch = row;

@@ -17,14 +17,16 @@ enum class Managed { kDone, kRefused, kPassThrough };
 
 // Allocates `bytes` of managed memory with `allocate` (returns true on success,
 // writing the address), registers it. kPassThrough: pump cannot manage this one.
+// `physical`: an allocation freed by the runtime's free_physical (cudaFree, cuMemFree),
+// which PUMP_DATAPATH=vmm puts on the backend's physical chunks instead.
 template <typename Allocate>
 Managed allocate_managed(Runtime* rt, int device, size_t bytes, Allocate allocate, uint64_t* address,
-                         bool* failed_real) {
+                         bool* failed_real, bool physical = false) {
   if (device < 0) return Managed::kPassThrough;
   Engine* engine = rt->engine(device);
   if (!engine) return Managed::kPassThrough;
   if (!rt->reserve_managed(device, bytes)) return Managed::kRefused;
-  if (!allocate(address)) {
+  if (!(physical && rt->allocate_physical(device, bytes, address)) && !allocate(address)) {
     rt->release_managed(device, bytes);
     *failed_real = true;
     return Managed::kRefused;

@@ -72,7 +72,8 @@ Runtime::Runtime(RuntimeOptions options)
       join(extractors_loaded_).c_str(), policy_ && policy_->name ? policy_->name : "none (no policy)",
       options_.budget_text.empty() ? "device memory" : options_.budget_text.c_str(),
       options_.managed_limit_text.empty() ? "none" : options_.managed_limit_text.c_str(),
-      datapath_name(options_.datapath), format_bytes(options_.host_limit_bytes).c_str(),
+      options_.physical ? "vmm (copy, on physical chunks)" : datapath_name(options_.datapath),
+      format_bytes(options_.host_limit_bytes).c_str(),
       options_.verify_poison     ? ", PUMP_VERIFY=poison"
       : options_.verify_checksum ? ", PUMP_VERIFY=checksum"
                                  : "");
@@ -90,6 +91,7 @@ void Runtime::require_every_launch_seen() {
         "(add 'launch'): using the unified-memory data path (PUMP_DATAPATH=um)",
         kSymbols[id].name);
     options_.datapath = DataPath::kUnified;
+    options_.physical = false;
     return;
   }
 }
@@ -146,6 +148,8 @@ Engine* Runtime::engine(int device) {
   backend_options.fence_not_ready_trust = options_.fence_trust;
   backend_options.discard_hold_ns = static_cast<uint64_t>(options_.discard_hold.count()) * 1000;
   backend_options.populate_chunk_bytes = options_.populate_piece;
+  backend_options.physical = options_.physical;
+  backend_options.physical_chunk_bytes = options_.physical_chunk;
   backend_options.time_fence_queries = !options_.stats_path.empty();
   backend_options.observe_populates = !options_.stats_path.empty();
   std::string why;
@@ -263,6 +267,18 @@ void Runtime::release_managed(int device, uint64_t bytes) {
   managed_total_.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
+bool Runtime::allocate_physical(int device, uint64_t bytes, uint64_t* address) {
+  if (!options_.physical || device < 0 || device >= kMaxDevices) return false;
+  DeviceBackend* backend = backend_of_[device].load(std::memory_order_acquire);
+  return backend && backend->allocate_physical(bytes, address);
+}
+
+bool Runtime::free_physical(int device, uint64_t address) {
+  if (!options_.physical || device < 0 || device >= kMaxDevices) return false;
+  DeviceBackend* backend = backend_of_[device].load(std::memory_order_acquire);
+  return backend && backend->free_physical(address);
+}
+
 void Runtime::remember_allocation(uint64_t address, uint64_t bytes, int device) {
   std::lock_guard lock(allocations_mutex_);
   allocations_[address] = {bytes, device};
@@ -324,7 +340,7 @@ StatsReport Runtime::report() {
     r.over_budget = r.over_budget || (e && e->ever_over_budget());
   }
   r.split_granularity = options_.split_granularity;
-  r.datapath = datapath_name(options_.datapath);
+  r.datapath = options_.physical ? "vmm" : datapath_name(options_.datapath);
   r.host_limit_bytes = options_.host_limit_bytes;
   r.verify = options_.verify_poison ? "poison" : options_.verify_checksum ? "checksum" : "off";
   r.managed_bytes_peak = managed_total_peak_.load();

@@ -65,6 +65,10 @@ class Runtime {
   void release_managed(int device, uint64_t bytes);
   // Whether `bytes` more would stay within the device's limit (nothing reserved).
   bool fits_managed(int device, uint64_t bytes) const;
+  // PUMP_DATAPATH=vmm: an allocation on the device backend's physical chunks, and its free
+  // (false: the option is off or the backend refused; the caller allocates or frees managed memory).
+  bool allocate_physical(int device, uint64_t bytes, uint64_t* address);
+  bool free_physical(int device, uint64_t address);
   // Managed allocations made by the hooks, by address (what cudaFree must tell the engine).
   void remember_allocation(uint64_t address, uint64_t bytes, int device);
   std::optional<std::pair<uint64_t, int>> forget_allocation(uint64_t address);

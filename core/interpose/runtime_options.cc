@@ -225,7 +225,16 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes,
   if (auto v = config.get("DATAPATH")) {
     if (*v == "copy") o.datapath = DataPath::kCopy;
     else if (*v == "um") o.datapath = DataPath::kUnified;
-    else log(LogLevel::kError, "PUMP_DATAPATH='%s' is not copy or um; using copy", v->c_str());
+    else if (*v == "vmm") o.physical = true;  // the copy data path, its allocations on physical chunks
+    else log(LogLevel::kError, "PUMP_DATAPATH='%s' is not copy, um or vmm; using copy", v->c_str());
+  }
+  if (auto v = config.get("VMM_CHUNK")) {
+    constexpr uint64_t kGranule = 2ull << 20;  // the driver's granularity on current GPUs
+    const auto bytes = parse_byte_size(*v);
+    if (bytes && *bytes >= kGranule && *bytes % kGranule == 0) o.physical_chunk = *bytes;
+    else
+      log(LogLevel::kError, "PUMP_VMM_CHUNK='%s' is not a multiple of 2MiB (e.g. 32MiB); using %s", v->c_str(),
+          format_bytes(o.physical_chunk).c_str());
   }
   if (auto v = config.get("POPULATE")) {
     using Populate = CudaBackendOptions::Populate;

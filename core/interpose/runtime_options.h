@@ -45,7 +45,9 @@ struct RuntimeOptions {
   std::string stats_template;           // ... as given (a forked child expands it again)
   ProcessIdentity process;              // the process these paths were expanded for
   std::string trace_path;               // PUMP_TRACE, likewise
-  DataPath datapath = DataPath::kCopy;  // PUMP_DATAPATH: copy | um
+  DataPath datapath = DataPath::kCopy;  // PUMP_DATAPATH: copy | um | vmm (copy, on physical chunks)
+  bool physical = false;                // PUMP_DATAPATH=vmm (CudaBackendOptions::physical)
+  uint64_t physical_chunk = CudaBackendOptions{}.physical_chunk_bytes;  // PUMP_VMM_CHUNK
   CudaBackendOptions::CopyVia copy_via =
       CudaBackendOptions::CopyVia::kStaging;  // PUMP_COPY_VIA: staging | kernel | engines
   CudaBackendOptions::Populate populate =

@@ -91,6 +91,34 @@ bool held(uint64_t stream) {
   return g_held.count(stream) > 0;
 }
 
+// Address ranges reserved with cuMemAddressReserve (real host memory, so model_memory can
+// act on it) and the pieces of them mapped with cuMemMap: base -> bytes.
+std::map<uint64_t, uint64_t> g_reservations;
+std::map<uint64_t, uint64_t> g_mappings;
+
+// Whether [address, address + n) lies in a reservation and is not wholly mapped (under g_mutex).
+bool unmapped_in(uint64_t address, uint64_t n) {
+  auto r = g_reservations.upper_bound(address);
+  if (r == g_reservations.begin()) return false;
+  --r;
+  if (address >= r->first + r->second) return false;
+  for (uint64_t at = address; at < address + n;) {
+    auto m = g_mappings.upper_bound(at);
+    if (m == g_mappings.begin() || std::prev(m)->first + std::prev(m)->second <= at) return true;
+    at = std::prev(m)->first + std::prev(m)->second;
+  }
+  return false;
+}
+
+// The same for an access the device makes: it would fault there (an illegal address).
+// Counted as "<unmapped access>".
+bool reaches_unmapped(uint64_t address, uint64_t n) {
+  std::lock_guard lock(g_mutex);
+  if (!unmapped_in(address, n)) return false;
+  ++g_counts["<unmapped access>"];
+  return true;
+}
+
 CUresult prefetch_result() {
   std::lock_guard lock(g_mutex);
   return static_cast<CUresult>(g_config.prefetch_result);
@@ -385,22 +413,26 @@ CUresult copy(void* dst, const void* src, size_t n) {
 CUresult MemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t n, CUstream s) {
   ENTER("cuMemcpyDtoHAsync");
   record("cuMemcpyDtoHAsync", s, src, n, reinterpret_cast<uint64_t>(dst), 0);
+  if (reaches_unmapped(src, n)) return CUDA_ERROR_ILLEGAL_ADDRESS;
   return copy(dst, bytes_at(src), n);
 }
 CUresult MemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t n, CUstream s) {
   ENTER("cuMemcpyHtoDAsync");
   record("cuMemcpyHtoDAsync", s, dst, n, reinterpret_cast<uint64_t>(src), 0);
+  if (reaches_unmapped(dst, n)) return CUDA_ERROR_ILLEGAL_ADDRESS;
   return copy(bytes_at(dst), src, n);
 }
 CUresult MemsetD8Async(CUdeviceptr p, unsigned char v, size_t n, CUstream s) {
   ENTER("cuMemsetD8Async");
   record("cuMemsetD8Async", s, p, n, v, 0);
+  if (reaches_unmapped(p, n)) return CUDA_ERROR_ILLEGAL_ADDRESS;
   if (config().model_memory) std::memset(bytes_at(p), v, n);
   return CUDA_SUCCESS;
 }
 CUresult MemsetD32Async(CUdeviceptr p, unsigned int v, size_t n, CUstream s) {
   ENTER("cuMemsetD32Async");
   record("cuMemsetD32Async", s, p, n * 4, v, 0);
+  if (reaches_unmapped(p, n * 4)) return CUDA_ERROR_ILLEGAL_ADDRESS;
   if (config().model_memory)
     for (size_t i = 0; i < n; ++i) std::memcpy(static_cast<unsigned char*>(bytes_at(p)) + 4 * i, &v, 4);
   return CUDA_SUCCESS;
@@ -479,11 +511,15 @@ CUresult MemFree(CUdeviceptr p) {
 CUresult MemcpyHtoD(CUdeviceptr dst, const void* src, size_t n) {
   ENTER("cuMemcpyHtoD");
   record("cuMemcpyHtoD", nullptr, dst, n, reinterpret_cast<uint64_t>(src), 0);
+  if (reaches_unmapped(dst, n)) return CUDA_ERROR_ILLEGAL_ADDRESS;
+  if (config().model_memory) std::memcpy(bytes_at(dst), src, n);
   return CUDA_SUCCESS;
 }
 CUresult MemcpyDtoH(void* dst, CUdeviceptr src, size_t n) {
   ENTER("cuMemcpyDtoH");
   record("cuMemcpyDtoH", nullptr, src, n, reinterpret_cast<uint64_t>(dst), 0);
+  if (reaches_unmapped(src, n)) return CUDA_ERROR_ILLEGAL_ADDRESS;
+  if (config().model_memory) std::memcpy(dst, bytes_at(src), n);
   return CUDA_SUCCESS;
 }
 // The virtual memory management calls pump leaves to the driver: the granularity rule
@@ -511,6 +547,78 @@ CUresult MemRelease(CUmemGenericAllocationHandle h) {
   record("cuMemRelease", nullptr, 0, 0, h, 0);
   return CUDA_SUCCESS;
 }
+// Reservations and mappings, for pump's own physical chunks (PUMP_DATAPATH=vmm): a mapping
+// holds garbage (kFakeDiscardedByte) until written, as new device memory would.
+CUresult MemAddressReserve(CUdeviceptr* p, size_t n, size_t, CUdeviceptr, unsigned long long) {
+  ENTER("cuMemAddressReserve");
+  if (p == nullptr || n == 0 || n % kVmmGranularity) return CUDA_ERROR_INVALID_VALUE;
+  void* memory = std::aligned_alloc(kVmmGranularity, n);
+  if (memory == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+  std::memset(memory, kFakeDiscardedByte, n);
+  *p = reinterpret_cast<CUdeviceptr>(memory);
+  {
+    std::lock_guard lock(g_mutex);
+    g_reservations[*p] = n;
+  }
+  record("cuMemAddressReserve", nullptr, *p, n, 0, 0);
+  return CUDA_SUCCESS;
+}
+CUresult MemAddressFree(CUdeviceptr p, size_t n) {
+  ENTER("cuMemAddressFree");
+  {
+    std::lock_guard lock(g_mutex);
+    auto it = g_reservations.find(p);
+    if (it == g_reservations.end() || it->second != n) return CUDA_ERROR_INVALID_VALUE;
+    auto m = g_mappings.lower_bound(p);
+    if (m != g_mappings.end() && m->first < p + n) return CUDA_ERROR_INVALID_VALUE;  // still mapped
+    g_reservations.erase(it);
+  }
+  record("cuMemAddressFree", nullptr, p, n, 0, 0);
+  std::free(reinterpret_cast<void*>(p));
+  return CUDA_SUCCESS;
+}
+CUresult MemMap(CUdeviceptr p, size_t n, size_t, CUmemGenericAllocationHandle h, unsigned long long) {
+  ENTER("cuMemMap");
+  {
+    std::lock_guard lock(g_mutex);
+    auto r = g_reservations.upper_bound(p);
+    if (n == 0 || r == g_reservations.begin() || p + n > std::prev(r)->first + std::prev(r)->second)
+      return CUDA_ERROR_INVALID_VALUE;
+    auto m = g_mappings.lower_bound(p);
+    if (m != g_mappings.end() && m->first < p + n) return CUDA_ERROR_INVALID_VALUE;
+    if (m != g_mappings.begin() && std::prev(m)->first + std::prev(m)->second > p) return CUDA_ERROR_INVALID_VALUE;
+    g_mappings[p] = n;
+  }
+  if (config().model_memory) std::memset(bytes_at(p), kFakeDiscardedByte, n);
+  record("cuMemMap", nullptr, p, n, h, 0);
+  return CUDA_SUCCESS;
+}
+// As the driver's: the range is whole mappings, one or several.
+CUresult MemUnmap(CUdeviceptr p, size_t n) {
+  ENTER("cuMemUnmap");
+  {
+    std::lock_guard lock(g_mutex);
+    uint64_t at = p;
+    for (auto m = g_mappings.find(p); m != g_mappings.end() && m->first == at && at < p + n; ++m) at += m->second;
+    if (at != p + n) return CUDA_ERROR_INVALID_VALUE;
+    g_mappings.erase(g_mappings.find(p), g_mappings.lower_bound(p + n));
+  }
+  if (config().model_memory) std::memset(bytes_at(p), kFakeDiscardedByte, n);
+  record("cuMemUnmap", nullptr, p, n, 0, 0);
+  return CUDA_SUCCESS;
+}
+CUresult MemSetAccess(CUdeviceptr p, size_t n, const CUmemAccessDesc* desc, size_t count) {
+  ENTER("cuMemSetAccess");
+  if (desc == nullptr || count == 0) return CUDA_ERROR_INVALID_VALUE;
+  record("cuMemSetAccess", nullptr, p, n, static_cast<uint64_t>(desc[0].flags), 0);
+  return CUDA_SUCCESS;
+}
+CUresult CtxSynchronize() {
+  ENTER("cuCtxSynchronize");
+  record("cuCtxSynchronize", nullptr, 0, 0, 0, 0);
+  return CUDA_SUCCESS;
+}
+
 CUresult CtxGetDevice(CUdevice* d) {
   ENTER("cuCtxGetDevice");
   if (!context_current()) return CUDA_ERROR_INVALID_CONTEXT;
@@ -564,6 +672,9 @@ CUresult LaunchKernel(CUfunction f, unsigned, unsigned, unsigned, unsigned, unsi
     uint64_t bytes = 0;
     for (unsigned long long i = 0; i < list->count; ++i) {
       bytes += list->chunks[i].bytes;
+      if (reaches_unmapped(list->chunks[i].src, list->chunks[i].bytes) ||
+          reaches_unmapped(list->chunks[i].dst, list->chunks[i].bytes))
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
       if (config().model_memory)
         std::memmove(bytes_at(list->chunks[i].dst), bytes_at(list->chunks[i].src), list->chunks[i].bytes);
     }
@@ -591,6 +702,8 @@ CUresult LaunchKernel(CUfunction f, unsigned, unsigned, unsigned, unsigned, unsi
   uint64_t bytes = 0;
   for (unsigned i = 0; i < count; ++i) {
     bytes += chunks[i].bytes;
+    if (reaches_unmapped(chunks[i].src, chunks[i].bytes) || reaches_unmapped(chunks[i].dst, chunks[i].bytes))
+      return CUDA_ERROR_ILLEGAL_ADDRESS;
     if (config().model_memory) std::memcpy(bytes_at(chunks[i].dst), bytes_at(chunks[i].src), chunks[i].bytes);
   }
   record("cuLaunchKernel", s, count ? chunks[0].src : 0, bytes, count, 0);
@@ -674,6 +787,12 @@ const Entry kEntries[] = {
     FAKE("cuMemGetAllocationGranularity", MemGetAllocationGranularity, 10020),
     FAKE("cuMemCreate", MemCreate, 10020),
     FAKE("cuMemRelease", MemRelease, 10020),
+    FAKE("cuMemAddressReserve", MemAddressReserve, 10020),
+    FAKE("cuMemAddressFree", MemAddressFree, 10020),
+    FAKE("cuMemMap", MemMap, 10020),
+    FAKE("cuMemUnmap", MemUnmap, 10020),
+    FAKE("cuMemSetAccess", MemSetAccess, 10020),
+    FAKE("cuCtxSynchronize", CtxSynchronize, 2000),
     // CUDA 13's cuCtxGetDevice takes a context too (cuCtxGetDevice_v2): not faked.
     {"cuCtxGetDevice", reinterpret_cast<void*>(&CtxGetDevice), 2000, 13000},
     FAKE("cuGetProcAddress", GetProcAddress, 12000),
@@ -795,6 +914,8 @@ FAKE_EXPORT void fake_cuda_reset(const FakeDriverConfig* config) {
   g_injections.clear();
   g_failures_fired = 0;
   g_host_arena_used = 0;
+  g_mappings.clear();  // a test's reservations are its own to free (or leak with the test)
+  g_reservations.clear();
   ++g_context_epoch;
   g_gate_closed = false;
   g_cv.notify_all();
@@ -804,6 +925,11 @@ FAKE_EXPORT size_t fake_cuda_calls(FakeCall* out, size_t max) {
   std::lock_guard lock(g_mutex);
   for (size_t i = 0; i < g_calls.size() && i < max; ++i) out[i] = g_calls[i];
   return g_calls.size();
+}
+
+FAKE_EXPORT int fake_cuda_unmapped(uint64_t address, uint64_t bytes) {
+  std::lock_guard lock(g_mutex);
+  return unmapped_in(address, bytes) ? 1 : 0;
 }
 
 FAKE_EXPORT void fake_cuda_gate(int closed) {

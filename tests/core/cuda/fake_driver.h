@@ -74,4 +74,7 @@ using FakeEntryFn = const char* (*)(size_t index);
 // 1: the stream's work "runs" until released: cuStreamSynchronize on it blocks and its
 // events report CUDA_ERROR_NOT_READY (cuEventSynchronize blocks) until set back to 0.
 using FakeHoldFn = void (*)(uint64_t stream, int held);
+// 1: some of [address, +bytes) lies in a cuMemAddressReserve range and is not mapped (a
+// kernel there would fault); such accesses by copies and memsets are counted as "<unmapped access>".
+using FakeUnmappedFn = int (*)(uint64_t address, uint64_t bytes);
 }

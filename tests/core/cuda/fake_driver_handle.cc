@@ -20,7 +20,7 @@ FakeDriver::FakeDriver() : handle_(dlopen(PUMP_FAKE_CUDA_DRIVER, RTLD_NOW)) {
         find(handle_, "fake_cuda_gate", &gate_) & find(handle_, "fake_cuda_set_capturing", &capture_) &
         find(handle_, "fake_cuda_fail", &fail_) & find(handle_, "fake_cuda_failures", &failures_) &
         find(handle_, "fake_cuda_count", &count_) & find(handle_, "fake_cuda_entry", &entry_) &
-        find(handle_, "fake_cuda_hold_stream", &hold_);
+        find(handle_, "fake_cuda_hold_stream", &hold_) & find(handle_, "fake_cuda_unmapped", &unmapped_);
 }
 
 FakeDriver::~FakeDriver() {

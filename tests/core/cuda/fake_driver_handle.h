@@ -40,6 +40,7 @@ class FakeDriver {
   // Every entry point the fake offers, by name.
   std::vector<std::string> entries() const;
   void hold(uint64_t stream, bool held) const { hold_(stream, held ? 1 : 0); }
+  bool unmapped(uint64_t address, uint64_t bytes) const { return unmapped_(address, bytes) != 0; }
 
  private:
   void* handle_ = nullptr;
@@ -53,6 +54,7 @@ class FakeDriver {
   FakeCountFn count_ = nullptr;
   FakeEntryFn entry_ = nullptr;
   FakeHoldFn hold_ = nullptr;
+  FakeUnmappedFn unmapped_ = nullptr;
 };
 
 }  // namespace pump::testing

@@ -20,7 +20,7 @@ std::unique_ptr<Config> config_with(std::initializer_list<std::pair<const char*,
   for (const char* key :
        {"DISABLE", "PLUGINS", "POLICY", "GPU_BUDGET", "MANAGED_LIMIT", "PREFETCH_ON_ALLOC", "SPLIT_GRANULARITY",
         "STATS", "DATAPATH", "HOST_LIMIT", "VERIFY", "COPY_VIA", "WATCH_WHILE_FITS", "OVERLAP_OUT_IN", "POPULATE",
-        "PARTITION_ABOVE", "FENCE_TRUST_US", "DISCARD_HOLD_US", "PIN"})
+        "PARTITION_ABOVE", "FENCE_TRUST_US", "DISCARD_HOLD_US", "PIN", "VMM_CHUNK"})
     c->set(key, "");
   for (auto& [k, v] : values) c->set(k, v);
   return c;
@@ -66,6 +66,12 @@ TEST(RuntimeOptions, DataPathAndVerifyAcceptTheirWords) {
   RuntimeOptions copy = parse_runtime_options(*config_with({{"DATAPATH", "copy"}, {"VERIFY", "off"}}));
   EXPECT_EQ(copy.datapath, DataPath::kCopy);
   EXPECT_FALSE(copy.verify_poison);
+  EXPECT_FALSE(copy.physical);
+  RuntimeOptions vmm = parse_runtime_options(*config_with({{"DATAPATH", "vmm"}, {"VMM_CHUNK", "64MiB"}}));
+  EXPECT_EQ(vmm.datapath, DataPath::kCopy) << "the copy data path, on physical chunks";
+  EXPECT_TRUE(vmm.physical);
+  EXPECT_EQ(vmm.physical_chunk, 64ull << 20);
+  EXPECT_EQ(parse_runtime_options(*config_with({{"DATAPATH", "vmm"}})).physical_chunk, 32ull << 20);
   EXPECT_TRUE(log.lines().empty());
 }
 
@@ -199,6 +205,8 @@ TEST_P(RuntimeOptionsBadValue, GivesOneMessageNamingTheVariableAndValueThenTheDe
   EXPECT_EQ(o.pin, defaults.pin);
   EXPECT_EQ(o.populate_piece, defaults.populate_piece);
   EXPECT_EQ(o.partition_above, defaults.partition_above);
+  EXPECT_EQ(o.physical, defaults.physical);
+  EXPECT_EQ(o.physical_chunk, defaults.physical_chunk);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -211,6 +219,7 @@ INSTANTIATE_TEST_SUITE_P(
                       BadValue{"FENCE_TRUST_US", "100001"}, BadValue{"FENCE_TRUST_US", " 5"},
                       BadValue{"DISCARD_HOLD_US", "x"}, BadValue{"SPLIT_GRANULARITY", "100KiB"},
                       BadValue{"SPLIT_GRANULARITY", "1KiB"}, BadValue{"DATAPATH", "fast"}, BadValue{"DATAPATH", "UM"},
+                      BadValue{"VMM_CHUNK", "3MiB"}, BadValue{"VMM_CHUNK", "1MiB"}, BadValue{"VMM_CHUNK", "big"},
                       BadValue{"HOST_LIMIT", "lots"}, BadValue{"HOST_LIMIT", "150%"}, BadValue{"HOST_LIMIT", "-1GiB"},
                       BadValue{"VERIFY", "on"}, BadValue{"COPY_VIA", "bounce"}, BadValue{"PARTITION_ABOVE", "half"},
                       BadValue{"PARTITION_ABOVE", "150%"},

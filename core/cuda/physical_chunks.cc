@@ -1,0 +1,306 @@
+#include "core/cuda/physical_chunks.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/common/log.h"
+
+namespace pump::cuda {
+namespace {
+
+uint64_t since_ns(std::chrono::steady_clock::time_point t0) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+}
+
+using Interval = boost::icl::interval<uint64_t>;
+
+}  // namespace
+
+struct PhysicalChunks::Counters {
+  std::atomic<uint64_t> allocations{0}, maps{0}, map_bytes{0}, map_ns{0}, unmaps{0}, unmap_bytes{0}, unmap_ns{0},
+      release_wait_ns{0}, cancelled_releases{0}, mapped_bytes{0}, mapped_high_water{0};
+  void mapped(uint64_t bytes) {
+    const uint64_t now = mapped_bytes.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+    uint64_t high = mapped_high_water.load(std::memory_order_relaxed);
+    while (now > high && !mapped_high_water.compare_exchange_weak(high, now, std::memory_order_relaxed)) {
+    }
+  }
+};
+
+PhysicalChunks::PhysicalChunks(const DriverApi& api, CUcontext context, int device, uint64_t chunk_bytes)
+    : api_(api), context_(context), device_(device), chunk_bytes_(chunk_bytes), counters_(new Counters) {
+  prop_.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop_.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop_.location.id = device_;
+  access_.location = prop_.location;
+  access_.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+}
+
+PhysicalChunks::~PhysicalChunks() {
+  if (releaser_.joinable()) {
+    {
+      std::lock_guard lock(queue_mutex_);
+      stopping_ = true;
+    }
+    queue_cv_.notify_all();
+    releaser_.join();
+  }
+  for (CUevent e : free_events_) api_.cuEventDestroy(e);
+}
+
+std::string PhysicalChunks::start() {
+  if (!api_.has_physical_chunks()) return "the CUDA driver lacks the virtual memory management calls";
+  size_t granularity = 0;
+  const CUresult r = api_.cuMemGetAllocationGranularity(&granularity, &prop_, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+  if (r != CUDA_SUCCESS || granularity == 0)
+    return "cuMemGetAllocationGranularity failed: " + api_.describe(r);
+  granularity_ = granularity;
+  chunk_bytes_ = round_up(std::max<uint64_t>(chunk_bytes_, granularity_), granularity_);
+  releaser_ = std::thread([this] { releaser_main(); });
+  return "";
+}
+
+CUresult PhysicalChunks::map_chunk(uint64_t base, Chunk& chunk) {
+  const auto t0 = std::chrono::steady_clock::now();
+  CUmemGenericAllocationHandle handle = 0;
+  CUresult r = api_.cuMemCreate(&handle, chunk.bytes, &prop_, 0);
+  if (r != CUDA_SUCCESS) return r;
+  const CUdeviceptr at = base + chunk.offset;
+  r = api_.cuMemMap(at, chunk.bytes, 0, handle, 0);
+  if (r == CUDA_SUCCESS) {
+    r = api_.cuMemSetAccess(at, chunk.bytes, &access_, 1);
+    if (r != CUDA_SUCCESS) api_.cuMemUnmap(at, chunk.bytes);
+  }
+  if (r != CUDA_SUCCESS) {
+    api_.cuMemRelease(handle);
+    return r;
+  }
+  chunk.handle = handle;
+  chunk.state = State::kMapped;
+  ++chunk.generation;
+  counters_->maps.fetch_add(1, std::memory_order_relaxed);
+  counters_->map_bytes.fetch_add(chunk.bytes, std::memory_order_relaxed);
+  counters_->map_ns.fetch_add(since_ns(t0), std::memory_order_relaxed);
+  counters_->mapped(chunk.bytes);
+  return CUDA_SUCCESS;
+}
+
+void PhysicalChunks::unmap_chunk(uint64_t base, Chunk& chunk) {
+  const auto t0 = std::chrono::steady_clock::now();
+  // The handle is released while mapped last: the memory goes back with the unmap.
+  const CUresult r = api_.cuMemUnmap(base + chunk.offset, chunk.bytes);
+  api_.cuMemRelease(chunk.handle);
+  if (r != CUDA_SUCCESS)
+    PUMP_LOG_ONCE(LogLevel::kWarn, "cuMemUnmap of a physical chunk failed: %s (its memory may stay held)",
+                  api_.describe(r).c_str());
+  chunk.handle = 0;
+  chunk.state = State::kUnmapped;
+  ++chunk.generation;
+  counters_->unmaps.fetch_add(1, std::memory_order_relaxed);
+  counters_->unmap_bytes.fetch_add(chunk.bytes, std::memory_order_relaxed);
+  counters_->unmap_ns.fetch_add(since_ns(t0), std::memory_order_relaxed);
+  counters_->mapped_bytes.fetch_sub(chunk.bytes, std::memory_order_relaxed);
+}
+
+CUresult PhysicalChunks::allocate(uint64_t bytes, uint64_t* address) {
+  if (granularity_ == 0 || bytes == 0) return CUDA_ERROR_NOT_INITIALIZED;
+  Allocation a;
+  a.bytes = bytes;
+  a.reserved = round_up(bytes, granularity_);
+  CUdeviceptr base = 0;
+  CUresult r = api_.cuMemAddressReserve(&base, a.reserved, 0, 0, 0);
+  if (r != CUDA_SUCCESS) return r;
+  for (uint64_t offset = 0; offset < a.reserved; offset += chunk_bytes_)
+    a.chunks.push_back(Chunk{offset, std::min(chunk_bytes_, a.reserved - offset)});
+  std::lock_guard lock(mutex_);
+  for (Chunk& c : a.chunks) {
+    r = map_chunk(base, c);
+    if (r == CUDA_SUCCESS) continue;
+    for (Chunk& mapped : a.chunks)
+      if (mapped.state == State::kMapped && mapped.handle) unmap_chunk(base, mapped);
+    api_.cuMemAddressFree(base, a.reserved);
+    return r;
+  }
+  allocations_.emplace(base, std::move(a));
+  any_.store(true, std::memory_order_release);
+  counters_->allocations.fetch_add(1, std::memory_order_relaxed);
+  *address = base;
+  return CUDA_SUCCESS;
+}
+
+PhysicalChunks::Allocation* PhysicalChunks::find(uint64_t address, uint64_t* base) {
+  auto it = allocations_.upper_bound(address);
+  if (it == allocations_.begin()) return nullptr;
+  --it;
+  if (address >= it->first + it->second.reserved) return nullptr;
+  if (base) *base = it->first;
+  return &it->second;
+}
+
+bool PhysicalChunks::owns(uint64_t address) const {
+  if (!any_.load(std::memory_order_acquire)) return false;
+  std::lock_guard lock(mutex_);
+  return const_cast<PhysicalChunks*>(this)->find(address, nullptr) != nullptr;
+}
+
+bool PhysicalChunks::free(uint64_t address) {
+  {
+    std::lock_guard lock(mutex_);
+    auto it = allocations_.find(address);
+    if (it == allocations_.end()) return false;
+  }
+  // cudaFree waits for the device; unmapping memory a kernel still uses would fault it.
+  api_.cuCtxSynchronize();
+  std::lock_guard lock(mutex_);
+  auto it = allocations_.find(address);
+  if (it == allocations_.end()) return false;
+  for (Chunk& c : it->second.chunks)
+    if (c.state != State::kUnmapped) unmap_chunk(address, c);  // a queued release finds it gone
+  api_.cuMemAddressFree(address, it->second.reserved);
+  allocations_.erase(it);
+  return true;
+}
+
+void PhysicalChunks::drop(const std::vector<Range>& ranges, CUstream after) {
+  std::vector<Release> releases;
+  {
+    std::lock_guard lock(mutex_);
+    for (const Range& r : ranges) {
+      uint64_t base = 0;
+      Allocation* a = find(r.address, &base);
+      if (!a || r.bytes == 0) continue;
+      a->dropped += Interval::right_open(r.address, r.end());
+      const size_t last = std::min(a->chunks.size() - 1, (r.end() - 1 - base) / chunk_bytes_);
+      for (size_t i = (r.address - base) / chunk_bytes_; i <= last; ++i) {
+        Chunk& c = a->chunks[i];
+        if (c.state != State::kMapped) continue;
+        const uint64_t lo = base + c.offset;
+        const uint64_t hi = base + std::min(c.offset + c.bytes, a->bytes);  // the tail past `bytes` is nobody's
+        if (!boost::icl::contains(a->dropped, Interval::right_open(lo, hi))) continue;
+        c.state = State::kReleasing;
+        releases.push_back({base, i, ++c.generation});
+      }
+    }
+  }
+  if (releases.empty()) return;
+  Queued q;
+  q.releases = std::move(releases);
+  q.event = take_event();
+  if (q.event && api_.cuEventRecord(q.event, after) != CUDA_SUCCESS) {
+    api_.cuEventDestroy(q.event);
+    q.event = nullptr;
+  }
+  if (!q.event) {
+    // No event: the work before the drop is waited for here instead (slow, but in order).
+    api_.cuStreamSynchronize(after);
+    release_now(q.releases);
+    return;
+  }
+  {
+    std::lock_guard lock(queue_mutex_);
+    queue_.push_back(std::move(q));
+  }
+  queue_cv_.notify_one();
+}
+
+CUresult PhysicalChunks::back(const std::vector<Range>& ranges) {
+  for (int attempt = 0;; ++attempt) {
+    CUresult failed = CUDA_SUCCESS;
+    {
+      std::lock_guard lock(mutex_);
+      for (const Range& r : ranges) {
+        uint64_t base = 0;
+        Allocation* a = find(r.address, &base);
+        if (!a || r.bytes == 0) continue;
+        a->dropped -= Interval::right_open(r.address, r.end());
+        const size_t last = std::min(a->chunks.size() - 1, (r.end() - 1 - base) / chunk_bytes_);
+        for (size_t i = (r.address - base) / chunk_bytes_; i <= last; ++i) {
+          Chunk& c = a->chunks[i];
+          if (c.state == State::kReleasing) {
+            c.state = State::kMapped;  // its queued release finds a newer generation
+            ++c.generation;
+            counters_->cancelled_releases.fetch_add(1, std::memory_order_relaxed);
+          } else if (c.state == State::kUnmapped) {
+            const CUresult m = map_chunk(base, c);
+            if (m != CUDA_SUCCESS && failed == CUDA_SUCCESS) failed = m;
+          }
+        }
+      }
+    }
+    if (failed == CUDA_SUCCESS || attempt == 1) return failed;
+    drain();  // the device may be full of chunks waiting for their release
+  }
+}
+
+void PhysicalChunks::release_now(const std::vector<Release>& releases) {
+  std::lock_guard lock(mutex_);
+  for (const Release& r : releases) {
+    auto it = allocations_.find(r.base);
+    if (it == allocations_.end() || r.chunk >= it->second.chunks.size()) continue;  // freed meanwhile
+    Chunk& c = it->second.chunks[r.chunk];
+    if (c.state != State::kReleasing || c.generation != r.generation) continue;  // backed again meanwhile
+    unmap_chunk(r.base, c);
+  }
+}
+
+CUevent PhysicalChunks::take_event() {
+  {
+    std::lock_guard lock(mutex_);
+    if (!free_events_.empty()) {
+      CUevent e = free_events_.back();
+      free_events_.pop_back();
+      return e;
+    }
+  }
+  CUevent e = nullptr;
+  return api_.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS ? e : nullptr;
+}
+
+void PhysicalChunks::releaser_main() {
+  api_.cuCtxSetCurrent(context_);
+  std::unique_lock lock(queue_mutex_);
+  for (;;) {
+    queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping, nothing left
+    Queued q = std::move(queue_.front());
+    queue_.pop_front();
+    releasing_ = true;
+    lock.unlock();
+    const auto t0 = std::chrono::steady_clock::now();
+    if (api_.cuEventSynchronize(q.event) != CUDA_SUCCESS) api_.cuCtxSynchronize();
+    counters_->release_wait_ns.fetch_add(since_ns(t0), std::memory_order_relaxed);
+    release_now(q.releases);
+    {
+      std::lock_guard events(mutex_);
+      free_events_.push_back(q.event);
+    }
+    lock.lock();
+    releasing_ = false;
+    if (queue_.empty()) idle_cv_.notify_all();
+  }
+}
+
+void PhysicalChunks::drain() {
+  std::unique_lock lock(queue_mutex_);
+  idle_cv_.wait(lock, [&] { return (queue_.empty() && !releasing_) || !releaser_.joinable(); });
+}
+
+PhysicalChunksStats PhysicalChunks::stats() const {
+  PhysicalChunksStats s;
+  const Counters& c = *counters_;
+  s.allocations = c.allocations.load(std::memory_order_relaxed);
+  s.maps = c.maps.load(std::memory_order_relaxed);
+  s.map_bytes = c.map_bytes.load(std::memory_order_relaxed);
+  s.map_ns = c.map_ns.load(std::memory_order_relaxed);
+  s.unmaps = c.unmaps.load(std::memory_order_relaxed);
+  s.unmap_bytes = c.unmap_bytes.load(std::memory_order_relaxed);
+  s.unmap_ns = c.unmap_ns.load(std::memory_order_relaxed);
+  s.release_wait_ns = c.release_wait_ns.load(std::memory_order_relaxed);
+  s.cancelled_releases = c.cancelled_releases.load(std::memory_order_relaxed);
+  s.mapped_bytes = c.mapped_bytes.load(std::memory_order_relaxed);
+  s.mapped_high_water = c.mapped_high_water.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace pump::cuda

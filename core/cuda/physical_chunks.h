@@ -1,0 +1,165 @@
+// PhysicalChunks: device allocations on physical memory of pump's own (PUMP_DATAPATH=vmm).
+//
+// Why. On the copy data path a block leaves as a copy to its pinned shadow and then a
+// discard of its managed pages, and comes back as a populate and a copy. The discards and
+// populates are the driver's page work: serial (1 GiB in 3.7-4.3 ms whatever the threads)
+// and, while it runs, other threads' kernel launches nearly stop (4.6 per ms against 249).
+// Unmapping and mapping physical chunks of the virtual memory API costs per call, not per
+// byte (about 20 us to unmap, 30 to map, measured by tests/gpu/remap_cost_probe.cu: 1 GiB
+// in 32 MiB chunks 0.64 + 0.94 ms against 4.3 + 6.2) and never holds up launches.
+//
+// What. Each allocation is an address range reserved at once and backed by chunks of at
+// most chunk_bytes (multiples of the driver's granularity), all mapped when allocated. The
+// backend drops what the engine drops (saved or dead bytes): a chunk all of whose bytes are
+// dropped is unmapped and its memory released, once the work queued before the drop on the
+// out stream completed (an event; the unmap is synchronous, so a thread of this class waits
+// for it). Backing a dropped range maps its chunks again (new memory: the engine restores
+// or overwrites what it needs) and cancels a release still waiting. A chunk with a byte
+// still wanted stays mapped, so a dropped piece costs memory until its neighbours leave too.
+//
+// The cost, stated where PUMP_DATAPATH is documented: a kernel reaching an unmapped chunk
+// faults (an illegal address, fatal to the context) where unified memory would have read
+// zeros. The engine's rule already is that every dropped piece comes back before any
+// access it cannot size (PUMP_VERIFY=poison tests it). Memory the engine evicts by
+// unified-memory migration (no shadow room) cannot leave this way: it stays on the device,
+// counted as kept.
+#pragma once
+
+#include <cuda.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/icl/interval_set.hpp>
+
+#include "core/common/range.h"
+#include "core/cuda/driver_api.h"
+
+namespace pump::cuda {
+
+struct PhysicalChunksStats {
+  uint64_t allocations = 0;  // made on physical chunks
+  uint64_t maps = 0;         // chunks mapped (at allocation and when backed again)
+  uint64_t map_bytes = 0;
+  uint64_t map_ns = 0;  // time inside cuMemCreate + cuMemMap + cuMemSetAccess
+  uint64_t unmaps = 0;  // chunks unmapped and released after a drop
+  uint64_t unmap_bytes = 0;
+  uint64_t unmap_ns = 0;            // time inside cuMemUnmap + cuMemRelease (the releaser's)
+  uint64_t release_wait_ns = 0;     // the releaser's time waiting for the work before a drop
+  uint64_t cancelled_releases = 0;  // chunks backed again before their release came
+  uint64_t mapped_bytes = 0;        // physical memory held now
+  uint64_t mapped_high_water = 0;
+};
+
+class PhysicalChunks {
+ public:
+  // `context` is made current on the releaser's thread; chunk_bytes is rounded up to the
+  // driver's granularity.
+  PhysicalChunks(const DriverApi& api, CUcontext context, int device, uint64_t chunk_bytes);
+  // Stops the releaser (its queued releases are done first). Leaves allocations mapped:
+  // the program may still use them until its own exit.
+  ~PhysicalChunks();
+  PhysicalChunks(const PhysicalChunks&) = delete;
+  PhysicalChunks& operator=(const PhysicalChunks&) = delete;
+
+  // The driver's granularity and the releaser; "" on success, else why not (one line).
+  std::string start();
+
+  // A new allocation of `bytes`, every chunk mapped and accessible to the device. On
+  // failure nothing is held and the driver's result is returned.
+  CUresult allocate(uint64_t bytes, uint64_t* address);
+  // Frees an allocation made here (after the device finished with it, as cudaFree does).
+  // False: not one of ours.
+  bool free(uint64_t address);
+  // Whether any allocation was ever made here (cheap: the backend's fast path).
+  bool used() const { return any_.load(std::memory_order_acquire); }
+  // Whether `address` lies in an allocation made here.
+  bool owns(uint64_t address) const;
+  // Moves the ranges (Range or ShadowRange) that lie in allocations made here from *ranges
+  // to *ours. A range never crosses from one allocation into another (the engine's rule).
+  template <typename Ranged>
+  void take_ours(std::vector<Ranged>* ranges, std::vector<Ranged>* ours) const {
+    if (!any_.load(std::memory_order_acquire)) return;
+    std::vector<Ranged> rest;
+    for (Ranged& r : *ranges) (owns(r.address) ? *ours : rest).push_back(r);
+    ranges->swap(rest);
+  }
+
+  // The device bytes of `ranges` are no longer wanted (saved to a shadow, or dead). Chunks
+  // left with no wanted byte are unmapped once everything queued on `after` so far completed.
+  void drop(const std::vector<Range>& ranges, CUstream after);
+  // The chunks of `ranges` mapped again where they were unmapped (their bytes are garbage
+  // until restored); a release still waiting is cancelled. A failed map (the device full) is
+  // retried once the queued releases are done; its result is returned if that fails too.
+  CUresult back(const std::vector<Range>& ranges);
+  // Waits until every release queued so far is done.
+  void drain();
+
+  PhysicalChunksStats stats() const;
+
+ private:
+  enum class State { kMapped, kReleasing, kUnmapped };
+  struct Chunk {
+    uint64_t offset = 0;
+    uint64_t bytes = 0;
+    CUmemGenericAllocationHandle handle = 0;
+    State state = State::kMapped;
+    uint64_t generation = 0;  // a queued release acts only on the generation it was queued for
+  };
+  struct Allocation {
+    uint64_t bytes = 0;     // as asked
+    uint64_t reserved = 0;  // the address range (a multiple of the granularity)
+    std::vector<Chunk> chunks;
+    boost::icl::interval_set<uint64_t> dropped;  // addresses whose bytes nobody wants
+  };
+  struct Release {
+    uint64_t base;
+    size_t chunk;
+    uint64_t generation;
+  };
+  struct Queued {
+    CUevent event = nullptr;  // nullptr: the stream was synchronized instead
+    std::vector<Release> releases;
+  };
+
+  CUresult map_chunk(uint64_t base, Chunk& chunk);  // under mutex_
+  void unmap_chunk(uint64_t base, Chunk& chunk);    // under mutex_
+  Allocation* find(uint64_t address, uint64_t* base);  // under mutex_; *base: the allocation's
+  void release_now(const std::vector<Release>& releases);
+  void releaser_main();
+  CUevent take_event();
+
+  const DriverApi& api_;
+  const CUcontext context_;
+  const int device_;
+  uint64_t chunk_bytes_;
+  uint64_t granularity_ = 0;
+  CUmemAllocationProp prop_{};
+  CUmemAccessDesc access_{};
+
+  mutable std::mutex mutex_;
+  std::map<uint64_t, Allocation> allocations_;  // by base address
+  std::atomic<bool> any_{false};
+  std::vector<CUevent> free_events_;
+
+  std::mutex queue_mutex_;
+  std::condition_variable queue_cv_;  // work or stop
+  std::condition_variable idle_cv_;   // the queue drained
+  std::deque<Queued> queue_;
+  bool releasing_ = false;  // the releaser holds an entry it took from the queue
+  bool stopping_ = false;
+  std::thread releaser_;
+
+  struct Counters;
+  std::unique_ptr<Counters> counters_;
+};
+
+}  // namespace pump::cuda

@@ -1,0 +1,286 @@
+// PUMP_DATAPATH=vmm on the CPU: the cuda backend's allocations on physical chunks
+// (core/cuda/physical_chunks.h) over the fake driver, whose reservations are real host
+// memory and whose mappings hold garbage until written (model_memory). A copy or memset
+// reaching an unmapped chunk fails there as a kernel would fault on the GPU.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "core/cuda/cuda_backend.h"
+#include "core/engine/engine.h"
+#include "core/plugin_host/policy_adapter.h"
+#include "tests/core/cuda/fake_driver_handle.h"
+
+namespace pump {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr uint64_t kChunk = 4 * kMiB;  // two of the fake's 2 MiB granules
+constexpr StreamId kStream = 0x5100;
+
+class PhysicalChunksTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(driver_.ok()) << dlerror(); }
+  void TearDown() override { backend_.reset(); }
+
+  CudaBackend& start(FakeDriverConfig config = {}, bool poison = false) {
+    config.model_memory = 1;
+    driver_.reset(config);
+    CudaBackendOptions options;
+    options.physical = true;
+    options.physical_chunk_bytes = kChunk;
+    options.poison = poison;
+    backend_ = driver_.backend(options);
+    EXPECT_NE(backend_, nullptr);
+    return *backend_;
+  }
+  uint64_t allocate(uint64_t bytes) {
+    uint64_t address = 0;
+    EXPECT_TRUE(backend_->allocate_physical(bytes, &address));
+    return address;
+  }
+  bool wait_done(const Fence& f) {
+    for (int i = 0; i < 2000 && !backend_->done(f); ++i) std::this_thread::sleep_for(1ms);
+    return backend_->done(f);
+  }
+  // Submits `batch` and waits until both directions are done and every release it queued too.
+  void run(TransferBatch batch) {
+    const BatchFences f = backend_->submit(std::move(batch));
+    ASSERT_TRUE(wait_done(f.out) && wait_done(f.in));
+    backend_->drain_physical_releases();
+  }
+  static void fill(uint64_t address, uint64_t bytes, uint8_t seed) {
+    auto* p = reinterpret_cast<uint8_t*>(address);
+    for (uint64_t i = 0; i < bytes; ++i) p[i] = static_cast<uint8_t>(i * 13 + seed);
+  }
+  static bool holds(uint64_t address, uint64_t bytes, uint8_t seed) {
+    const auto* p = reinterpret_cast<const uint8_t*>(address);
+    for (uint64_t i = 0; i < bytes; ++i)
+      if (p[i] != static_cast<uint8_t>(i * 13 + seed)) return false;
+    return true;
+  }
+
+  testing::FakeDriver driver_;
+  std::unique_ptr<CudaBackend> backend_;
+};
+
+TEST_F(PhysicalChunksTest, AnAllocationIsOneReservationMappedInChunksAndFreedWhole) {
+  CudaBackend& b = start();
+  const uint64_t a = allocate(9 * kMiB);  // 10 MiB of granules: chunks of 4, 4 and 2 MiB
+  ASSERT_NE(a, 0u);
+  EXPECT_EQ(a % (2 * kMiB), 0u);
+  EXPECT_EQ(driver_.count("cuMemAddressReserve"), 1u);
+  const auto maps = driver_.calls_named("cuMemMap");
+  ASSERT_EQ(maps.size(), 3u);
+  EXPECT_EQ(maps[0].address, a);
+  EXPECT_EQ(maps[1].bytes, kChunk);
+  EXPECT_EQ(maps[2].address, a + 2 * kChunk);
+  EXPECT_EQ(maps[2].bytes, 2 * kMiB);
+  EXPECT_EQ(driver_.count("cuMemSetAccess"), 3u);
+  EXPECT_FALSE(driver_.unmapped(a, 9 * kMiB));
+  EXPECT_EQ(b.stats().physical_mapped_bytes, 10 * kMiB);
+  EXPECT_EQ(b.stats().physical_allocations, 1u);
+
+  EXPECT_FALSE(b.free_physical(a + kMiB)) << "not an allocation's start";
+  ASSERT_TRUE(b.free_physical(a));
+  EXPECT_EQ(driver_.count("cuCtxSynchronize"), 1u) << "as cudaFree, after the device finished with it";
+  EXPECT_EQ(driver_.count("cuMemUnmap"), 3u);
+  EXPECT_EQ(driver_.count("cuMemRelease"), 3u);
+  EXPECT_EQ(driver_.count("cuMemAddressFree"), 1u);
+  EXPECT_EQ(b.stats().physical_mapped_bytes, 0u);
+  EXPECT_FALSE(b.free_physical(a)) << "freed once";
+}
+
+TEST_F(PhysicalChunksTest, ASavedAllocationIsUnmappedAfterItsSaveAndComesBackIntact) {
+  CudaBackend& b = start();
+  const uint64_t a = allocate(2 * kChunk);
+  fill(a, 2 * kChunk, 7);
+  std::vector<uint8_t> shadow(2 * kChunk);
+  const uint64_t s = reinterpret_cast<uint64_t>(shadow.data());
+  TransferBatch out;
+  out.save = {{a, 2 * kChunk, s}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
+  EXPECT_TRUE(driver_.unmapped(a, 2 * kChunk));
+  EXPECT_EQ(driver_.count("cuMemDiscardBatchAsync"), 0u) << "unmapped, not discarded";
+  EXPECT_EQ(driver_.count("<unmapped access>"), 0u) << "the save read the chunks before they left";
+  CudaBackendStats st = b.stats();
+  EXPECT_EQ(st.physical_unmaps, 2u);
+  EXPECT_EQ(st.physical_mapped_bytes, 0u);
+  EXPECT_EQ(st.save_bytes, 2 * kChunk);
+  EXPECT_EQ(st.discard_bytes, 2 * kChunk);
+
+  TransferBatch in;
+  in.restore = {{a, 2 * kChunk, s}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(in)));
+  EXPECT_FALSE(driver_.unmapped(a, 2 * kChunk));
+  EXPECT_TRUE(holds(a, 2 * kChunk, 7)) << "mapped again, then copied back";
+  EXPECT_EQ(driver_.count("<unmapped access>"), 0u);
+  st = b.stats();
+  EXPECT_EQ(st.physical_maps, 4u);
+  EXPECT_EQ(st.physical_mapped_bytes, 2 * kChunk);
+  EXPECT_EQ(st.populate_calls, 0u) << "no unified-memory populate";
+  EXPECT_TRUE(b.free_physical(a));
+}
+
+TEST_F(PhysicalChunksTest, AChunkStaysMappedWhileAnyOfItsBytesIsWanted) {
+  CudaBackend& b = start();
+  const uint64_t a = allocate(kChunk + kMiB);  // a 4 MiB chunk and a 2 MiB one, its last MiB past the end
+  TransferBatch first;
+  first.discard = {{a, kMiB}, {a + kChunk, kMiB}};  // dead: a quarter of one chunk, all the other wants
+  ASSERT_NO_FATAL_FAILURE(run(std::move(first)));
+  EXPECT_EQ(b.stats().physical_unmaps, 1u) << "the last chunk: its tail past the allocation is nobody's";
+  EXPECT_TRUE(driver_.unmapped(a + kChunk, kMiB));
+  EXPECT_FALSE(driver_.unmapped(a, kChunk));
+  TransferBatch rest;
+  rest.discard = {{a + kMiB, kChunk - kMiB}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(rest)));
+  EXPECT_EQ(b.stats().physical_unmaps, 2u);
+  EXPECT_TRUE(driver_.unmapped(a, kChunk));
+  // Backing a piece maps its whole chunk again.
+  TransferBatch back;
+  back.populate = {{a + kMiB, kMiB}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(back)));
+  EXPECT_FALSE(driver_.unmapped(a, kChunk));
+  EXPECT_TRUE(driver_.unmapped(a + kChunk, kMiB));
+  EXPECT_TRUE(b.free_physical(a));
+}
+
+TEST_F(PhysicalChunksTest, AChunkBackedBeforeItsReleaseCameIsKeptWithItsBytes) {
+  CudaBackend& b = start();
+  const uint64_t a = allocate(kChunk);
+  fill(a, kChunk, 3);
+  // Learn the out stream (a dead range of another allocation's), then hold it: the release
+  // waits for the work queued there before the drop.
+  const uint64_t other = allocate(kChunk);
+  TransferBatch probe;
+  probe.discard = {{other, kChunk}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(probe)));
+  const auto records = driver_.calls_named("cuEventRecord");
+  ASSERT_FALSE(records.empty());
+  const uint64_t out_stream = records.back().stream;
+  driver_.hold(out_stream, true);
+
+  TransferBatch drop;
+  drop.discard = {{a, kChunk}};
+  b.submit(std::move(drop));
+  ASSERT_TRUE(b.wait_issued(10s));
+  std::this_thread::sleep_for(20ms);
+  EXPECT_FALSE(driver_.unmapped(a, kChunk)) << "released before the work before it completed";
+  TransferBatch back;
+  back.populate = {{a, kChunk}};
+  const BatchFences f = b.submit(std::move(back));
+  ASSERT_TRUE(b.wait_issued(10s));
+  driver_.hold(out_stream, false);
+  ASSERT_TRUE(wait_done(f.in));
+  b.drain_physical_releases();
+  EXPECT_FALSE(driver_.unmapped(a, kChunk));
+  EXPECT_EQ(b.stats().physical_cancelled_releases, 1u);
+  EXPECT_EQ(b.stats().physical_unmaps, 1u) << "only the other allocation's chunk";
+  EXPECT_TRUE(holds(a, kChunk, 3)) << "the same memory, not a new chunk";
+  EXPECT_TRUE(b.free_physical(a));
+  EXPECT_TRUE(b.free_physical(other));
+}
+
+TEST_F(PhysicalChunksTest, PoisonFillsTheBytesAndUnmapsNothing) {
+  CudaBackend& b = start({}, /*poison=*/true);
+  const uint64_t a = allocate(kChunk);
+  std::vector<uint8_t> shadow(kChunk);
+  TransferBatch out;
+  out.save = {{a, kChunk, reinterpret_cast<uint64_t>(shadow.data())}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
+  EXPECT_FALSE(driver_.unmapped(a, kChunk));
+  EXPECT_EQ(b.stats().physical_unmaps, 0u);
+  EXPECT_EQ(b.stats().poisoned_bytes, kChunk);
+  EXPECT_EQ(reinterpret_cast<const uint8_t*>(a)[kChunk / 2], 0xFF);
+  EXPECT_TRUE(b.free_physical(a));
+}
+
+TEST_F(PhysicalChunksTest, AnEvictionByMigrationLeavesTheBytesOnTheDeviceAndSaysSo) {
+  CudaBackend& b = start();
+  const uint64_t a = allocate(kChunk);
+  fill(a, kChunk, 5);
+  TransferBatch out;
+  out.evict = {{a, kChunk}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
+  EXPECT_EQ(driver_.count("cuMemPrefetchAsync"), 0u) << "no migration of memory that is not managed";
+  EXPECT_EQ(b.stats().physical_kept_bytes, kChunk);
+  EXPECT_TRUE(holds(a, kChunk, 5));
+  TransferBatch in;
+  in.prefetch = {{a, kChunk}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(in)));
+  EXPECT_EQ(driver_.count("cuMemPrefetchAsync"), 0u);
+  EXPECT_TRUE(holds(a, kChunk, 5));
+  EXPECT_TRUE(b.free_physical(a));
+}
+
+TEST_F(PhysicalChunksTest, ARefusedChunkLeavesNothingHeldAndTheCallerAllocatesManagedMemory) {
+  CudaBackend& b = start();
+  driver_.fail("cuMemMap", 1, CUDA_ERROR_OUT_OF_MEMORY, 1);
+  uint64_t a = 0;
+  EXPECT_FALSE(b.allocate_physical(2 * kChunk, &a));
+  EXPECT_EQ(driver_.count("cuMemUnmap"), 1u) << "the chunk mapped before is given back";
+  EXPECT_EQ(driver_.count("cuMemRelease"), 2u) << "both chunks' memory";
+  EXPECT_EQ(driver_.count("cuMemAddressFree"), 1u);
+  EXPECT_EQ(b.stats().physical_mapped_bytes, 0u);
+  EXPECT_EQ(b.stats().failed_calls, 1u);
+}
+
+TEST_F(PhysicalChunksTest, WithoutTheOptionNothingIsPhysical) {
+  driver_.reset({});
+  std::unique_ptr<CudaBackend> b = driver_.backend({});
+  ASSERT_NE(b, nullptr);
+  uint64_t a = 0;
+  EXPECT_FALSE(b->allocate_physical(kChunk, &a));
+  EXPECT_EQ(driver_.count("cuMemAddressReserve"), 0u);
+}
+
+// The engine on physical chunks under a budget of two of three allocations: every kernel
+// finds its chunks mapped and the bytes it wrote last.
+TEST_F(PhysicalChunksTest, UnderTheEngineEveryKernelFindsItsChunksMappedAndItsBytes) {
+  CudaBackend& b = start();
+  EngineOptions options;
+  options.budget_bytes = 2 * kChunk;
+  options.datapath = DataPath::kCopy;
+  options.host_limit_bytes = 4 * kChunk;
+  Engine engine(b, make_policy_adapter(nullptr), options, nullptr);
+  std::vector<uint64_t> blocks;
+  for (int i = 0; i < 3; ++i) {
+    blocks.push_back(allocate(kChunk));
+    engine.on_alloc(blocks.back(), kChunk);
+  }
+  std::vector<uint8_t> last(3, 0);
+  auto kernel = [&](int i, uint32_t access, uint8_t seed) {
+    const pump_extent_v1_t e{blocks[i], kChunk, access, PUMP_ROLE_UNKNOWN};
+    KernelTicket t;
+    engine.before_kernel(&t, kStream, &e, 1);
+    ASSERT_TRUE(b.wait_issued(10s));  // the fake runs transfers when issued: the kernel "runs" after them
+    ASSERT_FALSE(driver_.unmapped(blocks[i], kChunk)) << "kernel on block " << i << " would fault";
+    if (access & PUMP_ACCESS_READ && last[i]) {
+      EXPECT_TRUE(holds(blocks[i], kChunk, last[i])) << "block " << i << " lost its bytes";
+    }
+    if (access & PUMP_ACCESS_WRITE) {
+      fill(blocks[i], kChunk, seed);
+      last[i] = seed;
+    }
+    engine.after_kernel(&t);
+  };
+  uint8_t seed = 1;
+  for (int round = 0; round < 4; ++round)
+    for (int i = 0; i < 3; ++i) kernel(i, round % 2 ? PUMP_ACCESS_READ : PUMP_ACCESS_READ | PUMP_ACCESS_WRITE, ++seed);
+  ASSERT_TRUE(b.wait_issued(10s));
+  b.drain_physical_releases();
+  const CudaBackendStats st = b.stats();
+  EXPECT_GT(st.physical_unmaps, 3u) << "blocks left by unmapping";
+  EXPECT_GT(st.physical_maps, 6u) << "and came back mapped";
+  EXPECT_EQ(driver_.count("<unmapped access>"), 0u);
+  for (uint64_t a : blocks) engine.on_free(a, [&] { EXPECT_TRUE(b.free_physical(a)); });
+}
+
+}  // namespace
+}  // namespace pump
