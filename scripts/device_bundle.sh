@@ -12,9 +12,12 @@ cmake --build --preset release -j"$(nproc)" --target pump pump-bench pump-worklo
   pump_policy_none pump_policy_lazy pump_policy_eager pump_policy_lru pump_policy_activations \
   pump_policy_learned \
   pump_extractor_cudnn pump_extractor_cublas pump_extractor_launch pump_extractor_nccl
+cmake --build --preset release -j"$(nproc)" --target backend_cuda_gpu_test 2>/dev/null || true
 rm -rf .device && mkdir -p .device/lib/pump .device/bin
 cp build/release/lib/libpump.so .device/lib/
 cp build/release/lib/pump/*.so .device/lib/pump/
 cp build/release/bin/pump-bench build/release/bin/pump-workload-* build/release/bin/pump-datapath-bench .device/bin/
+# The backend's own GPU test (built where nvcc is found).
+if [ -x build/release/bin/backend_cuda_gpu_test ]; then cp build/release/bin/backend_cuda_gpu_test .device/bin/; fi
 strip --strip-debug .device/lib/*.so .device/lib/pump/*.so .device/bin/*
 du -sh .device

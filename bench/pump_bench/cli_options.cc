@@ -87,9 +87,11 @@ usage: pump-bench [options] [-- COMMAND ARGS...]
                               a name loads lib/pump/libpump_policy_<name>.so ('-' read as '_')
                               or the plugin there declaring that name; a path loads that file
   --datapath D,...             data paths each policy runs on (default copy): copy (dirty data
-                              copied to pinned host memory, clean and dead data dropped) or um
-                              (unified-memory migration); sets PUMP_DATAPATH on a GPU and the
-                              engine's datapath in the sim. The none row always runs on um
+                              copied to pinned host memory, clean and dead data dropped), um
+                              (unified-memory migration) or vmm (GPU only: copy, on physical
+                              chunks of pump's own, dropped by unmapping); sets PUMP_DATAPATH on
+                              a GPU and the engine's datapath in the sim. The none row always
+                              runs on um
   --sim                       run on the simulated GPU (the default where no GPU is present)
   --repeats N                 runs per configuration on a GPU (default 3; the sim is deterministic)
   --iterations N              iterations per run, the first is warm-up (default 4 sim, 10 GPU)
@@ -262,7 +264,7 @@ CliResult parse_cli(const std::vector<std::string>& args) {
   if (const std::string* v = given("--datapath")) {
     o.datapaths.clear();
     for (const std::string& d : split_list(*v)) {
-      if (d != "copy" && d != "um") return fail("--datapath: '" + d + "' is not copy or um");
+      if (d != "copy" && d != "um" && d != "vmm") return fail("--datapath: '" + d + "' is not copy, um or vmm");
       if (contains(o.datapaths, d)) return fail("--datapath: '" + d + "' is listed twice");
       o.datapaths.push_back(d);
     }

@@ -1,6 +1,7 @@
 // pump-bench: runs the (workload, oversubscription, policy) matrix on the sim
 // or on a GPU, prints one comparison table, writes JSON/CSV/plot on request.
 #include <unistd.h>
+#include <algorithm>
 
 #include <cstdio>
 #include <filesystem>
@@ -130,6 +131,11 @@ int run(int argc, char** argv) {
       std::cerr << "pump-bench: no GPU (" << gpu.why_not << "): running the sim\n";
       sim = true;
     }
+  }
+
+  if (sim && std::find(o.datapaths.begin(), o.datapaths.end(), "vmm") != o.datapaths.end()) {
+    std::cerr << "pump-bench: --datapath vmm runs on a GPU only (the sim does not model physical chunks)\n";
+    return 1;
   }
 
   BenchReport report;

@@ -361,8 +361,7 @@ std::string CudaBackend::setup_on_worker() {
     chunks_ = std::make_unique<cuda::PhysicalChunks>(api_, context_, device_, options_.physical_chunk_bytes);
     const std::string why = chunks_->start();
     if (!why.empty()) {
-      log(LogLevel::kWarn, "PUMP_DATAPATH=vmm: %s: allocations stay managed memory (the copy data path)",
-          why.c_str());
+      log(LogLevel::kWarn, "PUMP_DATAPATH=vmm: %s: allocations stay managed memory (the copy data path)", why.c_str());
       chunks_.reset();
     }
   }
@@ -605,8 +604,8 @@ void CudaBackend::back_physical(std::vector<Range> ranges) {
   const CUresult r = chunks_->back(ranges);
   // A kernel reaching the unmapped chunk will fault: the one message says why.
   if (r != CUDA_SUCCESS)
-    note_failure("cuMemCreate/cuMemMap", "a dropped physical chunk could not be mapped again (device memory full?)",
-                 r, &ranges.front());
+    note_failure("cuMemCreate/cuMemMap", "a dropped physical chunk could not be mapped again (device memory full?)", r,
+                 &ranges.front());
 }
 
 void CudaBackend::load_copy_kernels() {

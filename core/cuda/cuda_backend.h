@@ -478,7 +478,7 @@ class CudaBackend final : public DeviceBackend {
   struct AtomicStats;
   std::unique_ptr<AtomicStats> stats_;
   cuda::HostPinnerStats pin_stats_;
-  std::unique_ptr<cuda::HostPinner> pinner_;  // created with the context; shadows' pinned memory
+  std::unique_ptr<cuda::HostPinner> pinner_;      // created with the context; shadows' pinned memory
   std::unique_ptr<cuda::PhysicalChunks> chunks_;  // PUMP_DATAPATH=vmm, once started
 };
 

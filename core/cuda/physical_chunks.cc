@@ -53,8 +53,7 @@ std::string PhysicalChunks::start() {
   if (!api_.has_physical_chunks()) return "the CUDA driver lacks the virtual memory management calls";
   size_t granularity = 0;
   const CUresult r = api_.cuMemGetAllocationGranularity(&granularity, &prop_, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
-  if (r != CUDA_SUCCESS || granularity == 0)
-    return "cuMemGetAllocationGranularity failed: " + api_.describe(r);
+  if (r != CUDA_SUCCESS || granularity == 0) return "cuMemGetAllocationGranularity failed: " + api_.describe(r);
   granularity_ = granularity;
   chunk_bytes_ = round_up(std::max<uint64_t>(chunk_bytes_, granularity_), granularity_);
   releaser_ = std::thread([this] { releaser_main(); });

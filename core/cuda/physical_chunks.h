@@ -130,8 +130,8 @@ class PhysicalChunks {
     std::vector<Release> releases;
   };
 
-  CUresult map_chunk(uint64_t base, Chunk& chunk);  // under mutex_
-  void unmap_chunk(uint64_t base, Chunk& chunk);    // under mutex_
+  CUresult map_chunk(uint64_t base, Chunk& chunk);     // under mutex_
+  void unmap_chunk(uint64_t base, Chunk& chunk);       // under mutex_
   Allocation* find(uint64_t address, uint64_t* base);  // under mutex_; *base: the allocation's
   void release_now(const std::vector<Release>& releases);
   void releaser_main();

@@ -20,8 +20,8 @@ enum class Managed { kDone, kRefused, kPassThrough };
 // `physical`: an allocation freed by the runtime's free_physical (cudaFree, cuMemFree),
 // which PUMP_DATAPATH=vmm puts on the backend's physical chunks instead.
 template <typename Allocate>
-Managed allocate_managed(Runtime* rt, int device, size_t bytes, Allocate allocate, uint64_t* address,
-                         bool* failed_real, bool physical = false) {
+Managed allocate_managed(Runtime* rt, int device, size_t bytes, Allocate allocate, uint64_t* address, bool* failed_real,
+                         bool physical = false) {
   if (device < 0) return Managed::kPassThrough;
   Engine* engine = rt->engine(device);
   if (!engine) return Managed::kPassThrough;

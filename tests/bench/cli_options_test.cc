@@ -20,6 +20,7 @@ TEST(PumpBenchCli, DatapathListsCopyAndUm) {
   ASSERT_EQ(r.action, CliAction::kRun) << r.error;
   EXPECT_EQ(r.options.datapaths, (std::vector<std::string>{"copy", "um"}));
   EXPECT_EQ(parse_cli({"--datapath=um"}).options.datapaths, (std::vector<std::string>{"um"}));
+  EXPECT_EQ(parse_cli({"--datapath=copy,vmm"}).options.datapaths, (std::vector<std::string>{"copy", "vmm"}));
   const std::string help = cli_help();
   for (const char* text : {"--datapath", "PUMP_DATAPATH=um", "wb MiB/it", "drop MiB/it", "BW_both"})
     EXPECT_NE(help.find(text), std::string::npos) << text;
@@ -80,7 +81,7 @@ TEST(PumpBenchCli, BadInputGivesOneClearMessage) {
       {{"--size", "huge"}, "--size: 'huge'"},
       {{"--workload", "resnet"}, "unknown workload 'resnet'"},
       {{"--policies", "lru,,eager"}, "empty name"},
-      {{"--datapath", "copy,zero"}, "'zero' is not copy or um"},
+      {{"--datapath", "copy,zero"}, "'zero' is not copy, um or vmm"},
       {{"--datapath", "um,um"}, "listed twice"},
       {{"--populate", "eager"}, "'eager' is not prefetch, discard-and-prefetch or auto"},
       {{"--deferred-limit", "-1"}, "--deferred-limit: '-1' is not an integer >= 0"},

@@ -157,6 +157,13 @@ TEST(PumpBenchEndToEnd, BadOptionExitsNonzeroWithOneLine) {
   EXPECT_EQ(p.output, "pump-bench: --oversubscription: '0.5' is not a ratio between 1 and 1000\n");
 }
 
+TEST(PumpBenchEndToEnd, TheSimRefusesThePhysicalChunksDataPathInOneLine) {
+  const ProcessResult p = run_process({PUMP_BENCH_BINARY, "--sim", "--datapath", "copy,vmm"}, {});
+  ASSERT_TRUE(p.started);
+  EXPECT_EQ(p.exit_code, 1);
+  EXPECT_EQ(p.output, "pump-bench: --datapath vmm runs on a GPU only (the sim does not model physical chunks)\n");
+}
+
 TEST(PumpBenchEndToEnd, MalformedTraceNamesTheLine) {
   const std::string trace =
       (std::filesystem::temp_directory_path() / ("pump_bench_e2e_" + std::to_string(getpid()) + ".trace")).string();

@@ -17,10 +17,26 @@ using testing_support::LogCapture;
 // Overrides every key so the test does not depend on the environment it runs in.
 std::unique_ptr<Config> config_with(std::initializer_list<std::pair<const char*, const char*>> values) {
   auto c = std::make_unique<Config>();
-  for (const char* key :
-       {"DISABLE", "PLUGINS", "POLICY", "GPU_BUDGET", "MANAGED_LIMIT", "PREFETCH_ON_ALLOC", "SPLIT_GRANULARITY",
-        "STATS", "DATAPATH", "HOST_LIMIT", "VERIFY", "COPY_VIA", "WATCH_WHILE_FITS", "OVERLAP_OUT_IN", "POPULATE",
-        "PARTITION_ABOVE", "FENCE_TRUST_US", "DISCARD_HOLD_US", "PIN", "VMM_CHUNK"})
+  for (const char* key : {"DISABLE",
+                          "PLUGINS",
+                          "POLICY",
+                          "GPU_BUDGET",
+                          "MANAGED_LIMIT",
+                          "PREFETCH_ON_ALLOC",
+                          "SPLIT_GRANULARITY",
+                          "STATS",
+                          "DATAPATH",
+                          "HOST_LIMIT",
+                          "VERIFY",
+                          "COPY_VIA",
+                          "WATCH_WHILE_FITS",
+                          "OVERLAP_OUT_IN",
+                          "POPULATE",
+                          "PARTITION_ABOVE",
+                          "FENCE_TRUST_US",
+                          "DISCARD_HOLD_US",
+                          "PIN",
+                          "VMM_CHUNK"})
     c->set(key, "");
   for (auto& [k, v] : values) c->set(k, v);
   return c;
