@@ -358,7 +358,8 @@ std::string CudaBackend::setup_on_worker() {
   out_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring, std::chrono::microseconds(0));
   load_copy_kernels();
   if (options_.physical) {
-    chunks_ = std::make_unique<cuda::PhysicalChunks>(api_, context_, device_, options_.physical_chunk_bytes);
+    chunks_ = std::make_unique<cuda::PhysicalChunks>(api_, context_, device_, options_.physical_chunk_bytes,
+                                                     options_.physical_pool_bytes);
     const std::string why = chunks_->start();
     if (!why.empty()) {
       log(LogLevel::kWarn, "PUMP_DATAPATH=vmm: %s: allocations stay managed memory (the copy data path)", why.c_str());
@@ -1438,6 +1439,8 @@ CudaBackendStats CudaBackend::stats() const {
     out.physical_cancelled_releases = c.cancelled_releases;
     out.physical_mapped_bytes = c.mapped_bytes;
     out.physical_mapped_high_water = c.mapped_high_water;
+    out.physical_pooled_bytes = c.pooled_bytes;
+    out.physical_creates = c.creates;
   }
   return out;
 }

@@ -190,6 +190,7 @@ struct CudaBackendOptions {
   // (core/cuda/physical_chunks.h), dropped by unmapping instead of discarding managed pages.
   bool physical = false;
   uint64_t physical_chunk_bytes = 32ull << 20;
+  uint64_t physical_pool_bytes = 2ull << 30;  // PUMP_VMM_POOL: unmapped chunks kept for reuse
 };
 
 // Every counter of the backend, once: the stats struct, its atomic twin, the copy
@@ -264,6 +265,8 @@ struct CudaBackendOptions {
   X(physical_cancelled_releases) /* ... chunks backed again before their release came */ \
   X(physical_mapped_bytes) /* ... physical memory held at the report */ \
   X(physical_mapped_high_water) \
+  X(physical_pooled_bytes) /* ... unmapped and kept for the next chunk of their size */ \
+  X(physical_creates)     /* ... cuMemCreate calls (the other maps took pooled memory) */ \
   X(physical_kept_bytes)  /* ... evictions by migration asked of such memory: it stays on the device */
 // clang-format on
 

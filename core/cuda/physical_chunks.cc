@@ -19,7 +19,7 @@ using Interval = boost::icl::interval<uint64_t>;
 
 struct PhysicalChunks::Counters {
   std::atomic<uint64_t> allocations{0}, maps{0}, map_bytes{0}, map_ns{0}, unmaps{0}, unmap_bytes{0}, unmap_ns{0},
-      release_wait_ns{0}, cancelled_releases{0}, mapped_bytes{0}, mapped_high_water{0};
+      release_wait_ns{0}, cancelled_releases{0}, mapped_bytes{0}, mapped_high_water{0}, pooled_bytes{0}, creates{0};
   void mapped(uint64_t bytes) {
     const uint64_t now = mapped_bytes.fetch_add(bytes, std::memory_order_relaxed) + bytes;
     uint64_t high = mapped_high_water.load(std::memory_order_relaxed);
@@ -28,8 +28,14 @@ struct PhysicalChunks::Counters {
   }
 };
 
-PhysicalChunks::PhysicalChunks(const DriverApi& api, CUcontext context, int device, uint64_t chunk_bytes)
-    : api_(api), context_(context), device_(device), chunk_bytes_(chunk_bytes), counters_(new Counters) {
+PhysicalChunks::PhysicalChunks(const DriverApi& api, CUcontext context, int device, uint64_t chunk_bytes,
+                               uint64_t pool_bytes)
+    : api_(api),
+      context_(context),
+      device_(device),
+      chunk_bytes_(chunk_bytes),
+      pool_limit_(pool_bytes),
+      counters_(new Counters) {
   prop_.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   prop_.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   prop_.location.id = device_;
@@ -47,6 +53,16 @@ PhysicalChunks::~PhysicalChunks() {
     releaser_.join();
   }
   for (CUevent e : free_events_) api_.cuEventDestroy(e);
+  std::lock_guard lock(mutex_);
+  give_back_pool();
+}
+
+void PhysicalChunks::give_back_pool() {
+  for (auto& [bytes, handles] : pool_)
+    for (CUmemGenericAllocationHandle h : handles) api_.cuMemRelease(h);
+  pool_.clear();
+  pooled_ = 0;
+  counters_->pooled_bytes.store(0, std::memory_order_relaxed);
 }
 
 std::string PhysicalChunks::start() {
@@ -63,8 +79,17 @@ std::string PhysicalChunks::start() {
 CUresult PhysicalChunks::map_chunk(uint64_t base, Chunk& chunk) {
   const auto t0 = std::chrono::steady_clock::now();
   CUmemGenericAllocationHandle handle = 0;
-  CUresult r = api_.cuMemCreate(&handle, chunk.bytes, &prop_, 0);
-  if (r != CUDA_SUCCESS) return r;
+  CUresult r = CUDA_SUCCESS;
+  if (auto it = pool_.find(chunk.bytes); it != pool_.end() && !it->second.empty()) {
+    handle = it->second.back();
+    it->second.pop_back();
+    pooled_ -= chunk.bytes;
+  } else {
+    r = api_.cuMemCreate(&handle, chunk.bytes, &prop_, 0);
+    if (r != CUDA_SUCCESS) return r;
+    counters_->creates.fetch_add(1, std::memory_order_relaxed);
+  }
+  counters_->pooled_bytes.store(pooled_, std::memory_order_relaxed);
   const CUdeviceptr at = base + chunk.offset;
   r = api_.cuMemMap(at, chunk.bytes, 0, handle, 0);
   if (r == CUDA_SUCCESS) {
@@ -87,12 +112,17 @@ CUresult PhysicalChunks::map_chunk(uint64_t base, Chunk& chunk) {
 
 void PhysicalChunks::unmap_chunk(uint64_t base, Chunk& chunk) {
   const auto t0 = std::chrono::steady_clock::now();
-  // The handle is released while mapped last: the memory goes back with the unmap.
   const CUresult r = api_.cuMemUnmap(base + chunk.offset, chunk.bytes);
-  api_.cuMemRelease(chunk.handle);
   if (r != CUDA_SUCCESS)
     PUMP_LOG_ONCE(LogLevel::kWarn, "cuMemUnmap of a physical chunk failed: %s (its memory may stay held)",
                   api_.describe(r).c_str());
+  if (r == CUDA_SUCCESS && pooled_ + chunk.bytes <= pool_limit_) {
+    pool_[chunk.bytes].push_back(chunk.handle);  // the next chunk of this size is mapped from it
+    pooled_ += chunk.bytes;
+    counters_->pooled_bytes.store(pooled_, std::memory_order_relaxed);
+  } else {
+    api_.cuMemRelease(chunk.handle);  // the memory goes back once unmapped too
+  }
   chunk.handle = 0;
   chunk.state = State::kUnmapped;
   ++chunk.generation;
@@ -119,6 +149,7 @@ CUresult PhysicalChunks::allocate(uint64_t bytes, uint64_t* address) {
     for (Chunk& mapped : a.chunks)
       if (mapped.state == State::kMapped && mapped.handle) unmap_chunk(base, mapped);
     api_.cuMemAddressFree(base, a.reserved);
+    give_back_pool();  // the device is short of memory: none held idle
     return r;
   }
   allocations_.emplace(base, std::move(a));
@@ -228,7 +259,9 @@ CUresult PhysicalChunks::back(const std::vector<Range>& ranges) {
       }
     }
     if (failed == CUDA_SUCCESS || attempt == 1) return failed;
-    drain();  // the device may be full of chunks waiting for their release
+    drain();  // the device may be full of chunks waiting for their release, or pooled
+    std::lock_guard lock(mutex_);
+    give_back_pool();
   }
 }
 
@@ -299,6 +332,8 @@ PhysicalChunksStats PhysicalChunks::stats() const {
   s.cancelled_releases = c.cancelled_releases.load(std::memory_order_relaxed);
   s.mapped_bytes = c.mapped_bytes.load(std::memory_order_relaxed);
   s.mapped_high_water = c.mapped_high_water.load(std::memory_order_relaxed);
+  s.pooled_bytes = c.pooled_bytes.load(std::memory_order_relaxed);
+  s.creates = c.creates.load(std::memory_order_relaxed);
   return s;
 }
 

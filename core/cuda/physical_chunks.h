@@ -11,11 +11,17 @@
 // What. Each allocation is an address range reserved at once and backed by chunks of at
 // most chunk_bytes (multiples of the driver's granularity), all mapped when allocated. The
 // backend drops what the engine drops (saved or dead bytes): a chunk all of whose bytes are
-// dropped is unmapped and its memory released, once the work queued before the drop on the
-// out stream completed (an event; the unmap is synchronous, so a thread of this class waits
-// for it). Backing a dropped range maps its chunks again (new memory: the engine restores
-// or overwrites what it needs) and cancels a release still waiting. A chunk with a byte
-// still wanted stays mapped, so a dropped piece costs memory until its neighbours leave too.
+// dropped is unmapped, once the work queued before the drop on the out stream completed
+// (an event; the unmap is synchronous, so a thread of this class waits for it). Backing a
+// dropped range maps its chunks again (garbage: the engine restores or overwrites what it
+// needs) and cancels a release still waiting. A chunk with a byte still wanted stays mapped,
+// so a dropped piece costs memory until its neighbours leave too.
+//
+// Physical memory. An unmapped chunk's memory goes to a pool (up to pool_bytes) that the
+// next chunk of its size is mapped from: on the H200 a cuMemCreate + cuMemRelease pair cost
+// about 200 us a chunk in the decode, five times the map and unmap. What the pool holds is
+// the device's as far as the driver knows; when a chunk cannot be had, the pool is given
+// back and the queued releases are waited for before the one retry.
 //
 // The cost, stated where PUMP_DATAPATH is documented: a kernel reaching an unmapped chunk
 // faults (an illegal address, fatal to the context) where unified memory would have read
@@ -55,15 +61,17 @@ struct PhysicalChunksStats {
   uint64_t unmap_ns = 0;            // time inside cuMemUnmap + cuMemRelease (the releaser's)
   uint64_t release_wait_ns = 0;     // the releaser's time waiting for the work before a drop
   uint64_t cancelled_releases = 0;  // chunks backed again before their release came
-  uint64_t mapped_bytes = 0;        // physical memory held now
+  uint64_t mapped_bytes = 0;        // physical memory held now, mapped ...
   uint64_t mapped_high_water = 0;
+  uint64_t pooled_bytes = 0;  // ... and unmapped, kept for the next chunk of its size
+  uint64_t creates = 0;       // cuMemCreate calls (the rest came from the pool)
 };
 
 class PhysicalChunks {
  public:
   // `context` is made current on the releaser's thread; chunk_bytes is rounded up to the
   // driver's granularity.
-  PhysicalChunks(const DriverApi& api, CUcontext context, int device, uint64_t chunk_bytes);
+  PhysicalChunks(const DriverApi& api, CUcontext context, int device, uint64_t chunk_bytes, uint64_t pool_bytes);
   // Stops the releaser (its queued releases are done first). Leaves allocations mapped:
   // the program may still use them until its own exit.
   ~PhysicalChunks();
@@ -131,6 +139,7 @@ class PhysicalChunks {
   };
 
   CUresult map_chunk(uint64_t base, Chunk& chunk);     // under mutex_
+  void give_back_pool();                               // under mutex_
   void unmap_chunk(uint64_t base, Chunk& chunk);       // under mutex_
   Allocation* find(uint64_t address, uint64_t* base);  // under mutex_; *base: the allocation's
   void release_now(const std::vector<Release>& releases);
@@ -141,6 +150,7 @@ class PhysicalChunks {
   const CUcontext context_;
   const int device_;
   uint64_t chunk_bytes_;
+  const uint64_t pool_limit_;
   uint64_t granularity_ = 0;
   CUmemAllocationProp prop_{};
   CUmemAccessDesc access_{};
@@ -149,6 +159,8 @@ class PhysicalChunks {
   std::map<uint64_t, Allocation> allocations_;  // by base address
   std::atomic<bool> any_{false};
   std::vector<CUevent> free_events_;
+  std::map<uint64_t, std::vector<CUmemGenericAllocationHandle>> pool_;  // by size
+  uint64_t pooled_ = 0;
 
   std::mutex queue_mutex_;
   std::condition_variable queue_cv_;  // work or stop

@@ -236,6 +236,12 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes,
       log(LogLevel::kError, "PUMP_VMM_CHUNK='%s' is not a multiple of 2MiB (e.g. 32MiB); using %s", v->c_str(),
           format_bytes(o.physical_chunk).c_str());
   }
+  if (auto v = config.get("VMM_POOL")) {
+    if (auto bytes = parse_byte_size(*v)) o.physical_pool = *bytes;
+    else
+      log(LogLevel::kError, "PUMP_VMM_POOL='%s' is not a size (e.g. 2GiB, 0); using %s", v->c_str(),
+          format_bytes(o.physical_pool).c_str());
+  }
   if (auto v = config.get("POPULATE")) {
     using Populate = CudaBackendOptions::Populate;
     if (*v == "discard-and-prefetch") o.populate = Populate::kDiscardAndPrefetch;

@@ -48,6 +48,7 @@ struct RuntimeOptions {
   DataPath datapath = DataPath::kCopy;  // PUMP_DATAPATH: copy | um | vmm (copy, on physical chunks)
   bool physical = false;                // PUMP_DATAPATH=vmm (CudaBackendOptions::physical)
   uint64_t physical_chunk = CudaBackendOptions{}.physical_chunk_bytes;  // PUMP_VMM_CHUNK
+  uint64_t physical_pool = CudaBackendOptions{}.physical_pool_bytes;    // PUMP_VMM_POOL
   CudaBackendOptions::CopyVia copy_via =
       CudaBackendOptions::CopyVia::kStaging;  // PUMP_COPY_VIA: staging | kernel | engines
   CudaBackendOptions::Populate populate =

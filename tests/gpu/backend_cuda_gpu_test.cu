@@ -107,7 +107,8 @@ pump::Fence submit_one(pump::CudaBackend& b, void* p, size_t bytes, int kind) {
   if (kind == 0) batch.prefetch.push_back(r);
   else if (kind == 1) batch.evict.push_back(r);
   else batch.discard.push_back(r);
-  return b.submit(std::move(batch)).in;
+  const pump::BatchFences f = b.submit(std::move(batch));
+  return kind == 0 ? f.in : f.out;  // evictions and discards are the out direction's
 }
 
 void test_prefetch_evict_discard(pump::CudaBackend& b, char* a) {
@@ -206,7 +207,7 @@ void test_ordering(pump::CudaBackend& b, const char* name, cudaStream_t gate, cu
   pump::Fence gate_fence = b.mark(id_of(gate));
   check(!gate_fence.empty(), "mark after the gate kernel gives a fence");
   pump::TransferBatch batch;
-  batch.wait_for.push_back(gate_fence);
+  batch.fetch_wait_for.push_back(gate_fence);  // a fetch waits for fetch_wait_for (wait_for is the out side's)
   batch.prefetch.push_back({reinterpret_cast<uint64_t>(data), kTestBytes});
   const auto t0 = Clock::now();
   pump::Fence f = b.submit(std::move(batch)).in;

@@ -29,12 +29,13 @@ class PhysicalChunksTest : public ::testing::Test {
   void SetUp() override { ASSERT_TRUE(driver_.ok()) << dlerror(); }
   void TearDown() override { backend_.reset(); }
 
-  CudaBackend& start(FakeDriverConfig config = {}, bool poison = false) {
+  CudaBackend& start(FakeDriverConfig config = {}, bool poison = false, uint64_t pool = 64 * kMiB) {
     config.model_memory = 1;
     driver_.reset(config);
     CudaBackendOptions options;
     options.physical = true;
     options.physical_chunk_bytes = kChunk;
+    options.physical_pool_bytes = pool;
     options.poison = poison;
     backend_ = driver_.backend(options);
     EXPECT_NE(backend_, nullptr);
@@ -91,10 +92,24 @@ TEST_F(PhysicalChunksTest, AnAllocationIsOneReservationMappedInChunksAndFreedWho
   ASSERT_TRUE(b.free_physical(a));
   EXPECT_EQ(driver_.count("cuCtxSynchronize"), 1u) << "as cudaFree, after the device finished with it";
   EXPECT_EQ(driver_.count("cuMemUnmap"), 3u);
-  EXPECT_EQ(driver_.count("cuMemRelease"), 3u);
   EXPECT_EQ(driver_.count("cuMemAddressFree"), 1u);
   EXPECT_EQ(b.stats().physical_mapped_bytes, 0u);
+  EXPECT_EQ(b.stats().physical_pooled_bytes, 10 * kMiB) << "kept for the next chunks of their sizes";
+  EXPECT_EQ(driver_.count("cuMemRelease"), 0u);
   EXPECT_FALSE(b.free_physical(a)) << "freed once";
+}
+
+TEST_F(PhysicalChunksTest, UnmappedChunksAreMappedAgainFromThePoolUpToItsLimit) {
+  CudaBackend& b = start({}, false, /*pool=*/kChunk);
+  const uint64_t a = allocate(2 * kChunk);
+  ASSERT_TRUE(b.free_physical(a));
+  EXPECT_EQ(driver_.count("cuMemRelease"), 1u) << "one chunk over the pool's limit";
+  EXPECT_EQ(b.stats().physical_pooled_bytes, kChunk);
+  const uint64_t creates = b.stats().physical_creates;
+  const uint64_t c = allocate(kChunk);
+  EXPECT_EQ(b.stats().physical_creates, creates) << "mapped from the pool";
+  EXPECT_EQ(b.stats().physical_pooled_bytes, 0u);
+  EXPECT_TRUE(b.free_physical(c));
 }
 
 TEST_F(PhysicalChunksTest, ASavedAllocationIsUnmappedAfterItsSaveAndComesBackIntact) {

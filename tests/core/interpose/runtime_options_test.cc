@@ -88,6 +88,7 @@ TEST(RuntimeOptions, DataPathAndVerifyAcceptTheirWords) {
   EXPECT_TRUE(vmm.physical);
   EXPECT_EQ(vmm.physical_chunk, 64ull << 20);
   EXPECT_EQ(parse_runtime_options(*config_with({{"DATAPATH", "vmm"}})).physical_chunk, 32ull << 20);
+  EXPECT_EQ(parse_runtime_options(*config_with({{"VMM_POOL", "0"}})).physical_pool, 0u);
   EXPECT_TRUE(log.lines().empty());
 }
 
@@ -223,6 +224,7 @@ TEST_P(RuntimeOptionsBadValue, GivesOneMessageNamingTheVariableAndValueThenTheDe
   EXPECT_EQ(o.partition_above, defaults.partition_above);
   EXPECT_EQ(o.physical, defaults.physical);
   EXPECT_EQ(o.physical_chunk, defaults.physical_chunk);
+  EXPECT_EQ(o.physical_pool, defaults.physical_pool);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -236,9 +238,9 @@ INSTANTIATE_TEST_SUITE_P(
                       BadValue{"DISCARD_HOLD_US", "x"}, BadValue{"SPLIT_GRANULARITY", "100KiB"},
                       BadValue{"SPLIT_GRANULARITY", "1KiB"}, BadValue{"DATAPATH", "fast"}, BadValue{"DATAPATH", "UM"},
                       BadValue{"VMM_CHUNK", "3MiB"}, BadValue{"VMM_CHUNK", "1MiB"}, BadValue{"VMM_CHUNK", "big"},
-                      BadValue{"HOST_LIMIT", "lots"}, BadValue{"HOST_LIMIT", "150%"}, BadValue{"HOST_LIMIT", "-1GiB"},
-                      BadValue{"VERIFY", "on"}, BadValue{"COPY_VIA", "bounce"}, BadValue{"PARTITION_ABOVE", "half"},
-                      BadValue{"PARTITION_ABOVE", "150%"},
+                      BadValue{"VMM_POOL", "lots"}, BadValue{"HOST_LIMIT", "lots"}, BadValue{"HOST_LIMIT", "150%"},
+                      BadValue{"HOST_LIMIT", "-1GiB"}, BadValue{"VERIFY", "on"}, BadValue{"COPY_VIA", "bounce"},
+                      BadValue{"PARTITION_ABOVE", "half"}, BadValue{"PARTITION_ABOVE", "150%"},
                       // below one page: a budget that holds nothing
                       BadValue{"GPU_BUDGET", "0"}, BadValue{"GPU_BUDGET", "0B"}, BadValue{"GPU_BUDGET", "0.0001"},
                       BadValue{"GPU_BUDGET", "4095"},
