@@ -146,6 +146,7 @@ void test_physical_chunks() {
   std::printf("physical chunks: %zu MiB saved, unmapped, restored\n", kTestBytes / kMiB);
   pump::CudaBackendOptions options;
   options.physical = true;
+  options.physical_pool_bytes = 0;  // every unmapped chunk's memory goes back to the driver
   auto backend = pump::CudaBackend::create(0, options);
   check(backend != nullptr, "a backend on physical chunks starts");
   if (!backend) return;
