@@ -1441,6 +1441,7 @@ CudaBackendStats CudaBackend::stats() const {
     out.physical_mapped_high_water = c.mapped_high_water;
     out.physical_pooled_bytes = c.pooled_bytes;
     out.physical_creates = c.creates;
+    out.physical_access_calls = c.access_calls;
   }
   return out;
 }

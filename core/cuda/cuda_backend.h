@@ -267,6 +267,7 @@ struct CudaBackendOptions {
   X(physical_mapped_high_water) \
   X(physical_pooled_bytes) /* ... unmapped and kept for the next chunk of their size */ \
   X(physical_creates)     /* ... cuMemCreate calls (the other maps took pooled memory) */ \
+  X(physical_access_calls) /* ... cuMemSetAccess calls, one per run of neighbouring chunks mapped */ \
   X(physical_kept_bytes)  /* ... evictions by migration asked of such memory: it stays on the device */
 // clang-format on
 

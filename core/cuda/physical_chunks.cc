@@ -19,7 +19,8 @@ using Interval = boost::icl::interval<uint64_t>;
 
 struct PhysicalChunks::Counters {
   std::atomic<uint64_t> allocations{0}, maps{0}, map_bytes{0}, map_ns{0}, unmaps{0}, unmap_bytes{0}, unmap_ns{0},
-      release_wait_ns{0}, cancelled_releases{0}, mapped_bytes{0}, mapped_high_water{0}, pooled_bytes{0}, creates{0};
+      release_wait_ns{0}, cancelled_releases{0}, mapped_bytes{0}, mapped_high_water{0}, pooled_bytes{0}, creates{0},
+      access_calls{0};
   void mapped(uint64_t bytes) {
     const uint64_t now = mapped_bytes.fetch_add(bytes, std::memory_order_relaxed) + bytes;
     uint64_t high = mapped_high_water.load(std::memory_order_relaxed);
@@ -76,38 +77,61 @@ std::string PhysicalChunks::start() {
   return "";
 }
 
-CUresult PhysicalChunks::map_chunk(uint64_t base, Chunk& chunk) {
+CUresult PhysicalChunks::map_chunks(uint64_t base, Allocation& a, size_t first, size_t last) {
   const auto t0 = std::chrono::steady_clock::now();
-  CUmemGenericAllocationHandle handle = 0;
+  std::vector<size_t> mapped;
   CUresult r = CUDA_SUCCESS;
-  if (auto it = pool_.find(chunk.bytes); it != pool_.end() && !it->second.empty()) {
-    handle = it->second.back();
-    it->second.pop_back();
-    pooled_ -= chunk.bytes;
-  } else {
-    r = api_.cuMemCreate(&handle, chunk.bytes, &prop_, 0);
-    if (r != CUDA_SUCCESS) return r;
-    counters_->creates.fetch_add(1, std::memory_order_relaxed);
+  for (size_t i = first; i <= last; ++i) {
+    Chunk& c = a.chunks[i];
+    if (c.state != State::kUnmapped) continue;
+    CUmemGenericAllocationHandle handle = 0;
+    if (auto it = pool_.find(c.bytes); it != pool_.end() && !it->second.empty()) {
+      handle = it->second.back();
+      it->second.pop_back();
+      pooled_ -= c.bytes;
+    } else {
+      r = api_.cuMemCreate(&handle, c.bytes, &prop_, 0);
+      if (r != CUDA_SUCCESS) break;
+      counters_->creates.fetch_add(1, std::memory_order_relaxed);
+    }
+    r = api_.cuMemMap(base + c.offset, c.bytes, 0, handle, 0);
+    if (r != CUDA_SUCCESS) {
+      api_.cuMemRelease(handle);
+      break;
+    }
+    c.handle = handle;
+    mapped.push_back(i);
+  }
+  // Access once per run of neighbouring chunks: a cuMemSetAccess call waits for the copy
+  // engines' work in flight (0.4-1 ms a call while copies run, 20-26 us idle or under kernels:
+  // map_under_load_probe.cu, H200), whatever its size; creating and mapping cost microseconds.
+  for (size_t k = 0; k < mapped.size() && r == CUDA_SUCCESS;) {
+    size_t j = k;
+    while (j + 1 < mapped.size() && mapped[j + 1] == mapped[j] + 1) ++j;
+    const Chunk& lo = a.chunks[mapped[k]];
+    const Chunk& hi = a.chunks[mapped[j]];
+    r = api_.cuMemSetAccess(base + lo.offset, hi.offset + hi.bytes - lo.offset, &access_, 1);
+    counters_->access_calls.fetch_add(1, std::memory_order_relaxed);
+    k = j + 1;
+  }
+  for (size_t i : mapped) {
+    Chunk& c = a.chunks[i];
+    if (r != CUDA_SUCCESS) {  // nothing this call mapped stays mapped
+      api_.cuMemUnmap(base + c.offset, c.bytes);
+      pool_[c.bytes].push_back(c.handle);
+      pooled_ += c.bytes;
+      c.handle = 0;
+      continue;
+    }
+    c.state = State::kMapped;
+    ++c.generation;
+    counters_->maps.fetch_add(1, std::memory_order_relaxed);
+    counters_->map_bytes.fetch_add(c.bytes, std::memory_order_relaxed);
+    counters_->mapped(c.bytes);
   }
   counters_->pooled_bytes.store(pooled_, std::memory_order_relaxed);
-  const CUdeviceptr at = base + chunk.offset;
-  r = api_.cuMemMap(at, chunk.bytes, 0, handle, 0);
-  if (r == CUDA_SUCCESS) {
-    r = api_.cuMemSetAccess(at, chunk.bytes, &access_, 1);
-    if (r != CUDA_SUCCESS) api_.cuMemUnmap(at, chunk.bytes);
-  }
-  if (r != CUDA_SUCCESS) {
-    api_.cuMemRelease(handle);
-    return r;
-  }
-  chunk.handle = handle;
-  chunk.state = State::kMapped;
-  ++chunk.generation;
-  counters_->maps.fetch_add(1, std::memory_order_relaxed);
-  counters_->map_bytes.fetch_add(chunk.bytes, std::memory_order_relaxed);
   counters_->map_ns.fetch_add(since_ns(t0), std::memory_order_relaxed);
-  counters_->mapped(chunk.bytes);
-  return CUDA_SUCCESS;
+  return r;
 }
 
 void PhysicalChunks::unmap_chunk(uint64_t base, Chunk& chunk) {
@@ -141,13 +165,10 @@ CUresult PhysicalChunks::allocate(uint64_t bytes, uint64_t* address) {
   CUresult r = api_.cuMemAddressReserve(&base, a.reserved, 0, 0, 0);
   if (r != CUDA_SUCCESS) return r;
   for (uint64_t offset = 0; offset < a.reserved; offset += chunk_bytes_)
-    a.chunks.push_back(Chunk{offset, std::min(chunk_bytes_, a.reserved - offset)});
+    a.chunks.push_back(Chunk{offset, std::min(chunk_bytes_, a.reserved - offset), 0, State::kUnmapped});
   std::lock_guard lock(mutex_);
-  for (Chunk& c : a.chunks) {
-    r = map_chunk(base, c);
-    if (r == CUDA_SUCCESS) continue;
-    for (Chunk& mapped : a.chunks)
-      if (mapped.state == State::kMapped && mapped.handle) unmap_chunk(base, mapped);
+  r = map_chunks(base, a, 0, a.chunks.size() - 1);
+  if (r != CUDA_SUCCESS) {
     api_.cuMemAddressFree(base, a.reserved);
     give_back_pool();  // the device is short of memory: none held idle
     return r;
@@ -245,17 +266,16 @@ CUresult PhysicalChunks::back(const std::vector<Range>& ranges) {
         if (!a || r.bytes == 0) continue;
         a->dropped -= Interval::right_open(r.address, r.end());
         const size_t last = std::min(a->chunks.size() - 1, (r.end() - 1 - base) / chunk_bytes_);
-        for (size_t i = (r.address - base) / chunk_bytes_; i <= last; ++i) {
+        const size_t first = (r.address - base) / chunk_bytes_;
+        for (size_t i = first; i <= last; ++i) {
           Chunk& c = a->chunks[i];
-          if (c.state == State::kReleasing) {
-            c.state = State::kMapped;  // its queued release finds a newer generation
-            ++c.generation;
-            counters_->cancelled_releases.fetch_add(1, std::memory_order_relaxed);
-          } else if (c.state == State::kUnmapped) {
-            const CUresult m = map_chunk(base, c);
-            if (m != CUDA_SUCCESS && failed == CUDA_SUCCESS) failed = m;
-          }
+          if (c.state != State::kReleasing) continue;
+          c.state = State::kMapped;  // its queued release finds a newer generation
+          ++c.generation;
+          counters_->cancelled_releases.fetch_add(1, std::memory_order_relaxed);
         }
+        const CUresult m = map_chunks(base, *a, first, last);
+        if (m != CUDA_SUCCESS && failed == CUDA_SUCCESS) failed = m;
       }
     }
     if (failed == CUDA_SUCCESS || attempt == 1) return failed;
@@ -334,6 +354,7 @@ PhysicalChunksStats PhysicalChunks::stats() const {
   s.mapped_high_water = c.mapped_high_water.load(std::memory_order_relaxed);
   s.pooled_bytes = c.pooled_bytes.load(std::memory_order_relaxed);
   s.creates = c.creates.load(std::memory_order_relaxed);
+  s.access_calls = c.access_calls.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -65,6 +65,7 @@ struct PhysicalChunksStats {
   uint64_t mapped_high_water = 0;
   uint64_t pooled_bytes = 0;  // ... and unmapped, kept for the next chunk of its size
   uint64_t creates = 0;       // cuMemCreate calls (the rest came from the pool)
+  uint64_t access_calls = 0;  // cuMemSetAccess calls (one per run of neighbouring chunks mapped)
 };
 
 class PhysicalChunks {
@@ -138,7 +139,9 @@ class PhysicalChunks {
     std::vector<Release> releases;
   };
 
-  CUresult map_chunk(uint64_t base, Chunk& chunk);     // under mutex_
+  // Maps the unmapped chunks of a in [first, last], access granted once per run of them;
+  // on a failure none of them stays mapped. Under mutex_.
+  CUresult map_chunks(uint64_t base, Allocation& a, size_t first, size_t last);
   void give_back_pool();                               // under mutex_
   void unmap_chunk(uint64_t base, Chunk& chunk);       // under mutex_
   Allocation* find(uint64_t address, uint64_t* base);  // under mutex_; *base: the allocation's

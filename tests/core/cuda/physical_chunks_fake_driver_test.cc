@@ -83,7 +83,8 @@ TEST_F(PhysicalChunksTest, AnAllocationIsOneReservationMappedInChunksAndFreedWho
   EXPECT_EQ(maps[1].bytes, kChunk);
   EXPECT_EQ(maps[2].address, a + 2 * kChunk);
   EXPECT_EQ(maps[2].bytes, 2 * kMiB);
-  EXPECT_EQ(driver_.count("cuMemSetAccess"), 3u);
+  EXPECT_EQ(driver_.count("cuMemSetAccess"), 1u) << "once over the neighbouring chunks";
+  EXPECT_EQ(b.stats().physical_access_calls, 1u);
   EXPECT_FALSE(driver_.unmapped(a, 9 * kMiB));
   EXPECT_EQ(b.stats().physical_mapped_bytes, 10 * kMiB);
   EXPECT_EQ(b.stats().physical_allocations, 1u);
@@ -130,10 +131,12 @@ TEST_F(PhysicalChunksTest, ASavedAllocationIsUnmappedAfterItsSaveAndComesBackInt
   EXPECT_EQ(st.save_bytes, 2 * kChunk);
   EXPECT_EQ(st.discard_bytes, 2 * kChunk);
 
+  const uint64_t access_calls = driver_.count("cuMemSetAccess");
   TransferBatch in;
   in.restore = {{a, 2 * kChunk, s}};
   ASSERT_NO_FATAL_FAILURE(run(std::move(in)));
   EXPECT_FALSE(driver_.unmapped(a, 2 * kChunk));
+  EXPECT_EQ(driver_.count("cuMemSetAccess"), access_calls + 1) << "one grant for both chunks";
   EXPECT_TRUE(holds(a, 2 * kChunk, 7)) << "mapped again, then copied back";
   EXPECT_EQ(driver_.count("<unmapped access>"), 0u);
   st = b.stats();
@@ -200,6 +203,28 @@ TEST_F(PhysicalChunksTest, AChunkBackedBeforeItsReleaseCameIsKeptWithItsBytes) {
   EXPECT_TRUE(holds(a, kChunk, 3)) << "the same memory, not a new chunk";
   EXPECT_TRUE(b.free_physical(a));
   EXPECT_TRUE(b.free_physical(other));
+}
+
+TEST_F(PhysicalChunksTest, AGrantRefusedWhenBackingLeavesNothingHalfMappedAndIsReported) {
+  CudaBackend& b = start();
+  const uint64_t a = allocate(2 * kChunk);
+  TransferBatch out;
+  out.discard = {{a, 2 * kChunk}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
+  ASSERT_TRUE(driver_.unmapped(a, 2 * kChunk));
+  driver_.fail("cuMemSetAccess", 0, CUDA_ERROR_OUT_OF_MEMORY, 2);  // the first try and the retry
+  TransferBatch back;
+  back.populate = {{a, 2 * kChunk}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(back)));
+  EXPECT_TRUE(driver_.unmapped(a, 2 * kChunk)) << "no chunk mapped without access";
+  EXPECT_EQ(driver_.count("cuMemMap"), driver_.count("cuMemUnmap")) << "every chunk mapped was unmapped again";
+  EXPECT_EQ(b.stats().failed_calls, 1u);
+  EXPECT_EQ(b.stats().physical_mapped_bytes, 0u);
+  TransferBatch again;
+  again.populate = {{a, 2 * kChunk}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(again)));
+  EXPECT_FALSE(driver_.unmapped(a, 2 * kChunk)) << "mapped once the driver grants access again";
+  EXPECT_TRUE(b.free_physical(a));
 }
 
 TEST_F(PhysicalChunksTest, PoisonFillsTheBytesAndUnmapsNothing) {
