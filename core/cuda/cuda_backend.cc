@@ -812,6 +812,17 @@ bool CudaBackend::copy_or_host_fallback(const ShadowRange& s, bool to_host) {
 void CudaBackend::issue_fetch_in_groups(const TransferBatch& batch, const std::vector<Fence>& waits, bool after_out,
                                         uint64_t value) {
   if ((batch.populate.empty() && batch.restore.empty()) || context_lost_) return;
+  if (chunks_ && chunks_->used()) {
+    // Physical chunks are mapped for the whole batch before its first copy: a grant of access
+    // waits for the copy engines' work in flight, so mapping group by group would leave the
+    // engines idle at every group (the copies of a group wait for its map, which waits for
+    // the copies of the group before).
+    std::vector<Range> all = batch.populate;
+    for (const ShadowRange& r : batch.restore) all.push_back({r.address, r.bytes});
+    std::vector<Range> ours;
+    chunks_->take_ours(&all, &ours);
+    back_physical(std::move(ours));
+  }
   // The populate stream owes the same waits as the in stream: nothing may be populated
   // while a transfer out of it still runs.
   for (const Fence& f : waits) issue_wait(populate_stream_, f);
