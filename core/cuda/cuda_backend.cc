@@ -646,7 +646,7 @@ void CudaBackend::load_copy_kernels() {
     note_failure("cuModuleGetFunction(pump_hold)", "populates and discards are issued without holding their stream", r);
     if (context_lost_) return;
   }
-  if (options_.copy_via != CopyVia::kKernel) return;
+  if (options_.copy_via != CopyVia::kKernel && options_.copy_via != CopyVia::kKernels) return;
   call = "cuDeviceGetAttribute(CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING)";
   int unified = 0, can_map = 0;
   r = api_.cuDeviceGetAttribute(&unified, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, device_);
@@ -685,15 +685,20 @@ void CudaBackend::load_copy_kernels() {
 
 const char* CudaBackend::copy_path() const {
   if (staged_out_.usable() && staged_in_.usable()) return "staging";
-  return copy_kernels_ ? "kernel" : "engines";
+  if (!copy_kernels_) return "engines";
+  return options_.copy_via == CudaBackendOptions::CopyVia::kKernels ? "kernels" : "kernel";
 }
 
-bool CudaBackend::issue_kernel_saves(const std::vector<ShadowRange>& saves) {
+bool CudaBackend::issue_kernel_copies(const std::vector<ShadowRange>& ranges, bool to_host) {
+  CUstream stream = to_host ? out_stream_ : prefetch_stream_;
   // Chunks of copy_chunk_bytes, at most kChunksPerSlot per launch.
   std::vector<PumpCopyChunk> chunks;
-  for (const ShadowRange& s : saves)
-    for (uint64_t at = 0; at < s.bytes; at += options_.copy_chunk_bytes)
-      chunks.push_back({s.address + at, s.shadow + at, std::min(options_.copy_chunk_bytes, s.bytes - at)});
+  for (const ShadowRange& s : ranges)
+    for (uint64_t at = 0; at < s.bytes; at += options_.copy_chunk_bytes) {
+      const uint64_t n = std::min(options_.copy_chunk_bytes, s.bytes - at);
+      chunks.push_back(to_host ? PumpCopyChunk{s.address + at, s.shadow + at, n}
+                               : PumpCopyChunk{s.shadow + at, s.address + at, n});
+    }
   for (size_t first = 0; first < chunks.size(); first += kChunksPerSlot) {
     const unsigned count = static_cast<unsigned>(std::min(kChunksPerSlot, chunks.size() - first));
     ChunkSlot& slot = chunk_slots_[next_chunk_slot_];
@@ -704,33 +709,35 @@ bool CudaBackend::issue_kernel_saves(const std::vector<ShadowRange>& saves) {
       if (r != CUDA_SUCCESS) {
         note_failure("cuEventSynchronize", "waiting for the copy kernel's whole stream instead", r);
         if (context_lost_) return false;
-        api_.cuStreamSynchronize(out_stream_);
+        api_.cuStreamSynchronize(slot.stream);
       }
     }
     std::memcpy(slot.host, chunks.data() + first, count * sizeof(PumpCopyChunk));
     void* args[] = {&slot.device, const_cast<unsigned*>(&count)};
     const unsigned blocks = std::min(options_.copy_kernel_blocks, count);
     const char* call = "cuLaunchKernel";
-    CUresult r = api_.cuLaunchKernel(copy_function_, blocks, 1, 1, options_.copy_kernel_threads, 1, 1, 0, out_stream_,
-                                     args, nullptr);
+    CUresult r = api_.cuLaunchKernel(copy_function_, blocks, 1, 1, options_.copy_kernel_threads, 1, 1, 0, stream, args,
+                                     nullptr);
     if (r == CUDA_SUCCESS) {
       call = "cuEventRecord";
-      r = api_.cuEventRecord(slot.done, out_stream_);
+      r = api_.cuEventRecord(slot.done, stream);
+      slot.stream = stream;
     }
     slot.used = r == CUDA_SUCCESS;
     if (r != CUDA_SUCCESS) {
       // Only the first launch can fail before anything was copied by it: later ones
       // leave earlier chunks copied, which the copy engines then copy again (harmless).
-      note_failure(call, "the copy kernel is not used from now on: saves use the copy engines", r);
+      note_failure(call, "the copy kernel is not used from now on: copies use the copy engines", r);
       if (!context_lost_) {
-        api_.cuStreamSynchronize(out_stream_);
+        api_.cuStreamSynchronize(stream);
         copy_kernels_ = false;
       }
       return false;
     }
-    stats_->kernel_save_launches.fetch_add(1, std::memory_order_relaxed);
+    (to_host ? stats_->kernel_save_launches : stats_->kernel_restore_launches).fetch_add(1, std::memory_order_relaxed);
   }
-  stats_->kernel_save_bytes.fetch_add(total_bytes(saves), std::memory_order_relaxed);
+  (to_host ? stats_->kernel_save_bytes : stats_->kernel_restore_bytes)
+      .fetch_add(total_bytes(ranges), std::memory_order_relaxed);
   return true;
 }
 
@@ -759,7 +766,7 @@ void CudaBackend::issue_saves(const std::vector<ShadowRange>& saves, std::vector
   if (copy_kernels_ && !by_engine.empty()) {
     std::vector<ShadowRange> by_kernel, rest;
     for (const ShadowRange& s : by_engine) ((s.address | s.shadow) % 16 ? rest : by_kernel).push_back(s);
-    if (!by_kernel.empty() && issue_kernel_saves(by_kernel)) {
+    if (!by_kernel.empty() && issue_kernel_copies(by_kernel, /*to_host=*/true)) {
       for (const ShadowRange& s : by_kernel) {
         saved->push_back({s.address, s.bytes});
         stats_->save_bytes.fetch_add(s.bytes, std::memory_order_relaxed);
@@ -911,7 +918,16 @@ void CudaBackend::issue_restores(const std::vector<ShadowRange>& restores) {
   TrafficRange nvtx(staged_in_.usable() ? "in: restore (staged)" : "in: restore (copy from host)",
                     total_bytes(restores), restores.size());
   IssueClock clock(&stats_->restore_issue_ns, &stats_->restore_issue_cpu_ns);
-  for (const ShadowRange& s : copy_staged(staged_in_, restores, /*to_host=*/false, prefetch_stream_, nullptr)) {
+  std::vector<ShadowRange> by_engine = copy_staged(staged_in_, restores, /*to_host=*/false, prefetch_stream_, nullptr);
+  if (copy_kernels_ && options_.copy_via == CudaBackendOptions::CopyVia::kKernels && !by_engine.empty()) {
+    std::vector<ShadowRange> by_kernel, rest;
+    for (const ShadowRange& s : by_engine) ((s.address | s.shadow) % 16 ? rest : by_kernel).push_back(s);
+    if (!by_kernel.empty() && issue_kernel_copies(by_kernel, /*to_host=*/false)) {
+      for (const ShadowRange& s : by_kernel) stats_->restore_bytes.fetch_add(s.bytes, std::memory_order_relaxed);
+      by_engine = std::move(rest);
+    }
+  }
+  for (const ShadowRange& s : by_engine) {
     if (copy_or_host_fallback(s, /*to_host=*/false)) {
       stats_->restore_calls.fetch_add(1, std::memory_order_relaxed);
       stats_->restore_bytes.fetch_add(s.bytes, std::memory_order_relaxed);

@@ -179,7 +179,10 @@ struct CudaBackendOptions {
   //     by the copy engines;
   //   kEngines: the copy engines on managed memory (they serialize the two directions).
   // Each falls back to the next when what it needs cannot be had.
-  enum class CopyVia { kStaging, kKernel, kEngines };
+  //   kKernels: both directions by copy kernels over the link (no copy engine at all: with
+  //     PUMP_DATAPATH=vmm a grant of access to a mapped chunk waits for the copy engines'
+  //     work in flight, 0.4-1 ms a call, and for a kernel's 23 us: map_under_load_probe.cu).
+  enum class CopyVia { kStaging, kKernel, kEngines, kKernels };
   CopyVia copy_via = CopyVia::kStaging;
   uint64_t staging_slot_bytes = 16ull << 20;  // two slots per direction (64 MiB of device memory)
   unsigned staging_kernel_blocks = 32;
@@ -228,6 +231,8 @@ struct CudaBackendOptions {
   X(clean_mismatches)     /* ... ranges that differed (each one a bug) */ \
   X(kernel_save_launches) /* copy-kernel launches for saves */ \
   X(kernel_save_bytes) \
+  X(kernel_restore_launches) /* copy-kernel launches for restores (PUMP_COPY_VIA=kernels) */ \
+  X(kernel_restore_bytes) \
   X(staged_launches)      /* on-device copy kernels of the staged copies, both directions */ \
   X(staged_bytes)         /* bytes saved or restored through the staging buffers */ \
   X(staging_device_bytes) /* device memory held by the staging buffers */ \
@@ -323,7 +328,8 @@ class CudaBackend final : public DeviceBackend {
   // The device's free memory when the backend started (cuMemGetInfo in its context).
   uint64_t free_memory_at_start() const { return free_at_start_; }
   bool has_copy_path() const { return api_.cuMemcpyDtoHAsync && api_.cuMemcpyHtoDAsync && api_.cuMemDiscardBatchAsync; }
-  // How copies travel now: "staging", "kernel" (saves by the mapped copy kernel) or "engines".
+  // How copies travel now: "staging", "kernel" (saves by the mapped copy kernel), "kernels"
+  // (both directions by it) or "engines".
   const char* copy_path() const;
   std::vector<std::pair<std::string, uint64_t>> counters() const override;
   bool has_batch_prefetch() const { return api_.cuMemPrefetchBatchAsync != nullptr; }
@@ -353,8 +359,9 @@ class CudaBackend final : public DeviceBackend {
   void issue_discard(CUstream stream, const cuda::TransferOp& op);
   void issue_plan(CUstream stream, const TransferBatch& part);
   void issue_saves(const std::vector<ShadowRange>& saves, std::vector<Range>* saved);
-  // Launches the copy kernel over `saves` (all 16-byte aligned). False: nothing launched.
-  bool issue_kernel_saves(const std::vector<ShadowRange>& saves);
+  // Launches the copy kernel over `ranges` (all 16-byte aligned) on the out stream (saves:
+  // to_host) or the in stream (restores). False: nothing launched.
+  bool issue_kernel_copies(const std::vector<ShadowRange>& ranges, bool to_host);
   // Queues `ranges` through the staging buffers of one direction (what it queued appended
   // to *done when given); returns what is left for the copy engines (everything when
   // staging is off or failed).
@@ -435,6 +442,7 @@ class CudaBackend final : public DeviceBackend {
     void* host = nullptr;
     CUdeviceptr device = 0;
     CUevent done = nullptr;
+    CUstream stream = nullptr;  // where its last launch ran
     bool used = false;
   };
   std::vector<ChunkSlot> chunk_slots_;

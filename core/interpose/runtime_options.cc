@@ -255,9 +255,10 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes,
     using CopyVia = CudaBackendOptions::CopyVia;
     if (*v == "staging") o.copy_via = CopyVia::kStaging;
     else if (*v == "kernel") o.copy_via = CopyVia::kKernel;
+    else if (*v == "kernels") o.copy_via = CopyVia::kKernels;
     else if (*v == "engines") o.copy_via = CopyVia::kEngines;
     else
-      log(LogLevel::kError, "PUMP_COPY_VIA='%s' is not staging, kernel or engines; using %s", v->c_str(),
+      log(LogLevel::kError, "PUMP_COPY_VIA='%s' is not staging, kernel, kernels or engines; using %s", v->c_str(),
           copy_via_name(o.copy_via));
   }
   if (auto v = config.get("PARTITION_ABOVE")) {
@@ -295,6 +296,7 @@ const char* copy_via_name(CudaBackendOptions::CopyVia via) {
   switch (via) {
     case CudaBackendOptions::CopyVia::kStaging: return "staging";
     case CudaBackendOptions::CopyVia::kKernel: return "kernel";
+    case CudaBackendOptions::CopyVia::kKernels: return "kernels";
     case CudaBackendOptions::CopyVia::kEngines: return "engines";
   }
   return "?";

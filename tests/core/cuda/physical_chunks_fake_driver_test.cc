@@ -30,7 +30,8 @@ class PhysicalChunksTest : public ::testing::Test {
   void TearDown() override { backend_.reset(); }
 
   CudaBackend& start(FakeDriverConfig config = {}, bool poison = false, uint64_t pool = 64 * kMiB,
-                     uint64_t restore_group = 64 * kMiB) {
+                     uint64_t restore_group = 64 * kMiB,
+                     CudaBackendOptions::CopyVia via = CudaBackendOptions{}.copy_via) {
     config.model_memory = 1;
     driver_.reset(config);
     CudaBackendOptions options;
@@ -38,6 +39,7 @@ class PhysicalChunksTest : public ::testing::Test {
     options.physical_chunk_bytes = kChunk;
     options.physical_pool_bytes = pool;
     options.restore_group_bytes = restore_group;
+    options.copy_via = via;
     options.poison = poison;
     backend_ = driver_.backend(options);
     EXPECT_NE(backend_, nullptr);
@@ -172,6 +174,34 @@ TEST_F(PhysicalChunksTest, ABatchMapsEveryChunkItBringsBackBeforeItsFirstCopy) {
   ASSERT_NE(first_copy, 0u);
   EXPECT_LT(last_grant, first_copy);
   EXPECT_EQ(driver_.count("<unmapped access>"), 0u);
+}
+
+// PUMP_COPY_VIA=kernels: both directions by the copy kernel, the copy engines idle (a grant
+// of access waits for their work in flight).
+TEST_F(PhysicalChunksTest, WithCopyKernelsBothWaysNoCopyEngineMovesABlock) {
+  FakeDriverConfig config;
+  config.copy_kernels = 1;
+  CudaBackend& b = start(config, false, 64 * kMiB, 64 * kMiB, CudaBackendOptions::CopyVia::kKernels);
+  ASSERT_STREQ(b.copy_path(), "kernels");
+  const uint64_t a = allocate(kChunk);
+  fill(a, kChunk, 9);
+  std::vector<uint8_t> shadow(kChunk);
+  const uint64_t s = reinterpret_cast<uint64_t>(shadow.data());
+  TransferBatch out;
+  out.save = {{a, kChunk, s}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
+  ASSERT_TRUE(driver_.unmapped(a, kChunk));
+  TransferBatch in;
+  in.restore = {{a, kChunk, s}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(in)));
+  EXPECT_TRUE(holds(a, kChunk, 9));
+  EXPECT_EQ(driver_.count("cuMemcpyDtoHAsync") + driver_.count("cuMemcpyHtoDAsync"), 0u);
+  const CudaBackendStats st = b.stats();
+  EXPECT_EQ(st.kernel_save_bytes, kChunk);
+  EXPECT_EQ(st.kernel_restore_bytes, kChunk);
+  EXPECT_GT(st.kernel_restore_launches, 0u);
+  EXPECT_EQ(driver_.count("<unmapped access>"), 0u);
+  EXPECT_TRUE(b.free_physical(a));
 }
 
 TEST_F(PhysicalChunksTest, AChunkStaysMappedWhileAnyOfItsBytesIsWanted) {

@@ -99,6 +99,7 @@ TEST(RuntimeOptions, CopyViaNamesHowTheCopyPathMovesBytes) {
   EXPECT_EQ(parse_runtime_options(*config_with({{"COPY_VIA", "staging"}})).copy_via, CopyVia::kStaging);
   EXPECT_EQ(parse_runtime_options(*config_with({{"COPY_VIA", "kernel"}})).copy_via, CopyVia::kKernel);
   EXPECT_EQ(parse_runtime_options(*config_with({{"COPY_VIA", "engines"}})).copy_via, CopyVia::kEngines);
+  EXPECT_EQ(parse_runtime_options(*config_with({{"COPY_VIA", "kernels"}})).copy_via, CopyVia::kKernels);
   EXPECT_TRUE(log.lines().empty());
 }
 
