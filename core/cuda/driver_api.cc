@@ -123,6 +123,7 @@ bool DriverApi::load(const char* library_name, std::string* error) {
   resolve(get, "cuMemcpyDtoH", &cuMemcpyDtoH, false, error);
   resolve(get, "cuMemcpyHtoD", &cuMemcpyHtoD, false, error);
   resolve(get, "cuCtxSynchronize", &cuCtxSynchronize, false, error);
+  resolve(get, "cuDeviceCanAccessPeer", &cuDeviceCanAccessPeer, false, error);
   return ok;
 }
 

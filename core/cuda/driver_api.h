@@ -103,6 +103,7 @@ struct DriverApi {
   CUresult (*cuMemcpyDtoH)(void*, CUdeviceptr, size_t) = nullptr;
   CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void*, size_t) = nullptr;
   CUresult (*cuCtxSynchronize)() = nullptr;
+  CUresult (*cuDeviceCanAccessPeer)(int*, CUdevice, CUdevice) = nullptr;  // optional even there: peers
   bool has_physical_chunks() const {
     return cuMemAddressReserve && cuMemAddressFree && cuMemCreate && cuMemRelease && cuMemMap && cuMemUnmap &&
            cuMemSetAccess && cuMemGetAllocationGranularity && cuMemcpyDtoH && cuMemcpyHtoD && cuCtxSynchronize;

@@ -40,8 +40,7 @@ PhysicalChunks::PhysicalChunks(const DriverApi& api, CUcontext context, int devi
   prop_.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   prop_.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   prop_.location.id = device_;
-  access_.location = prop_.location;
-  access_.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  access_.push_back({prop_.location, CU_MEM_ACCESS_FLAGS_PROT_READWRITE});
 }
 
 PhysicalChunks::~PhysicalChunks() {
@@ -72,6 +71,15 @@ std::string PhysicalChunks::start() {
   const CUresult r = api_.cuMemGetAllocationGranularity(&granularity, &prop_, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
   if (r != CUDA_SUCCESS || granularity == 0) return "cuMemGetAllocationGranularity failed: " + api_.describe(r);
   granularity_ = granularity;
+  int devices = 0;
+  if (api_.cuDeviceCanAccessPeer && api_.cuDeviceGetCount(&devices) == CUDA_SUCCESS)
+    for (int peer = 0; peer < devices; ++peer) {
+      CUdevice handle = 0;
+      int can = 0;
+      if (peer != device_ && api_.cuDeviceGet(&handle, peer) == CUDA_SUCCESS &&
+          api_.cuDeviceCanAccessPeer(&can, handle, device_) == CUDA_SUCCESS && can)
+        access_.push_back({{CU_MEM_LOCATION_TYPE_DEVICE, peer}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE});
+    }
   chunk_bytes_ = round_up(std::max<uint64_t>(chunk_bytes_, granularity_), granularity_);
   releaser_ = std::thread([this] { releaser_main(); });
   return "";
@@ -110,7 +118,7 @@ CUresult PhysicalChunks::map_chunks(uint64_t base, Allocation& a, size_t first, 
     while (j + 1 < mapped.size() && mapped[j + 1] == mapped[j] + 1) ++j;
     const Chunk& lo = a.chunks[mapped[k]];
     const Chunk& hi = a.chunks[mapped[j]];
-    r = api_.cuMemSetAccess(base + lo.offset, hi.offset + hi.bytes - lo.offset, &access_, 1);
+    r = api_.cuMemSetAccess(base + lo.offset, hi.offset + hi.bytes - lo.offset, access_.data(), access_.size());
     counters_->access_calls.fetch_add(1, std::memory_order_relaxed);
     k = j + 1;
   }

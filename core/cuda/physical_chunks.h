@@ -23,6 +23,9 @@
 // the device's as far as the driver knows; when a chunk cannot be had, the pool is given
 // back and the queued releases are waited for before the one retry.
 //
+// Access is granted to this device and to every device that can access it as a peer (as
+// cudaMalloc's memory is reachable by peers once peer access is enabled).
+//
 // The cost, stated where PUMP_DATAPATH is documented: a kernel reaching an unmapped chunk
 // faults (an illegal address, fatal to the context) where unified memory would have read
 // zeros. The engine's rule already is that every dropped piece comes back before any
@@ -156,7 +159,7 @@ class PhysicalChunks {
   const uint64_t pool_limit_;
   uint64_t granularity_ = 0;
   CUmemAllocationProp prop_{};
-  CUmemAccessDesc access_{};
+  std::vector<CUmemAccessDesc> access_;  // this device, then every peer that can reach it
 
   mutable std::mutex mutex_;
   std::map<uint64_t, Allocation> allocations_;  // by base address

@@ -610,7 +610,15 @@ CUresult MemUnmap(CUdeviceptr p, size_t n) {
 CUresult MemSetAccess(CUdeviceptr p, size_t n, const CUmemAccessDesc* desc, size_t count) {
   ENTER("cuMemSetAccess");
   if (desc == nullptr || count == 0) return CUDA_ERROR_INVALID_VALUE;
-  record("cuMemSetAccess", nullptr, p, n, static_cast<uint64_t>(desc[0].flags), 0);
+  record("cuMemSetAccess", nullptr, p, n, count, 0);  // value: how many devices are granted access
+  return CUDA_SUCCESS;
+}
+// Every device reaches every other as a peer.
+CUresult DeviceCanAccessPeer(int* can, CUdevice device, CUdevice peer) {
+  ENTER("cuDeviceCanAccessPeer");
+  const int devices = config().devices;
+  if (can == nullptr || device < 0 || device >= devices || peer < 0 || peer >= devices) return CUDA_ERROR_INVALID_DEVICE;
+  *can = device != peer;
   return CUDA_SUCCESS;
 }
 CUresult CtxSynchronize() {
@@ -793,6 +801,7 @@ const Entry kEntries[] = {
     FAKE("cuMemUnmap", MemUnmap, 10020),
     FAKE("cuMemSetAccess", MemSetAccess, 10020),
     FAKE("cuCtxSynchronize", CtxSynchronize, 2000),
+    FAKE("cuDeviceCanAccessPeer", DeviceCanAccessPeer, 4000),
     // CUDA 13's cuCtxGetDevice takes a context too (cuCtxGetDevice_v2): not faked.
     {"cuCtxGetDevice", reinterpret_cast<void*>(&CtxGetDevice), 2000, 13000},
     FAKE("cuGetProcAddress", GetProcAddress, 12000),

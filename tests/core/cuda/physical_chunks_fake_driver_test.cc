@@ -330,6 +330,17 @@ TEST_F(PhysicalChunksTest, ARefusedChunkLeavesNothingHeldAndTheCallerAllocatesMa
   EXPECT_EQ(b.stats().failed_calls, 1u);
 }
 
+TEST_F(PhysicalChunksTest, EveryPeerThatCanReachTheDeviceIsGrantedAccess) {
+  FakeDriverConfig config;
+  config.devices = 3;
+  start(config);
+  const uint64_t a = allocate(kChunk);
+  const auto grants = driver_.calls_named("cuMemSetAccess");
+  ASSERT_EQ(grants.size(), 1u);
+  EXPECT_EQ(grants[0].value, 3u) << "device 0 and its two peers";
+  EXPECT_TRUE(backend_->free_physical(a));
+}
+
 TEST_F(PhysicalChunksTest, WithoutTheOptionNothingIsPhysical) {
   driver_.reset({});
   std::unique_ptr<CudaBackend> b = driver_.backend({});
