@@ -716,8 +716,8 @@ bool CudaBackend::issue_kernel_copies(const std::vector<ShadowRange>& ranges, bo
     void* args[] = {&slot.device, const_cast<unsigned*>(&count)};
     const unsigned blocks = std::min(options_.copy_kernel_blocks, count);
     const char* call = "cuLaunchKernel";
-    CUresult r = api_.cuLaunchKernel(copy_function_, blocks, 1, 1, options_.copy_kernel_threads, 1, 1, 0, stream, args,
-                                     nullptr);
+    CUresult r =
+        api_.cuLaunchKernel(copy_function_, blocks, 1, 1, options_.copy_kernel_threads, 1, 1, 0, stream, args, nullptr);
     if (r == CUDA_SUCCESS) {
       call = "cuEventRecord";
       r = api_.cuEventRecord(slot.done, stream);

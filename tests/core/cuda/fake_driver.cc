@@ -617,7 +617,8 @@ CUresult MemSetAccess(CUdeviceptr p, size_t n, const CUmemAccessDesc* desc, size
 CUresult DeviceCanAccessPeer(int* can, CUdevice device, CUdevice peer) {
   ENTER("cuDeviceCanAccessPeer");
   const int devices = config().devices;
-  if (can == nullptr || device < 0 || device >= devices || peer < 0 || peer >= devices) return CUDA_ERROR_INVALID_DEVICE;
+  if (can == nullptr || device < 0 || device >= devices || peer < 0 || peer >= devices)
+    return CUDA_ERROR_INVALID_DEVICE;
   *can = device != peer;
   return CUDA_SUCCESS;
 }

@@ -46,6 +46,20 @@ std::vector<FakeCall> FakeDriver::calls_named(const char* name) const {
   return out;
 }
 
+size_t FakeDriver::count_since(size_t first, const char* name) const {
+  const std::vector<FakeCall> all = calls();
+  size_t n = 0;
+  for (size_t i = first; i < all.size(); ++i) n += std::strcmp(all[i].name, name) == 0;
+  return n;
+}
+
+size_t FakeDriver::count_since(size_t first, const char* name, uint64_t address) const {
+  const std::vector<FakeCall> all = calls();
+  size_t n = 0;
+  for (size_t i = first; i < all.size(); ++i) n += all[i].address == address && std::strcmp(all[i].name, name) == 0;
+  return n;
+}
+
 std::vector<std::string> FakeDriver::entries() const {
   std::vector<std::string> out;
   for (size_t i = 0; const char* name = entry_(i); ++i) out.emplace_back(name);

@@ -30,6 +30,10 @@ class FakeDriver {
 
   std::vector<FakeCall> calls() const;
   std::vector<FakeCall> calls_named(const char* name) const;
+  // Calls named `name` from the call numbered `first` on (calls().size() taken earlier),
+  // on `address` where one is given.
+  size_t count_since(size_t first, const char* name) const;
+  size_t count_since(size_t first, const char* name, uint64_t address) const;
   void gate(bool closed) const { gate_(closed ? 1 : 0); }
   void set_capturing(uint64_t stream, bool capturing) const { capture_(stream, capturing ? 1 : 0); }
   void fail(const char* call, int successes, CUresult result, int times) const {

@@ -80,19 +80,10 @@ class PhysicalAllocHooks : public ::testing::Test {
     pump_block_v1_t block{};
     return Runtime::get()->find_block(address, &block);
   }
-  size_t calls_at(const char* name, uint64_t address) const {
-    const std::vector<FakeCall> calls = driver_->calls();
-    size_t n = 0;
-    for (size_t i = first_call_; i < calls.size(); ++i)
-      n += calls[i].address == address && std::string(calls[i].name) == name;
-    return n;
-  }
-  size_t calls_named(const char* name) const {
-    const std::vector<FakeCall> calls = driver_->calls();
-    size_t n = 0;
-    for (size_t i = first_call_; i < calls.size(); ++i) n += std::string(calls[i].name) == name;
-    return n;
-  }
+  // Calls of the driver named `name` (on `address`) since the test began (the fake hands
+  // freed addresses out again).
+  size_t calls_at(const char* name, uint64_t address) const { return driver_->count_since(first_call_, name, address); }
+  size_t calls_named(const char* name) const { return driver_->count_since(first_call_, name); }
 
   size_t first_call_ = 0;
   static FakeDriver* driver_;
