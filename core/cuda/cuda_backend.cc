@@ -358,7 +358,7 @@ std::string CudaBackend::setup_on_worker() {
   out_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring, std::chrono::microseconds(0));
   load_copy_kernels();
   if (options_.physical) {
-    chunks_ = std::make_unique<cuda::PhysicalChunks>(api_, context_, device_, options_.physical_chunk_bytes,
+    chunks_ = std::make_unique<cuda::PhysicalChunks>(api_, context_, ordinal_, options_.physical_chunk_bytes,
                                                      options_.physical_pool_bytes);
     const std::string why = chunks_->start();
     if (!why.empty()) {
@@ -603,10 +603,14 @@ void CudaBackend::back_physical(std::vector<Range> ranges) {
   if (ranges.empty()) return;
   TrafficRange nvtx("in: map (physical chunks)", total_bytes(ranges), ranges.size());
   const CUresult r = chunks_->back(ranges);
-  // A kernel reaching the unmapped chunk will fault: the one message says why.
-  if (r != CUDA_SUCCESS)
-    note_failure("cuMemCreate/cuMemMap", "a dropped physical chunk could not be mapped again (device memory full?)", r,
-                 &ranges.front());
+  if (r == CUDA_SUCCESS) return;
+  // A kernel reaching the unmapped chunk will fault: this line says why, whatever failed before.
+  note_failure("cuMemCreate/cuMemMap/cuMemSetAccess", "a dropped physical chunk could not be mapped again", r,
+               &ranges.front());
+  PUMP_LOG_ONCE(LogLevel::kError,
+                "PUMP_DATAPATH=vmm: device memory for a dropped chunk could not be had again (%s): a kernel reaching "
+                "it will fault; leave the device more room (PUMP_VMM_POOL, the budget) or use PUMP_DATAPATH=copy",
+                api_.describe(r).c_str());
 }
 
 void CudaBackend::load_copy_kernels() {

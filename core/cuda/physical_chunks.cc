@@ -74,10 +74,11 @@ std::string PhysicalChunks::start() {
   int devices = 0;
   if (api_.cuDeviceCanAccessPeer && api_.cuDeviceGetCount(&devices) == CUDA_SUCCESS)
     for (int peer = 0; peer < devices; ++peer) {
-      CUdevice handle = 0;
+      CUdevice self = 0, other = 0;
       int can = 0;
-      if (peer != device_ && api_.cuDeviceGet(&handle, peer) == CUDA_SUCCESS &&
-          api_.cuDeviceCanAccessPeer(&can, handle, device_) == CUDA_SUCCESS && can)
+      if (peer != device_ && api_.cuDeviceGet(&self, device_) == CUDA_SUCCESS &&
+          api_.cuDeviceGet(&other, peer) == CUDA_SUCCESS &&
+          api_.cuDeviceCanAccessPeer(&can, other, self) == CUDA_SUCCESS && can)
         access_.push_back({{CU_MEM_LOCATION_TYPE_DEVICE, peer}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE});
     }
   chunk_bytes_ = round_up(std::max<uint64_t>(chunk_bytes_, granularity_), granularity_);
@@ -124,15 +125,14 @@ CUresult PhysicalChunks::map_chunks(uint64_t base, Allocation& a, size_t first, 
   }
   for (size_t i : mapped) {
     Chunk& c = a.chunks[i];
-    if (r != CUDA_SUCCESS) {  // nothing this call mapped stays mapped
+    if (r != CUDA_SUCCESS) {  // nothing this call mapped stays mapped, nor its memory held
       api_.cuMemUnmap(base + c.offset, c.bytes);
-      pool_[c.bytes].push_back(c.handle);
-      pooled_ += c.bytes;
+      api_.cuMemRelease(c.handle);
       c.handle = 0;
       continue;
     }
     c.state = State::kMapped;
-    ++c.generation;
+    c.generation = ++generations_;
     counters_->maps.fetch_add(1, std::memory_order_relaxed);
     counters_->map_bytes.fetch_add(c.bytes, std::memory_order_relaxed);
     counters_->mapped(c.bytes);
@@ -157,7 +157,7 @@ void PhysicalChunks::unmap_chunk(uint64_t base, Chunk& chunk) {
   }
   chunk.handle = 0;
   chunk.state = State::kUnmapped;
-  ++chunk.generation;
+  chunk.generation = ++generations_;
   counters_->unmaps.fetch_add(1, std::memory_order_relaxed);
   counters_->unmap_bytes.fetch_add(chunk.bytes, std::memory_order_relaxed);
   counters_->unmap_ns.fetch_add(since_ns(t0), std::memory_order_relaxed);
@@ -174,14 +174,21 @@ CUresult PhysicalChunks::allocate(uint64_t bytes, uint64_t* address) {
   if (r != CUDA_SUCCESS) return r;
   for (uint64_t offset = 0; offset < a.reserved; offset += chunk_bytes_)
     a.chunks.push_back(Chunk{offset, std::min(chunk_bytes_, a.reserved - offset), 0, State::kUnmapped});
-  std::lock_guard lock(mutex_);
-  r = map_chunks(base, a, 0, a.chunks.size() - 1);
-  if (r != CUDA_SUCCESS) {
-    api_.cuMemAddressFree(base, a.reserved);
+  for (int attempt = 0;; ++attempt) {
+    std::unique_lock lock(mutex_);
+    r = map_chunks(base, a, 0, a.chunks.size() - 1);
+    if (r == CUDA_SUCCESS) {
+      allocations_.emplace(base, std::move(a));
+      break;
+    }
     give_back_pool();  // the device is short of memory: none held idle
-    return r;
+    if (attempt == 1) {
+      api_.cuMemAddressFree(base, a.reserved);
+      return r;
+    }
+    lock.unlock();
+    drain();  // and chunks waiting for their release may free enough
   }
-  allocations_.emplace(base, std::move(a));
   any_.store(true, std::memory_order_release);
   counters_->allocations.fetch_add(1, std::memory_order_relaxed);
   *address = base;
@@ -209,8 +216,12 @@ bool PhysicalChunks::free(uint64_t address) {
     auto it = allocations_.find(address);
     if (it == allocations_.end()) return false;
   }
-  // cudaFree waits for the device; unmapping memory a kernel still uses would fault it.
+  // cudaFree waits for the device; unmapping memory a kernel still uses would fault it. The
+  // calling thread may have another device's context current: this device's is synchronized.
+  CUcontext popped = nullptr;
+  const bool pushed = api_.cuCtxPushCurrent && api_.cuCtxPopCurrent && api_.cuCtxPushCurrent(context_) == CUDA_SUCCESS;
   api_.cuCtxSynchronize();
+  if (pushed) api_.cuCtxPopCurrent(&popped);
   std::lock_guard lock(mutex_);
   auto it = allocations_.find(address);
   if (it == allocations_.end()) return false;
@@ -238,7 +249,8 @@ void PhysicalChunks::drop(const std::vector<Range>& ranges, CUstream after) {
         const uint64_t hi = base + std::min(c.offset + c.bytes, a->bytes);  // the tail past `bytes` is nobody's
         if (!boost::icl::contains(a->dropped, Interval::right_open(lo, hi))) continue;
         c.state = State::kReleasing;
-        releases.push_back({base, i, ++c.generation});
+        c.generation = ++generations_;
+        releases.push_back({base, i, c.generation});
       }
     }
   }
@@ -279,7 +291,7 @@ CUresult PhysicalChunks::back(const std::vector<Range>& ranges) {
           Chunk& c = a->chunks[i];
           if (c.state != State::kReleasing) continue;
           c.state = State::kMapped;  // its queued release finds a newer generation
-          ++c.generation;
+          c.generation = ++generations_;
           counters_->cancelled_releases.fetch_add(1, std::memory_order_relaxed);
         }
         const CUresult m = map_chunks(base, *a, first, last);

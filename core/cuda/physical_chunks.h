@@ -73,8 +73,8 @@ struct PhysicalChunksStats {
 
 class PhysicalChunks {
  public:
-  // `context` is made current on the releaser's thread; chunk_bytes is rounded up to the
-  // driver's granularity.
+  // `device` is the ordinal; `context` (its primary context) is made current on the releaser's
+  // thread; chunk_bytes is rounded up to the driver's granularity.
   PhysicalChunks(const DriverApi& api, CUcontext context, int device, uint64_t chunk_bytes, uint64_t pool_bytes);
   // Stops the releaser (its queued releases are done first). Leaves allocations mapped:
   // the program may still use them until its own exit.
@@ -124,7 +124,10 @@ class PhysicalChunks {
     uint64_t bytes = 0;
     CUmemGenericAllocationHandle handle = 0;
     State state = State::kMapped;
-    uint64_t generation = 0;  // a queued release acts only on the generation it was queued for
+    // A queued release acts only on the generation it was queued for. Generations are drawn
+    // from one counter (generations_): an allocation made later at the same address never
+    // matches a release queued for the one freed there.
+    uint64_t generation = 0;
   };
   struct Allocation {
     uint64_t bytes = 0;     // as asked
@@ -163,6 +166,7 @@ class PhysicalChunks {
 
   mutable std::mutex mutex_;
   std::map<uint64_t, Allocation> allocations_;  // by base address
+  uint64_t generations_ = 0;
   std::atomic<bool> any_{false};
   std::vector<CUevent> free_events_;
   std::map<uint64_t, std::vector<CUmemGenericAllocationHandle>> pool_;  // by size

@@ -119,7 +119,7 @@ TEST_F(PhysicalAllocHooks, TheDriverAllocationCallIsPhysicalToo) {
 }
 
 TEST_F(PhysicalAllocHooks, AChunkTheDriverRefusesLeavesTheAllocationManagedMemory) {
-  driver_->fail("cuMemMap", 0, CUDA_ERROR_OUT_OF_MEMORY, 1);
+  driver_->fail("cuMemMap", 0, CUDA_ERROR_OUT_OF_MEMORY, 2);  // the first try and the retry
   void* p = nullptr;
   ASSERT_EQ(cudaMalloc(&p, 4 * kMiB), cudaSuccess) << "the program never sees the refusal";
   const uint64_t a = reinterpret_cast<uint64_t>(p);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/cuda/cuda_backend.h"
+#include "core/cuda/physical_chunks.h"
 #include "core/engine/engine.h"
 #include "core/plugin_host/policy_adapter.h"
 #include "tests/core/cuda/fake_driver_handle.h"
@@ -174,6 +175,8 @@ TEST_F(PhysicalChunksTest, ABatchMapsEveryChunkItBringsBackBeforeItsFirstCopy) {
   ASSERT_NE(first_copy, 0u);
   EXPECT_LT(last_grant, first_copy);
   EXPECT_EQ(driver_.count("<unmapped access>"), 0u);
+  EXPECT_TRUE(backend_->free_physical(a));
+  EXPECT_TRUE(backend_->free_physical(c));
 }
 
 // PUMP_COPY_VIA=kernels: both directions by the copy kernel, the copy engines idle (a grant
@@ -320,11 +323,11 @@ TEST_F(PhysicalChunksTest, AnEvictionByMigrationLeavesTheBytesOnTheDeviceAndSays
 
 TEST_F(PhysicalChunksTest, ARefusedChunkLeavesNothingHeldAndTheCallerAllocatesManagedMemory) {
   CudaBackend& b = start();
-  driver_.fail("cuMemMap", 1, CUDA_ERROR_OUT_OF_MEMORY, 1);
+  driver_.fail("cuMemMap", 1, CUDA_ERROR_OUT_OF_MEMORY, 2);  // the second chunk, then the retry's first
   uint64_t a = 0;
   EXPECT_FALSE(b.allocate_physical(2 * kChunk, &a));
   EXPECT_EQ(driver_.count("cuMemUnmap"), 1u) << "the chunk mapped before is given back";
-  EXPECT_EQ(driver_.count("cuMemRelease"), 2u) << "both chunks' memory";
+  EXPECT_EQ(driver_.count("cuMemRelease"), 3u) << "every chunk's memory, the retry's too";
   EXPECT_EQ(driver_.count("cuMemAddressFree"), 1u);
   EXPECT_EQ(b.stats().physical_mapped_bytes, 0u);
   EXPECT_EQ(b.stats().failed_calls, 1u);
@@ -390,6 +393,65 @@ TEST_F(PhysicalChunksTest, UnderTheEngineEveryKernelFindsItsChunksMappedAndItsBy
   EXPECT_GT(st.physical_maps, 6u) << "and came back mapped";
   EXPECT_EQ(driver_.count("<unmapped access>"), 0u);
   for (uint64_t a : blocks) engine.on_free(a, [&] { EXPECT_TRUE(b.free_physical(a)); });
+}
+
+// The class alone, two streams of its own: a release queued for an allocation that is freed
+// meanwhile never acts on the next allocation the driver places at the same address.
+TEST(PhysicalChunksAlone, AReleaseQueuedForAFreedAllocationLeavesTheNextOneAtItsAddressAlone) {
+  testing::FakeDriver driver;
+  ASSERT_TRUE(driver.ok());
+  FakeDriverConfig config;
+  config.model_memory = 1;
+  driver.reset(config);
+  cuda::DriverApi api;
+  std::string error;
+  ASSERT_TRUE(api.load(driver.path(), &error)) << error;
+  ASSERT_EQ(api.cuInit(0), CUDA_SUCCESS);
+  CUcontext context = nullptr;
+  ASSERT_EQ(api.cuDevicePrimaryCtxRetain(&context, 0), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuCtxSetCurrent(context), CUDA_SUCCESS);
+  CUstream first = nullptr, second = nullptr;
+  ASSERT_EQ(api.cuStreamCreate(&first, 0), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuStreamCreate(&second, 0), CUDA_SUCCESS);
+  const auto id = [](CUstream s) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(s)); };
+  {
+    cuda::PhysicalChunks chunks(api, context, 0, kChunk, 0);
+    ASSERT_EQ(chunks.start(), "");
+    struct Unhold {  // before the releaser is joined, however the test ends
+      const testing::FakeDriver& driver;
+      uint64_t streams[2];
+      ~Unhold() {
+        for (uint64_t s : streams) driver.hold(s, false);
+      }
+    } unhold{driver, {id(first), id(second)}};
+    uint64_t a = 0, b = 0;
+    ASSERT_EQ(chunks.allocate(kChunk, &a), CUDA_SUCCESS);
+    driver.hold(id(first), true);  // the work before a's drop still runs
+    chunks.drop({{a, kChunk}}, first);
+    ASSERT_TRUE(chunks.free(a));
+    for (int i = 0; i < 8 && b != a; ++i) {  // the fake's reservations are aligned_alloc's: the same block again
+      if (b) {
+        ASSERT_TRUE(chunks.free(b));
+      }
+      b = 0;
+      ASSERT_EQ(chunks.allocate(kChunk, &b), CUDA_SUCCESS);
+    }
+    if (b != a) {
+      ASSERT_TRUE(chunks.free(b));
+      GTEST_SKIP() << "the fake did not hand the freed address out again";
+    }
+    driver.hold(id(second), true);  // b dropped: its release waits for the second stream
+    chunks.drop({{b, kChunk}}, second);
+    driver.hold(id(first), false);  // a's release may act now
+    std::this_thread::sleep_for(50ms);
+    EXPECT_FALSE(driver.unmapped(b, kChunk)) << "b unmapped by the release queued for a, before b's work completed";
+    driver.hold(id(second), false);
+    chunks.drain();
+    EXPECT_TRUE(driver.unmapped(b, kChunk)) << "b's own release, once its work completed";
+    EXPECT_TRUE(chunks.free(b));
+  }
+  api.cuStreamDestroy(first);
+  api.cuStreamDestroy(second);
 }
 
 }  // namespace

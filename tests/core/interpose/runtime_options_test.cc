@@ -36,7 +36,8 @@ std::unique_ptr<Config> config_with(std::initializer_list<std::pair<const char*,
                           "FENCE_TRUST_US",
                           "DISCARD_HOLD_US",
                           "PIN",
-                          "VMM_CHUNK"})
+                          "VMM_CHUNK",
+                          "VMM_POOL"})
     c->set(key, "");
   for (auto& [k, v] : values) c->set(k, v);
   return c;
