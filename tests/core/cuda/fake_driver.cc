@@ -549,10 +549,28 @@ CUresult MemRelease(CUmemGenericAllocationHandle h) {
 }
 // Reservations and mappings, for pump's own physical chunks (PUMP_DATAPATH=vmm): a mapping
 // holds garbage (kFakeDiscardedByte) until written, as new device memory would.
+// Freed address ranges by size, handed out again newest first, as the driver reuses
+// addresses (kept, not freed: a sanitizer's allocator would never return the same address);
+// freed for good when the library is unloaded.
+struct FreedReservations : std::map<uint64_t, std::vector<void*>> {
+  ~FreedReservations() {
+    for (auto& [bytes, ranges] : *this)
+      for (void* p : ranges) std::free(p);
+  }
+};
+FreedReservations g_freed_reservations;
 CUresult MemAddressReserve(CUdeviceptr* p, size_t n, size_t, CUdeviceptr, unsigned long long) {
   ENTER("cuMemAddressReserve");
   if (p == nullptr || n == 0 || n % kVmmGranularity) return CUDA_ERROR_INVALID_VALUE;
-  void* memory = std::aligned_alloc(kVmmGranularity, n);
+  void* memory = nullptr;
+  {
+    std::lock_guard lock(g_mutex);
+    if (auto it = g_freed_reservations.find(n); it != g_freed_reservations.end() && !it->second.empty()) {
+      memory = it->second.back();
+      it->second.pop_back();
+    }
+  }
+  if (memory == nullptr) memory = std::aligned_alloc(kVmmGranularity, n);
   if (memory == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
   std::memset(memory, kFakeDiscardedByte, n);
   *p = reinterpret_cast<CUdeviceptr>(memory);
@@ -574,7 +592,10 @@ CUresult MemAddressFree(CUdeviceptr p, size_t n) {
     g_reservations.erase(it);
   }
   record("cuMemAddressFree", nullptr, p, n, 0, 0);
-  std::free(reinterpret_cast<void*>(p));
+  {
+    std::lock_guard lock(g_mutex);
+    g_freed_reservations[n].push_back(reinterpret_cast<void*>(p));
+  }
   return CUDA_SUCCESS;
 }
 CUresult MemMap(CUdeviceptr p, size_t n, size_t, CUmemGenericAllocationHandle h, unsigned long long) {
