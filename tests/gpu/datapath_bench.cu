@@ -3,7 +3,12 @@
 //
 //   pump-datapath-bench [--total 4GiB] [--blocks 2MiB,8MiB,64MiB,256MiB,1GiB] [--repeats 3]
 //                       [--compute-ms 75] [--compute-block 64MiB] [--merge-adjacent]
+//                       [--copy-via staging|kernel|kernels|engines] [--physical]
 //                       [--json PATH] [--require-targets] [--timeout-s 480]
+//
+// --physical: the working set on the backend's physical chunks (PUMP_DATAPATH=vmm) instead of
+// managed memory: saves unmap whole chunks once every block in them left (the releaser, after
+// the out fence: not in the eviction's time), restores map them again; no unified-memory rows.
 //
 // What it measures (one managed working set, first touched on the device by a kernel
 // writing a known pattern, cut into blocks of each size; every block is one range):
@@ -173,7 +178,8 @@ struct Options {
   uint64_t discard_chunk = 0;              // discards cut into pieces of this size (0: backend default)
   uint64_t populate_chunk = 0;             // populates likewise; "none" = uncut
   bool keep_pages = false;                 // no discard at all: the copies alone
-  std::string copy_via = "staging";        // staging | kernel | engines (CudaBackendOptions::CopyVia)
+  std::string copy_via = "staging";        // staging | kernel | kernels | engines (CudaBackendOptions::CopyVia)
+  bool physical = false;                   // the working set on physical chunks (PUMP_DATAPATH=vmm)
   bool require_targets = false;
   int timeout_s = 480;
   std::string json;
@@ -185,7 +191,7 @@ void usage() {
       "                           [--compute-ms 75] [--compute-block 64MiB] [--merge-adjacent]\n"
       "                           [--populate discard-prefetch|prefetch-batch|prefetch-each]\n"
       "                           [--discard-chunk 2MiB] [--populate-chunk 2MiB|none] [--keep-pages]\n"
-      "                           [--copy-via staging|kernel|engines]\n"
+      "                           [--copy-via staging|kernel|kernels|engines] [--physical]\n"
       "                           [--json PATH] [--require-targets] [--timeout-s 480]\n");
 }
 
@@ -233,8 +239,10 @@ bool parse_args(int argc, char** argv, Options* o) {
     } else if (a == "--discard-chunk") {
       if (!value(&v) || !(o->discard_chunk = parse_size(v))) return false;
     } else if (a == "--copy-via") {
-      if (!value(&v) || (v != "staging" && v != "kernel" && v != "engines")) return false;
+      if (!value(&v) || (v != "staging" && v != "kernel" && v != "kernels" && v != "engines")) return false;
       o->copy_via = v;
+    } else if (a == "--physical") {
+      o->physical = true;
     } else if (a == "--keep-pages") {
       o->keep_pages = true;
     } else if (a == "--populate") {
@@ -458,6 +466,7 @@ class Bench {
       CUDA_OK(cudaMemGetInfo(&free0, &total));
       std::snprintf(label, sizeof label, "save, %s blocks (warm-up)", size_str(block).c_str());
       timed(save_batch(block, 0, n, 1), true, label);
+      if (o_.physical) b_.drain_physical_releases();  // the chunks' memory goes back after the out fence
       CUDA_OK(cudaMemGetInfo(&free1, &total));
       r.released_gib = (double(free1) - double(free0)) / double(kGiB);
       const uint64_t seed2 = next_seed();
@@ -477,8 +486,8 @@ class Bench {
       }
     }
 
-    // 1b: unified memory, the same ranges.
-    for (int rep = -1; rep < o_.repeats; ++rep) {  // -1: warm-up (host pages get allocated)
+    // 1b: unified memory, the same ranges (none on physical chunks: nothing migrates there).
+    for (int rep = -1; rep < o_.repeats && !o_.physical; ++rep) {  // -1: warm-up (host pages get allocated)
       pump::TransferBatch ev, pf;
       for (uint64_t k = 0; k < n; ++k) {
         ev.evict.push_back({addr(k * block), block});
@@ -788,9 +797,11 @@ int main(int argc, char** argv) {
   if (o.discard_chunk) bo.discard_chunk_bytes = o.discard_chunk;
   if (o.populate_chunk) bo.populate_chunk_bytes = o.populate_chunk == ~0ull ? 0 : o.populate_chunk;
   bo.discard = !o.keep_pages;
-  bo.copy_via = o.copy_via == "staging"  ? pump::CudaBackendOptions::CopyVia::kStaging
-                : o.copy_via == "kernel" ? pump::CudaBackendOptions::CopyVia::kKernel
-                                         : pump::CudaBackendOptions::CopyVia::kEngines;
+  bo.copy_via = o.copy_via == "staging"   ? pump::CudaBackendOptions::CopyVia::kStaging
+                : o.copy_via == "kernel"  ? pump::CudaBackendOptions::CopyVia::kKernel
+                : o.copy_via == "kernels" ? pump::CudaBackendOptions::CopyVia::kKernels
+                                          : pump::CudaBackendOptions::CopyVia::kEngines;
+  bo.physical = o.physical;
   auto backend = pump::CudaBackend::create(device, bo);
   if (!backend) {
     std::printf("FAIL: a GPU is present but the CUDA backend could not be created\n");
@@ -803,7 +814,8 @@ int main(int argc, char** argv) {
       int(b.name().size()), b.name().data(), o.merge_adjacent ? "on" : "off",
       (o.populate + " discard chunk " + size_str(bo.discard_chunk_bytes) + " populate chunk " +
        (bo.populate_chunk_bytes ? size_str(bo.populate_chunk_bytes) : std::string("none")) +
-       (o.keep_pages ? " keep-pages" : "") + ", copies via " + b.copy_path())
+       (o.keep_pages ? " keep-pages" : "") + ", copies via " + b.copy_path() +
+       (o.physical ? ", on physical chunks" : ""))
           .c_str(),
       b.has_batch_prefetch() ? "yes" : "no", b.has_batch_discard() ? "yes" : "no", o.repeats);
 
@@ -826,7 +838,16 @@ int main(int argc, char** argv) {
   unsigned long long* counters = nullptr;
   float* compute_buf = nullptr;
   const int compute_threads = prop.multiProcessorCount * 2048;  // full occupancy, 256-thread blocks
-  CUDA_OK(cudaMallocManaged(&ws, ws_bytes));
+  if (o.physical) {
+    uint64_t at = 0;
+    if (!b.allocate_physical(ws_bytes, &at)) {
+      std::printf("FAIL: the working set could not be allocated on physical chunks (the log above says why)\n");
+      return 1;
+    }
+    ws = reinterpret_cast<char*>(at);
+  } else {
+    CUDA_OK(cudaMallocManaged(&ws, ws_bytes));
+  }
   CUDA_OK(cudaMalloc(&counters, 2 * sizeof(unsigned long long)));
   CUDA_OK(cudaMalloc(&compute_buf, compute_threads * sizeof(float)));
   CUDA_OK(cudaMemset(compute_buf, 0, compute_threads * sizeof(float)));
@@ -926,9 +947,10 @@ int main(int argc, char** argv) {
       std::fprintf(f, "{\n  \"device\": \"%s\", \"free_bytes\": %llu, \"total_bytes\": %llu,\n", prop.name,
                    (unsigned long long)free_bytes, (unsigned long long)total_bytes);
       std::fprintf(f,
-                   "  \"working_set_bytes\": %llu, \"pinned_bytes\": %llu, \"repeats\": %d, \"merge_adjacent\": %s,\n",
+                   "  \"working_set_bytes\": %llu, \"pinned_bytes\": %llu, \"repeats\": %d, \"merge_adjacent\": %s, "
+                   "\"copy_via\": \"%s\", \"physical\": %s,\n",
                    (unsigned long long)ws_bytes, (unsigned long long)pinned_bytes, o.repeats,
-                   o.merge_adjacent ? "true" : "false");
+                   o.merge_adjacent ? "true" : "false", b.copy_path(), o.physical ? "true" : "false");
       std::fprintf(f,
                    "  \"targets\": {\"copy_evict_gbps\": %.1f, \"copy_fetch_gbps\": %.1f, \"min_block_bytes\": %llu, "
                    "\"duplex_ratio\": %.2f, \"compute_cost_pct\": %.1f, \"count\": %d, \"met\": %d},\n",
@@ -989,7 +1011,8 @@ int main(int argc, char** argv) {
   CUDA_OK(cudaFree(counters));
   CUDA_OK(cudaFree(compute_buf));
   backend.reset();  // drains its queue (nothing is in flight: every batch was waited for)
-  CUDA_OK(cudaFree(ws));
+  if (!o.physical) CUDA_OK(cudaFree(ws));
+  else if (!b.free_physical(reinterpret_cast<uint64_t>(ws))) std::printf("FAIL: the working set was not freed\n");
   if (failures) return 1;
   if (o.require_targets && met < targets) return 3;
   return 0;
