@@ -745,6 +745,14 @@ bool CudaBackend::issue_kernel_copies(const std::vector<ShadowRange>& ranges, bo
   return true;
 }
 
+std::vector<ShadowRange> CudaBackend::copy_by_kernel(std::vector<ShadowRange>* ranges, bool to_host) {
+  std::vector<ShadowRange> by_kernel, rest;
+  for (const ShadowRange& s : *ranges) ((s.address | s.shadow) % 16 ? rest : by_kernel).push_back(s);
+  if (by_kernel.empty() || !issue_kernel_copies(by_kernel, to_host)) return {};
+  ranges->swap(rest);
+  return by_kernel;
+}
+
 std::vector<ShadowRange> CudaBackend::copy_staged(cuda::StagedCopies& staged, const std::vector<ShadowRange>& ranges,
                                                   bool to_host, CUstream stream, std::vector<Range>* done) {
   if (!staged.usable()) return ranges;
@@ -767,15 +775,10 @@ void CudaBackend::issue_saves(const std::vector<ShadowRange>& saves, std::vector
   TrafficRange nvtx(how, total_bytes(saves), saves.size());
   IssueClock clock(&stats_->save_issue_ns, &stats_->save_issue_cpu_ns);
   std::vector<ShadowRange> by_engine = copy_staged(staged_out_, saves, /*to_host=*/true, out_stream_, saved);
-  if (copy_kernels_ && !by_engine.empty()) {
-    std::vector<ShadowRange> by_kernel, rest;
-    for (const ShadowRange& s : by_engine) ((s.address | s.shadow) % 16 ? rest : by_kernel).push_back(s);
-    if (!by_kernel.empty() && issue_kernel_copies(by_kernel, /*to_host=*/true)) {
-      for (const ShadowRange& s : by_kernel) {
-        saved->push_back({s.address, s.bytes});
-        stats_->save_bytes.fetch_add(s.bytes, std::memory_order_relaxed);
-      }
-      by_engine = std::move(rest);
+  if (copy_kernels_) {
+    for (const ShadowRange& s : copy_by_kernel(&by_engine, /*to_host=*/true)) {
+      saved->push_back({s.address, s.bytes});
+      stats_->save_bytes.fetch_add(s.bytes, std::memory_order_relaxed);
     }
   }
   for (const ShadowRange& s : by_engine) {
@@ -923,14 +926,9 @@ void CudaBackend::issue_restores(const std::vector<ShadowRange>& restores) {
                     total_bytes(restores), restores.size());
   IssueClock clock(&stats_->restore_issue_ns, &stats_->restore_issue_cpu_ns);
   std::vector<ShadowRange> by_engine = copy_staged(staged_in_, restores, /*to_host=*/false, prefetch_stream_, nullptr);
-  if (copy_kernels_ && options_.copy_via == CudaBackendOptions::CopyVia::kKernels && !by_engine.empty()) {
-    std::vector<ShadowRange> by_kernel, rest;
-    for (const ShadowRange& s : by_engine) ((s.address | s.shadow) % 16 ? rest : by_kernel).push_back(s);
-    if (!by_kernel.empty() && issue_kernel_copies(by_kernel, /*to_host=*/false)) {
-      for (const ShadowRange& s : by_kernel) stats_->restore_bytes.fetch_add(s.bytes, std::memory_order_relaxed);
-      by_engine = std::move(rest);
-    }
-  }
+  if (copy_kernels_ && options_.copy_via == CudaBackendOptions::CopyVia::kKernels)
+    for (const ShadowRange& s : copy_by_kernel(&by_engine, /*to_host=*/false))
+      stats_->restore_bytes.fetch_add(s.bytes, std::memory_order_relaxed);
   for (const ShadowRange& s : by_engine) {
     if (copy_or_host_fallback(s, /*to_host=*/false)) {
       stats_->restore_calls.fetch_add(1, std::memory_order_relaxed);
@@ -1459,20 +1457,9 @@ CudaBackendStats CudaBackend::stats() const {
   out.pinned_registered_bytes = pin_stats_.registered_bytes.load(std::memory_order_relaxed);
   if (chunks_) {
     const cuda::PhysicalChunksStats c = chunks_->stats();
-    out.physical_allocations = c.allocations;
-    out.physical_maps = c.maps;
-    out.physical_map_bytes = c.map_bytes;
-    out.physical_map_ns = c.map_ns;
-    out.physical_unmaps = c.unmaps;
-    out.physical_unmap_bytes = c.unmap_bytes;
-    out.physical_unmap_ns = c.unmap_ns;
-    out.physical_release_wait_ns = c.release_wait_ns;
-    out.physical_cancelled_releases = c.cancelled_releases;
-    out.physical_mapped_bytes = c.mapped_bytes;
-    out.physical_mapped_high_water = c.mapped_high_water;
-    out.physical_pooled_bytes = c.pooled_bytes;
-    out.physical_creates = c.creates;
-    out.physical_access_calls = c.access_calls;
+#define PUMP_PHYSICAL_COPY(name) out.physical_##name = c.name;
+    PUMP_PHYSICAL_CHUNK_COUNTERS(PUMP_PHYSICAL_COPY)
+#undef PUMP_PHYSICAL_COPY
   }
   return out;
 }

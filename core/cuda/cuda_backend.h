@@ -362,6 +362,9 @@ class CudaBackend final : public DeviceBackend {
   // Launches the copy kernel over `ranges` (all 16-byte aligned) on the out stream (saves:
   // to_host) or the in stream (restores). False: nothing launched.
   bool issue_kernel_copies(const std::vector<ShadowRange>& ranges, bool to_host);
+  // Copies the 16-byte aligned ones of *ranges by the copy kernel and returns them, leaving
+  // the rest in *ranges (all of them when the kernel could not be launched).
+  std::vector<ShadowRange> copy_by_kernel(std::vector<ShadowRange>* ranges, bool to_host);
   // Queues `ranges` through the staging buffers of one direction (what it queued appended
   // to *done when given); returns what is left for the copy engines (everything when
   // staging is off or failed).

@@ -18,9 +18,9 @@ using Interval = boost::icl::interval<uint64_t>;
 }  // namespace
 
 struct PhysicalChunks::Counters {
-  std::atomic<uint64_t> allocations{0}, maps{0}, map_bytes{0}, map_ns{0}, unmaps{0}, unmap_bytes{0}, unmap_ns{0},
-      release_wait_ns{0}, cancelled_releases{0}, mapped_bytes{0}, mapped_high_water{0}, pooled_bytes{0}, creates{0},
-      access_calls{0};
+#define PUMP_PHYSICAL_ATOMIC(name) std::atomic<uint64_t> name{0};
+  PUMP_PHYSICAL_CHUNK_COUNTERS(PUMP_PHYSICAL_ATOMIC)
+#undef PUMP_PHYSICAL_ATOMIC
   void mapped(uint64_t bytes) {
     const uint64_t now = mapped_bytes.fetch_add(bytes, std::memory_order_relaxed) + bytes;
     uint64_t high = mapped_high_water.load(std::memory_order_relaxed);
@@ -360,21 +360,9 @@ void PhysicalChunks::drain() {
 
 PhysicalChunksStats PhysicalChunks::stats() const {
   PhysicalChunksStats s;
-  const Counters& c = *counters_;
-  s.allocations = c.allocations.load(std::memory_order_relaxed);
-  s.maps = c.maps.load(std::memory_order_relaxed);
-  s.map_bytes = c.map_bytes.load(std::memory_order_relaxed);
-  s.map_ns = c.map_ns.load(std::memory_order_relaxed);
-  s.unmaps = c.unmaps.load(std::memory_order_relaxed);
-  s.unmap_bytes = c.unmap_bytes.load(std::memory_order_relaxed);
-  s.unmap_ns = c.unmap_ns.load(std::memory_order_relaxed);
-  s.release_wait_ns = c.release_wait_ns.load(std::memory_order_relaxed);
-  s.cancelled_releases = c.cancelled_releases.load(std::memory_order_relaxed);
-  s.mapped_bytes = c.mapped_bytes.load(std::memory_order_relaxed);
-  s.mapped_high_water = c.mapped_high_water.load(std::memory_order_relaxed);
-  s.pooled_bytes = c.pooled_bytes.load(std::memory_order_relaxed);
-  s.creates = c.creates.load(std::memory_order_relaxed);
-  s.access_calls = c.access_calls.load(std::memory_order_relaxed);
+#define PUMP_PHYSICAL_LOAD(name) s.name = counters_->name.load(std::memory_order_relaxed);
+  PUMP_PHYSICAL_CHUNK_COUNTERS(PUMP_PHYSICAL_LOAD)
+#undef PUMP_PHYSICAL_LOAD
   return s;
 }
 

@@ -54,21 +54,30 @@
 
 namespace pump::cuda {
 
+// Every counter, once: the stats struct, its atomic twin, the copy between them and the cuda
+// backend's copy into its own stats (physical_<name>) all come from this list.
+// clang-format off
+#define PUMP_PHYSICAL_CHUNK_COUNTERS(X) \
+  X(allocations)        /* made on physical chunks */ \
+  X(maps)               /* chunks mapped (at allocation and when backed again) */ \
+  X(map_bytes) \
+  X(map_ns)             /* time inside cuMemCreate + cuMemMap + cuMemSetAccess */ \
+  X(unmaps)             /* chunks unmapped after a drop */ \
+  X(unmap_bytes) \
+  X(unmap_ns)           /* the releaser's time inside cuMemUnmap (+ cuMemRelease past the pool) */ \
+  X(release_wait_ns)    /* the releaser's time waiting for the work before a drop */ \
+  X(cancelled_releases) /* chunks backed again before their release came */ \
+  X(mapped_bytes)       /* physical memory held now, mapped ... */ \
+  X(mapped_high_water) \
+  X(pooled_bytes)       /* ... and unmapped, kept for the next chunk of its size */ \
+  X(creates)            /* cuMemCreate calls (the rest came from the pool) */ \
+  X(access_calls)       /* cuMemSetAccess calls (one per run of neighbouring chunks mapped) */
+// clang-format on
+
 struct PhysicalChunksStats {
-  uint64_t allocations = 0;  // made on physical chunks
-  uint64_t maps = 0;         // chunks mapped (at allocation and when backed again)
-  uint64_t map_bytes = 0;
-  uint64_t map_ns = 0;  // time inside cuMemCreate + cuMemMap + cuMemSetAccess
-  uint64_t unmaps = 0;  // chunks unmapped and released after a drop
-  uint64_t unmap_bytes = 0;
-  uint64_t unmap_ns = 0;            // time inside cuMemUnmap + cuMemRelease (the releaser's)
-  uint64_t release_wait_ns = 0;     // the releaser's time waiting for the work before a drop
-  uint64_t cancelled_releases = 0;  // chunks backed again before their release came
-  uint64_t mapped_bytes = 0;        // physical memory held now, mapped ...
-  uint64_t mapped_high_water = 0;
-  uint64_t pooled_bytes = 0;  // ... and unmapped, kept for the next chunk of its size
-  uint64_t creates = 0;       // cuMemCreate calls (the rest came from the pool)
-  uint64_t access_calls = 0;  // cuMemSetAccess calls (one per run of neighbouring chunks mapped)
+#define PUMP_PHYSICAL_FIELD(name) uint64_t name = 0;
+  PUMP_PHYSICAL_CHUNK_COUNTERS(PUMP_PHYSICAL_FIELD)
+#undef PUMP_PHYSICAL_FIELD
 };
 
 class PhysicalChunks {
