@@ -15,6 +15,15 @@
  * orders a fetch after the evictions that make its room. A bad value: one
  * warning, the default is used.
  *
+ * Config: LRU_VICTIMS (PUMP_LRU_VICTIMS): the order of the passes that pick victims under
+ * pressure, comma-separated, each least recently used first: "idle-dead", "dead",
+ * "idle-clean", "clean", "idle", "any" ("idle": no kernel in flight uses it; "dead" blocks
+ * are discarded, not written back). "any" ends the list when it is not named. Default
+ * "idle-dead,idle-clean,any". Why a knob: on the GPU the decode under PUMP_DATAPATH=vmm
+ * moved 45% more bytes than on the copy path (fifteenth session), and which blocks are
+ * idle depends on how far the launching thread runs ahead. A bad value: one warning, the
+ * default.
+ *
  * Known losses to "none" (plain unified memory) in pump-bench's sim matrix (docs/results/
  * policies-2026-11-26.md): decode-grow x1.02-1.1, where the cache outgrows the budget only
  * in the last tokens, is 4.6% slower: each prefetch of a new, never-touched allocation costs
@@ -27,15 +36,76 @@
  * and the scans for idle blocks cost 3.4 s over the run).
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "policy_common.h"
 
 #define LRU_DEFAULT_HEADROOM_PERCENT 0.0
 
+#define LRU_MAX_PASSES 6
+
 typedef struct lru_state {
-  policy_base_t base; /* first: policy_base_destroy frees the whole state */
-  uint64_t headroom;  /* bytes kept free when the program does not fit */
+  policy_base_t base;                           /* first: policy_base_destroy frees the whole state */
+  uint64_t headroom;                            /* bytes kept free when the program does not fit */
+  policy_block_filter_t passes[LRU_MAX_PASSES]; /* under pressure, in order; the last is "any" */
+  size_t num_passes;
 } lru_state_t;
+
+typedef struct lru_pass_name {
+  const char* name;
+  policy_block_filter_t filter;
+} lru_pass_name_t;
+
+static const lru_pass_name_t lru_pass_names[] = {
+    /* as POLICY_IDLE_DEAD_BLOCKS etc. (policy_common.h), spelled out for a static initializer */
+    {"idle-dead", {PUMP_BLOCK_IN_USE | PUMP_BLOCK_DEAD, PUMP_BLOCK_DEAD}},
+    {"dead", {PUMP_BLOCK_DEAD, PUMP_BLOCK_DEAD}},
+    {"idle-clean", {PUMP_BLOCK_IN_USE | PUMP_BLOCK_CLEAN, PUMP_BLOCK_CLEAN}},
+    {"clean", {PUMP_BLOCK_CLEAN, PUMP_BLOCK_CLEAN}},
+    {"idle", {PUMP_BLOCK_IN_USE, 0u}},
+    {"any", {0u, 0u}},
+};
+#define LRU_NUM_PASS_NAMES (sizeof lru_pass_names / sizeof lru_pass_names[0])
+#define LRU_DEFAULT_VICTIMS "idle-dead,idle-clean,any"
+
+/* Parses a comma-separated list of pass names into lru->passes ("any" appended when
+ * missing). Returns 0 on a name it does not know, an empty item or too many passes. */
+static int parse_victims(lru_state_t* lru, const char* text) {
+  size_t n = 0;
+  int has_any = 0;
+  const char* p = text;
+  for (;;) {
+    const char* end = p;
+    size_t i, length;
+    while (*end != '\0' && *end != ',') ++end;
+    length = (size_t)(end - p);
+    for (i = 0; i < LRU_NUM_PASS_NAMES; ++i)
+      if (strlen(lru_pass_names[i].name) == length && strncmp(lru_pass_names[i].name, p, length) == 0) break;
+    if (i == LRU_NUM_PASS_NAMES || n == LRU_MAX_PASSES) return 0;
+    lru->passes[n++] = lru_pass_names[i].filter;
+    has_any = has_any || lru_pass_names[i].filter.mask == 0;
+    if (*end == '\0') break;
+    p = end + 1;
+  }
+  if (!has_any) {
+    if (n == LRU_MAX_PASSES) return 0;
+    lru->passes[n++] = POLICY_ANY_BLOCK;
+  }
+  lru->num_passes = n;
+  return 1;
+}
+
+static void configure_victims(lru_state_t* lru) {
+  const char* text = policy_config(lru->base.host, "LRU_VICTIMS");
+  char message[256];
+  if (text != NULL && parse_victims(lru, text)) return;
+  parse_victims(lru, LRU_DEFAULT_VICTIMS);
+  if (text == NULL) return;
+  snprintf(message, sizeof message,
+           "PUMP_LRU_VICTIMS='%.64s' is not a list of idle-dead, dead, idle-clean, clean, idle, any: using %s", text,
+           LRU_DEFAULT_VICTIMS);
+  policy_log(lru->base.host, PUMP_LOG_WARN, message);
+}
 
 /* LRU_HEADROOM through the host's size parser (SDK 1.1): bytes, or a percentage of
  * the budget; it must stay below the budget. A bad value: one warning, the default. */
@@ -71,7 +141,10 @@ static void evict_dead_first(policy_base_t* base, policy_block_filter_t dead, po
 
 static pump_status_v1_t lru_init(const pump_policy_host_v1_t* host, void** ctx) {
   pump_status_v1_t status = policy_base_create(host, sizeof(lru_state_t), ctx);
-  if (status == PUMP_OK) configure_headroom((lru_state_t*)*ctx);
+  if (status == PUMP_OK) {
+    configure_headroom((lru_state_t*)*ctx);
+    configure_victims((lru_state_t*)*ctx);
+  }
   return status;
 }
 
@@ -93,14 +166,13 @@ static void lru_on_kernel(void* ctx, const pump_kernel_v1_t* kernel) {
 }
 
 static void lru_on_pressure(void* ctx, const pump_kernel_v1_t* kernel, uint64_t bytes_needed) {
-  policy_base_t* base = (policy_base_t*)ctx;
-  uint64_t freed;
+  lru_state_t* lru = (lru_state_t*)ctx;
+  uint64_t freed = 0;
+  size_t i;
   (void)kernel;
-  if (base == NULL) return;
-  freed = policy_evict_lru(base, PUMP_ALL_ROLES, POLICY_IDLE_DEAD_BLOCKS, 1, bytes_needed);
-  if (freed < bytes_needed)
-    freed += policy_evict_lru(base, PUMP_ALL_ROLES, POLICY_IDLE_CLEAN_BLOCKS, 1, bytes_needed - freed);
-  if (freed < bytes_needed) policy_evict_lru(base, PUMP_ALL_ROLES, POLICY_ANY_BLOCK, 1, bytes_needed - freed);
+  if (lru == NULL) return;
+  for (i = 0; i < lru->num_passes && freed < bytes_needed; ++i)
+    freed += policy_evict_lru(&lru->base, PUMP_ALL_ROLES, lru->passes[i], 1, bytes_needed - freed);
 }
 
 PUMP_DECLARE_POLICY = {

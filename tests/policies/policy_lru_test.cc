@@ -126,6 +126,56 @@ TEST(PolicyLru, PressureEvictsABlockInUseWhenNothingElseIsLeft) {
   EXPECT_EQ(host.evicted_ids(), std::vector<uint64_t>{in_use});
 }
 
+TEST(PolicyLru, PressurePrefersAnIdleCleanBlockToAnOlderDirtyOneByDefault) {
+  FakePolicyHost host(1000);
+  host.add_block(10, PUMP_ROLE_ACTIVATION, true);  // least recently used, dirty
+  const uint64_t clean = host.add_block(10, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_CLEAN);
+  PolicyInstance policy("lru", host);
+  ASSERT_TRUE(policy.ready());
+  policy.on_pressure(host.begin_kernel({}), 10);
+  EXPECT_EQ(host.evicted_ids(), std::vector<uint64_t>{clean});
+}
+
+TEST(PolicyLru, VictimsAnyMakesPressurePlainLeastRecentlyUsed) {
+  FakePolicyHost host(1000);
+  const uint64_t oldest_dirty = host.add_block(10, PUMP_ROLE_ACTIVATION, true);
+  host.add_block(10, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_CLEAN);
+  host.set_config("LRU_VICTIMS", "any");
+  PolicyInstance policy("lru", host);
+  ASSERT_TRUE(policy.ready());
+  policy.on_pressure(host.begin_kernel({}), 10);
+  EXPECT_EQ(host.evicted_ids(), std::vector<uint64_t>{oldest_dirty});
+  EXPECT_TRUE(host.logs.empty());
+}
+
+TEST(PolicyLru, VictimsIdleSkipsBlocksInUseAndAnyIsAppendedWhenUnnamed) {
+  FakePolicyHost host(1000);
+  const uint64_t in_use = host.add_block(10, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_IN_USE);
+  const uint64_t idle = host.add_block(10, PUMP_ROLE_ACTIVATION, true);
+  host.set_config("LRU_VICTIMS", "dead,idle");
+  PolicyInstance policy("lru", host);
+  ASSERT_TRUE(policy.ready());
+  policy.on_pressure(host.begin_kernel({}), 20);
+  EXPECT_EQ(host.evicted_ids(), (std::vector<uint64_t>{idle, in_use})) << "idle first, then any";
+  EXPECT_TRUE(host.logs.empty());
+}
+
+TEST(PolicyLru, ABadVictimListWarnsOnceNamingTheVariableAndTheDefaultHolds) {
+  for (const char* bad : {"", "idle,,any", "oldest", "any,", "idle,idle,idle,idle,idle,idle,any"}) {
+    FakePolicyHost host(1000);
+    host.add_block(10, PUMP_ROLE_ACTIVATION, true);
+    const uint64_t clean = host.add_block(10, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_CLEAN);
+    host.set_config("LRU_VICTIMS", bad);
+    PolicyInstance policy("lru", host);
+    ASSERT_TRUE(policy.ready());
+    policy.on_pressure(host.begin_kernel({}), 10);
+    EXPECT_EQ(host.evicted_ids(), std::vector<uint64_t>{clean}) << "'" << bad << "': the default order";
+    ASSERT_EQ(host.logs.size(), 1u) << bad;
+    EXPECT_EQ(host.logs[0].level, PUMP_LOG_WARN);
+    EXPECT_NE(host.logs[0].message.find("PUMP_LRU_VICTIMS"), std::string::npos) << host.logs[0].message;
+  }
+}
+
 // LRU_HEADROOM values: with a full budget of 1000 in 10-byte idle blocks, the
 // number of blocks evicted after an empty kernel is the headroom in tens, rounded up.
 struct HeadroomCase {
