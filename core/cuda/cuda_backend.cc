@@ -774,7 +774,9 @@ void CudaBackend::issue_saves(const std::vector<ShadowRange>& saves, std::vector
                                          : "out: save (copy to host)";
   TrafficRange nvtx(how, total_bytes(saves), saves.size());
   IssueClock clock(&stats_->save_issue_ns, &stats_->save_issue_cpu_ns);
-  std::vector<ShadowRange> by_engine = copy_staged(staged_out_, saves, /*to_host=*/true, out_stream_, saved);
+  std::vector<ShadowRange> managed = saves, by_engine;
+  if (chunks_) chunks_->take_ours(&managed, &by_engine);  // plain device memory: no staging
+  for (ShadowRange& s : copy_staged(staged_out_, managed, /*to_host=*/true, out_stream_, saved)) by_engine.push_back(s);
   if (copy_kernels_) {
     for (const ShadowRange& s : copy_by_kernel(&by_engine, /*to_host=*/true)) {
       saved->push_back({s.address, s.bytes});
@@ -925,7 +927,10 @@ void CudaBackend::issue_restores(const std::vector<ShadowRange>& restores) {
   TrafficRange nvtx(staged_in_.usable() ? "in: restore (staged)" : "in: restore (copy from host)",
                     total_bytes(restores), restores.size());
   IssueClock clock(&stats_->restore_issue_ns, &stats_->restore_issue_cpu_ns);
-  std::vector<ShadowRange> by_engine = copy_staged(staged_in_, restores, /*to_host=*/false, prefetch_stream_, nullptr);
+  std::vector<ShadowRange> managed = restores, by_engine;
+  if (chunks_) chunks_->take_ours(&managed, &by_engine);  // plain device memory: no staging
+  for (ShadowRange& s : copy_staged(staged_in_, managed, /*to_host=*/false, prefetch_stream_, nullptr))
+    by_engine.push_back(s);
   if (copy_kernels_ && options_.copy_via == CudaBackendOptions::CopyVia::kKernels)
     for (const ShadowRange& s : copy_by_kernel(&by_engine, /*to_host=*/false))
       stats_->restore_bytes.fetch_add(s.bytes, std::memory_order_relaxed);

@@ -15,8 +15,8 @@
 #include <cuda.h>
 
 #include <algorithm>
-#include <numeric>
 #include <cstdio>
+#include <numeric>
 #include <vector>
 
 #include "probe_kernels.cuh"
@@ -141,10 +141,11 @@ int main() {
     if (load.grant) {
       std::vector<double> sorted = grant_us;
       std::sort(sorted.begin(), sorted.end());
-      std::printf("  %zu grants of %zu MiB: median %.1f us, max %.1f, sum %.2f ms; maps %.1f us each; grants done %.2f ms "
-                  "after the load was queued\n  each grant, us (copies completed when it returned):",
-                  kChunks, load.chunk / kMiB, sorted[kChunks / 2], sorted.back(),
-                  std::accumulate(grant_us.begin(), grant_us.end(), 0.0) / 1000.0, map_us / kChunks, grants_end);
+      std::printf(
+          "  %zu grants of %zu MiB: median %.1f us, max %.1f, sum %.2f ms; maps %.1f us each; grants done %.2f ms "
+          "after the load was queued\n  each grant, us (copies completed when it returned):",
+          kChunks, load.chunk / kMiB, sorted[kChunks / 2], sorted.back(),
+          std::accumulate(grant_us.begin(), grant_us.end(), 0.0) / 1000.0, map_us / kChunks, grants_end);
       for (size_t i = 0; i < kChunks; ++i) std::printf(" %.0f(%zu)", grant_us[i], done_at[i]);
       std::printf("\n");
     }

@@ -207,6 +207,29 @@ TEST_F(PhysicalChunksTest, WithCopyKernelsBothWaysNoCopyEngineMovesABlock) {
   EXPECT_TRUE(b.free_physical(a));
 }
 
+TEST_F(PhysicalChunksTest, WithStagingPhysicalChunksAreCopiedByTheCopyEnginesDirectly) {
+  FakeDriverConfig config;
+  config.copy_kernels = 1;
+  CudaBackend& b = start(config);  // PUMP_COPY_VIA's default: staging, for managed memory
+  ASSERT_STREQ(b.copy_path(), "staging");
+  const uint64_t a = allocate(kChunk);
+  fill(a, kChunk, 5);
+  std::vector<uint8_t> shadow(kChunk);
+  const uint64_t s = reinterpret_cast<uint64_t>(shadow.data());
+  TransferBatch out;
+  out.save = {{a, kChunk, s}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
+  TransferBatch in;
+  in.restore = {{a, kChunk, s}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(in)));
+  EXPECT_TRUE(holds(a, kChunk, 5));
+  EXPECT_EQ(b.stats().staged_launches, 0u) << "plain device memory needs no staging buffer";
+  EXPECT_GT(driver_.count("cuMemcpyDtoHAsync"), 0u);
+  EXPECT_GT(driver_.count("cuMemcpyHtoDAsync"), 0u);
+  EXPECT_EQ(driver_.count("<unmapped access>"), 0u);
+  EXPECT_TRUE(b.free_physical(a));
+}
+
 TEST_F(PhysicalChunksTest, AChunkStaysMappedWhileAnyOfItsBytesIsWanted) {
   CudaBackend& b = start();
   const uint64_t a = allocate(kChunk + kMiB);  // a 4 MiB chunk and a 2 MiB one, its last MiB past the end
