@@ -359,7 +359,7 @@ std::string CudaBackend::setup_on_worker() {
   load_copy_kernels();
   if (options_.physical) {
     chunks_ = std::make_unique<cuda::PhysicalChunks>(api_, context_, ordinal_, options_.physical_chunk_bytes,
-                                                     options_.physical_pool_bytes);
+                                                     options_.physical_pool_bytes, options_.physical_map_ahead);
     const std::string why = chunks_->start();
     if (!why.empty()) {
       log(LogLevel::kWarn, "PUMP_DATAPATH=vmm: %s: allocations stay managed memory (the copy data path)", why.c_str());
@@ -613,6 +613,18 @@ void CudaBackend::back_physical(std::vector<Range> ranges) {
                 api_.describe(r).c_str());
 }
 
+void CudaBackend::back_physical_before(CUstream stream, std::vector<Range> ranges) {
+  if (ranges.empty()) return;
+  if (!chunks_->maps_ahead()) {
+    back_physical(std::move(ranges));
+    return;
+  }
+  TrafficRange nvtx("in: map ahead (physical chunks)", total_bytes(ranges), ranges.size());
+  const CUresult r = chunks_->wait_for_maps(stream, chunks_->back_later(ranges));
+  if (r != CUDA_SUCCESS)
+    note_failure("cuStreamWaitValue64", "this thread waited for the maps instead", r, &ranges.front());
+}
+
 void CudaBackend::load_copy_kernels() {
 #if PUMP_HAVE_COPY_KERNELS
   using CopyVia = CudaBackendOptions::CopyVia;
@@ -828,28 +840,33 @@ bool CudaBackend::copy_or_host_fallback(const ShadowRange& s, bool to_host) {
 void CudaBackend::issue_fetch_in_groups(const TransferBatch& batch, const std::vector<Fence>& waits, bool after_out,
                                         uint64_t value) {
   if ((batch.populate.empty() && batch.restore.empty()) || context_lost_) return;
-  if (chunks_ && chunks_->used()) {
+  const bool physical = chunks_ && chunks_->used();
+  std::vector<Range> populate = batch.populate;
+  if (physical) {
     // Physical chunks are mapped for the whole batch before its first copy: a grant of access
-    // waits for the copy engines' work in flight, so mapping group by group would leave the
-    // engines idle at every group (the copies of a group wait for its map, which waits for
-    // the copies of the group before).
-    std::vector<Range> all = batch.populate;
-    for (const ShadowRange& r : batch.restore) all.push_back({r.address, r.bytes});
+    // waits for the copy engines' device-to-host work in flight, so mapping group by group
+    // would leave the engines idle at every group. On the mapper thread where it runs: the in
+    // stream waits for the maps on the device, and this thread goes on. A physical range's
+    // populate is its map alone.
     std::vector<Range> ours;
-    chunks_->take_ours(&all, &ours);
-    back_physical(std::move(ours));
+    chunks_->take_ours(&populate, &ours);
+    std::vector<Range> restored;
+    for (const ShadowRange& r : batch.restore) restored.push_back({r.address, r.bytes});
+    chunks_->take_ours(&restored, &ours);
+    back_physical_before(prefetch_stream_, std::move(ours));
   }
   // The populate stream owes the same waits as the in stream: nothing may be populated
   // while a transfer out of it still runs.
   for (const Fence& f : waits) issue_wait(populate_stream_, f);
   if (after_out) issue_wait(populate_stream_, Fence{out_key_, value});
-  issue_populate(populate_stream_, batch.populate);
+  issue_populate(populate_stream_, std::move(populate));
   std::vector<ShadowRange> group;
   uint64_t group_bytes = 0;
   auto flush = [&] {
-    std::vector<Range> ranges;
+    std::vector<Range> ranges, mapped_already;
     ranges.reserve(group.size());
     for (const ShadowRange& r : group) ranges.push_back({r.address, r.bytes});
+    if (physical) chunks_->take_ours(&ranges, &mapped_already);
     issue_populate(populate_stream_, std::move(ranges));
     hand_populated_to_in_stream();
     issue_restores(group);

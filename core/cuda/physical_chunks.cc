@@ -30,12 +30,13 @@ struct PhysicalChunks::Counters {
 };
 
 PhysicalChunks::PhysicalChunks(const DriverApi& api, CUcontext context, int device, uint64_t chunk_bytes,
-                               uint64_t pool_bytes)
+                               uint64_t pool_bytes, bool map_ahead)
     : api_(api),
       context_(context),
       device_(device),
       chunk_bytes_(chunk_bytes),
       pool_limit_(pool_bytes),
+      map_ahead_(map_ahead),
       counters_(new Counters) {
   prop_.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   prop_.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
@@ -44,6 +45,15 @@ PhysicalChunks::PhysicalChunks(const DriverApi& api, CUcontext context, int devi
 }
 
 PhysicalChunks::~PhysicalChunks() {
+  if (mapper_.joinable()) {  // its jobs first: the drops among them queue releases
+    {
+      std::lock_guard lock(map_mutex_);
+      map_stopping_ = true;
+    }
+    map_cv_.notify_all();
+    mapper_.join();
+  }
+  if (flag_host_) api_.cuMemFreeHost(flag_host_);
   if (releaser_.joinable()) {
     {
       std::lock_guard lock(queue_mutex_);
@@ -83,54 +93,96 @@ std::string PhysicalChunks::start() {
     }
   chunk_bytes_ = round_up(std::max<uint64_t>(chunk_bytes_, granularity_), granularity_);
   releaser_ = std::thread([this] { releaser_main(); });
+  // Maps ahead only where a stream can wait for the mapper's flag on the device.
+  int wait_64 = 0;
+  void* flag = nullptr;
+  if (map_ahead_ && api_.cuStreamWaitValue64 && api_.cuMemHostAlloc && api_.cuMemHostGetDevicePointer &&
+      api_.cuMemFreeHost &&
+      api_.cuDeviceGetAttribute(&wait_64, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, device_) == CUDA_SUCCESS &&
+      wait_64 && api_.cuMemHostAlloc(&flag, 64, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS) {
+    if (api_.cuMemHostGetDevicePointer(&flag_device_, flag, 0) == CUDA_SUCCESS) {
+      flag_host_ = static_cast<uint64_t*>(flag);
+      __atomic_store_n(flag_host_, 0, __ATOMIC_RELEASE);
+      mapper_ = std::thread([this] { mapper_main(); });
+    } else {
+      api_.cuMemFreeHost(flag);
+    }
+  }
   return "";
 }
 
 CUresult PhysicalChunks::map_chunks(uint64_t base, Allocation& a, size_t first, size_t last) {
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<size_t> mapped;
+  struct Pick {
+    size_t index;
+    CUmemGenericAllocationHandle handle;  // from the pool, else 0 until created
+    bool mapped;
+  };
+  std::vector<Pick> picks;
+  {
+    std::lock_guard lock(mutex_);
+    for (size_t i = first; i <= last; ++i) {
+      const Chunk& c = a.chunks[i];
+      if (c.state != State::kUnmapped) continue;
+      CUmemGenericAllocationHandle handle = 0;
+      if (auto it = pool_.find(c.bytes); it != pool_.end() && !it->second.empty()) {
+        handle = it->second.back();
+        it->second.pop_back();
+        pooled_ -= c.bytes;
+      }
+      picks.push_back({i, handle, false});
+    }
+    counters_->pooled_bytes.store(pooled_, std::memory_order_relaxed);
+  }
+  // The driver's calls outside mutex_: a grant may wait a millisecond (above), and the worker
+  // and the releaser need the lock meanwhile.
   CUresult r = CUDA_SUCCESS;
-  for (size_t i = first; i <= last; ++i) {
-    Chunk& c = a.chunks[i];
-    if (c.state != State::kUnmapped) continue;
-    CUmemGenericAllocationHandle handle = 0;
-    if (auto it = pool_.find(c.bytes); it != pool_.end() && !it->second.empty()) {
-      handle = it->second.back();
-      it->second.pop_back();
-      pooled_ -= c.bytes;
-    } else {
-      r = api_.cuMemCreate(&handle, c.bytes, &prop_, 0);
-      if (r != CUDA_SUCCESS) break;
+  for (Pick& p : picks) {
+    const Chunk& c = a.chunks[p.index];
+    if (!p.handle) {
+      r = api_.cuMemCreate(&p.handle, c.bytes, &prop_, 0);
+      if (r != CUDA_SUCCESS) {
+        p.handle = 0;
+        break;
+      }
       counters_->creates.fetch_add(1, std::memory_order_relaxed);
     }
-    r = api_.cuMemMap(base + c.offset, c.bytes, 0, handle, 0);
+    r = api_.cuMemMap(base + c.offset, c.bytes, 0, p.handle, 0);
     if (r != CUDA_SUCCESS) {
-      api_.cuMemRelease(handle);
+      api_.cuMemRelease(p.handle);
+      p.handle = 0;
       break;
     }
-    c.handle = handle;
-    mapped.push_back(i);
+    p.mapped = true;
   }
   // Access once per run of neighbouring chunks: a cuMemSetAccess call waits for the copy
-  // engines' work in flight (0.4-1 ms a call while copies run, 20-26 us idle or under kernels:
-  // map_under_load_probe.cu, H200), whatever its size; creating and mapping cost microseconds.
-  for (size_t k = 0; k < mapped.size() && r == CUDA_SUCCESS;) {
+  // engines' device-to-host work in flight (about 1 ms a chunk while it runs, 20-26 us
+  // otherwise: grant_wait_probe.cu, H200); creating and mapping cost microseconds.
+  for (size_t k = 0; k < picks.size() && picks[k].mapped && r == CUDA_SUCCESS;) {
     size_t j = k;
-    while (j + 1 < mapped.size() && mapped[j + 1] == mapped[j] + 1) ++j;
-    const Chunk& lo = a.chunks[mapped[k]];
-    const Chunk& hi = a.chunks[mapped[j]];
+    while (j + 1 < picks.size() && picks[j + 1].mapped && picks[j + 1].index == picks[j].index + 1) ++j;
+    const Chunk& lo = a.chunks[picks[k].index];
+    const Chunk& hi = a.chunks[picks[j].index];
     r = api_.cuMemSetAccess(base + lo.offset, hi.offset + hi.bytes - lo.offset, access_.data(), access_.size());
     counters_->access_calls.fetch_add(1, std::memory_order_relaxed);
     k = j + 1;
   }
-  for (size_t i : mapped) {
-    Chunk& c = a.chunks[i];
-    if (r != CUDA_SUCCESS) {  // nothing this call mapped stays mapped, nor its memory held
-      api_.cuMemUnmap(base + c.offset, c.bytes);
-      api_.cuMemRelease(c.handle);
-      c.handle = 0;
+  std::lock_guard lock(mutex_);
+  for (Pick& p : picks) {
+    Chunk& c = a.chunks[p.index];
+    if (!p.mapped) {
+      if (p.handle) {  // taken from the pool, never used: back to it
+        pool_[c.bytes].push_back(p.handle);
+        pooled_ += c.bytes;
+      }
       continue;
     }
+    if (r != CUDA_SUCCESS) {  // nothing this call mapped stays mapped, nor its memory held
+      api_.cuMemUnmap(base + c.offset, c.bytes);
+      api_.cuMemRelease(p.handle);
+      continue;
+    }
+    c.handle = p.handle;
     c.state = State::kMapped;
     c.generation = ++generations_;
     counters_->maps.fetch_add(1, std::memory_order_relaxed);
@@ -175,9 +227,10 @@ CUresult PhysicalChunks::allocate(uint64_t bytes, uint64_t* address) {
   for (uint64_t offset = 0; offset < a.reserved; offset += chunk_bytes_)
     a.chunks.push_back(Chunk{offset, std::min(chunk_bytes_, a.reserved - offset), 0, State::kUnmapped});
   for (int attempt = 0;; ++attempt) {
+    r = map_chunks(base, a, 0, a.chunks.size() - 1);  // `a` is this thread's alone until placed
     std::unique_lock lock(mutex_);
-    r = map_chunks(base, a, 0, a.chunks.size() - 1);
     if (r == CUDA_SUCCESS) {
+      a.serial = ++generations_;
       allocations_.emplace(base, std::move(a));
       break;
     }
@@ -222,6 +275,7 @@ bool PhysicalChunks::free(uint64_t address) {
   const bool pushed = api_.cuCtxPushCurrent && api_.cuCtxPopCurrent && api_.cuCtxPushCurrent(context_) == CUDA_SUCCESS;
   api_.cuCtxSynchronize();
   if (pushed) api_.cuCtxPopCurrent(&popped);
+  std::lock_guard mapping(map_call_mutex_);  // no map of its chunks in flight on the mapper
   std::lock_guard lock(mutex_);
   auto it = allocations_.find(address);
   if (it == allocations_.end()) return false;
@@ -232,14 +286,47 @@ bool PhysicalChunks::free(uint64_t address) {
   return true;
 }
 
+std::vector<PhysicalChunks::Asked> PhysicalChunks::ask(const std::vector<Range>& ranges) {
+  std::vector<Asked> asked;
+  asked.reserve(ranges.size());
+  std::lock_guard lock(mutex_);
+  for (const Range& r : ranges)
+    if (const Allocation* a = find(r.address, nullptr); a && r.bytes) asked.push_back({r, a->serial});
+  return asked;
+}
+
 void PhysicalChunks::drop(const std::vector<Range>& ranges, CUstream after) {
+  CUevent event = take_event();
+  if (event && api_.cuEventRecord(event, after) != CUDA_SUCCESS) {
+    api_.cuEventDestroy(event);
+    event = nullptr;
+  }
+  // No event: the work before the drop is waited for here instead (slow, but in order).
+  if (!event) api_.cuStreamSynchronize(after);
+  if (!maps_ahead()) {
+    drop_now(ask(ranges), event);
+    return;
+  }
+  MapJob job;
+  job.drop = true;
+  job.ranges = ask(ranges);
+  job.event = event;
+  {
+    std::lock_guard lock(map_mutex_);
+    map_queue_.push_back(std::move(job));
+  }
+  map_cv_.notify_one();
+}
+
+void PhysicalChunks::drop_now(const std::vector<Asked>& ranges, CUevent event) {
   std::vector<Release> releases;
   {
     std::lock_guard lock(mutex_);
-    for (const Range& r : ranges) {
+    for (const Asked& asked : ranges) {
+      const Range& r = asked.range;
       uint64_t base = 0;
       Allocation* a = find(r.address, &base);
-      if (!a || r.bytes == 0) continue;
+      if (!a || a->serial != asked.serial) continue;  // freed since it was asked
       a->dropped += Interval::right_open(r.address, r.end());
       const size_t last = std::min(a->chunks.size() - 1, (r.end() - 1 - base) / chunk_bytes_);
       for (size_t i = (r.address - base) / chunk_bytes_; i <= last; ++i) {
@@ -253,56 +340,122 @@ void PhysicalChunks::drop(const std::vector<Range>& ranges, CUstream after) {
         releases.push_back({base, i, c.generation});
       }
     }
+    if (releases.empty() && event) {
+      free_events_.push_back(event);
+      return;
+    }
   }
   if (releases.empty()) return;
-  Queued q;
-  q.releases = std::move(releases);
-  q.event = take_event();
-  if (q.event && api_.cuEventRecord(q.event, after) != CUDA_SUCCESS) {
-    api_.cuEventDestroy(q.event);
-    q.event = nullptr;
-  }
-  if (!q.event) {
-    // No event: the work before the drop is waited for here instead (slow, but in order).
-    api_.cuStreamSynchronize(after);
-    release_now(q.releases);
+  if (!event) {
+    release_now(releases);  // the stream was synchronized already
     return;
   }
   {
     std::lock_guard lock(queue_mutex_);
-    queue_.push_back(std::move(q));
+    queue_.push_back(Queued{event, std::move(releases)});
   }
   queue_cv_.notify_one();
 }
 
 CUresult PhysicalChunks::back(const std::vector<Range>& ranges) {
+  drain_mapper();  // the drops asked for before act first
+  return back_now(ask(ranges));
+}
+
+CUresult PhysicalChunks::back_now(const std::vector<Asked>& ranges) {
   for (int attempt = 0;; ++attempt) {
     CUresult failed = CUDA_SUCCESS;
     {
-      std::lock_guard lock(mutex_);
-      for (const Range& r : ranges) {
+      std::lock_guard mapping(map_call_mutex_);  // free() waits for these maps
+      for (const Asked& asked : ranges) {
+        const Range& r = asked.range;
         uint64_t base = 0;
-        Allocation* a = find(r.address, &base);
-        if (!a || r.bytes == 0) continue;
-        a->dropped -= Interval::right_open(r.address, r.end());
-        const size_t last = std::min(a->chunks.size() - 1, (r.end() - 1 - base) / chunk_bytes_);
-        const size_t first = (r.address - base) / chunk_bytes_;
-        for (size_t i = first; i <= last; ++i) {
-          Chunk& c = a->chunks[i];
-          if (c.state != State::kReleasing) continue;
-          c.state = State::kMapped;  // its queued release finds a newer generation
-          c.generation = ++generations_;
-          counters_->cancelled_releases.fetch_add(1, std::memory_order_relaxed);
+        Allocation* a = nullptr;
+        size_t first = 0, last = 0;
+        {
+          std::lock_guard lock(mutex_);
+          a = find(r.address, &base);
+          if (!a || a->serial != asked.serial) continue;  // freed since it was asked
+          a->dropped -= Interval::right_open(r.address, r.end());
+          last = std::min(a->chunks.size() - 1, (r.end() - 1 - base) / chunk_bytes_);
+          first = (r.address - base) / chunk_bytes_;
+          for (size_t i = first; i <= last; ++i) {
+            Chunk& c = a->chunks[i];
+            if (c.state != State::kReleasing) continue;
+            c.state = State::kMapped;  // its queued release finds a newer generation
+            c.generation = ++generations_;
+            counters_->cancelled_releases.fetch_add(1, std::memory_order_relaxed);
+          }
         }
         const CUresult m = map_chunks(base, *a, first, last);
         if (m != CUDA_SUCCESS && failed == CUDA_SUCCESS) failed = m;
       }
     }
     if (failed == CUDA_SUCCESS || attempt == 1) return failed;
-    drain();  // the device may be full of chunks waiting for their release, or pooled
+    drain_releases();  // the device may be full of chunks waiting for their release, or pooled
     std::lock_guard lock(mutex_);
     give_back_pool();
   }
+}
+
+uint64_t PhysicalChunks::back_later(const std::vector<Range>& ranges) {
+  MapJob job;
+  job.ranges = ask(ranges);
+  uint64_t ticket = 0;
+  {
+    std::lock_guard lock(map_mutex_);
+    ticket = job.ticket = ++tickets_;
+    map_queue_.push_back(std::move(job));
+  }
+  map_cv_.notify_one();
+  return ticket;
+}
+
+CUresult PhysicalChunks::wait_for_maps(CUstream stream, uint64_t ticket) {
+  const CUresult r = api_.cuStreamWaitValue64(stream, flag_device_, ticket, CU_STREAM_WAIT_VALUE_GEQ);
+  if (r == CUDA_SUCCESS) return r;
+  // The stream cannot wait: this thread does, so nothing queued after reaches an unmapped chunk.
+  std::unique_lock lock(map_mutex_);
+  map_idle_cv_.wait(lock, [&] { return __atomic_load_n(flag_host_, __ATOMIC_ACQUIRE) >= ticket; });
+  return r;
+}
+
+void PhysicalChunks::mapper_main() {
+  api_.cuCtxSetCurrent(context_);
+  std::unique_lock lock(map_mutex_);
+  for (;;) {
+    map_cv_.wait(lock, [&] { return map_stopping_ || !map_queue_.empty(); });
+    if (map_queue_.empty()) return;  // stopping, nothing left
+    MapJob job = std::move(map_queue_.front());
+    map_queue_.pop_front();
+    mapping_ = true;
+    lock.unlock();
+    if (job.drop) {
+      drop_now(job.ranges, job.event);
+    } else {
+      counters_->maps_ahead.fetch_add(1, std::memory_order_relaxed);
+      const CUresult r = back_now(job.ranges);
+      if (r != CUDA_SUCCESS) {
+        counters_->map_failures.fetch_add(1, std::memory_order_relaxed);
+        // A kernel reaching the unmapped chunk will fault: this line says why first.
+        PUMP_LOG_ONCE(LogLevel::kError,
+                      "PUMP_DATAPATH=vmm: device memory for a dropped chunk could not be had again (%s): a kernel "
+                      "reaching it will fault; leave the device more room (PUMP_VMM_POOL, the budget) or use "
+                      "PUMP_DATAPATH=copy",
+                      api_.describe(r).c_str());
+      }
+      __atomic_store_n(flag_host_, job.ticket, __ATOMIC_RELEASE);  // the streams waiting for it go on
+    }
+    lock.lock();
+    mapping_ = false;
+    map_idle_cv_.notify_all();
+  }
+}
+
+void PhysicalChunks::drain_mapper() {
+  if (!mapper_.joinable()) return;
+  std::unique_lock lock(map_mutex_);
+  map_idle_cv_.wait(lock, [&] { return map_queue_.empty() && !mapping_; });
 }
 
 void PhysicalChunks::release_now(const std::vector<Release>& releases) {
@@ -354,6 +507,11 @@ void PhysicalChunks::releaser_main() {
 }
 
 void PhysicalChunks::drain() {
+  drain_mapper();
+  drain_releases();
+}
+
+void PhysicalChunks::drain_releases() {
   std::unique_lock lock(queue_mutex_);
   idle_cv_.wait(lock, [&] { return (queue_.empty() && !releasing_) || !releaser_.joinable(); });
 }
