@@ -359,7 +359,7 @@ std::string CudaBackend::setup_on_worker() {
   load_copy_kernels();
   if (options_.physical) {
     chunks_ = std::make_unique<cuda::PhysicalChunks>(api_, context_, ordinal_, options_.physical_chunk_bytes,
-                                                     options_.physical_pool_bytes, options_.physical_map_ahead);
+                                                     options_.physical_pool_bytes);
     const std::string why = chunks_->start();
     if (!why.empty()) {
       log(LogLevel::kWarn, "PUMP_DATAPATH=vmm: %s: allocations stay managed memory (the copy data path)", why.c_str());
@@ -613,18 +613,6 @@ void CudaBackend::back_physical(std::vector<Range> ranges) {
                 api_.describe(r).c_str());
 }
 
-void CudaBackend::back_physical_before(CUstream stream, std::vector<Range> ranges) {
-  if (ranges.empty()) return;
-  if (!chunks_->maps_ahead()) {
-    back_physical(std::move(ranges));
-    return;
-  }
-  TrafficRange nvtx("in: map ahead (physical chunks)", total_bytes(ranges), ranges.size());
-  const CUresult r = chunks_->wait_for_maps(stream, chunks_->back_later(ranges));
-  if (r != CUDA_SUCCESS)
-    note_failure("cuStreamWaitValue64", "this thread waited for the maps instead", r, &ranges.front());
-}
-
 void CudaBackend::load_copy_kernels() {
 #if PUMP_HAVE_COPY_KERNELS
   using CopyVia = CudaBackendOptions::CopyVia;
@@ -845,15 +833,16 @@ void CudaBackend::issue_fetch_in_groups(const TransferBatch& batch, const std::v
   if (physical) {
     // Physical chunks are mapped for the whole batch before its first copy: a grant of access
     // waits for the copy engines' device-to-host work in flight, so mapping group by group
-    // would leave the engines idle at every group. On the mapper thread where it runs: the in
-    // stream waits for the maps on the device, and this thread goes on. A physical range's
-    // populate is its map alone.
+    // would leave the engines idle at every group. Here, not on a thread of its own with the
+    // in stream waiting on the device: the driver refuses a copy into a range not yet mapped
+    // when it is queued (CUDA_ERROR_INVALID_VALUE, H200, sixteenth session). A physical
+    // range's populate is its map alone.
     std::vector<Range> ours;
     chunks_->take_ours(&populate, &ours);
     std::vector<Range> restored;
     for (const ShadowRange& r : batch.restore) restored.push_back({r.address, r.bytes});
     chunks_->take_ours(&restored, &ours);
-    back_physical_before(prefetch_stream_, std::move(ours));
+    back_physical(std::move(ours));
   }
   // The populate stream owes the same waits as the in stream: nothing may be populated
   // while a transfer out of it still runs.

@@ -194,7 +194,6 @@ struct CudaBackendOptions {
   bool physical = false;
   uint64_t physical_chunk_bytes = 32ull << 20;
   uint64_t physical_pool_bytes = 2ull << 30;  // PUMP_VMM_POOL: unmapped chunks kept for reuse
-  bool physical_map_ahead = true;             // PUMP_VMM_MAP_AHEAD: maps on the chunks' mapper thread
 };
 
 // Every counter of the backend, once: the stats struct, its atomic twin, the copy
@@ -274,8 +273,6 @@ struct CudaBackendOptions {
   X(physical_pooled_bytes) /* ... unmapped and kept for the next chunk of their size */ \
   X(physical_creates)     /* ... cuMemCreate calls (the other maps took pooled memory) */ \
   X(physical_access_calls) /* ... cuMemSetAccess calls, one per run of neighbouring chunks mapped */ \
-  X(physical_maps_ahead)  /* ... fetches whose maps the mapper thread made (PUMP_VMM_MAP_AHEAD) */ \
-  X(physical_map_failures) /* ... of those, fetches whose chunks could not all be mapped */ \
   X(physical_kept_bytes)  /* ... evictions by migration asked of such memory: it stays on the device */
 // clang-format on
 
@@ -381,9 +378,6 @@ class CudaBackend final : public DeviceBackend {
   void issue_populate(CUstream stream, std::vector<Range> ranges);
   // Maps the chunks of `ranges` in physical chunks again (a failure logged); false: none were.
   void back_physical(std::vector<Range> ranges);
-  // The same before the work queued next on `stream`: on the mapper thread where it runs (the
-  // stream waits for it on the device), else here.
-  void back_physical_before(CUstream stream, std::vector<Range> ranges);
   // Takes the ranges in physical chunks out of `part` and drops, keeps or backs them.
   void issue_physical(CUstream stream, TransferBatch* part);
   // Populates on the populate stream, group by group, each group's copies waiting for it.

@@ -8,7 +8,6 @@
 #include <cuda.h>
 
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -17,7 +16,6 @@
 #include <set>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 namespace {
@@ -282,20 +280,6 @@ CUresult StreamGetCaptureInfo(CUstream s, CUstreamCaptureStatus* st, cuuint64_t*
   const bool capturing = g_capturing.count(reinterpret_cast<uint64_t>(s)) > 0;
   *st = capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
   if (id) *id = capturing ? reinterpret_cast<uint64_t>(s) : 0;
-  return CUDA_SUCCESS;
-}
-// Work is done when it is queued here, so the work after a wait for a value may not be done
-// before the value is there: the calling thread waits for it (up to 10 s; then the call fails).
-CUresult StreamWaitValue64(CUstream s, CUdeviceptr address, cuuint64_t value, unsigned int flags) {
-  ENTER("cuStreamWaitValue64");
-  record("cuStreamWaitValue64", s, address, 0, value, 0);
-  if (flags != CU_STREAM_WAIT_VALUE_GEQ) return CUDA_ERROR_NOT_SUPPORTED;
-  const auto* word = reinterpret_cast<const uint64_t*>(address);
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (__atomic_load_n(word, __ATOMIC_ACQUIRE) < value) {
-    if (std::chrono::steady_clock::now() > until) return CUDA_ERROR_LAUNCH_TIMEOUT;
-    std::this_thread::yield();
-  }
   return CUDA_SUCCESS;
 }
 CUresult StreamWaitEvent(CUstream s, CUevent, unsigned int) {
@@ -756,7 +740,7 @@ CUresult LaunchKernel(CUfunction f, unsigned, unsigned, unsigned, unsigned, unsi
   return CUDA_SUCCESS;
 }
 
-enum class Export { kAlways, kBatch, kCopy, kCopyKernel, kHostRegister, kWaitValue };
+enum class Export { kAlways, kBatch, kCopy, kCopyKernel, kHostRegister };
 CUresult GetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags,
                         CUdriverProcAddressQueryResult* status);
 struct Entry {
@@ -790,7 +774,6 @@ const Entry kEntries[] = {
     FAKE("cuStreamIsCapturing", StreamIsCapturing, 10000),
     FAKE("cuStreamGetCaptureInfo", StreamGetCaptureInfo, 12030),
     FAKE("cuStreamWaitEvent", StreamWaitEvent, 3020),
-    FAKE_IF("cuStreamWaitValue64", StreamWaitValue64, 12000, Export::kWaitValue),
     FAKE("cuEventCreate", EventCreate, 2000),
     FAKE("cuEventRecord", EventRecord, 2000),
     FAKE("cuEventQuery", EventQuery, 2000),
@@ -854,7 +837,6 @@ bool exported(Export when) {
     case Export::kCopy: return c.copy_calls != 0;
     case Export::kCopyKernel: return c.copy_kernels != 0;
     case Export::kHostRegister: return c.host_register != 0;
-    case Export::kWaitValue: return c.wait_value != 0;
   }
   return false;
 }

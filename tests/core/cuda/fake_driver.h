@@ -42,9 +42,6 @@ struct FakeDriverConfig {
   // 1: export cuMemHostRegister/Unregister (recorded, pinning nothing): the backend then pins
   // its shadows by registering memory it mapped itself (core/cuda/host_pinner.h).
   int host_register = 0;
-  // 1: export cuStreamWaitValue64 (CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS is 1): the
-  // calling thread waits until the value is there, as the stream's later work would.
-  int wait_value = 1;
 };
 // Contexts: device d's primary context is 0xc0 + d; a thread has none current until it
 // sets or pushes one. cuEventRecord and cuEventCreate log the current context in `value`,

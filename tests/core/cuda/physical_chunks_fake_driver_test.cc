@@ -34,10 +34,8 @@ class PhysicalChunksTest : public ::testing::Test {
                      uint64_t restore_group = 64 * kMiB,
                      CudaBackendOptions::CopyVia via = CudaBackendOptions{}.copy_via) {
     config.model_memory = 1;
-    backend_.reset();
     driver_.reset(config);
     CudaBackendOptions options;
-    options.physical_map_ahead = map_ahead_;
     options.physical = true;
     options.physical_chunk_bytes = kChunk;
     options.physical_pool_bytes = pool;
@@ -76,7 +74,6 @@ class PhysicalChunksTest : public ::testing::Test {
 
   testing::FakeDriver driver_;
   std::unique_ptr<CudaBackend> backend_;
-  bool map_ahead_ = true;  // PUMP_VMM_MAP_AHEAD's default
 };
 
 TEST_F(PhysicalChunksTest, AnAllocationIsOneReservationMappedInChunksAndFreedWhole) {
@@ -233,103 +230,6 @@ TEST_F(PhysicalChunksTest, WithStagingPhysicalChunksAreCopiedByTheCopyEnginesDir
   EXPECT_TRUE(b.free_physical(a));
 }
 
-TEST_F(PhysicalChunksTest, MappedAheadTheInStreamWaitsForTheMapperBeforeItsFirstCopy) {
-  CudaBackend& b = start();
-  const uint64_t a = allocate(kChunk);
-  fill(a, kChunk, 21);
-  std::vector<uint8_t> shadow(kChunk);
-  const uint64_t s = reinterpret_cast<uint64_t>(shadow.data());
-  TransferBatch out;
-  out.save = {{a, kChunk, s}};
-  ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
-  ASSERT_TRUE(driver_.unmapped(a, kChunk));
-  const size_t from = driver_.calls().size();
-  TransferBatch in;
-  in.restore = {{a, kChunk, s}};
-  ASSERT_NO_FATAL_FAILURE(run(std::move(in)));
-  const std::vector<FakeCall> calls = driver_.calls();
-  size_t wait = 0, copy = 0;
-  for (size_t i = from; i < calls.size(); ++i) {
-    if (std::strcmp(calls[i].name, "cuStreamWaitValue64") == 0 && !wait) wait = i + 1;
-    if (std::strcmp(calls[i].name, "cuMemcpyHtoDAsync") == 0 && !copy) copy = i + 1;
-  }
-  ASSERT_NE(wait, 0u) << "the in stream waits for the mapper's flag";
-  ASSERT_NE(copy, 0u);
-  EXPECT_LT(wait, copy);
-  EXPECT_EQ(calls[wait - 1].stream, calls[copy - 1].stream) << "on the stream that copies";
-  EXPECT_EQ(calls[wait - 1].value, 1u) << "the first ticket";
-  EXPECT_TRUE(holds(a, kChunk, 21));
-  EXPECT_EQ(b.stats().physical_maps_ahead, 1u);
-  EXPECT_EQ(driver_.count("<unmapped access>"), 0u);
-  EXPECT_TRUE(b.free_physical(a));
-}
-
-TEST_F(PhysicalChunksTest, WithoutStreamWaitsOrWithTheOptionOffTheWorkerMaps) {
-  for (const bool option : {true, false}) {
-    FakeDriverConfig config;
-    config.wait_value = option ? 0 : 1;  // a driver without cuStreamWaitValue64, or PUMP_VMM_MAP_AHEAD=0
-    map_ahead_ = option;
-    CudaBackend& b = start(config);
-    const uint64_t a = allocate(kChunk);
-    fill(a, kChunk, 22);
-    std::vector<uint8_t> shadow(kChunk);
-    const uint64_t s = reinterpret_cast<uint64_t>(shadow.data());
-    TransferBatch out;
-    out.save = {{a, kChunk, s}};
-    ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
-    TransferBatch in;
-    in.restore = {{a, kChunk, s}};
-    ASSERT_NO_FATAL_FAILURE(run(std::move(in)));
-    EXPECT_TRUE(holds(a, kChunk, 22));
-    EXPECT_EQ(b.stats().physical_maps_ahead, 0u);
-    EXPECT_EQ(driver_.count("cuStreamWaitValue64"), 0u);
-    EXPECT_EQ(driver_.count("<unmapped access>"), 0u);
-    EXPECT_TRUE(b.free_physical(a));
-  }
-}
-
-TEST_F(PhysicalChunksTest, AStreamThatCannotWaitForTheMapsHasTheWorkerWaitInstead) {
-  CudaBackend& b = start();
-  const uint64_t a = allocate(kChunk);
-  fill(a, kChunk, 23);
-  std::vector<uint8_t> shadow(kChunk);
-  const uint64_t s = reinterpret_cast<uint64_t>(shadow.data());
-  TransferBatch out;
-  out.save = {{a, kChunk, s}};
-  ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
-  driver_.fail("cuStreamWaitValue64", 0, CUDA_ERROR_NOT_SUPPORTED, 1);
-  TransferBatch in;
-  in.restore = {{a, kChunk, s}};
-  ASSERT_NO_FATAL_FAILURE(run(std::move(in)));
-  EXPECT_TRUE(holds(a, kChunk, 23)) << "copied after the maps all the same";
-  EXPECT_EQ(b.stats().failed_calls, 1u);
-  EXPECT_EQ(driver_.count("<unmapped access>"), 0u);
-  EXPECT_TRUE(b.free_physical(a));
-}
-
-TEST_F(PhysicalChunksTest, MappedAheadDropsAndMapsOfOneChunkActInTheOrderAsked) {
-  CudaBackend& b = start();
-  const uint64_t a = allocate(kChunk);
-  std::vector<uint8_t> shadow(kChunk);
-  const uint64_t s = reinterpret_cast<uint64_t>(shadow.data());
-  for (int round = 0; round < 3; ++round) {
-    fill(a, kChunk, static_cast<uint8_t>(30 + round));
-    TransferBatch out;  // dropped (unmapped after its save) ...
-    out.save = {{a, kChunk, s}};
-    const BatchFences f1 = b.submit(std::move(out));
-    TransferBatch in;  // ... and brought back by the next batch, queued before the first is done
-    in.restore = {{a, kChunk, s}};
-    in.fetch_wait_for = {f1.out};
-    const BatchFences f2 = b.submit(std::move(in));
-    ASSERT_TRUE(wait_done(f1.out) && wait_done(f2.in));
-    b.drain_physical_releases();
-    EXPECT_FALSE(driver_.unmapped(a, kChunk)) << "round " << round << ": the later map stands";
-    EXPECT_TRUE(holds(a, kChunk, static_cast<uint8_t>(30 + round))) << round;
-  }
-  EXPECT_EQ(driver_.count("<unmapped access>"), 0u);
-  EXPECT_TRUE(b.free_physical(a));
-}
-
 TEST_F(PhysicalChunksTest, AChunkStaysMappedWhileAnyOfItsBytesIsWanted) {
   CudaBackend& b = start();
   const uint64_t a = allocate(kChunk + kMiB);  // a 4 MiB chunk and a 2 MiB one, its last MiB past the end
@@ -390,33 +290,26 @@ TEST_F(PhysicalChunksTest, AChunkBackedBeforeItsReleaseCameIsKeptWithItsBytes) {
 }
 
 TEST_F(PhysicalChunksTest, AGrantRefusedWhenBackingLeavesNothingHalfMappedAndIsReported) {
-  for (const bool ahead : {true, false}) {
-    SCOPED_TRACE(ahead ? "maps on the mapper thread" : "maps on the worker");
-    map_ahead_ = ahead;
-    CudaBackend& b = start();
-    ASSERT_EQ(b.stats().physical_maps_ahead, 0u);
-    const uint64_t a = allocate(2 * kChunk);
-    TransferBatch out;
-    out.discard = {{a, 2 * kChunk}};
-    ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
-    ASSERT_TRUE(driver_.unmapped(a, 2 * kChunk));
-    // Refused for the batch (mapped as a whole before its first copy), try and retry.
-    driver_.fail("cuMemSetAccess", 0, CUDA_ERROR_OUT_OF_MEMORY, 2);
-    TransferBatch back;
-    back.populate = {{a, 2 * kChunk}};
-    ASSERT_NO_FATAL_FAILURE(run(std::move(back)));
-    EXPECT_TRUE(driver_.unmapped(a, 2 * kChunk)) << "no chunk mapped without access";
-    EXPECT_EQ(driver_.count("cuMemMap"), driver_.count("cuMemUnmap")) << "every chunk mapped was unmapped again";
-    const CudaBackendStats st = b.stats();
-    EXPECT_EQ(st.physical_maps_ahead, ahead ? 1u : 0u);
-    EXPECT_EQ(ahead ? st.physical_map_failures : st.failed_calls, 1u) << "reported once, where it failed";
-    EXPECT_EQ(st.physical_mapped_bytes, 0u);
-    TransferBatch again;
-    again.populate = {{a, 2 * kChunk}};
-    ASSERT_NO_FATAL_FAILURE(run(std::move(again)));
-    EXPECT_FALSE(driver_.unmapped(a, 2 * kChunk)) << "mapped once the driver grants access again";
-    EXPECT_TRUE(b.free_physical(a));
-  }
+  CudaBackend& b = start();
+  const uint64_t a = allocate(2 * kChunk);
+  TransferBatch out;
+  out.discard = {{a, 2 * kChunk}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
+  ASSERT_TRUE(driver_.unmapped(a, 2 * kChunk));
+  // Refused for the batch (mapped as a whole before its first copy, and only then), try and retry.
+  driver_.fail("cuMemSetAccess", 0, CUDA_ERROR_OUT_OF_MEMORY, 2);
+  TransferBatch back;
+  back.populate = {{a, 2 * kChunk}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(back)));
+  EXPECT_TRUE(driver_.unmapped(a, 2 * kChunk)) << "no chunk mapped without access";
+  EXPECT_EQ(driver_.count("cuMemMap"), driver_.count("cuMemUnmap")) << "every chunk mapped was unmapped again";
+  EXPECT_GE(b.stats().failed_calls, 1u);
+  EXPECT_EQ(b.stats().physical_mapped_bytes, 0u);
+  TransferBatch again;
+  again.populate = {{a, 2 * kChunk}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(again)));
+  EXPECT_FALSE(driver_.unmapped(a, 2 * kChunk)) << "mapped once the driver grants access again";
+  EXPECT_TRUE(b.free_physical(a));
 }
 
 TEST_F(PhysicalChunksTest, PoisonFillsTheBytesAndUnmapsNothing) {
