@@ -20,9 +20,12 @@
  * "idle-clean", "clean", "idle", "any" ("idle": no kernel in flight uses it; "dead" blocks
  * are discarded, not written back). "any" ends the list when it is not named. Default
  * "idle-dead,idle-clean,any". Why a knob: on the GPU the decode under PUMP_DATAPATH=vmm
- * moved 45% more bytes than on the copy path (fifteenth session), and which blocks are
- * idle depends on how far the launching thread runs ahead. A bad value: one warning, the
- * default.
+ * moved 45% more bytes than on the copy path, since which blocks are idle depends on how far
+ * the launching thread runs ahead. On the H200 (sixteenth session, one call):
+ * "idle-dead,clean,any" decoded at 133 ms/token on vmm against the default's 165 (36 GB
+ * restored against 58), but at 186 against 147 on the copy path, and trained GPT at 489
+ * ms/step against 299; "idle-dead,any" moved the most everywhere. A bad value: one warning,
+ * the default.
  *
  * Known losses to "none" (plain unified memory) in pump-bench's sim matrix (docs/results/
  * policies-2026-11-26.md): decode-grow x1.02-1.1, where the cache outgrows the budget only
