@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The policy matrix of docs/results/policies-*.md: every sim workload and access pattern at
-# near-fit and oversubscribed ratios, and the four H100 traces, as pump-bench JSON files.
+# near-fit and oversubscribed ratios, the four H100 traces and the three H200 traces of programs
+# outside tests/ (zoo_*: BERT, ViT-B/16 and OPT-shaped decode, sixteenth session), as pump-bench JSON files.
 #
 #   bench/policy_matrix.sh OUT_DIR [PLUGIN_DIR] [ITERATIONS]
 #
@@ -27,7 +28,7 @@ args+=("${model[@]}")
 # GPU showed learned slower than lru (docs/results, thirteenth session).
 "$bench" --sim --workload hf-decode --size 2GiB --oversubscription 1.5,2,3 "${args[@]}" --iterations 8 \
   --json "$out/hf-decode.json" > "$out/hf-decode.txt" 2>&1
-for t in gpt_fp32 gpt2 lstm resnet50; do
+for t in gpt_fp32 gpt2 lstm resnet50 zoo_bert zoo_vit zoo_opt; do
   "$bench" --trace "$root/bench/traces/gpu/$t.trace" --oversubscription 1.5,2,3 "${args[@]}" \
     --json "$out/$t.json" > "$out/$t.txt" 2>&1
 done
