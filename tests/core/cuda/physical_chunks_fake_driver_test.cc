@@ -230,6 +230,34 @@ TEST_F(PhysicalChunksTest, WithStagingPhysicalChunksAreCopiedByTheCopyEnginesDir
   EXPECT_TRUE(b.free_physical(a));
 }
 
+TEST_F(PhysicalChunksTest, ACopyRefusedEitherWayIsMadeByTheDriversSynchronousCopyAndNothingIsLost) {
+  CudaBackend& b = start();
+  const uint64_t a = allocate(kChunk);
+  fill(a, kChunk, 41);
+  std::vector<uint8_t> shadow(kChunk);
+  const uint64_t s = reinterpret_cast<uint64_t>(shadow.data());
+  driver_.fail("cuMemcpyDtoHAsync", 0, CUDA_ERROR_INVALID_VALUE, 1);
+  TransferBatch out;
+  out.save = {{a, kChunk, s}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
+  EXPECT_FALSE(driver_.unmapped(a, kChunk)) << "a save the host made keeps its pages: nothing to drop";
+  EXPECT_TRUE(holds(s, kChunk, 41)) << "the shadow holds the bytes all the same";
+  TransferBatch again;  // saved and dropped this time
+  again.save = {{a, kChunk, s}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(again)));
+  ASSERT_TRUE(driver_.unmapped(a, kChunk));
+  driver_.fail("cuMemcpyHtoDAsync", 0, CUDA_ERROR_INVALID_VALUE, 1);
+  TransferBatch in;
+  in.restore = {{a, kChunk, s}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(in)));
+  EXPECT_TRUE(holds(a, kChunk, 41)) << "restored by the synchronous copy";
+  EXPECT_EQ(b.stats().copy_failures, 2u);
+  EXPECT_EQ(driver_.count("cuMemcpyDtoH"), 1u);
+  EXPECT_EQ(driver_.count("cuMemcpyHtoD"), 1u);
+  EXPECT_EQ(driver_.count("<unmapped access>"), 0u);
+  EXPECT_TRUE(b.free_physical(a));
+}
+
 TEST_F(PhysicalChunksTest, AChunkStaysMappedWhileAnyOfItsBytesIsWanted) {
   CudaBackend& b = start();
   const uint64_t a = allocate(kChunk + kMiB);  // a 4 MiB chunk and a 2 MiB one, its last MiB past the end
