@@ -18,7 +18,8 @@
  * Config: LRU_VICTIMS (PUMP_LRU_VICTIMS): the order of the passes that pick victims under
  * pressure, comma-separated, each least recently used first: "idle-dead", "dead",
  * "idle-clean", "clean", "idle", "any" ("idle": no kernel in flight uses it; "dead" blocks
- * are discarded, not written back). "any" ends the list when it is not named. Default
+ * are discarded, not written back; spaces around a name are ignored; passes after "any" find
+ * nothing left to take). "any" ends the list when it is not named; at most 6 passes. Default
  * "idle-dead,idle-clean,any". Why a knob: on the GPU the decode under PUMP_DATAPATH=vmm
  * moved 45% more bytes than on the copy path, since which blocks are idle depends on how far
  * the launching thread runs ahead. On the H200 (sixteenth session, one call):
@@ -79,9 +80,13 @@ static int parse_victims(lru_state_t* lru, const char* text) {
   const char* p = text;
   for (;;) {
     const char* end = p;
+    const char* last;
     size_t i, length;
     while (*end != '\0' && *end != ',') ++end;
-    length = (size_t)(end - p);
+    last = end;
+    while (*p == ' ') ++p; /* "idle-dead, any" is meant as "idle-dead,any" */
+    while (last > p && last[-1] == ' ') --last;
+    length = (size_t)(last - p);
     for (i = 0; i < LRU_NUM_PASS_NAMES; ++i)
       if (strlen(lru_pass_names[i].name) == length && strncmp(lru_pass_names[i].name, p, length) == 0) break;
     if (i == LRU_NUM_PASS_NAMES || n == LRU_MAX_PASSES) return 0;

@@ -599,11 +599,11 @@ void CudaBackend::issue_physical(CUstream stream, TransferBatch* part) {
   back_physical(std::move(back));
 }
 
-void CudaBackend::back_physical(std::vector<Range> ranges) {
-  if (ranges.empty()) return;
+bool CudaBackend::back_physical(std::vector<Range> ranges) {
+  if (ranges.empty()) return true;
   TrafficRange nvtx("in: map (physical chunks)", total_bytes(ranges), ranges.size());
   const CUresult r = chunks_->back(ranges);
-  if (r == CUDA_SUCCESS) return;
+  if (r == CUDA_SUCCESS) return true;
   // A kernel reaching the unmapped chunk will fault: this line says why, whatever failed before.
   note_failure("cuMemCreate/cuMemMap/cuMemSetAccess", "a dropped physical chunk could not be mapped again", r,
                &ranges.front());
@@ -611,6 +611,7 @@ void CudaBackend::back_physical(std::vector<Range> ranges) {
                 "PUMP_DATAPATH=vmm: device memory for a dropped chunk could not be had again (%s): a kernel reaching "
                 "it will fault; leave the device more room (PUMP_VMM_POOL, the budget) or use PUMP_DATAPATH=copy",
                 api_.describe(r).c_str());
+  return false;
 }
 
 void CudaBackend::load_copy_kernels() {
@@ -829,6 +830,7 @@ void CudaBackend::issue_fetch_in_groups(const TransferBatch& batch, const std::v
                                         uint64_t value) {
   if ((batch.populate.empty() && batch.restore.empty()) || context_lost_) return;
   const bool physical = chunks_ && chunks_->used();
+  bool mapped_up_front = false;
   std::vector<Range> populate = batch.populate;
   if (physical) {
     // Physical chunks are mapped for the whole batch before its first copy: a grant of access
@@ -836,13 +838,15 @@ void CudaBackend::issue_fetch_in_groups(const TransferBatch& batch, const std::v
     // would leave the engines idle at every group. Here, not on a thread of its own with the
     // in stream waiting on the device: the driver refuses a copy into a range not yet mapped
     // when it is queued (CUDA_ERROR_INVALID_VALUE, H200, sixteenth session). A physical
-    // range's populate is its map alone.
-    std::vector<Range> ours;
-    chunks_->take_ours(&populate, &ours);
+    // range's populate is its map alone, so once mapped it leaves the populates; a map that
+    // failed is tried again by each group's populate (releases may have freed memory since).
+    std::vector<Range> ours, rest = populate;
+    chunks_->take_ours(&rest, &ours);
     std::vector<Range> restored;
     for (const ShadowRange& r : batch.restore) restored.push_back({r.address, r.bytes});
     chunks_->take_ours(&restored, &ours);
-    back_physical(std::move(ours));
+    mapped_up_front = back_physical(std::move(ours));
+    if (mapped_up_front) populate.swap(rest);
   }
   // The populate stream owes the same waits as the in stream: nothing may be populated
   // while a transfer out of it still runs.
@@ -855,7 +859,7 @@ void CudaBackend::issue_fetch_in_groups(const TransferBatch& batch, const std::v
     std::vector<Range> ranges, mapped_already;
     ranges.reserve(group.size());
     for (const ShadowRange& r : group) ranges.push_back({r.address, r.bytes});
-    if (physical) chunks_->take_ours(&ranges, &mapped_already);
+    if (mapped_up_front) chunks_->take_ours(&ranges, &mapped_already);
     issue_populate(populate_stream_, std::move(ranges));
     hand_populated_to_in_stream();
     issue_restores(group);

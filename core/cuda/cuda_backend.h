@@ -376,8 +376,9 @@ class CudaBackend final : public DeviceBackend {
   // refused it and the host did it instead (or the context is gone).
   bool copy_or_host_fallback(const ShadowRange& s, bool to_host);
   void issue_populate(CUstream stream, std::vector<Range> ranges);
-  // Maps the chunks of `ranges` in physical chunks again (a failure logged); false: none were.
-  void back_physical(std::vector<Range> ranges);
+  // Maps the chunks of `ranges` in physical chunks again (a failure logged); false: some
+  // could not be (none of the failed call's stays half mapped).
+  bool back_physical(std::vector<Range> ranges);
   // Takes the ranges in physical chunks out of `part` and drops, keeps or backs them.
   void issue_physical(CUstream stream, TransferBatch* part);
   // Populates on the populate stream, group by group, each group's copies waiting for it.

@@ -87,7 +87,6 @@ std::string PhysicalChunks::start() {
 }
 
 CUresult PhysicalChunks::map_chunks(uint64_t base, Allocation& a, size_t first, size_t last) {
-  const auto t0 = std::chrono::steady_clock::now();
   struct Pick {
     size_t index;
     CUmemGenericAllocationHandle handle;  // from the pool, else 0 until created
@@ -111,6 +110,7 @@ CUresult PhysicalChunks::map_chunks(uint64_t base, Allocation& a, size_t first, 
   }
   // The driver's calls outside mutex_: a grant may wait a millisecond (above), and the worker
   // and the releaser need the lock meanwhile.
+  const auto t0 = std::chrono::steady_clock::now();
   CUresult r = CUDA_SUCCESS;
   for (Pick& p : picks) {
     const Chunk& c = a.chunks[p.index];
@@ -142,13 +142,17 @@ CUresult PhysicalChunks::map_chunks(uint64_t base, Allocation& a, size_t first, 
     counters_->access_calls.fetch_add(1, std::memory_order_relaxed);
     k = j + 1;
   }
+  counters_->map_ns.fetch_add(since_ns(t0), std::memory_order_relaxed);
   std::lock_guard lock(mutex_);
   for (Pick& p : picks) {
     Chunk& c = a.chunks[p.index];
     if (!p.mapped) {
-      if (p.handle) {  // taken from the pool, never used: back to it
+      // Taken from the pool, never used: back to it, unless the releaser refilled it meanwhile.
+      if (p.handle && pooled_ + c.bytes <= pool_limit_) {
         pool_[c.bytes].push_back(p.handle);
         pooled_ += c.bytes;
+      } else if (p.handle) {
+        api_.cuMemRelease(p.handle);
       }
       continue;
     }
@@ -165,7 +169,6 @@ CUresult PhysicalChunks::map_chunks(uint64_t base, Allocation& a, size_t first, 
     counters_->mapped(c.bytes);
   }
   counters_->pooled_bytes.store(pooled_, std::memory_order_relaxed);
-  counters_->map_ns.fetch_add(since_ns(t0), std::memory_order_relaxed);
   return r;
 }
 

@@ -934,6 +934,13 @@ int main(int argc, char** argv) {
   std::printf("backend counters:");
   for (const auto& [name, value] : counters_now) std::printf(" %s=%llu", name.c_str(), (unsigned long long)value);
   std::printf("\n");
+  // The working set on physical chunks is the backend's to free, so before it goes (the first
+  // GPU run freed it through the destroyed backend: a segfault after the results), and before
+  // the verdict, which a failure here changes.
+  if (o.physical && !b.free_physical(reinterpret_cast<uint64_t>(ws))) {
+    std::printf("FAIL: the working set was not freed\n");
+    ++failures;
+  }
   const bool content_ok = failures == 0;
   std::printf("targets: %d of %d met\n", met, targets);
   std::printf("result: %s\n", content_ok ? "PASS (content verified after every round trip)" : "FAIL");
@@ -1010,12 +1017,6 @@ int main(int argc, char** argv) {
   CUDA_OK(cudaStreamDestroy(compute));
   CUDA_OK(cudaFree(counters));
   CUDA_OK(cudaFree(compute_buf));
-  // The working set on physical chunks is the backend's to free, so before it goes (the first
-  // GPU run freed it through the destroyed backend: a segfault after the results).
-  if (o.physical && !b.free_physical(reinterpret_cast<uint64_t>(ws))) {
-    std::printf("FAIL: the working set was not freed\n");
-    ++failures;
-  }
   backend.reset();  // drains its queue (nothing is in flight: every batch was waited for)
   if (!o.physical) CUDA_OK(cudaFree(ws));
   if (failures) return 1;

@@ -160,6 +160,30 @@ TEST(PolicyLru, VictimsIdleSkipsBlocksInUseAndAnyIsAppendedWhenUnnamed) {
   EXPECT_TRUE(host.logs.empty());
 }
 
+TEST(PolicyLru, SixPassesAreTheMostAndSpacesAroundNamesAreIgnored) {
+  for (const char* good :
+       {" idle , any ", "dead,idle-dead,clean,idle-clean,idle,any", "dead,idle-dead,clean,idle-clean,idle"}) {
+    FakePolicyHost host(1000);
+    const uint64_t oldest_dirty = host.add_block(10, PUMP_ROLE_ACTIVATION, true);
+    host.add_block(10, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_CLEAN);
+    host.set_config("LRU_VICTIMS", good);
+    PolicyInstance policy("lru", host);
+    ASSERT_TRUE(policy.ready());
+    policy.on_pressure(host.begin_kernel({}), 10);
+    EXPECT_TRUE(host.logs.empty()) << "'" << good << "' is a good value";
+    if (std::string(good).find("clean") == std::string::npos) {
+      EXPECT_EQ(host.evicted_ids(), std::vector<uint64_t>{oldest_dirty}) << good;
+    }
+  }
+  FakePolicyHost host(1000);
+  host.add_block(10, PUMP_ROLE_ACTIVATION, true);
+  host.set_config("LRU_VICTIMS", "dead,idle-dead,clean,idle-clean,idle,dead");  // six, and "any" would be a seventh
+  PolicyInstance policy("lru", host);
+  ASSERT_TRUE(policy.ready());
+  ASSERT_EQ(host.logs.size(), 1u);
+  EXPECT_NE(host.logs[0].message.find("PUMP_LRU_VICTIMS"), std::string::npos) << host.logs[0].message;
+}
+
 TEST(PolicyLru, ABadVictimListWarnsOnceNamingTheVariableAndTheDefaultHolds) {
   for (const char* bad : {"", "idle,,any", "oldest", "any,", "idle,idle,idle,idle,idle,idle,any"}) {
     FakePolicyHost host(1000);

@@ -219,6 +219,7 @@ TEST_F(PhysicalChunksTest, WithStagingPhysicalChunksAreCopiedByTheCopyEnginesDir
   TransferBatch out;
   out.save = {{a, kChunk, s}};
   ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
+  ASSERT_TRUE(driver_.unmapped(a, kChunk)) << "reported saved, so dropped";
   TransferBatch in;
   in.restore = {{a, kChunk, s}};
   ASSERT_NO_FATAL_FAILURE(run(std::move(in)));
@@ -254,6 +255,75 @@ TEST_F(PhysicalChunksTest, ACopyRefusedEitherWayIsMadeByTheDriversSynchronousCop
   EXPECT_EQ(b.stats().copy_failures, 2u);
   EXPECT_EQ(driver_.count("cuMemcpyDtoH"), 1u);
   EXPECT_EQ(driver_.count("cuMemcpyHtoD"), 1u);
+  EXPECT_EQ(driver_.count("<unmapped access>"), 0u);
+  EXPECT_TRUE(b.free_physical(a));
+}
+
+TEST_F(PhysicalChunksTest, ABatchWhoseMapFailedOnceIsMappedByItsRestoreGroupsAndRestoredIntact) {
+  CudaBackend& b = start({}, false, 64 * kMiB, /*restore_group=*/kChunk);
+  const uint64_t a = allocate(kChunk), c = allocate(kChunk);
+  fill(a, kChunk, 51);
+  fill(c, kChunk, 52);
+  std::vector<uint8_t> shadow(2 * kChunk);
+  const uint64_t s = reinterpret_cast<uint64_t>(shadow.data());
+  TransferBatch out;
+  out.save = {{a, kChunk, s}, {c, kChunk, s + kChunk}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
+  ASSERT_TRUE(driver_.unmapped(a, kChunk) && driver_.unmapped(c, kChunk));
+  driver_.fail("cuMemSetAccess", 0, CUDA_ERROR_OUT_OF_MEMORY, 4);  // the batch's map: both chunks, try and retry
+  TransferBatch in;
+  in.restore = {{a, kChunk, s}, {c, kChunk, s + kChunk}};  // two groups of one chunk
+  ASSERT_NO_FATAL_FAILURE(run(std::move(in)));
+  EXPECT_TRUE(holds(a, kChunk, 51));
+  EXPECT_TRUE(holds(c, kChunk, 52));
+  EXPECT_EQ(b.stats().failed_calls, 1u) << "the batch's map, once";
+  EXPECT_EQ(driver_.count("<unmapped access>"), 0u);
+  EXPECT_TRUE(b.free_physical(a));
+  EXPECT_TRUE(b.free_physical(c));
+}
+
+TEST_F(PhysicalChunksTest, ABatchMappedUpFrontIsNotMappedAgainByItsRestoreGroups) {
+  start({}, false, 64 * kMiB, /*restore_group=*/kChunk);
+  const uint64_t a = allocate(kChunk), c = allocate(kChunk);
+  std::vector<uint8_t> shadow(2 * kChunk);
+  const uint64_t s = reinterpret_cast<uint64_t>(shadow.data());
+  TransferBatch out;
+  out.save = {{a, kChunk, s}, {c, kChunk, s + kChunk}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
+  const uint64_t grants = driver_.count("cuMemSetAccess");
+  TransferBatch in;
+  in.restore = {{a, kChunk, s}, {c, kChunk, s + kChunk}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(in)));
+  EXPECT_EQ(driver_.count("cuMemSetAccess") - grants, 2u) << "one grant per chunk, for the batch";
+  EXPECT_TRUE(backend_->free_physical(a));
+  EXPECT_TRUE(backend_->free_physical(c));
+}
+
+TEST_F(PhysicalChunksTest, WithStagingManagedRangesBesidePhysicalOnesStillGoThroughTheStagingBuffer) {
+  FakeDriverConfig config;
+  config.copy_kernels = 1;
+  CudaBackend& b = start(config);
+  ASSERT_STREQ(b.copy_path(), "staging");
+  const uint64_t a = allocate(kChunk);
+  fill(a, kChunk, 61);
+  alignas(4096) static uint8_t managed[kChunk];  // managed memory, as the fake stands it in
+  const uint64_t m = reinterpret_cast<uint64_t>(managed);
+  fill(m, kChunk, 62);
+  std::vector<uint8_t> shadow(2 * kChunk);
+  const uint64_t s = reinterpret_cast<uint64_t>(shadow.data());
+  TransferBatch out;
+  out.save = {{a, kChunk, s}, {m, kChunk, s + kChunk}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
+  EXPECT_EQ(b.stats().staged_bytes, kChunk) << "the managed range only";
+  EXPECT_EQ(b.stats().save_bytes, 2 * kChunk);
+  EXPECT_TRUE(holds(s, kChunk, 61));
+  EXPECT_TRUE(holds(s + kChunk, kChunk, 62));
+  TransferBatch in;
+  in.restore = {{a, kChunk, s}, {m, kChunk, s + kChunk}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(in)));
+  EXPECT_EQ(b.stats().staged_bytes, 2 * kChunk);
+  EXPECT_TRUE(holds(a, kChunk, 61));
+  EXPECT_TRUE(holds(m, kChunk, 62));
   EXPECT_EQ(driver_.count("<unmapped access>"), 0u);
   EXPECT_TRUE(b.free_physical(a));
 }
@@ -324,8 +394,9 @@ TEST_F(PhysicalChunksTest, AGrantRefusedWhenBackingLeavesNothingHalfMappedAndIsR
   out.discard = {{a, 2 * kChunk}};
   ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
   ASSERT_TRUE(driver_.unmapped(a, 2 * kChunk));
-  // Refused for the batch (mapped as a whole before its first copy, and only then), try and retry.
-  driver_.fail("cuMemSetAccess", 0, CUDA_ERROR_OUT_OF_MEMORY, 2);
+  // Refused for the batch (mapped as a whole first) and for its populate, which tries again
+  // when the batch's map failed: each try and retry.
+  driver_.fail("cuMemSetAccess", 0, CUDA_ERROR_OUT_OF_MEMORY, 4);
   TransferBatch back;
   back.populate = {{a, 2 * kChunk}};
   ASSERT_NO_FATAL_FAILURE(run(std::move(back)));
