@@ -57,13 +57,8 @@ int main() {
   CHECK(cudaMallocHost(&host_a, kBuffer));
   CHECK(cudaMallocHost(&host_b, kBuffer));
 
-  CUmemAllocationProp prop{};
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = 0;
-  CUmemAccessDesc access{};
-  access.location = prop.location;
-  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  const CUmemAllocationProp prop = device0_chunk_prop();
+  const CUmemAccessDesc access = device0_read_write();
 
   const Load loads[] = {
       {"idle", 0, false, false, false, 32 * kMiB, true},

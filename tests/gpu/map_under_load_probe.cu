@@ -50,13 +50,8 @@ int main() {
   CHECK(cudaMalloc(&dev_b, kCopy));
   CHECK(cudaMallocHost(&host, kCopy));
 
-  CUmemAllocationProp prop{};
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = 0;
-  CUmemAccessDesc access{};
-  access.location = prop.location;
-  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  const CUmemAllocationProp prop = device0_chunk_prop();
+  const CUmemAccessDesc access = device0_read_write();
   CUdeviceptr va = 0;
   CHECK_CU(cuMemAddressReserve(&va, kChunks * kChunk, 0, 0, 0));
   std::vector<CUmemGenericAllocationHandle> handles(kChunks);

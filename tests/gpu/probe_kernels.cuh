@@ -37,6 +37,21 @@
     }                                                                 \
   } while (0)
 
+// Device 0's memory for the virtual memory calls (physical chunks), and read-write access to it.
+inline CUmemAllocationProp device0_chunk_prop() {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  return prop;
+}
+inline CUmemAccessDesc device0_read_write() {
+  CUmemAccessDesc access{};
+  access.location = device0_chunk_prop().location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  return access;
+}
+
 // Wall-clock milliseconds (steady), for timing host calls.
 inline double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();

@@ -103,17 +103,12 @@ int main() {
 
   // Virtual memory: 1 GiB reserved, backed by physical chunks of 2, 8, 32 and 128 MiB (multiples
   // of the granularity), each unmapped and mapped again one call (map + set access) per chunk.
-  CUmemAllocationProp prop{};
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = 0;
+  const CUmemAllocationProp prop = device0_chunk_prop();
   size_t granularity = 0;
   CHECK_CU(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
   CUdeviceptr va = 0;
   CHECK_CU(cuMemAddressReserve(&va, kBig, 0, 0, 0));
-  CUmemAccessDesc access{};
-  access.location = prop.location;
-  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  const CUmemAccessDesc access = device0_read_write();
   for (const size_t chunk : {2 * kMiB, 8 * kMiB, 32 * kMiB, 128 * kMiB}) {
     if (chunk % granularity) continue;
     const size_t chunks = kBig / chunk;

@@ -72,6 +72,21 @@ class PhysicalChunksTest : public ::testing::Test {
     return true;
   }
 
+  // Two allocations of one chunk each (seeds 51 and 52), saved to *shadow and dropped: a
+  // restore of both then comes in two groups where restore_group is kChunk.
+  void two_saved_chunks(uint64_t* a, uint64_t* c, std::vector<uint8_t>* shadow) {
+    *a = allocate(kChunk);
+    *c = allocate(kChunk);
+    fill(*a, kChunk, 51);
+    fill(*c, kChunk, 52);
+    shadow->assign(2 * kChunk, 0);
+    const uint64_t s = reinterpret_cast<uint64_t>(shadow->data());
+    TransferBatch out;
+    out.save = {{*a, kChunk, s}, {*c, kChunk, s + kChunk}};
+    ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
+    ASSERT_TRUE(driver_.unmapped(*a, kChunk) && driver_.unmapped(*c, kChunk));
+  }
+
   testing::FakeDriver driver_;
   std::unique_ptr<CudaBackend> backend_;
 };
@@ -155,14 +170,12 @@ TEST_F(PhysicalChunksTest, ASavedAllocationIsUnmappedAfterItsSaveAndComesBackInt
 // back is mapped before its first copy, not group by group between the copies.
 TEST_F(PhysicalChunksTest, ABatchMapsEveryChunkItBringsBackBeforeItsFirstCopy) {
   start({}, false, 64 * kMiB, /*restore_group=*/kChunk);
-  const uint64_t a = allocate(kChunk), c = allocate(kChunk);
-  std::vector<uint8_t> shadow(2 * kChunk);
+  uint64_t a = 0, c = 0;
+  std::vector<uint8_t> shadow;
+  ASSERT_NO_FATAL_FAILURE(two_saved_chunks(&a, &c, &shadow));
   const uint64_t s = reinterpret_cast<uint64_t>(shadow.data());
-  TransferBatch out;
-  out.save = {{a, kChunk, s}, {c, kChunk, s + kChunk}};
-  ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
-  ASSERT_TRUE(driver_.unmapped(a, kChunk) && driver_.unmapped(c, kChunk));
   const size_t from = driver_.calls().size();
+  const uint64_t grants = driver_.count("cuMemSetAccess");
   TransferBatch in;
   in.restore = {{a, kChunk, s}, {c, kChunk, s + kChunk}};  // two groups of one chunk
   ASSERT_NO_FATAL_FAILURE(run(std::move(in)));
@@ -174,6 +187,8 @@ TEST_F(PhysicalChunksTest, ABatchMapsEveryChunkItBringsBackBeforeItsFirstCopy) {
   }
   ASSERT_NE(first_copy, 0u);
   EXPECT_LT(last_grant, first_copy);
+  EXPECT_EQ(driver_.count("cuMemSetAccess") - grants, 2u) << "one grant per chunk, for the batch";
+  EXPECT_TRUE(holds(a, kChunk, 51) && holds(c, kChunk, 52));
   EXPECT_EQ(driver_.count("<unmapped access>"), 0u);
   EXPECT_TRUE(backend_->free_physical(a));
   EXPECT_TRUE(backend_->free_physical(c));
@@ -261,15 +276,10 @@ TEST_F(PhysicalChunksTest, ACopyRefusedEitherWayIsMadeByTheDriversSynchronousCop
 
 TEST_F(PhysicalChunksTest, ABatchWhoseMapFailedOnceIsMappedByItsRestoreGroupsAndRestoredIntact) {
   CudaBackend& b = start({}, false, 64 * kMiB, /*restore_group=*/kChunk);
-  const uint64_t a = allocate(kChunk), c = allocate(kChunk);
-  fill(a, kChunk, 51);
-  fill(c, kChunk, 52);
-  std::vector<uint8_t> shadow(2 * kChunk);
+  uint64_t a = 0, c = 0;
+  std::vector<uint8_t> shadow;
+  ASSERT_NO_FATAL_FAILURE(two_saved_chunks(&a, &c, &shadow));
   const uint64_t s = reinterpret_cast<uint64_t>(shadow.data());
-  TransferBatch out;
-  out.save = {{a, kChunk, s}, {c, kChunk, s + kChunk}};
-  ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
-  ASSERT_TRUE(driver_.unmapped(a, kChunk) && driver_.unmapped(c, kChunk));
   driver_.fail("cuMemSetAccess", 0, CUDA_ERROR_OUT_OF_MEMORY, 4);  // the batch's map: both chunks, try and retry
   TransferBatch in;
   in.restore = {{a, kChunk, s}, {c, kChunk, s + kChunk}};  // two groups of one chunk
@@ -280,23 +290,6 @@ TEST_F(PhysicalChunksTest, ABatchWhoseMapFailedOnceIsMappedByItsRestoreGroupsAnd
   EXPECT_EQ(driver_.count("<unmapped access>"), 0u);
   EXPECT_TRUE(b.free_physical(a));
   EXPECT_TRUE(b.free_physical(c));
-}
-
-TEST_F(PhysicalChunksTest, ABatchMappedUpFrontIsNotMappedAgainByItsRestoreGroups) {
-  start({}, false, 64 * kMiB, /*restore_group=*/kChunk);
-  const uint64_t a = allocate(kChunk), c = allocate(kChunk);
-  std::vector<uint8_t> shadow(2 * kChunk);
-  const uint64_t s = reinterpret_cast<uint64_t>(shadow.data());
-  TransferBatch out;
-  out.save = {{a, kChunk, s}, {c, kChunk, s + kChunk}};
-  ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
-  const uint64_t grants = driver_.count("cuMemSetAccess");
-  TransferBatch in;
-  in.restore = {{a, kChunk, s}, {c, kChunk, s + kChunk}};
-  ASSERT_NO_FATAL_FAILURE(run(std::move(in)));
-  EXPECT_EQ(driver_.count("cuMemSetAccess") - grants, 2u) << "one grant per chunk, for the batch";
-  EXPECT_TRUE(backend_->free_physical(a));
-  EXPECT_TRUE(backend_->free_physical(c));
 }
 
 TEST_F(PhysicalChunksTest, WithStagingManagedRangesBesidePhysicalOnesStillGoThroughTheStagingBuffer) {
