@@ -116,7 +116,8 @@ struct LookaheadGuard {
 struct LearnedPolicy {
   const pump_policy_host_v1_t* host = nullptr;
   Lookahead lookahead;
-  uint64_t min_age = 2;  // kernels since a block's last use before evicting it overlaps with compute
+  bool idle_first = false;  // LEARNED_IDLE_FIRST: under pressure, blocks no queued kernel uses go first
+  uint64_t min_age = 2;     // kernels since a block's last use before evicting it overlaps with compute
 
   // Observation (only while the tracked memory exceeds the budget: otherwise nothing is decided).
   std::unordered_map<RangeKey, uint32_t, RangeKeyHash> range_ids;
@@ -183,8 +184,13 @@ Period build_period(const std::vector<const KernelRecord*>& slots, uint64_t base
 // slot's keep what they had), and every range's next use by it.
 void learn_period(LearnedPolicy* s, uint32_t length);
 
-// victims.cc: eviction.
-uint64_t evict_farthest(LearnedPolicy* s, uint64_t bytes_needed, uint32_t protect_distance, bool idle_only,
+// victims.cc: eviction. What a pass does with a choice that a kernel still queued uses.
+enum class InUse {
+  kTake,  // evict it (the fetch needing its room waits for that kernel)
+  kStop,  // stop the pass there, rather than take a nearer choice
+  kSkip,  // pass over it to the next choice
+};
+uint64_t evict_farthest(LearnedPolicy* s, uint64_t bytes_needed, uint32_t protect_distance, InUse in_use,
                         uint64_t min_age);
 uint64_t free_bytes(const LearnedPolicy& s);
 

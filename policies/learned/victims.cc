@@ -95,13 +95,14 @@ uint64_t free_bytes(const LearnedPolicy& s) {
 // Belady: evicts the candidates used farthest in the future whose next use is
 // later than `protect_distance` kernels from now, until `bytes_needed` are freed;
 // blocks used by the last min_age kernels only when the older ones do not suffice.
-// With `idle_only`, stops at the first choice still in use rather than take a
-// nearer one (that would cost MIN a miss) or wait for its kernel on the
-// transfer stream (that would hold back every transfer queued behind it).
+// A choice still in use (a queued kernel uses it) is taken, stopped at (kStop: rather
+// than take a nearer one, which would cost MIN a miss, or wait for its kernel on the
+// transfer stream, which would hold back every transfer queued behind it) or passed over
+// (kSkip).
 // The best victims are popped off the heap until enough is freed (a decision looks at a
 // few of the thousands of candidates: sorting them all was most of the policy's time);
 // those looked at and not taken go back.
-uint64_t evict_farthest(LearnedPolicy* s, uint64_t bytes_needed, uint32_t protect_distance, bool idle_only,
+uint64_t evict_farthest(LearnedPolicy* s, uint64_t bytes_needed, uint32_t protect_distance, InUse in_use,
                         uint64_t min_age) {
   rank_victims(s);
   uint64_t freed = discard_idle_dead(s, bytes_needed, protect_distance);
@@ -126,9 +127,9 @@ uint64_t evict_farthest(LearnedPolicy* s, uint64_t bytes_needed, uint32_t protec
       kept.push_back(v);
       return;
     }
-    if (idle_only && (b.flags & PUMP_BLOCK_IN_USE)) {
+    if (in_use != InUse::kTake && (b.flags & PUMP_BLOCK_IN_USE)) {
       kept.push_back(v);
-      stop = true;
+      stop = in_use == InUse::kStop;
       return;
     }
     const uint64_t bytes = b.bytes;
@@ -162,8 +163,8 @@ uint64_t evict_farthest(LearnedPolicy* s, uint64_t bytes_needed, uint32_t protec
       const Victim& v = young[i];
       const pump_block_v1_t& b = s->candidates[v.candidate];
       if (b.bytes == 0 || v.distance <= protect_distance || stop || freed >= bytes_needed) continue;
-      if (idle_only && (b.flags & PUMP_BLOCK_IN_USE)) {
-        stop = true;
+      if (in_use != InUse::kTake && (b.flags & PUMP_BLOCK_IN_USE)) {
+        stop = in_use == InUse::kStop;
         continue;
       }
       const uint64_t bytes = b.bytes;

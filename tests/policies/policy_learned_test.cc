@@ -144,6 +144,35 @@ TEST(PolicyLearned, PressureEvictsTheBlockUsedFarthestInTheFutureNotTheLeastRece
   EXPECT_EQ(f.host.evicted_ids(), Ids{f.d});
 }
 
+// The Belady scenario above with d, the farthest, still used by a queued kernel: by default
+// it goes all the same; with LEARNED_IDLE_FIRST the farthest idle block (c) goes instead, and
+// d only when the idle ones do not suffice.
+Ids evicted_with_d_in_use(const char* idle_first, uint64_t bytes_needed) {
+  ForwardBackward f;
+  f.host.set_config("LEARNED_LOOKAHEAD", "0");
+  if (idle_first) f.host.set_config("LEARNED_IDLE_FIRST", idle_first);
+  PolicyInstance policy("learned", f.host);
+  EXPECT_TRUE(policy.ready());
+  for (int i = 0; i < 3; ++i) run_period(policy, f.host, f.period, ForwardBackward::kBudget);
+  evict_all(f.host, {f.a, f.b, f.c, f.d});
+  for (uint64_t id : {f.b, f.c, f.d}) EXPECT_EQ(f.host.table()->prefetch(f.host.table(), id, PUMP_WHEN_NOW), PUMP_OK);
+  f.host.set_flags(f.d, PUMP_BLOCK_IN_USE);
+  f.host.evictions.clear();
+  policy.on_pressure(f.host.begin_kernel(f.period[0]), bytes_needed);
+  f.host.end_kernel();
+  Ids out = f.host.evicted_ids();
+  // Which block is which, by name, for the expectations.
+  for (uint64_t& id : out) id = id == f.b ? 'b' : id == f.c ? 'c' : id == f.d ? 'd' : id;
+  return out;
+}
+
+TEST(PolicyLearned, PressureTakesTheFarthestBlockEvenInUseUnlessIdleFirstIsSet) {
+  EXPECT_EQ(evicted_with_d_in_use(nullptr, 100), Ids{'d'});
+  EXPECT_EQ(evicted_with_d_in_use("0", 100), Ids{'d'});
+  EXPECT_EQ(evicted_with_d_in_use("1", 100), Ids{'c'}) << "the farthest idle block";
+  EXPECT_EQ(evicted_with_d_in_use("1", 300), (Ids{'c', 'b', 'd'})) << "the one in use last, when needed";
+}
+
 TEST(PolicyLearned, PressureEvictsABlockNeverUsedInThePeriodFirst) {
   ForwardBackward f;
   f.host.set_config("LEARNED_LOOKAHEAD", "0");
