@@ -31,8 +31,10 @@
  * kernel uses go first, those in use only when they do not suffice. Why: evicting a block in
  * use makes the fetch for its room wait for that kernel; on the GPU lru's clean victims taken
  * in use cost GPT training 63% (sixteenth session). In the sim (x2, the recorded traces) it
- * made learned 5-6% faster on GPT fp32, ViT-B/16 and ResNet-50 and 2% on BERT, moving
- * 1.15-1.46x the optimum's bytes against 1.03-1.14x; not yet measured on the GPU.
+ * made learned 5-6% faster on GPT fp32, GPT-2, ViT-B/16 and ResNet-50 and 2% on BERT, moving
+ * 1.10-1.46x the optimum's bytes against 1.02-1.14x, but slower on most synthetic workloads
+ * (the decode near fit 1.47-1.72x, prefill-decode up to 1.57x, cycles up to 1.26x: docs/results/
+ * sim-2026-11-27-zoo-traces); not yet measured on the GPU.
  * LEARNED_GAP_LOOKAHEAD=1 (an experiment, off by default): a kernel is known by its first
  * block that is not a workspace; while no period is confirmed, the ranges whose reuse gap held
  * twice are prefetched ahead by that gap (lookahead.cc), and such a gap overrules a tentative
