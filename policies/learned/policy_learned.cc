@@ -161,10 +161,9 @@ void learned_on_pressure(void* ctx, const pump_kernel_v1_t* kernel, uint64_t byt
   try {
     if (kernel_is_usable(kernel) && kernel->num_blocks) observe(s, kernel);
     uint64_t freed = 0;
-    if (s->idle_first) {
-      freed = evict_farthest(s, bytes_needed, 0, InUse::kSkip, s->min_age);
-      s->victims_ready = false;  // those passed over go back in rank order
-    }
+    // The blocks passed over stay in the ranking (evict_farthest puts them back): the second
+    // pass takes them in order.
+    if (s->idle_first) freed = evict_farthest(s, bytes_needed, 0, InUse::kSkip, s->min_age);
     if (freed < bytes_needed) evict_farthest(s, bytes_needed - freed, 0, InUse::kTake, s->min_age);
     // The host may evict more itself after this: rank afresh for the lookahead.
     s->victims_ready = false;
