@@ -72,6 +72,18 @@ class PhysicalChunksTest : public ::testing::Test {
     return true;
   }
 
+  // Saves `a` (one chunk) to *shadow, checks that the save dropped it, and restores it.
+  void save_drop_restore(uint64_t a, std::vector<uint8_t>* shadow) {
+    shadow->assign(kChunk, 0);
+    const uint64_t s = reinterpret_cast<uint64_t>(shadow->data());
+    TransferBatch out;
+    out.save = {{a, kChunk, s}};
+    ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
+    ASSERT_TRUE(driver_.unmapped(a, kChunk)) << "reported saved, so dropped";
+    TransferBatch in;
+    in.restore = {{a, kChunk, s}};
+    ASSERT_NO_FATAL_FAILURE(run(std::move(in)));
+  }
   // Two allocations of one chunk each (seeds 51 and 52), saved to *shadow and dropped: a
   // restore of both then comes in two groups where restore_group is kChunk.
   void two_saved_chunks(uint64_t* a, uint64_t* c, std::vector<uint8_t>* shadow) {
@@ -203,15 +215,8 @@ TEST_F(PhysicalChunksTest, WithCopyKernelsBothWaysNoCopyEngineMovesABlock) {
   ASSERT_STREQ(b.copy_path(), "kernels");
   const uint64_t a = allocate(kChunk);
   fill(a, kChunk, 9);
-  std::vector<uint8_t> shadow(kChunk);
-  const uint64_t s = reinterpret_cast<uint64_t>(shadow.data());
-  TransferBatch out;
-  out.save = {{a, kChunk, s}};
-  ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
-  ASSERT_TRUE(driver_.unmapped(a, kChunk));
-  TransferBatch in;
-  in.restore = {{a, kChunk, s}};
-  ASSERT_NO_FATAL_FAILURE(run(std::move(in)));
+  std::vector<uint8_t> shadow;
+  ASSERT_NO_FATAL_FAILURE(save_drop_restore(a, &shadow));
   EXPECT_TRUE(holds(a, kChunk, 9));
   EXPECT_EQ(driver_.count("cuMemcpyDtoHAsync") + driver_.count("cuMemcpyHtoDAsync"), 0u);
   const CudaBackendStats st = b.stats();
@@ -229,15 +234,8 @@ TEST_F(PhysicalChunksTest, WithStagingPhysicalChunksAreCopiedByTheCopyEnginesDir
   ASSERT_STREQ(b.copy_path(), "staging");
   const uint64_t a = allocate(kChunk);
   fill(a, kChunk, 5);
-  std::vector<uint8_t> shadow(kChunk);
-  const uint64_t s = reinterpret_cast<uint64_t>(shadow.data());
-  TransferBatch out;
-  out.save = {{a, kChunk, s}};
-  ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
-  ASSERT_TRUE(driver_.unmapped(a, kChunk)) << "reported saved, so dropped";
-  TransferBatch in;
-  in.restore = {{a, kChunk, s}};
-  ASSERT_NO_FATAL_FAILURE(run(std::move(in)));
+  std::vector<uint8_t> shadow;
+  ASSERT_NO_FATAL_FAILURE(save_drop_restore(a, &shadow));
   EXPECT_TRUE(holds(a, kChunk, 5));
   EXPECT_EQ(b.stats().staged_launches, 0u) << "plain device memory needs no staging buffer";
   EXPECT_GT(driver_.count("cuMemcpyDtoHAsync"), 0u);
