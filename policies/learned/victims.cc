@@ -173,9 +173,16 @@ uint64_t evict_farthest(LearnedPolicy* s, uint64_t bytes_needed, uint32_t protec
   } else {
     kept.insert(kept.end(), young.begin(), young.end());
   }
-  for (const Victim& v : kept) {
-    heap.push_back(v);
-    std::push_heap(heap.begin(), heap.end());
+  // Back on the heap: one by one when few; rebuilt when many (a pass that skips blocks in use
+  // may have popped them all). Victims are totally ordered, so the order they come off is the same.
+  if (kept.size() > 64) {
+    heap.insert(heap.end(), kept.begin(), kept.end());
+    std::make_heap(heap.begin(), heap.end());
+  } else {
+    for (const Victim& v : kept) {
+      heap.push_back(v);
+      std::push_heap(heap.begin(), heap.end());
+    }
   }
   return freed;
 }

@@ -185,7 +185,8 @@ TEST(PolicyLru, SixPassesAreTheMostAndSpacesAroundNamesAreIgnored) {
 }
 
 TEST(PolicyLru, ABadVictimListWarnsOnceNamingTheVariableAndTheDefaultHolds) {
-  for (const char* bad : {"", "idle,,any", "oldest", "any,", "idle,idle,idle,idle,idle,idle,any"}) {
+  for (const char* bad :
+       {"", " ", "idle,,any", "idle, ,any", "oldest", "any,", "any, ", "idle,idle,idle,idle,idle,idle,any"}) {
     FakePolicyHost host(1000);
     host.add_block(10, PUMP_ROLE_ACTIVATION, true);
     const uint64_t clean = host.add_block(10, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_CLEAN);
