@@ -43,7 +43,9 @@ class FakePolicyHost {
   uint64_t add_block(uint64_t bytes, pump_role_v1_t role, bool resident, uint32_t flags = 0);
   void set_config(const std::string& key, const std::string& value) { config_[key] = value; }
   void refuse_evictions_of(uint64_t id) { refused_.push_back(id); }
-  void set_flags(uint64_t id, uint32_t flags) { blocks_.at(id).flags = flags; }  // e.g. PUMP_BLOCK_IN_USE
+  void set_flags(uint64_t id, uint32_t flags) { blocks_.at(id).flags = flags; }    // e.g. PUMP_BLOCK_IN_USE
+  void set_last_use(uint64_t id, uint64_t seq) { blocks_.at(id).last_use = seq; }  // 0: never (the default)
+  uint64_t next_kernel_seq() const { return kernel_seq_ + 1; }                     // what begin_kernel gives
 
   // The kernel being decided: its blocks (with `access` set: read-write, or per block as
   // given) and the struct to pass.
