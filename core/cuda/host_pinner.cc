@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <optional>
 #include <system_error>
 
 #include "core/common/log.h"
@@ -145,12 +146,17 @@ uint64_t HostPinner::collect(uint64_t* bytes) {
 }
 
 void HostPinner::thread_main() {
-  // Without its context the thread pins nothing: each request fails (pinned when needed).
-  const bool has_context = !context_ || !api_.cuCtxSetCurrent || api_.cuCtxSetCurrent(context_) == CUDA_SUCCESS;
+  // Its context is set when the first request comes, not before: a thread that never gets one
+  // never calls the driver (a program exiting at once would otherwise have this call race the
+  // driver's own teardown). Without it the thread pins nothing: each request fails (pinned when
+  // needed).
+  std::optional<bool> has_context;
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     cv_.wait(lock, [&] { return stopping_ || ahead_request_; });
     if (stopping_) return;
+    if (!has_context)
+      has_context = !context_ || !api_.cuCtxSetCurrent || api_.cuCtxSetCurrent(context_) == CUDA_SUCCESS;
     const uint64_t bytes = ahead_request_;
     const bool mapped = ahead_mapped_;
     ahead_request_ = 0;
@@ -158,7 +164,7 @@ void HostPinner::thread_main() {
     lock.unlock();
     bool registered = false;
     const char* call = "cuCtxSetCurrent";
-    const uint64_t address = has_context ? pin_impl(bytes, mapped, &registered, &call, nullptr) : 0;
+    const uint64_t address = *has_context ? pin_impl(bytes, mapped, &registered, &call, nullptr) : 0;
     if (address) stats_->ahead_bytes.fetch_add(bytes, std::memory_order_relaxed);
     else
       PUMP_LOG_ONCE(LogLevel::kWarn,

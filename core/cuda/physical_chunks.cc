@@ -366,11 +366,17 @@ CUevent PhysicalChunks::take_event() {
 }
 
 void PhysicalChunks::releaser_main() {
-  api_.cuCtxSetCurrent(context_);
+  // The context is set with the first release, not before: a releaser that never gets one never
+  // calls the driver (a program exiting at once would otherwise race the driver's teardown).
+  bool has_context = false;
   std::unique_lock lock(queue_mutex_);
   for (;;) {
     queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping, nothing left
+    if (!has_context) {
+      api_.cuCtxSetCurrent(context_);  // once; a failure shows in the calls that follow
+      has_context = true;
+    }
     Queued q = std::move(queue_.front());
     queue_.pop_front();
     releasing_ = true;
