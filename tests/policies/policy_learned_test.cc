@@ -146,8 +146,9 @@ TEST(PolicyLearned, PressureEvictsTheBlockUsedFarthestInTheFutureNotTheLeastRece
 
 // The Belady scenario above with d, the farthest, still used by a queued kernel: by default
 // it goes all the same; with LEARNED_IDLE_FIRST the farthest idle block (c) goes instead, and
-// d only when the idle ones do not suffice.
-Ids evicted_with_d_in_use(const char* idle_first, uint64_t bytes_needed) {
+// d only when the idle ones do not suffice. With `young_b_and_c`, b and c were used by the
+// kernel being decided (their eviction would wait for it) and b is still in use too.
+Ids evicted_with_d_in_use(const char* idle_first, uint64_t bytes_needed, bool young_b_and_c = false) {
   ForwardBackward f;
   f.host.set_config("LEARNED_LOOKAHEAD", "0");
   if (idle_first) f.host.set_config("LEARNED_IDLE_FIRST", idle_first);
@@ -157,6 +158,11 @@ Ids evicted_with_d_in_use(const char* idle_first, uint64_t bytes_needed) {
   evict_all(f.host, {f.a, f.b, f.c, f.d});
   for (uint64_t id : {f.b, f.c, f.d}) EXPECT_EQ(f.host.table()->prefetch(f.host.table(), id, PUMP_WHEN_NOW), PUMP_OK);
   f.host.set_flags(f.d, PUMP_BLOCK_IN_USE);
+  if (young_b_and_c) {
+    f.host.set_flags(f.b, PUMP_BLOCK_IN_USE);
+    f.host.set_last_use(f.b, f.host.next_kernel_seq());
+    f.host.set_last_use(f.c, f.host.next_kernel_seq());
+  }
   f.host.evictions.clear();
   policy.on_pressure(f.host.begin_kernel(f.period[0]), bytes_needed);
   f.host.end_kernel();
@@ -166,34 +172,10 @@ Ids evicted_with_d_in_use(const char* idle_first, uint64_t bytes_needed) {
   return out;
 }
 
-// The same with b and c used by the kernel being decided (young: their eviction would wait
-// for it) and b still in use too: the young idle block goes before the old one in use, and a
-// young block in use is passed over while the old one in use can go.
-Ids evicted_with_young_blocks(const char* idle_first, uint64_t bytes_needed) {
-  ForwardBackward f;
-  f.host.set_config("LEARNED_LOOKAHEAD", "0");
-  if (idle_first) f.host.set_config("LEARNED_IDLE_FIRST", idle_first);
-  PolicyInstance policy("learned", f.host);
-  EXPECT_TRUE(policy.ready());
-  for (int i = 0; i < 3; ++i) run_period(policy, f.host, f.period, ForwardBackward::kBudget);
-  evict_all(f.host, {f.a, f.b, f.c, f.d});
-  for (uint64_t id : {f.b, f.c, f.d}) EXPECT_EQ(f.host.table()->prefetch(f.host.table(), id, PUMP_WHEN_NOW), PUMP_OK);
-  f.host.set_flags(f.d, PUMP_BLOCK_IN_USE);
-  f.host.set_flags(f.b, PUMP_BLOCK_IN_USE);
-  f.host.set_last_use(f.b, f.host.next_kernel_seq());
-  f.host.set_last_use(f.c, f.host.next_kernel_seq());
-  f.host.evictions.clear();
-  policy.on_pressure(f.host.begin_kernel(f.period[0]), bytes_needed);
-  f.host.end_kernel();
-  Ids out = f.host.evicted_ids();
-  for (uint64_t& id : out) id = id == f.b ? 'b' : id == f.c ? 'c' : id == f.d ? 'd' : id;
-  return out;
-}
-
 TEST(PolicyLearned, WithIdleFirstAYoungIdleBlockGoesBeforeAnOldOneInUse) {
-  EXPECT_EQ(evicted_with_young_blocks(nullptr, 100), Ids{'d'}) << "old before young, in use or not";
-  EXPECT_EQ(evicted_with_young_blocks("1", 100), Ids{'c'});
-  EXPECT_EQ(evicted_with_young_blocks("1", 200), (Ids{'c', 'd'})) << "the young one in use stays";
+  EXPECT_EQ(evicted_with_d_in_use(nullptr, 100, /*young_b_and_c=*/true), Ids{'d'}) << "old before young, in use or not";
+  EXPECT_EQ(evicted_with_d_in_use("1", 100, /*young_b_and_c=*/true), Ids{'c'});
+  EXPECT_EQ(evicted_with_d_in_use("1", 200, /*young_b_and_c=*/true), (Ids{'c', 'd'})) << "the young one in use stays";
 }
 
 TEST(PolicyLearned, PressureTakesTheFarthestBlockEvenInUseUnlessIdleFirstIsSet) {
