@@ -757,15 +757,19 @@ std::vector<ShadowRange> CudaBackend::copy_by_kernel(std::vector<ShadowRange>* r
 std::vector<ShadowRange> CudaBackend::copy_staged(cuda::StagedCopies& staged, const std::vector<ShadowRange>& ranges,
                                                   bool to_host, CUstream stream, std::vector<Range>* done) {
   if (!staged.usable()) return ranges;
+  // Physical chunks are plain device memory: the copy engines move them directly, no staging.
+  std::vector<ShadowRange> managed = ranges, physical;
+  if (chunks_) chunks_->take_ours(&managed, &physical);
   const auto t0 = std::chrono::steady_clock::now();
-  cuda::StagedCopies::Result result = staged.copy(ranges, to_host, stream);
+  cuda::StagedCopies::Result result = staged.copy(managed, to_host, stream);
   count_call_time(t0);
   if (done)
     for (const ShadowRange& r : result.done) done->push_back({r.address, r.bytes});
   stats_->staged_launches.fetch_add(result.launches, std::memory_order_relaxed);
   stats_->staged_bytes.fetch_add(total_bytes(result.done), std::memory_order_relaxed);
   (to_host ? stats_->save_bytes : stats_->restore_bytes).fetch_add(total_bytes(result.done), std::memory_order_relaxed);
-  return std::move(result.left);
+  physical.insert(physical.end(), result.left.begin(), result.left.end());
+  return physical;
 }
 
 void CudaBackend::issue_saves(const std::vector<ShadowRange>& saves, std::vector<Range>* saved) {
@@ -775,9 +779,7 @@ void CudaBackend::issue_saves(const std::vector<ShadowRange>& saves, std::vector
                                          : "out: save (copy to host)";
   TrafficRange nvtx(how, total_bytes(saves), saves.size());
   IssueClock clock(&stats_->save_issue_ns, &stats_->save_issue_cpu_ns);
-  std::vector<ShadowRange> managed = saves, by_engine;
-  if (chunks_) chunks_->take_ours(&managed, &by_engine);  // plain device memory: no staging
-  for (ShadowRange& s : copy_staged(staged_out_, managed, /*to_host=*/true, out_stream_, saved)) by_engine.push_back(s);
+  std::vector<ShadowRange> by_engine = copy_staged(staged_out_, saves, /*to_host=*/true, out_stream_, saved);
   if (copy_kernels_) {
     for (const ShadowRange& s : copy_by_kernel(&by_engine, /*to_host=*/true)) {
       saved->push_back({s.address, s.bytes});
@@ -937,10 +939,7 @@ void CudaBackend::issue_restores(const std::vector<ShadowRange>& restores) {
   TrafficRange nvtx(staged_in_.usable() ? "in: restore (staged)" : "in: restore (copy from host)",
                     total_bytes(restores), restores.size());
   IssueClock clock(&stats_->restore_issue_ns, &stats_->restore_issue_cpu_ns);
-  std::vector<ShadowRange> managed = restores, by_engine;
-  if (chunks_) chunks_->take_ours(&managed, &by_engine);  // plain device memory: no staging
-  for (ShadowRange& s : copy_staged(staged_in_, managed, /*to_host=*/false, prefetch_stream_, nullptr))
-    by_engine.push_back(s);
+  std::vector<ShadowRange> by_engine = copy_staged(staged_in_, restores, /*to_host=*/false, prefetch_stream_, nullptr);
   if (copy_kernels_ && options_.copy_via == CudaBackendOptions::CopyVia::kKernels)
     for (const ShadowRange& s : copy_by_kernel(&by_engine, /*to_host=*/false))
       stats_->restore_bytes.fetch_add(s.bytes, std::memory_order_relaxed);

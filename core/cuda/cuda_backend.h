@@ -367,7 +367,7 @@ class CudaBackend final : public DeviceBackend {
   std::vector<ShadowRange> copy_by_kernel(std::vector<ShadowRange>* ranges, bool to_host);
   // Queues `ranges` through the staging buffers of one direction (what it queued appended
   // to *done when given); returns what is left for the copy engines (everything when
-  // staging is off or failed).
+  // staging is off or failed, and always the ranges on physical chunks).
   std::vector<ShadowRange> copy_staged(cuda::StagedCopies& staged, const std::vector<ShadowRange>& ranges, bool to_host,
                                        CUstream stream, std::vector<Range>* done);
   void load_copy_kernels();
