@@ -358,11 +358,8 @@ std::string CudaBackend::setup_on_worker() {
   out_events_ = std::make_unique<EventFenceRing>(api_, options_.event_ring, std::chrono::microseconds(0));
   load_copy_kernels();
   if (options_.physical) {
-    // Maps run ahead only where restores go by a copy kernel: a copy engine's copy into a
-    // range not yet mapped is refused when it is queued.
     chunks_ = std::make_unique<cuda::PhysicalChunks>(api_, context_, ordinal_, options_.physical_chunk_bytes,
-                                                     options_.physical_pool_bytes,
-                                                     options_.physical_map_ahead && restores_by_kernel());
+                                                     options_.physical_pool_bytes);
     const std::string why = chunks_->start();
     if (!why.empty()) {
       log(LogLevel::kWarn, "PUMP_DATAPATH=vmm: %s: allocations stay managed memory (the copy data path)", why.c_str());
@@ -617,16 +614,6 @@ bool CudaBackend::back_physical(std::vector<Range> ranges) {
   return false;
 }
 
-bool CudaBackend::back_physical_before(CUstream stream, std::vector<Range> ranges) {
-  if (ranges.empty()) return true;
-  if (!maps_ahead()) return back_physical(std::move(ranges));
-  TrafficRange nvtx("in: map ahead (physical chunks)", total_bytes(ranges), ranges.size());
-  const CUresult r = chunks_->wait_for_maps(stream, chunks_->back_later(ranges));
-  if (r != CUDA_SUCCESS)
-    note_failure("cuStreamWaitValue64", "this thread waited for the maps instead", r, &ranges.front());
-  return true;  // a failed map is the mapper's to report
-}
-
 void CudaBackend::load_copy_kernels() {
 #if PUMP_HAVE_COPY_KERNELS
   using CopyVia = CudaBackendOptions::CopyVia;
@@ -664,7 +651,7 @@ void CudaBackend::load_copy_kernels() {
     note_failure("cuModuleGetFunction(pump_hold)", "populates and discards are issued without holding their stream", r);
     if (context_lost_) return;
   }
-  if (!saves_by_kernel() && options_.copy_via != CopyVia::kKernelIn) return;
+  if (options_.copy_via != CopyVia::kKernel && options_.copy_via != CopyVia::kKernels) return;
   call = "cuDeviceGetAttribute(CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING)";
   int unified = 0, can_map = 0;
   r = api_.cuDeviceGetAttribute(&unified, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, device_);
@@ -704,34 +691,7 @@ void CudaBackend::load_copy_kernels() {
 const char* CudaBackend::copy_path() const {
   if (staged_out_.usable() && staged_in_.usable()) return "staging";
   if (!copy_kernels_) return "engines";
-  switch (options_.copy_via) {
-    case CudaBackendOptions::CopyVia::kKernels: return "kernels";
-    case CudaBackendOptions::CopyVia::kKernelIn: return "kernel-in";
-    default: return "kernel";
-  }
-}
-
-bool CudaBackend::saves_by_kernel() const {
-  using CopyVia = CudaBackendOptions::CopyVia;
-  return options_.copy_via == CopyVia::kKernel || options_.copy_via == CopyVia::kKernels;
-}
-
-bool CudaBackend::restores_by_kernel() const {
-  using CopyVia = CudaBackendOptions::CopyVia;
-  return copy_kernels_ && (options_.copy_via == CopyVia::kKernels || options_.copy_via == CopyVia::kKernelIn);
-}
-
-template <typename Ranged>
-void CudaBackend::wait_mapped(const std::vector<Ranged>& ranges) {
-  if (!maps_ahead() || ranges.empty()) return;  // (empty would mean every map)
-  std::vector<Range> plain;
-  plain.reserve(ranges.size());
-  for (const Ranged& r : ranges) plain.push_back({r.address, r.bytes});
-  chunks_->wait_mapped(plain);
-}
-
-void CudaBackend::before_checked_enqueue(const std::vector<Range>& ranges) {
-  if (maps_ahead()) chunks_->wait_mapped(ranges);  // empty: every map still ahead
+  return options_.copy_via == CudaBackendOptions::CopyVia::kKernels ? "kernels" : "kernel";
 }
 
 bool CudaBackend::issue_kernel_copies(const std::vector<ShadowRange>& ranges, bool to_host) {
@@ -814,19 +774,18 @@ std::vector<ShadowRange> CudaBackend::copy_staged(cuda::StagedCopies& staged, co
 
 void CudaBackend::issue_saves(const std::vector<ShadowRange>& saves, std::vector<Range>* saved) {
   if (saves.empty()) return;
-  const char* how = staged_out_.usable()                 ? "out: save (staged)"
-                    : copy_kernels_ && saves_by_kernel() ? "out: save (copy kernel to host)"
-                                                         : "out: save (copy to host)";
+  const char* how = staged_out_.usable() ? "out: save (staged)"
+                    : copy_kernels_      ? "out: save (copy kernel to host)"
+                                         : "out: save (copy to host)";
   TrafficRange nvtx(how, total_bytes(saves), saves.size());
   IssueClock clock(&stats_->save_issue_ns, &stats_->save_issue_cpu_ns);
   std::vector<ShadowRange> by_engine = copy_staged(staged_out_, saves, /*to_host=*/true, out_stream_, saved);
-  if (copy_kernels_ && saves_by_kernel()) {
+  if (copy_kernels_) {
     for (const ShadowRange& s : copy_by_kernel(&by_engine, /*to_host=*/true)) {
       saved->push_back({s.address, s.bytes});
       stats_->save_bytes.fetch_add(s.bytes, std::memory_order_relaxed);
     }
   }
-  wait_mapped(by_engine);  // a range restored and saved again before its map was made
   for (const ShadowRange& s : by_engine) {
     if (!copy_or_host_fallback(s, /*to_host=*/true)) {
       if (context_lost_) return;
@@ -878,19 +837,17 @@ void CudaBackend::issue_fetch_in_groups(const TransferBatch& batch, const std::v
   if (physical) {
     // Physical chunks are mapped for the whole batch before its first copy: a grant of access
     // waits for the copy engines' device-to-host work in flight, so mapping group by group
-    // would leave the engines idle at every group. Where restores go by copy kernels, on the
-    // mapper thread (PUMP_VMM_MAP_AHEAD): the in stream waits for the maps on the device and
-    // this thread goes on. Not for copies by the copy engines: the driver refuses a copy into a
-    // range not yet mapped when it is queued (CUDA_ERROR_INVALID_VALUE, H200, sixteenth
-    // session); a kernel's addresses are not checked until it runs. A physical range's
-    // populate is its map alone, so once mapped it leaves the populates; a map that failed here
-    // is tried again by each group's populate (releases may have freed memory since).
+    // would leave the engines idle at every group. Here, not on a thread of its own with the
+    // in stream waiting on the device: the driver refuses a copy into a range not yet mapped
+    // when it is queued (CUDA_ERROR_INVALID_VALUE, H200, sixteenth session). A physical
+    // range's populate is its map alone, so once mapped it leaves the populates; a map that
+    // failed is tried again by each group's populate (releases may have freed memory since).
     std::vector<Range> ours, rest = populate;
     chunks_->take_ours(&rest, &ours);
     std::vector<Range> restored;
     for (const ShadowRange& r : batch.restore) restored.push_back({r.address, r.bytes});
     chunks_->take_ours(&restored, &ours);
-    mapped_up_front = back_physical_before(prefetch_stream_, std::move(ours));
+    mapped_up_front = back_physical(std::move(ours));
     if (mapped_up_front) populate.swap(rest);
   }
   // The populate stream owes the same waits as the in stream: nothing may be populated
@@ -983,10 +940,9 @@ void CudaBackend::issue_restores(const std::vector<ShadowRange>& restores) {
                     total_bytes(restores), restores.size());
   IssueClock clock(&stats_->restore_issue_ns, &stats_->restore_issue_cpu_ns);
   std::vector<ShadowRange> by_engine = copy_staged(staged_in_, restores, /*to_host=*/false, prefetch_stream_, nullptr);
-  if (restores_by_kernel())
+  if (copy_kernels_ && options_.copy_via == CudaBackendOptions::CopyVia::kKernels)
     for (const ShadowRange& s : copy_by_kernel(&by_engine, /*to_host=*/false))
       stats_->restore_bytes.fetch_add(s.bytes, std::memory_order_relaxed);
-  wait_mapped(by_engine);  // what the kernel could not take (unaligned, or it failed)
   for (const ShadowRange& s : by_engine) {
     if (copy_or_host_fallback(s, /*to_host=*/false)) {
       stats_->restore_calls.fetch_add(1, std::memory_order_relaxed);
@@ -998,7 +954,6 @@ void CudaBackend::issue_restores(const std::vector<ShadowRange>& restores) {
 }
 
 void CudaBackend::poison(CUstream stream, const Range& range) {
-  wait_mapped(std::vector<Range>{range});
   // 0xFF bytes: NaN as fp32, fp16 and bf16; -1 as integers.
   const uint64_t words = range.bytes / 4;
   const char* call = "cuMemsetD32Async";

@@ -179,14 +179,10 @@ struct CudaBackendOptions {
   //     by the copy engines;
   //   kEngines: the copy engines on managed memory (they serialize the two directions).
   // Each falls back to the next when what it needs cannot be had.
-  //   kKernelIn: restores by a copy kernel reading mapped host memory, saves by the copy
-  //     engines. With PUMP_DATAPATH=vmm the maps of a restore then run ahead on a thread of
-  //     their own (physical_map_ahead): a kernel's addresses are not checked when it is queued,
-  //     a copy engine's are;
   //   kKernels: both directions by copy kernels over the link (no copy engine at all: with
   //     PUMP_DATAPATH=vmm a grant of access to a mapped chunk waits for the copy engines'
   //     work in flight, 0.4-1 ms a call, and for a kernel's 23 us: map_under_load_probe.cu).
-  enum class CopyVia { kStaging, kKernel, kEngines, kKernels, kKernelIn };
+  enum class CopyVia { kStaging, kKernel, kEngines, kKernels };
   CopyVia copy_via = CopyVia::kStaging;
   uint64_t staging_slot_bytes = 16ull << 20;  // two slots per direction (64 MiB of device memory)
   unsigned staging_kernel_blocks = 32;
@@ -198,8 +194,6 @@ struct CudaBackendOptions {
   bool physical = false;
   uint64_t physical_chunk_bytes = 32ull << 20;
   uint64_t physical_pool_bytes = 2ull << 30;  // PUMP_VMM_POOL: unmapped chunks kept for reuse
-  // PUMP_VMM_MAP_AHEAD: maps on the chunks' mapper thread, where restores go by copy kernels.
-  bool physical_map_ahead = true;
 };
 
 // Every counter of the backend, once: the stats struct, its atomic twin, the copy
@@ -279,9 +273,6 @@ struct CudaBackendOptions {
   X(physical_pooled_bytes) /* ... unmapped and kept for the next chunk of their size */ \
   X(physical_creates)     /* ... cuMemCreate calls (the other maps took pooled memory) */ \
   X(physical_access_calls) /* ... cuMemSetAccess calls, one per run of neighbouring chunks mapped */ \
-  X(physical_maps_ahead)  /* ... fetches whose maps the mapper thread made (PUMP_VMM_MAP_AHEAD) */ \
-  X(physical_map_failures) /* ... of those, fetches whose chunks could not all be mapped */ \
-  X(physical_mapped_waits) /* ... copies and sets that waited here for a map still ahead */ \
   X(physical_kept_bytes)  /* ... evictions by migration asked of such memory: it stays on the device */
 // clang-format on
 
@@ -311,7 +302,6 @@ class CudaBackend final : public DeviceBackend {
   Fence mark(StreamId stream) override;
   bool done(const Fence& fence) override;
   bool capturing(StreamId stream) override;
-  void before_checked_enqueue(const std::vector<Range>& ranges) override;
   uint64_t capture_id(StreamId stream) override;
   // Waits until the worker issued the fence's batch, then until the fence completed.
   void host_wait(const Fence& fence) override;
@@ -389,17 +379,6 @@ class CudaBackend final : public DeviceBackend {
   // Maps the chunks of `ranges` in physical chunks again (a failure logged); false: some
   // could not be (none of the failed call's stays half mapped).
   bool back_physical(std::vector<Range> ranges);
-  // The same before the work queued next on `stream`: on the mapper thread where maps run
-  // ahead (maps_ahead(): the stream waits for them on the device; true), else here.
-  bool back_physical_before(CUstream stream, std::vector<Range> ranges);
-  // Whether restores into physical chunks are queued before their maps are made.
-  bool maps_ahead() const { return chunks_ && chunks_->maps_ahead(); }
-  // The copy engines are about to copy `ranges`: those in physical chunks whose maps are
-  // still ahead are waited for first (the driver checks a copy's range when it is queued).
-  template <typename Ranged>
-  void wait_mapped(const std::vector<Ranged>& ranges);
-  bool saves_by_kernel() const;
-  bool restores_by_kernel() const;
   // Takes the ranges in physical chunks out of `part` and drops, keeps or backs them.
   void issue_physical(CUstream stream, TransferBatch* part);
   // Populates on the populate stream, group by group, each group's copies waiting for it.

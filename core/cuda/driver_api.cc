@@ -124,7 +124,6 @@ bool DriverApi::load(const char* library_name, std::string* error) {
   resolve(get, "cuMemcpyHtoD", &cuMemcpyHtoD, false, error);
   resolve(get, "cuCtxSynchronize", &cuCtxSynchronize, false, error);
   resolve(get, "cuDeviceCanAccessPeer", &cuDeviceCanAccessPeer, false, error);
-  resolve(get, "cuStreamWaitValue64", &cuStreamWaitValue64, false, error);
   return ok;
 }
 

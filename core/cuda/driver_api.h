@@ -63,7 +63,6 @@ struct DriverApi {
   CUresult (*cuMemHostAlloc)(void**, size_t, unsigned int) = nullptr;
   CUresult (*cuMemHostGetDevicePointer)(CUdeviceptr*, void*, unsigned int) = nullptr;
   CUresult (*cuMemFreeHost)(void*) = nullptr;
-  CUresult (*cuStreamWaitValue64)(CUstream, CUdeviceptr, cuuint64_t, unsigned int) = nullptr;  // optional
   // Optional: shadows pinned by registering touched anonymous memory (host_pinner.h).
   CUresult (*cuMemHostRegister)(void*, size_t, unsigned int) = nullptr;
   CUresult (*cuMemHostUnregister)(void*) = nullptr;

@@ -30,13 +30,12 @@ struct PhysicalChunks::Counters {
 };
 
 PhysicalChunks::PhysicalChunks(const DriverApi& api, CUcontext context, int device, uint64_t chunk_bytes,
-                               uint64_t pool_bytes, bool map_ahead)
+                               uint64_t pool_bytes)
     : api_(api),
       context_(context),
       device_(device),
       chunk_bytes_(chunk_bytes),
       pool_limit_(pool_bytes),
-      map_ahead_(map_ahead),
       counters_(new Counters) {
   prop_.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   prop_.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
@@ -45,15 +44,6 @@ PhysicalChunks::PhysicalChunks(const DriverApi& api, CUcontext context, int devi
 }
 
 PhysicalChunks::~PhysicalChunks() {
-  if (mapper_.joinable()) {  // its jobs first: the drops among them queue releases
-    {
-      std::lock_guard lock(map_mutex_);
-      map_stopping_ = true;
-    }
-    map_cv_.notify_all();
-    mapper_.join();
-  }
-  if (flag_host_) api_.cuMemFreeHost(flag_host_);
   if (releaser_.joinable()) {
     {
       std::lock_guard lock(queue_mutex_);
@@ -93,21 +83,6 @@ std::string PhysicalChunks::start() {
     }
   chunk_bytes_ = round_up(std::max<uint64_t>(chunk_bytes_, granularity_), granularity_);
   releaser_ = std::thread([this] { releaser_main(); });
-  // Maps ahead only where a stream can wait for the mapper's flag on the device.
-  int wait_64 = 0;
-  void* flag = nullptr;
-  if (map_ahead_ && api_.cuStreamWaitValue64 && api_.cuMemHostAlloc && api_.cuMemHostGetDevicePointer &&
-      api_.cuMemFreeHost &&
-      api_.cuDeviceGetAttribute(&wait_64, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, device_) == CUDA_SUCCESS &&
-      wait_64 && api_.cuMemHostAlloc(&flag, 64, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS) {
-    if (api_.cuMemHostGetDevicePointer(&flag_device_, flag, 0) == CUDA_SUCCESS) {
-      flag_host_ = static_cast<uint64_t*>(flag);
-      __atomic_store_n(flag_host_, 0, __ATOMIC_RELEASE);
-      mapper_ = std::thread([this] { mapper_main(); });
-    } else {
-      api_.cuMemFreeHost(flag);
-    }
-  }
   return "";
 }
 
@@ -233,7 +208,6 @@ CUresult PhysicalChunks::allocate(uint64_t bytes, uint64_t* address) {
     r = map_chunks(base, a, 0, a.chunks.size() - 1);  // `a` is this thread's alone until placed
     std::unique_lock lock(mutex_);
     if (r == CUDA_SUCCESS) {
-      a.serial = ++generations_;
       allocations_.emplace(base, std::move(a));
       break;
     }
@@ -278,7 +252,7 @@ bool PhysicalChunks::free(uint64_t address) {
   const bool pushed = api_.cuCtxPushCurrent && api_.cuCtxPopCurrent && api_.cuCtxPushCurrent(context_) == CUDA_SUCCESS;
   api_.cuCtxSynchronize();
   if (pushed) api_.cuCtxPopCurrent(&popped);
-  std::lock_guard mapping(map_call_mutex_);  // no map of its chunks in flight on the mapper
+  std::lock_guard mapping(map_call_mutex_);  // no map of its chunks in flight (back())
   std::lock_guard lock(mutex_);
   auto it = allocations_.find(address);
   if (it == allocations_.end()) return false;
@@ -289,47 +263,14 @@ bool PhysicalChunks::free(uint64_t address) {
   return true;
 }
 
-std::vector<PhysicalChunks::Asked> PhysicalChunks::ask(const std::vector<Range>& ranges) {
-  std::vector<Asked> asked;
-  asked.reserve(ranges.size());
-  std::lock_guard lock(mutex_);
-  for (const Range& r : ranges)
-    if (const Allocation* a = find(r.address, nullptr); a && r.bytes) asked.push_back({r, a->serial});
-  return asked;
-}
-
 void PhysicalChunks::drop(const std::vector<Range>& ranges, CUstream after) {
-  CUevent event = take_event();
-  if (event && api_.cuEventRecord(event, after) != CUDA_SUCCESS) {
-    api_.cuEventDestroy(event);
-    event = nullptr;
-  }
-  // No event: the work before the drop is waited for here instead (slow, but in order).
-  if (!event) api_.cuStreamSynchronize(after);
-  if (!maps_ahead()) {
-    drop_now(ask(ranges), event);
-    return;
-  }
-  MapJob job;
-  job.drop = true;
-  job.ranges = ask(ranges);
-  job.event = event;
-  {
-    std::lock_guard lock(map_mutex_);
-    map_queue_.push_back(std::move(job));
-  }
-  map_cv_.notify_one();
-}
-
-void PhysicalChunks::drop_now(const std::vector<Asked>& ranges, CUevent event) {
   std::vector<Release> releases;
   {
     std::lock_guard lock(mutex_);
-    for (const Asked& asked : ranges) {
-      const Range& r = asked.range;
+    for (const Range& r : ranges) {
       uint64_t base = 0;
       Allocation* a = find(r.address, &base);
-      if (!a || a->serial != asked.serial) continue;  // freed since it was asked
+      if (!a || r.bytes == 0) continue;
       a->dropped += Interval::right_open(r.address, r.end());
       const size_t last = std::min(a->chunks.size() - 1, (r.end() - 1 - base) / chunk_bytes_);
       for (size_t i = (r.address - base) / chunk_bytes_; i <= last; ++i) {
@@ -343,42 +284,41 @@ void PhysicalChunks::drop_now(const std::vector<Asked>& ranges, CUevent event) {
         releases.push_back({base, i, c.generation});
       }
     }
-    if (releases.empty() && event) {
-      free_events_.push_back(event);
-      return;
-    }
   }
   if (releases.empty()) return;
-  if (!event) {
-    release_now(releases);  // the stream was synchronized already
+  Queued q;
+  q.releases = std::move(releases);
+  q.event = take_event();
+  if (q.event && api_.cuEventRecord(q.event, after) != CUDA_SUCCESS) {
+    api_.cuEventDestroy(q.event);
+    q.event = nullptr;
+  }
+  if (!q.event) {
+    // No event: the work before the drop is waited for here instead (slow, but in order).
+    api_.cuStreamSynchronize(after);
+    release_now(q.releases);
     return;
   }
   {
     std::lock_guard lock(queue_mutex_);
-    queue_.push_back(Queued{event, std::move(releases)});
+    queue_.push_back(std::move(q));
   }
   queue_cv_.notify_one();
 }
 
 CUresult PhysicalChunks::back(const std::vector<Range>& ranges) {
-  drain_mapper();  // the drops asked for before act first
-  return back_now(ask(ranges));
-}
-
-CUresult PhysicalChunks::back_now(const std::vector<Asked>& ranges) {
   for (int attempt = 0;; ++attempt) {
     CUresult failed = CUDA_SUCCESS;
     {
       std::lock_guard mapping(map_call_mutex_);  // free() waits for these maps
-      for (const Asked& asked : ranges) {
-        const Range& r = asked.range;
+      for (const Range& r : ranges) {
         uint64_t base = 0;
         Allocation* a = nullptr;
         size_t first = 0, last = 0;
         {
           std::lock_guard lock(mutex_);
           a = find(r.address, &base);
-          if (!a || a->serial != asked.serial) continue;  // freed since it was asked
+          if (!a || r.bytes == 0) continue;
           a->dropped -= Interval::right_open(r.address, r.end());
           last = std::min(a->chunks.size() - 1, (r.end() - 1 - base) / chunk_bytes_);
           first = (r.address - base) / chunk_bytes_;
@@ -395,95 +335,10 @@ CUresult PhysicalChunks::back_now(const std::vector<Asked>& ranges) {
       }
     }
     if (failed == CUDA_SUCCESS || attempt == 1) return failed;
-    drain_releases();  // the device may be full of chunks waiting for their release, or pooled
+    drain();  // the device may be full of chunks waiting for their release, or pooled
     std::lock_guard lock(mutex_);
     give_back_pool();
   }
-}
-
-uint64_t PhysicalChunks::back_later(const std::vector<Range>& ranges) {
-  MapJob job;
-  job.ranges = ask(ranges);
-  uint64_t ticket = 0;
-  {
-    std::lock_guard lock(map_mutex_);
-    ticket = job.ticket = ++tickets_;
-    map_queue_.push_back(std::move(job));
-    maps_pending_.store(true, std::memory_order_release);
-  }
-  map_cv_.notify_one();
-  return ticket;
-}
-
-CUresult PhysicalChunks::wait_for_maps(CUstream stream, uint64_t ticket) {
-  const CUresult r = api_.cuStreamWaitValue64(stream, flag_device_, ticket, CU_STREAM_WAIT_VALUE_GEQ);
-  if (r == CUDA_SUCCESS) return r;
-  // The stream cannot wait: this thread does, so nothing queued after reaches an unmapped chunk.
-  std::unique_lock lock(map_mutex_);
-  map_idle_cv_.wait(lock, [&] { return __atomic_load_n(flag_host_, __ATOMIC_ACQUIRE) >= ticket; });
-  return r;
-}
-
-void PhysicalChunks::mapper_main() {
-  bool context_set = false;
-  std::unique_lock lock(map_mutex_);
-  for (;;) {
-    map_cv_.wait(lock, [&] { return map_stopping_ || !map_queue_.empty(); });
-    if (map_queue_.empty()) return;  // stopping, nothing left
-    // The job stays queued until done, so wait_mapped() sees the ranges in hand too.
-    const MapJob& job = map_queue_.front();
-    mapping_ = true;
-    lock.unlock();
-    if (!context_set) {
-      // With the first job, not at start: a mapper that never gets work never calls the driver.
-      api_.cuCtxSetCurrent(context_);
-      context_set = true;
-    }
-    if (job.drop) {
-      drop_now(job.ranges, job.event);
-    } else {
-      counters_->maps_ahead.fetch_add(1, std::memory_order_relaxed);
-      const CUresult r = back_now(job.ranges);
-      if (r != CUDA_SUCCESS) {
-        counters_->map_failures.fetch_add(1, std::memory_order_relaxed);
-        // A kernel reaching the unmapped chunk will fault: this line says why first.
-        PUMP_LOG_ONCE(LogLevel::kError,
-                      "PUMP_DATAPATH=vmm: device memory for a dropped chunk could not be had again (%s): a kernel "
-                      "reaching it will fault; leave the device more room (PUMP_VMM_POOL, the budget) or use "
-                      "PUMP_DATAPATH=copy",
-                      api_.describe(r).c_str());
-      }
-      __atomic_store_n(flag_host_, job.ticket, __ATOMIC_RELEASE);  // the streams waiting for it go on
-    }
-    lock.lock();
-    map_queue_.pop_front();
-    if (__atomic_load_n(flag_host_, __ATOMIC_ACQUIRE) == tickets_)
-      maps_pending_.store(false, std::memory_order_release);  // every map asked for is made
-    mapping_ = false;
-    map_idle_cv_.notify_all();
-  }
-}
-
-bool PhysicalChunks::wait_mapped(const std::vector<Range>& ranges) {
-  if (!maps_ahead() || !maps_pending_.load(std::memory_order_acquire)) return false;
-  std::unique_lock lock(map_mutex_);
-  uint64_t last = ranges.empty() ? tickets_ : 0;  // the newest queued map job reaching any of `ranges`
-  for (const MapJob& job : map_queue_) {
-    if (job.drop) continue;
-    for (const Asked& asked : job.ranges)
-      for (const Range& r : ranges)
-        if (asked.range.address < r.end() && r.address < asked.range.end()) last = std::max(last, job.ticket);
-  }
-  if (last == 0 || __atomic_load_n(flag_host_, __ATOMIC_ACQUIRE) >= last) return false;
-  counters_->mapped_waits.fetch_add(1, std::memory_order_relaxed);
-  map_idle_cv_.wait(lock, [&] { return __atomic_load_n(flag_host_, __ATOMIC_ACQUIRE) >= last; });
-  return true;
-}
-
-void PhysicalChunks::drain_mapper() {
-  if (!mapper_.joinable()) return;
-  std::unique_lock lock(map_mutex_);
-  map_idle_cv_.wait(lock, [&] { return map_queue_.empty() && !mapping_; });
 }
 
 void PhysicalChunks::release_now(const std::vector<Release>& releases) {
@@ -541,11 +396,6 @@ void PhysicalChunks::releaser_main() {
 }
 
 void PhysicalChunks::drain() {
-  drain_mapper();
-  drain_releases();
-}
-
-void PhysicalChunks::drain_releases() {
   std::unique_lock lock(queue_mutex_);
   idle_cv_.wait(lock, [&] { return (queue_.empty() && !releasing_) || !releaser_.joinable(); });
 }

@@ -26,18 +26,6 @@
 // Access is granted to this device and to every device that can access it as a peer (as
 // cudaMalloc's memory is reachable by peers once peer access is enabled).
 //
-// Maps ahead. A grant of access waits about 1 ms a chunk while device-to-host copies run on
-// the copy engines (not host-to-device copies, not kernels; from a second context too:
-// tests/gpu/grant_wait_probe.cu, H200), and the backend's worker, which issues both
-// directions, sat in those waits (1.0-1.5 s over 8 GPT steps). So, where the driver has
-// cuStreamWaitValue64, maps run on a mapper thread of this class: back_later() queues them and
-// returns a ticket, wait_for_maps() makes a stream wait on the device until a flag in pinned
-// host memory reaches it, and the worker goes on. Drops go through the same queue, so drops
-// and maps act in the order the worker asked for them; each range names the allocation it
-// was asked for (a serial), so a job left for a freed allocation never acts on the next one
-// at its address. The flag is set whatever the maps' result: a failure is logged and counted
-// (a kernel reaching the chunk then faults, as with a synchronous map).
-//
 // The cost, stated where PUMP_DATAPATH is documented: a kernel reaching an unmapped chunk
 // faults (an illegal address, fatal to the context) where unified memory would have read
 // zeros. The engine's rule already is that every dropped piece comes back before any
@@ -83,10 +71,7 @@ namespace pump::cuda {
   X(mapped_high_water) \
   X(pooled_bytes)       /* ... and unmapped, kept for the next chunk of its size */ \
   X(creates)            /* cuMemCreate calls (the rest came from the pool) */ \
-  X(access_calls)       /* cuMemSetAccess calls (one per run of neighbouring chunks mapped) */ \
-  X(maps_ahead)         /* back requests served by the mapper thread */ \
-  X(map_failures)       /* back requests whose chunks could not all be mapped */ \
-  X(mapped_waits)       /* wait_mapped() calls that waited for the mapper */
+  X(access_calls)       /* cuMemSetAccess calls (one per run of neighbouring chunks mapped) */
 // clang-format on
 
 struct PhysicalChunksStats {
@@ -98,10 +83,8 @@ struct PhysicalChunksStats {
 class PhysicalChunks {
  public:
   // `device` is the ordinal; `context` (its primary context) is made current on the releaser's
-  // and the mapper's threads; chunk_bytes is rounded up to the driver's granularity;
-  // map_ahead: maps on the mapper thread where the driver allows it.
-  PhysicalChunks(const DriverApi& api, CUcontext context, int device, uint64_t chunk_bytes, uint64_t pool_bytes,
-                 bool map_ahead = false);
+  // thread; chunk_bytes is rounded up to the driver's granularity.
+  PhysicalChunks(const DriverApi& api, CUcontext context, int device, uint64_t chunk_bytes, uint64_t pool_bytes);
   // Stops the releaser (its queued releases are done first). Leaves allocations mapped:
   // the program may still use them until its own exit.
   ~PhysicalChunks();
@@ -138,21 +121,8 @@ class PhysicalChunks {
   // until restored); a release still waiting is cancelled. A failed map (the device full) is
   // retried once the queued releases are done; its result is returned if that fails too.
   CUresult back(const std::vector<Range>& ranges);
-  // Waits until every release queued so far is done (and every job of the mapper before).
+  // Waits until every release queued so far is done.
   void drain();
-
-  // Whether maps run on the mapper thread (asked for, and start() found what it needs).
-  bool maps_ahead() const { return flag_host_ != nullptr; }
-  // Queues back(ranges) on the mapper thread (maps_ahead() only); returns the ticket the
-  // flag reaches once it ran, whatever its result.
-  uint64_t back_later(const std::vector<Range>& ranges);
-  // Makes `stream` wait on the device until the maps of `ticket` ran.
-  CUresult wait_for_maps(CUstream stream, uint64_t ticket);
-  // Waits here until every map queued so far that reaches `ranges` (none: any) ran; true if
-  // it waited.
-  // For work the driver checks when it is queued (a copy engine's copy, a memset): it refuses
-  // a range not yet mapped. Cheap when no map is pending.
-  bool wait_mapped(const std::vector<Range>& ranges);
 
   PhysicalChunksStats stats() const;
 
@@ -169,7 +139,6 @@ class PhysicalChunks {
     uint64_t generation = 0;
   };
   struct Allocation {
-    uint64_t serial = 0;    // names it in the mapper's jobs (from generations_)
     uint64_t bytes = 0;     // as asked
     uint64_t reserved = 0;  // the address range (a multiple of the granularity)
     std::vector<Chunk> chunks;
@@ -184,26 +153,10 @@ class PhysicalChunks {
     CUevent event = nullptr;  // nullptr: the stream was synchronized instead
     std::vector<Release> releases;
   };
-  struct Asked {  // a range and the serial of the allocation it was asked for (0: any)
-    Range range;
-    uint64_t serial = 0;
-  };
-  struct MapJob {
-    bool drop = false;  // else back
-    std::vector<Asked> ranges;
-    CUevent event = nullptr;  // drop: recorded on its stream when asked (nullptr: that stream was synchronized)
-    uint64_t ticket = 0;      // back: the flag's value once done
-  };
-
-  std::vector<Asked> ask(const std::vector<Range>& ranges);  // the serials now
-  void drop_now(const std::vector<Asked>& ranges, CUevent event);
-  CUresult back_now(const std::vector<Asked>& ranges);
-  void mapper_main();
-  void drain_mapper();    // the mapper's queue empty and nothing in hand
-  void drain_releases();  // the releaser's likewise
 
   // Maps the unmapped chunks of a in [first, last], access granted once per run of them;
-  // on a failure none of them stays mapped. Takes mutex_ around its bookkeeping only; the
+  // on a failure none of them stays mapped. Takes mutex_ around its bookkeeping only (a grant
+  // may wait a millisecond: the releaser and the program's threads go on meanwhile); the
   // caller holds map_call_mutex_ where `a` is in allocations_.
   CUresult map_chunks(uint64_t base, Allocation& a, size_t first, size_t last);
   void give_back_pool();                               // under mutex_
@@ -222,6 +175,7 @@ class PhysicalChunks {
   CUmemAllocationProp prop_{};
   std::vector<CUmemAccessDesc> access_;  // this device, then every peer that can reach it
 
+  std::mutex map_call_mutex_;  // held around back()'s maps: free() waits for them
   mutable std::mutex mutex_;
   std::map<uint64_t, Allocation> allocations_;  // by base address
   uint64_t generations_ = 0;
@@ -229,20 +183,6 @@ class PhysicalChunks {
   std::vector<CUevent> free_events_;
   std::map<uint64_t, std::vector<CUmemGenericAllocationHandle>> pool_;  // by size
   uint64_t pooled_ = 0;
-
-  const bool map_ahead_;
-  uint64_t* flag_host_ = nullptr;  // pinned: the mapper's last ticket done (__atomic access)
-  CUdeviceptr flag_device_ = 0;
-  std::mutex map_call_mutex_;  // held around a back's maps: free() waits for them
-  std::mutex map_mutex_;
-  std::condition_variable map_cv_;       // work or stop
-  std::condition_variable map_idle_cv_;  // the mapper's queue drained
-  std::deque<MapJob> map_queue_;
-  uint64_t tickets_ = 0;
-  bool mapping_ = false;
-  std::atomic<bool> maps_pending_{false};  // a map job is queued or in hand
-  bool map_stopping_ = false;
-  std::thread mapper_;
 
   std::mutex queue_mutex_;
   std::condition_variable queue_cv_;  // work or stop

@@ -95,10 +95,6 @@ class DeviceBackend {
   // thread's current context's), is being captured into a graph: then nothing is ordered
   // against it. Unlike capturing(), a default stream here is not this device's.
   virtual bool access_stream_capturing(StreamId stream) { return capturing(stream); }
-  // A copy or set of `ranges` (device memory of this backend's) is about to be queued: a
-  // backend whose memory becomes reachable only after it was queued (maps ahead, vmm) waits
-  // here until it is, since the driver checks a copy's addresses when it is queued.
-  virtual void before_checked_enqueue(const std::vector<Range>& ranges) { (void)ranges; }
 
   // Host memory for shadows (pinned, reachable by the device's copies), or 0 when the
   // backend has none or the allocation fails (a backend that refuses logs why: the

@@ -131,21 +131,8 @@ int device_of_stream(StreamId stream, int current, ncclComm_t comm) {
 // `scope`. On a bridge when the call's stream is another device's and the backend has one.
 // `graph_exec`: the executable graph an UNSIZED graph launch launches (0 for other calls).
 // Pointers among `extents` (PUMP_WHOLE_BLOCK) are resolved by `engine` in place.
-// The ranges of `extents`, for DeviceBackend::before_checked_enqueue.
-std::vector<Range> ranges_of(const pump_extent_v1_t* extents, size_t count) {
-  std::vector<Range> ranges;
-  ranges.reserve(count);
-  for (size_t i = 0; i < count; ++i)
-    if (extents[i].bytes && extents[i].bytes != PUMP_WHOLE_BLOCK)
-      ranges.push_back({extents[i].address, extents[i].bytes});
-  return ranges;
-}
-
-// `checked`: the driver checks the call's addresses when it is queued (a copy or set, or a
-// graph launch, whose copy nodes may be): the backend makes them reachable first.
 void add_part(CallScope* scope, Engine* engine, int device, bool other_device, bool unsized, uint64_t graph_exec,
-              std::vector<pump_extent_v1_t>& extents, const std::vector<uint8_t>& inexact, bool recording,
-              bool checked) {
+              std::vector<pump_extent_v1_t>& extents, const std::vector<uint8_t>& inexact, bool recording) {
   DeviceBackend& backend = engine->backend();
   const StreamId bridge = other_device ? backend.bridge_stream() : 0;
   const bool bridged = bridge != 0;
@@ -161,9 +148,6 @@ void add_part(CallScope* scope, Engine* engine, int device, bool other_device, b
   if (unsized && graph_exec) engine->before_graph_launch(ticket, seen_on, graph_exec);
   else if (unsized) engine->before_unattributed_access(ticket, seen_on);
   else engine->before_kernel(ticket, seen_on, extents.data(), extents.size(), inexact.data());
-  // An unsized access may reach anything: every map still ahead (empty ranges).
-  if (checked)
-    backend.before_checked_enqueue(unsized ? std::vector<Range>{} : ranges_of(extents.data(), extents.size()));
   if (bridged && ticket->seq != 0) backend.bridge_before_access(scope->stream);
   if (scope->timed) scope->timed->engine_ns.fetch_add(hook_clock_ns() - start, std::memory_order_relaxed);
   scope->add({engine, ticket, bridged});
@@ -184,14 +168,6 @@ uint64_t cublas_stream_key(cublasHandle_t handle) {
   auto get = real<k_cublasGetStream_v2>();
   if (!get || get(handle, &stream) != CUBLAS_STATUS_SUCCESS) return 0;
   return stream_key(stream);
-}
-
-void before_nested_copy(SymbolId id, const void* const* args, uint32_t num_args) {
-  // A library's copy inside a hooked call: the engines saw the outer call, not this one.
-  std::vector<pump_extent_v1_t> extents;
-  if (!copy_extents(id, args, num_args, &extents) || extents.empty()) return;
-  const std::vector<Range> ranges = ranges_of(extents.data(), extents.size());
-  for_each_engine([&](Engine& e) { e.backend().before_checked_enqueue(ranges); });
 }
 
 void for_each_engine(const std::function<void(Engine&)>& f) {
@@ -291,7 +267,6 @@ bool begin_extracted_call(SymbolId id, const void* const* args, uint32_t num_arg
   scope->timed = timed ? counter : nullptr;
 
   bool unsized = kind == HookKind::kUnsized;
-  const bool checked = kind == HookKind::kCopy || unsized;
   const uint64_t graph_exec = unsized ? launched_graph(id, args) : 0;
   if (kind == HookKind::kCopy) {
     if (!copy_extents(id, args, num_args, &extents) || extents.empty()) return false;
@@ -346,7 +321,7 @@ bool begin_extracted_call(SymbolId id, const void* const* args, uint32_t num_arg
   }
   if (one_device) {
     if (!home) return false;
-    add_part(scope, home, current, false, unsized, graph_exec, extents, inexact, recording, checked);
+    add_part(scope, home, current, false, unsized, graph_exec, extents, inexact, recording);
   } else {
     // Several devices: each engine gets its own extents (an UNSIZED call reaches every
     // engine); the stream's device sees the call on it, the others on their bridges.
@@ -364,8 +339,7 @@ bool begin_extracted_call(SymbolId id, const void* const* args, uint32_t num_arg
         mine_inexact.push_back(inexact[i]);
       }
       if (mine.empty() && !unsized) return;
-      add_part(scope, engine, device, device != stream_device, unsized, graph_exec, mine, mine_inexact, recording,
-               checked);
+      add_part(scope, engine, device, device != stream_device, unsized, graph_exec, mine, mine_inexact, recording);
     });
   }
 

@@ -105,10 +105,6 @@ bool begin_extracted_call(SymbolId id, const void* const* args, uint32_t num_arg
 // The call was queued (launched) or failed to queue: every engine of `scope` settles it.
 void end_extracted_call(CallScope& scope, bool launched);
 
-// A copy or set queued inside another hooked call (a library's own, passed through): every
-// engine's backend makes its ranges reachable first (DeviceBackend::before_checked_enqueue).
-void before_nested_copy(SymbolId id, const void* const* args, uint32_t num_args);
-
 // Calls f(engine) for every engine the hooks talk to (the runtime's, or a test's).
 void for_each_engine(const std::function<void(Engine&)>& f);
 
@@ -152,17 +148,10 @@ inline typename Sym<id>::Ret run_extract_hook(const void* const* args, uint32_t 
   using Ret = typename Sym<id>::Ret;
   auto fn = real<id>();
   if (!fn) return missing_symbol_status<Ret>();
-  constexpr bool kCopy = kSymbols[id].kind == HookKind::kCopy;
-  if (inside_hook()) {
-    if constexpr (kCopy) before_nested_copy(id, args, num_args);
-    return call_real(fn);
-  }
+  if (inside_hook()) return call_real(fn);
   ReentryGuard guard;
   StreamThunk thunk = [](void* p) -> uint64_t { return (*static_cast<StreamOf*>(p))(); };
-  if (const PassWhileFitting pass(thunk, &stream_of); pass) {
-    if constexpr (kCopy) before_nested_copy(id, args, num_args);  // maps left ahead from before it fitted
-    return call_real(fn);
-  }
+  if (const PassWhileFitting pass(thunk, &stream_of); pass) return call_real(fn);
   CallScope scope;
   const bool timed = hook_timing_enabled();
   const uint64_t t0 = timed ? hook_clock_ns() : 0;

@@ -242,10 +242,6 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes,
       log(LogLevel::kError, "PUMP_VMM_POOL='%s' is not a size (e.g. 2GiB, 0); using %s", v->c_str(),
           format_bytes(o.physical_pool).c_str());
   }
-  if (auto v = config.get("VMM_MAP_AHEAD")) {
-    if (auto flag = parse_flag(*v)) o.physical_map_ahead = *flag;
-    else log(LogLevel::kError, "PUMP_VMM_MAP_AHEAD='%s' is not 0 or 1; using 1", v->c_str());
-  }
   if (auto v = config.get("POPULATE")) {
     using Populate = CudaBackendOptions::Populate;
     if (*v == "discard-and-prefetch") o.populate = Populate::kDiscardAndPrefetch;
@@ -261,10 +257,9 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes,
     else if (*v == "kernel") o.copy_via = CopyVia::kKernel;
     else if (*v == "kernels") o.copy_via = CopyVia::kKernels;
     else if (*v == "engines") o.copy_via = CopyVia::kEngines;
-    else if (*v == "kernel-in") o.copy_via = CopyVia::kKernelIn;
     else
-      log(LogLevel::kError, "PUMP_COPY_VIA='%s' is not staging, kernel, kernel-in, kernels or engines; using %s",
-          v->c_str(), copy_via_name(o.copy_via));
+      log(LogLevel::kError, "PUMP_COPY_VIA='%s' is not staging, kernel, kernels or engines; using %s", v->c_str(),
+          copy_via_name(o.copy_via));
   }
   if (auto v = config.get("PARTITION_ABOVE")) {
     if (*v == "off" || parse_budget(*v, uint64_t{1} << 40)) {
@@ -303,7 +298,6 @@ const char* copy_via_name(CudaBackendOptions::CopyVia via) {
     case CudaBackendOptions::CopyVia::kKernel: return "kernel";
     case CudaBackendOptions::CopyVia::kKernels: return "kernels";
     case CudaBackendOptions::CopyVia::kEngines: return "engines";
-    case CudaBackendOptions::CopyVia::kKernelIn: return "kernel-in";
   }
   return "?";
 }

@@ -3,7 +3,7 @@
 //
 //   pump-datapath-bench [--total 4GiB] [--blocks 2MiB,8MiB,64MiB,256MiB,1GiB] [--repeats 3]
 //                       [--compute-ms 75] [--compute-block 64MiB] [--merge-adjacent]
-//                       [--copy-via staging|kernel|kernel-in|kernels|engines] [--physical]
+//                       [--copy-via staging|kernel|kernels|engines] [--physical]
 //                       [--json PATH] [--require-targets] [--timeout-s 480]
 //
 // --physical: the working set on the backend's physical chunks (PUMP_DATAPATH=vmm) instead of
@@ -178,8 +178,8 @@ struct Options {
   uint64_t discard_chunk = 0;              // discards cut into pieces of this size (0: backend default)
   uint64_t populate_chunk = 0;             // populates likewise; "none" = uncut
   bool keep_pages = false;                 // no discard at all: the copies alone
-  std::string copy_via = "staging";  // staging | kernel | kernel-in | kernels | engines (CudaBackendOptions::CopyVia)
-  bool physical = false;             // the working set on physical chunks (PUMP_DATAPATH=vmm)
+  std::string copy_via = "staging";        // staging | kernel | kernels | engines (CudaBackendOptions::CopyVia)
+  bool physical = false;                   // the working set on physical chunks (PUMP_DATAPATH=vmm)
   bool require_targets = false;
   int timeout_s = 480;
   std::string json;
@@ -191,7 +191,7 @@ void usage() {
       "                           [--compute-ms 75] [--compute-block 64MiB] [--merge-adjacent]\n"
       "                           [--populate discard-prefetch|prefetch-batch|prefetch-each]\n"
       "                           [--discard-chunk 2MiB] [--populate-chunk 2MiB|none] [--keep-pages]\n"
-      "                           [--copy-via staging|kernel|kernel-in|kernels|engines] [--physical]\n"
+      "                           [--copy-via staging|kernel|kernels|engines] [--physical]\n"
       "                           [--json PATH] [--require-targets] [--timeout-s 480]\n");
 }
 
@@ -239,8 +239,7 @@ bool parse_args(int argc, char** argv, Options* o) {
     } else if (a == "--discard-chunk") {
       if (!value(&v) || !(o->discard_chunk = parse_size(v))) return false;
     } else if (a == "--copy-via") {
-      if (!value(&v) || (v != "staging" && v != "kernel" && v != "kernel-in" && v != "kernels" && v != "engines"))
-        return false;
+      if (!value(&v) || (v != "staging" && v != "kernel" && v != "kernels" && v != "engines")) return false;
       o->copy_via = v;
     } else if (a == "--physical") {
       o->physical = true;
@@ -798,11 +797,10 @@ int main(int argc, char** argv) {
   if (o.discard_chunk) bo.discard_chunk_bytes = o.discard_chunk;
   if (o.populate_chunk) bo.populate_chunk_bytes = o.populate_chunk == ~0ull ? 0 : o.populate_chunk;
   bo.discard = !o.keep_pages;
-  bo.copy_via = o.copy_via == "staging"     ? pump::CudaBackendOptions::CopyVia::kStaging
-                : o.copy_via == "kernel"    ? pump::CudaBackendOptions::CopyVia::kKernel
-                : o.copy_via == "kernels"   ? pump::CudaBackendOptions::CopyVia::kKernels
-                : o.copy_via == "kernel-in" ? pump::CudaBackendOptions::CopyVia::kKernelIn
-                                            : pump::CudaBackendOptions::CopyVia::kEngines;
+  bo.copy_via = o.copy_via == "staging"   ? pump::CudaBackendOptions::CopyVia::kStaging
+                : o.copy_via == "kernel"  ? pump::CudaBackendOptions::CopyVia::kKernel
+                : o.copy_via == "kernels" ? pump::CudaBackendOptions::CopyVia::kKernels
+                                          : pump::CudaBackendOptions::CopyVia::kEngines;
   bo.physical = o.physical;
   auto backend = pump::CudaBackend::create(device, bo);
   if (!backend) {
