@@ -194,6 +194,8 @@ struct CudaBackendOptions {
   bool physical = false;
   uint64_t physical_chunk_bytes = 32ull << 20;
   uint64_t physical_pool_bytes = 2ull << 30;  // PUMP_VMM_POOL: unmapped chunks kept for reuse
+  // PUMP_VMM_MAP_FIRST: a batch's fetches mapped before its evictions are queued (CudaBackend::run_job).
+  bool physical_map_first = true;
 };
 
 // Every counter of the backend, once: the stats struct, its atomic twin, the copy
@@ -272,7 +274,8 @@ struct CudaBackendOptions {
   X(physical_mapped_high_water) \
   X(physical_pooled_bytes) /* ... unmapped and kept for the next chunk of their size */ \
   X(physical_creates)     /* ... cuMemCreate calls (the other maps took pooled memory) */ \
-  X(physical_access_calls) /* ... cuMemSetAccess calls, one per run of neighbouring chunks mapped */ \
+  X(physical_access_calls) /* ... cuMemSetAccess calls, one per run of chunks mapped (across mapped ones) */ \
+  X(physical_slow_access_calls) /* ... of those, calls over 200 us (waiting for device-to-host copies) */ \
   X(physical_kept_bytes)  /* ... evictions by migration asked of such memory: it stays on the device */
 // clang-format on
 
@@ -377,13 +380,18 @@ class CudaBackend final : public DeviceBackend {
   bool copy_or_host_fallback(const ShadowRange& s, bool to_host);
   void issue_populate(CUstream stream, std::vector<Range> ranges);
   // Maps the chunks of `ranges` in physical chunks again (a failure logged); false: some
-  // could not be (none of the failed call's stays half mapped).
-  bool back_physical(std::vector<Range> ranges);
+  // could not be (none of the failed call's stays half mapped). `early`: before the room they
+  // take is freed; a failure is then neither retried nor logged (the caller maps them later).
+  bool back_physical(std::vector<Range> ranges, bool early = false);
   // Takes the ranges in physical chunks out of `part` and drops, keeps or backs them.
   void issue_physical(CUstream stream, TransferBatch* part);
-  // Populates on the populate stream, group by group, each group's copies waiting for it.
+  // Maps the physical chunks of the batch's fetches at once, taking the populates it mapped
+  // out of batch.populate; true when every one was mapped. `early`: as back_physical's.
+  bool map_physical_up_front(TransferBatch& batch, bool early = false);
+  // Populates on the populate stream, group by group, each group's copies waiting for it;
+  // mapped_up_front: map_physical_up_front() mapped the batch's physical chunks.
   void issue_fetch_in_groups(const TransferBatch& batch, const std::vector<Fence>& waits, bool after_out,
-                             uint64_t value);
+                             uint64_t value, bool mapped_up_front);
   // A fetch_after_out batch with overlap_out_in (see CudaBackendOptions): out and in
   // interleaved, each fetch after the evictions that free its room.
   void run_overlapped(Job& job, const std::vector<Fence>& in_waits);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <numeric>
 
 #include "core/common/log.h"
 
@@ -86,25 +87,32 @@ std::string PhysicalChunks::start() {
   return "";
 }
 
-CUresult PhysicalChunks::map_chunks(uint64_t base, Allocation& a, size_t first, size_t last) {
+CUresult PhysicalChunks::map_chunks(uint64_t base, Allocation& a, const std::vector<size_t>& indices) {
   struct Pick {
     size_t index;
     CUmemGenericAllocationHandle handle;  // from the pool, else 0 until created
     bool mapped;
+    bool joins;  // every chunk between the previous pick and this one is mapped and stays so
   };
   std::vector<Pick> picks;
   {
     std::lock_guard lock(mutex_);
-    for (size_t i = first; i <= last; ++i) {
+    for (size_t i : indices) {
       const Chunk& c = a.chunks[i];
       if (c.state != State::kUnmapped) continue;
+      // Chunks in kMapped stay mapped while the caller holds map_call_mutex_ (only a drop,
+      // on the caller's thread, queues a release), so one grant may span them; a chunk whose
+      // release is queued may be unmapped meanwhile, and one unmapped cannot be granted.
+      bool joins = !picks.empty();
+      for (size_t k = joins ? picks.back().index + 1 : i; k < i && joins; ++k)
+        joins = a.chunks[k].state == State::kMapped;
       CUmemGenericAllocationHandle handle = 0;
       if (auto it = pool_.find(c.bytes); it != pool_.end() && !it->second.empty()) {
         handle = it->second.back();
         it->second.pop_back();
         pooled_ -= c.bytes;
       }
-      picks.push_back({i, handle, false});
+      picks.push_back({i, handle, false, joins});
     }
     counters_->pooled_bytes.store(pooled_, std::memory_order_relaxed);
   }
@@ -130,16 +138,19 @@ CUresult PhysicalChunks::map_chunks(uint64_t base, Allocation& a, size_t first, 
     }
     p.mapped = true;
   }
-  // Access once per run of neighbouring chunks: a cuMemSetAccess call waits for the copy
-  // engines' device-to-host work in flight (about 1 ms a chunk while it runs, 20-26 us
-  // otherwise: grant_wait_probe.cu, H200); creating and mapping cost microseconds.
+  // Access once per run of chunks mapped here, joined across chunks mapped already: a
+  // cuMemSetAccess call waits for the copy engines' device-to-host work in flight (about
+  // 1 ms a call while it runs, 20-26 us otherwise: grant_wait_probe.cu, H200); creating
+  // and mapping cost microseconds, and granting a mapped chunk again changes nothing.
   for (size_t k = 0; k < picks.size() && picks[k].mapped && r == CUDA_SUCCESS;) {
     size_t j = k;
-    while (j + 1 < picks.size() && picks[j + 1].mapped && picks[j + 1].index == picks[j].index + 1) ++j;
+    while (j + 1 < picks.size() && picks[j + 1].mapped && picks[j + 1].joins) ++j;
     const Chunk& lo = a.chunks[picks[k].index];
     const Chunk& hi = a.chunks[picks[j].index];
+    const auto grant_start = std::chrono::steady_clock::now();
     r = api_.cuMemSetAccess(base + lo.offset, hi.offset + hi.bytes - lo.offset, access_.data(), access_.size());
     counters_->access_calls.fetch_add(1, std::memory_order_relaxed);
+    if (since_ns(grant_start) > 200'000) counters_->slow_access_calls.fetch_add(1, std::memory_order_relaxed);
     k = j + 1;
   }
   counters_->map_ns.fetch_add(since_ns(t0), std::memory_order_relaxed);
@@ -205,7 +216,9 @@ CUresult PhysicalChunks::allocate(uint64_t bytes, uint64_t* address) {
   for (uint64_t offset = 0; offset < a.reserved; offset += chunk_bytes_)
     a.chunks.push_back(Chunk{offset, std::min(chunk_bytes_, a.reserved - offset), 0, State::kUnmapped});
   for (int attempt = 0;; ++attempt) {
-    r = map_chunks(base, a, 0, a.chunks.size() - 1);  // `a` is this thread's alone until placed
+    std::vector<size_t> all(a.chunks.size());
+    std::iota(all.begin(), all.end(), size_t{0});
+    r = map_chunks(base, a, all);  // `a` is this thread's alone until placed
     std::unique_lock lock(mutex_);
     if (r == CUDA_SUCCESS) {
       allocations_.emplace(base, std::move(a));
@@ -306,35 +319,45 @@ void PhysicalChunks::drop(const std::vector<Range>& ranges, CUstream after) {
   queue_cv_.notify_one();
 }
 
-CUresult PhysicalChunks::back(const std::vector<Range>& ranges) {
+CUresult PhysicalChunks::back(const std::vector<Range>& ranges, bool retry) {
+  // By address, so each allocation's chunks are mapped (and granted) in one call.
+  std::vector<Range> sorted = ranges;
+  std::sort(sorted.begin(), sorted.end(), [](const Range& x, const Range& y) { return x.address < y.address; });
   for (int attempt = 0;; ++attempt) {
     CUresult failed = CUDA_SUCCESS;
     {
       std::lock_guard mapping(map_call_mutex_);  // free() waits for these maps
-      for (const Range& r : ranges) {
+      for (size_t next = 0; next < sorted.size();) {
         uint64_t base = 0;
         Allocation* a = nullptr;
-        size_t first = 0, last = 0;
+        std::vector<size_t> indices;
         {
           std::lock_guard lock(mutex_);
-          a = find(r.address, &base);
-          if (!a || r.bytes == 0) continue;
-          a->dropped -= Interval::right_open(r.address, r.end());
-          last = std::min(a->chunks.size() - 1, (r.end() - 1 - base) / chunk_bytes_);
-          first = (r.address - base) / chunk_bytes_;
-          for (size_t i = first; i <= last; ++i) {
-            Chunk& c = a->chunks[i];
-            if (c.state != State::kReleasing) continue;
-            c.state = State::kMapped;  // its queued release finds a newer generation
-            c.generation = ++generations_;
-            counters_->cancelled_releases.fetch_add(1, std::memory_order_relaxed);
+          a = find(sorted[next].address, &base);
+          if (!a) {
+            ++next;
+            continue;
+          }
+          for (; next < sorted.size() && sorted[next].address < base + a->reserved; ++next) {
+            const Range& r = sorted[next];
+            if (r.bytes == 0) continue;
+            a->dropped -= Interval::right_open(r.address, r.end());
+            const size_t last = std::min(a->chunks.size() - 1, (r.end() - 1 - base) / chunk_bytes_);
+            for (size_t i = (r.address - base) / chunk_bytes_; i <= last; ++i) {
+              if (indices.empty() || indices.back() < i) indices.push_back(i);
+              Chunk& c = a->chunks[i];
+              if (c.state != State::kReleasing) continue;
+              c.state = State::kMapped;  // its queued release finds a newer generation
+              c.generation = ++generations_;
+              counters_->cancelled_releases.fetch_add(1, std::memory_order_relaxed);
+            }
           }
         }
-        const CUresult m = map_chunks(base, *a, first, last);
+        const CUresult m = map_chunks(base, *a, indices);
         if (m != CUDA_SUCCESS && failed == CUDA_SUCCESS) failed = m;
       }
     }
-    if (failed == CUDA_SUCCESS || attempt == 1) return failed;
+    if (failed == CUDA_SUCCESS || attempt == 1 || !retry) return failed;
     drain();  // the device may be full of chunks waiting for their release, or pooled
     std::lock_guard lock(mutex_);
     give_back_pool();

@@ -71,7 +71,8 @@ namespace pump::cuda {
   X(mapped_high_water) \
   X(pooled_bytes)       /* ... and unmapped, kept for the next chunk of its size */ \
   X(creates)            /* cuMemCreate calls (the rest came from the pool) */ \
-  X(access_calls)       /* cuMemSetAccess calls (one per run of neighbouring chunks mapped) */
+  X(access_calls)       /* cuMemSetAccess calls (one per run of neighbouring chunks mapped) */ \
+  X(slow_access_calls)  /* ... of those, calls over 200 us (waiting for device-to-host copies) */
 // clang-format on
 
 struct PhysicalChunksStats {
@@ -119,8 +120,9 @@ class PhysicalChunks {
   void drop(const std::vector<Range>& ranges, CUstream after);
   // The chunks of `ranges` mapped again where they were unmapped (their bytes are garbage
   // until restored); a release still waiting is cancelled. A failed map (the device full) is
-  // retried once the queued releases are done; its result is returned if that fails too.
-  CUresult back(const std::vector<Range>& ranges);
+  // retried once the queued releases are done (unless `retry` is false); its result is
+  // returned if that fails too.
+  CUresult back(const std::vector<Range>& ranges, bool retry = true);
   // Waits until every release queued so far is done.
   void drain();
 
@@ -154,11 +156,12 @@ class PhysicalChunks {
     std::vector<Release> releases;
   };
 
-  // Maps the unmapped chunks of a in [first, last], access granted once per run of them;
-  // on a failure none of them stays mapped. Takes mutex_ around its bookkeeping only (a grant
+  // Maps the unmapped chunks of `a` among `indices` (ascending), access granted once per run
+  // of them, a run going on across chunks mapped already; on a failure none of them stays
+  // mapped. Takes mutex_ around its bookkeeping only (a grant
   // may wait a millisecond: the releaser and the program's threads go on meanwhile); the
   // caller holds map_call_mutex_ where `a` is in allocations_.
-  CUresult map_chunks(uint64_t base, Allocation& a, size_t first, size_t last);
+  CUresult map_chunks(uint64_t base, Allocation& a, const std::vector<size_t>& indices);
   void give_back_pool();                               // under mutex_
   void unmap_chunk(uint64_t base, Chunk& chunk);       // under mutex_
   Allocation* find(uint64_t address, uint64_t* base);  // under mutex_; *base: the allocation's

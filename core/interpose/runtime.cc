@@ -151,6 +151,7 @@ Engine* Runtime::engine(int device) {
   backend_options.physical = options_.physical;
   backend_options.physical_chunk_bytes = options_.physical_chunk;
   backend_options.physical_pool_bytes = options_.physical_pool;
+  backend_options.physical_map_first = options_.physical_map_first;
   backend_options.time_fence_queries = !options_.stats_path.empty();
   backend_options.observe_populates = !options_.stats_path.empty();
   std::string why;

@@ -242,6 +242,10 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes,
       log(LogLevel::kError, "PUMP_VMM_POOL='%s' is not a size (e.g. 2GiB, 0); using %s", v->c_str(),
           format_bytes(o.physical_pool).c_str());
   }
+  if (auto v = config.get("VMM_MAP_FIRST")) {
+    if (auto flag = parse_flag(*v)) o.physical_map_first = *flag;
+    else log(LogLevel::kError, "PUMP_VMM_MAP_FIRST='%s' is not 0 or 1; using %d", v->c_str(), o.physical_map_first);
+  }
   if (auto v = config.get("POPULATE")) {
     using Populate = CudaBackendOptions::Populate;
     if (*v == "discard-and-prefetch") o.populate = Populate::kDiscardAndPrefetch;

@@ -49,6 +49,7 @@ struct RuntimeOptions {
   bool physical = false;                // PUMP_DATAPATH=vmm (CudaBackendOptions::physical)
   uint64_t physical_chunk = CudaBackendOptions{}.physical_chunk_bytes;  // PUMP_VMM_CHUNK
   uint64_t physical_pool = CudaBackendOptions{}.physical_pool_bytes;    // PUMP_VMM_POOL
+  bool physical_map_first = CudaBackendOptions{}.physical_map_first;    // PUMP_VMM_MAP_FIRST
   CudaBackendOptions::CopyVia copy_via =
       CudaBackendOptions::CopyVia::kStaging;  // PUMP_COPY_VIA: staging | kernel | engines
   CudaBackendOptions::Populate populate =

@@ -632,6 +632,8 @@ CUresult MemSetAccess(CUdeviceptr p, size_t n, const CUmemAccessDesc* desc, size
   ENTER("cuMemSetAccess");
   if (desc == nullptr || count == 0) return CUDA_ERROR_INVALID_VALUE;
   record("cuMemSetAccess", nullptr, p, n, count, 0);  // value: how many devices are granted access
+  std::lock_guard lock(g_mutex);
+  if (unmapped_in(p, n)) return CUDA_ERROR_INVALID_VALUE;  // as the driver's: the range must be wholly mapped
   return CUDA_SUCCESS;
 }
 // Every device reaches every other as a peer.

@@ -206,6 +206,120 @@ TEST_F(PhysicalChunksTest, ABatchMapsEveryChunkItBringsBackBeforeItsFirstCopy) {
   EXPECT_TRUE(backend_->free_physical(c));
 }
 
+// A grant waits about 1 ms a call while device-to-host copies run: chunks of one allocation
+// brought back in one batch get one grant across the chunks between them still mapped.
+TEST_F(PhysicalChunksTest, OneGrantSpansTheChunksStillMappedBetweenTwoBroughtBack) {
+  CudaBackend& b = start();
+  const uint64_t a = allocate(3 * kChunk);
+  fill(a + kChunk, kChunk, 9);
+  TransferBatch out;
+  out.discard = {{a, kChunk}, {a + 2 * kChunk, kChunk}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
+  ASSERT_TRUE(driver_.unmapped(a, kChunk) && driver_.unmapped(a + 2 * kChunk, kChunk));
+  const size_t from = driver_.calls().size();
+  TransferBatch back;
+  back.populate = {{a + 2 * kChunk, kChunk}, {a, kChunk}};  // any order
+  ASSERT_NO_FATAL_FAILURE(run(std::move(back)));
+  std::vector<FakeCall> grants;
+  const std::vector<FakeCall> calls = driver_.calls();
+  for (size_t i = from; i < calls.size(); ++i)
+    if (std::strcmp(calls[i].name, "cuMemSetAccess") == 0) grants.push_back(calls[i]);
+  ASSERT_EQ(grants.size(), 1u);
+  EXPECT_EQ(grants[0].address, a);
+  EXPECT_EQ(grants[0].bytes, 3 * kChunk);
+  EXPECT_FALSE(driver_.unmapped(a, 3 * kChunk));
+  EXPECT_TRUE(holds(a + kChunk, kChunk, 9)) << "the chunk between kept its memory";
+  EXPECT_EQ(b.stats().physical_maps, 3u + 2u);
+  EXPECT_TRUE(b.free_physical(a));
+}
+
+// ... but not across a chunk whose release is queued: the releaser may unmap it meanwhile,
+// and a grant over an unmapped chunk is refused.
+TEST_F(PhysicalChunksTest, AGrantDoesNotSpanAChunkWhoseReleaseIsQueued) {
+  CudaBackend& b = start();
+  const uint64_t a = allocate(3 * kChunk);
+  TransferBatch out;
+  out.discard = {{a, kChunk}, {a + 2 * kChunk, kChunk}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
+  const auto records = driver_.calls_named("cuEventRecord");
+  ASSERT_FALSE(records.empty());
+  const uint64_t out_stream = records.back().stream;
+  driver_.hold(out_stream, true);  // the middle chunk's release waits for this stream
+  TransferBatch middle;
+  middle.discard = {{a + kChunk, kChunk}};
+  b.submit(std::move(middle));
+  ASSERT_TRUE(b.wait_issued(10s));
+  const uint64_t grants = driver_.count("cuMemSetAccess");
+  TransferBatch back;
+  back.populate = {{a, kChunk}, {a + 2 * kChunk, kChunk}};
+  const BatchFences f = b.submit(std::move(back));
+  ASSERT_TRUE(b.wait_issued(10s));
+  driver_.hold(out_stream, false);
+  ASSERT_TRUE(wait_done(f.in));
+  b.drain_physical_releases();
+  EXPECT_EQ(driver_.count("cuMemSetAccess") - grants, 2u);
+  EXPECT_FALSE(driver_.unmapped(a, kChunk));
+  EXPECT_TRUE(driver_.unmapped(a + kChunk, kChunk)) << "released once its stream got there";
+  EXPECT_FALSE(driver_.unmapped(a + 2 * kChunk, kChunk));
+  EXPECT_EQ(b.stats().failed_calls, 0u);
+  EXPECT_TRUE(b.free_physical(a));
+}
+
+// PUMP_VMM_MAP_FIRST (the default): the fetches of a batch that waits for its evictions are
+// mapped before those evictions' copies are queued (a grant then does not wait for them).
+// Refused then (the device full until the evictions complete), they are mapped after them,
+// with no retry before and no error.
+TEST_F(PhysicalChunksTest, MapFirstGrantsTheFetchesBeforeTheEvictionsCopiesAreQueued) {
+  struct Case {
+    bool first;
+    bool refused;
+  };
+  for (const Case k : {Case{false, false}, Case{true, false}, Case{true, true}}) {
+    const bool first = k.first;
+    SCOPED_TRACE(!first ? "after" : k.refused ? "first, refused" : "first");
+    CudaBackendOptions options;
+    FakeDriverConfig config;
+    config.model_memory = 1;
+    driver_.reset(config);
+    options.physical = true;
+    options.physical_chunk_bytes = kChunk;
+    options.physical_map_first = first;
+    backend_ = driver_.backend(options);
+    ASSERT_NE(backend_, nullptr);
+    uint64_t a = 0, c = 0;
+    std::vector<uint8_t> shadow;
+    ASSERT_NO_FATAL_FAILURE(two_saved_chunks(&a, &c, &shadow));
+    const uint64_t s = reinterpret_cast<uint64_t>(shadow.data());
+    const uint64_t d = allocate(kChunk);
+    fill(d, kChunk, 53);
+    std::vector<uint8_t> d_shadow(kChunk, 0);
+    const size_t from = driver_.calls().size();
+    const uint64_t grants = driver_.count("cuMemSetAccess");
+    TransferBatch swap;  // d leaves, a and c come back into the room it frees
+    swap.save = {{d, kChunk, reinterpret_cast<uint64_t>(d_shadow.data())}};
+    swap.restore = {{a, kChunk, s}, {c, kChunk, s + kChunk}};
+    swap.fetch_after_out = true;
+    if (k.refused) driver_.fail("cuMemSetAccess", 0, CUDA_ERROR_OUT_OF_MEMORY, 1);
+    ASSERT_NO_FATAL_FAILURE(run(std::move(swap)));
+    EXPECT_EQ(driver_.count("cuMemSetAccess") - grants, k.refused ? 3u : 2u) << "a grant each, a's again once refused";
+    EXPECT_EQ(backend_->stats().failed_calls, 0u);
+    const std::vector<FakeCall> calls = driver_.calls();
+    size_t grant = 0, save = 0;
+    for (size_t i = from; i < calls.size(); ++i) {
+      if (std::strcmp(calls[i].name, "cuMemSetAccess") == 0 && !grant) grant = i + 1;
+      if (std::strcmp(calls[i].name, "cuMemcpyDtoHAsync") == 0 && !save) save = i + 1;
+    }
+    ASSERT_TRUE(grant && save);
+    EXPECT_EQ(grant < save, first);
+    EXPECT_TRUE(holds(a, kChunk, 51) && holds(c, kChunk, 52));
+    EXPECT_TRUE(holds(reinterpret_cast<uint64_t>(d_shadow.data()), kChunk, 53)) << "d saved whole";
+    EXPECT_TRUE(driver_.unmapped(d, kChunk));
+    EXPECT_EQ(driver_.count("<unmapped access>"), 0u);
+    EXPECT_TRUE(backend_->free_physical(a) && backend_->free_physical(c) && backend_->free_physical(d));
+    backend_.reset();
+  }
+}
+
 // PUMP_COPY_VIA=kernels: both directions by the copy kernel, the copy engines idle (a grant
 // of access waits for their work in flight).
 TEST_F(PhysicalChunksTest, WithCopyKernelsBothWaysNoCopyEngineMovesABlock) {
