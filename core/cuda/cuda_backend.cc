@@ -1385,6 +1385,10 @@ bool CudaBackend::allocate_physical(uint64_t bytes, uint64_t* address) {
   return false;
 }
 
+void CudaBackend::set_physical_budget(uint64_t budget_bytes) {
+  if (chunks_ && budget_bytes) chunks_->set_limit(budget_bytes + options_.physical_pool_bytes);
+}
+
 bool CudaBackend::free_physical(uint64_t address) {
   if (!chunks_ || !chunks_->owns(address)) return false;
   make_context_current();

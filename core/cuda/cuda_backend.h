@@ -276,6 +276,8 @@ struct CudaBackendOptions {
   X(physical_creates)     /* ... cuMemCreate calls (the other maps took pooled memory) */ \
   X(physical_access_calls) /* ... cuMemSetAccess calls, one per run of chunks mapped (across mapped ones) */ \
   X(physical_slow_access_calls) /* ... of those, calls over 200 us (waiting for device-to-host copies) */ \
+  X(physical_limit_waits) /* ... maps that waited for queued releases to hold budget + pool */ \
+  X(physical_over_limit_bytes) /* ... memory created past it after that wait (chunks still partly wanted) */ \
   X(physical_kept_bytes)  /* ... evictions by migration asked of such memory: it stays on the device */
 // clang-format on
 
@@ -316,6 +318,9 @@ class CudaBackend final : public DeviceBackend {
   // the driver refused (logged once: the allocation is then managed memory as usual).
   bool allocate_physical(uint64_t bytes, uint64_t* address) override;
   bool free_physical(uint64_t address) override;
+  // The engine's budget for this device: physical chunks hold at most it plus the pool
+  // (PhysicalChunks::set_limit), so the memory pump holds on the device is what it says.
+  void set_physical_budget(uint64_t budget_bytes);
   // Waits until the chunks dropped so far are unmapped or backed again (tests, measurements).
   void drain_physical_releases() {
     if (chunks_) chunks_->drain();

@@ -87,7 +87,7 @@ std::string PhysicalChunks::start() {
   return "";
 }
 
-CUresult PhysicalChunks::map_chunks(uint64_t base, Allocation& a, const std::vector<size_t>& indices) {
+CUresult PhysicalChunks::map_chunks(uint64_t base, Allocation& a, const std::vector<size_t>& indices, bool past_limit) {
   struct Pick {
     size_t index;
     CUmemGenericAllocationHandle handle;  // from the pool, else 0 until created
@@ -113,6 +113,22 @@ CUresult PhysicalChunks::map_chunks(uint64_t base, Allocation& a, const std::vec
         pooled_ -= c.bytes;
       }
       picks.push_back({i, handle, false, joins});
+    }
+    uint64_t created = 0;  // what the pool cannot give
+    for (const Pick& p : picks)
+      if (!p.handle) created += a.chunks[p.index].bytes;
+    const uint64_t limit = limit_.load(std::memory_order_relaxed);
+    const uint64_t held = counters_->mapped_bytes.load(std::memory_order_relaxed) + pooled_;
+    if (limit && created && held + created > limit) {
+      if (!past_limit) {
+        for (const Pick& p : picks)  // back to the pool, nothing mapped
+          if (p.handle) {
+            pool_[a.chunks[p.index].bytes].push_back(p.handle);
+            pooled_ += a.chunks[p.index].bytes;
+          }
+        return CUDA_ERROR_NOT_READY;
+      }
+      counters_->over_limit_bytes.fetch_add(std::min(created, held + created - limit), std::memory_order_relaxed);
     }
     counters_->pooled_bytes.store(pooled_, std::memory_order_relaxed);
   }
@@ -353,14 +369,18 @@ CUresult PhysicalChunks::back(const std::vector<Range>& ranges, bool retry) {
             }
           }
         }
-        const CUresult m = map_chunks(base, *a, indices);
+        const CUresult m = map_chunks(base, *a, indices, /*past_limit=*/attempt == 1);
         if (m != CUDA_SUCCESS && failed == CUDA_SUCCESS) failed = m;
       }
     }
     if (failed == CUDA_SUCCESS || attempt == 1 || !retry) return failed;
-    drain();  // the device may be full of chunks waiting for their release, or pooled
-    std::lock_guard lock(mutex_);
-    give_back_pool();
+    drain();  // the queued releases hand their memory to the pool, or back to the driver
+    if (failed == CUDA_ERROR_NOT_READY) {
+      counters_->limit_waits.fetch_add(1, std::memory_order_relaxed);
+    } else {  // the device itself is full: nothing held back
+      std::lock_guard lock(mutex_);
+      give_back_pool();
+    }
   }
 }
 

@@ -72,7 +72,9 @@ namespace pump::cuda {
   X(pooled_bytes)       /* ... and unmapped, kept for the next chunk of its size */ \
   X(creates)            /* cuMemCreate calls (the rest came from the pool) */ \
   X(access_calls)       /* cuMemSetAccess calls (one per run of neighbouring chunks mapped) */ \
-  X(slow_access_calls)  /* ... of those, calls over 200 us (waiting for device-to-host copies) */
+  X(slow_access_calls)  /* ... of those, calls over 200 us (waiting for device-to-host copies) */ \
+  X(limit_waits)        /* maps that waited for the queued releases to stay within the limit */ \
+  X(over_limit_bytes)   /* memory created past the limit after that wait (chunks still partly wanted) */
 // clang-format on
 
 struct PhysicalChunksStats {
@@ -123,6 +125,10 @@ class PhysicalChunks {
   // retried once the queued releases are done (unless `retry` is false); its result is
   // returned if that fails too.
   CUresult back(const std::vector<Range>& ranges, bool retry = true);
+  // The device memory held here (mapped and pooled) that back() keeps to: past it, a map
+  // takes memory from the pool once the queued releases are done, and only then creates
+  // more (counted); without `retry` it returns CUDA_ERROR_NOT_READY instead. 0: no limit.
+  void set_limit(uint64_t bytes) { limit_.store(bytes, std::memory_order_relaxed); }
   // Waits until every release queued so far is done.
   void drain();
 
@@ -161,7 +167,8 @@ class PhysicalChunks {
   // mapped. Takes mutex_ around its bookkeeping only (a grant
   // may wait a millisecond: the releaser and the program's threads go on meanwhile); the
   // caller holds map_call_mutex_ where `a` is in allocations_.
-  CUresult map_chunks(uint64_t base, Allocation& a, const std::vector<size_t>& indices);
+  // `past_limit`: memory may be created past limit_ (counted); else CUDA_ERROR_NOT_READY.
+  CUresult map_chunks(uint64_t base, Allocation& a, const std::vector<size_t>& indices, bool past_limit = true);
   void give_back_pool();                               // under mutex_
   void unmap_chunk(uint64_t base, Chunk& chunk);       // under mutex_
   Allocation* find(uint64_t address, uint64_t* base);  // under mutex_; *base: the allocation's
@@ -186,6 +193,7 @@ class PhysicalChunks {
   std::vector<CUevent> free_events_;
   std::map<uint64_t, std::vector<CUmemGenericAllocationHandle>> pool_;  // by size
   uint64_t pooled_ = 0;
+  std::atomic<uint64_t> limit_{0};
 
   std::mutex queue_mutex_;
   std::condition_variable queue_cv_;  // work or stop

@@ -320,6 +320,63 @@ TEST_F(PhysicalChunksTest, MapFirstGrantsTheFetchesBeforeTheEvictionsCopiesAreQu
   }
 }
 
+// The memory held on the device (mapped and pooled) keeps to the budget plus the pool: a
+// chunk brought back past it waits for the releases queued before it.
+TEST_F(PhysicalChunksTest, AMapPastTheBudgetWaitsForTheQueuedReleases) {
+  CudaBackend& b = start({}, false, /*pool=*/0);
+  b.set_physical_budget(2 * kChunk);
+  const uint64_t c = allocate(kChunk);
+  TransferBatch first;
+  first.discard = {{c, kChunk}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(first)));  // c unmapped: nothing held for it
+  const uint64_t a = allocate(2 * kChunk);         // the budget's worth, mapped
+  const auto records = driver_.calls_named("cuEventRecord");
+  ASSERT_FALSE(records.empty());
+  const uint64_t out_stream = records.back().stream;
+  driver_.hold(out_stream, true);  // a's release waits for this stream
+  TransferBatch drop;
+  drop.discard = {{a, 2 * kChunk}};
+  b.submit(std::move(drop));
+  ASSERT_TRUE(b.wait_issued(10s));
+  TransferBatch back;
+  back.populate = {{c, kChunk}};
+  const BatchFences f = b.submit(std::move(back));
+  std::this_thread::sleep_for(30ms);
+  EXPECT_TRUE(driver_.unmapped(c, kChunk)) << "mapped past the budget while a's release was queued";
+  driver_.hold(out_stream, false);
+  ASSERT_TRUE(wait_done(f.in));
+  b.drain_physical_releases();
+  EXPECT_FALSE(driver_.unmapped(c, kChunk));
+  EXPECT_TRUE(driver_.unmapped(a, 2 * kChunk));
+  EXPECT_EQ(b.stats().physical_limit_waits, 1u);
+  EXPECT_EQ(b.stats().physical_over_limit_bytes, 0u);
+  EXPECT_EQ(b.stats().failed_calls, 0u);
+  EXPECT_TRUE(b.free_physical(a) && b.free_physical(c));
+}
+
+// ... and where nothing queued frees it (chunks still wanted), the chunk is mapped past it
+// all the same (counted): a kernel must find its memory.
+TEST_F(PhysicalChunksTest, AMapPastTheBudgetWithNothingToWaitForGoesPastItAndIsCounted) {
+  CudaBackend& b = start({}, false, /*pool=*/0);
+  b.set_physical_budget(kChunk);
+  const uint64_t c = allocate(kChunk);
+  fill(c, kChunk, 7);
+  std::vector<uint8_t> shadow(kChunk, 0);
+  const uint64_t s = reinterpret_cast<uint64_t>(shadow.data());
+  TransferBatch out;
+  out.save = {{c, kChunk, s}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
+  const uint64_t a = allocate(kChunk);  // the budget's worth, wanted
+  TransferBatch in;
+  in.restore = {{c, kChunk, s}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(in)));
+  EXPECT_TRUE(holds(c, kChunk, 7));
+  EXPECT_EQ(b.stats().physical_limit_waits, 1u);
+  EXPECT_EQ(b.stats().physical_over_limit_bytes, kChunk);
+  EXPECT_EQ(b.stats().failed_calls, 0u);
+  EXPECT_TRUE(b.free_physical(a) && b.free_physical(c));
+}
+
 // PUMP_COPY_VIA=kernels: both directions by the copy kernel, the copy engines idle (a grant
 // of access waits for their work in flight).
 TEST_F(PhysicalChunksTest, WithCopyKernelsBothWaysNoCopyEngineMovesABlock) {
