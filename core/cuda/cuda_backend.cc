@@ -397,7 +397,11 @@ void CudaBackend::run_job(Job& job) {
   // 267 ms a step against 330, ViT-B/16 238 against 299 (H200, seventeenth session, call 2).
   // The price: the batch's fetches are held on the device beside what leaves until the
   // evictions complete (mapped high water 4.50 GB against 4.36 under a 4.03 GB budget).
-  const bool mapped_first = after_out && options_.physical_map_first && map_physical_up_front(batch, /*early=*/true);
+  // Not where a fetch meets an eviction of the same batch (a block leaving and coming back):
+  // the drop would mark its bytes unwanted again after the map, and release the chunk under
+  // the restore.
+  const bool mapped_first = after_out && options_.physical_map_first && !cuda::fetches_meet_evictions(batch) &&
+                            map_physical_up_front(batch, /*early=*/true);
   auto issue_in_side = [&] {
     if (context_lost_) return;
     // In: wait for earlier transfers out of the same blocks, and for this batch's out

@@ -87,7 +87,8 @@ std::string PhysicalChunks::start() {
   return "";
 }
 
-CUresult PhysicalChunks::map_chunks(uint64_t base, Allocation& a, const std::vector<size_t>& indices, bool past_limit) {
+CUresult PhysicalChunks::map_chunks(uint64_t base, Allocation& a, const std::vector<size_t>& indices,
+                                    Limit limit_mode) {
   struct Pick {
     size_t index;
     CUmemGenericAllocationHandle handle;  // from the pool, else 0 until created
@@ -97,6 +98,9 @@ CUresult PhysicalChunks::map_chunks(uint64_t base, Allocation& a, const std::vec
   std::vector<Pick> picks;
   {
     std::lock_guard lock(mutex_);
+    // Held after this call: what is held now plus what the pool cannot give (a pooled handle
+    // only moves from pooled to mapped).
+    const uint64_t held = counters_->mapped_bytes.load(std::memory_order_relaxed) + pooled_;
     for (size_t i : indices) {
       const Chunk& c = a.chunks[i];
       if (c.state != State::kUnmapped) continue;
@@ -118,9 +122,8 @@ CUresult PhysicalChunks::map_chunks(uint64_t base, Allocation& a, const std::vec
     for (const Pick& p : picks)
       if (!p.handle) created += a.chunks[p.index].bytes;
     const uint64_t limit = limit_.load(std::memory_order_relaxed);
-    const uint64_t held = counters_->mapped_bytes.load(std::memory_order_relaxed) + pooled_;
-    if (limit && created && held + created > limit) {
-      if (!past_limit) {
+    if (limit_mode != Limit::kIgnore && limit && created && held + created > limit) {
+      if (limit_mode == Limit::kRefuse) {
         for (const Pick& p : picks)  // back to the pool, nothing mapped
           if (p.handle) {
             pool_[a.chunks[p.index].bytes].push_back(p.handle);
@@ -234,7 +237,7 @@ CUresult PhysicalChunks::allocate(uint64_t bytes, uint64_t* address) {
   for (int attempt = 0;; ++attempt) {
     std::vector<size_t> all(a.chunks.size());
     std::iota(all.begin(), all.end(), size_t{0});
-    r = map_chunks(base, a, all);  // `a` is this thread's alone until placed
+    r = map_chunks(base, a, all, Limit::kIgnore);  // `a` is this thread's alone until placed
     std::unique_lock lock(mutex_);
     if (r == CUDA_SUCCESS) {
       allocations_.emplace(base, std::move(a));
@@ -339,8 +342,15 @@ CUresult PhysicalChunks::back(const std::vector<Range>& ranges, bool retry) {
   // By address, so each allocation's chunks are mapped (and granted) in one call.
   std::vector<Range> sorted = ranges;
   std::sort(sorted.begin(), sorted.end(), [](const Range& x, const Range& y) { return x.address < y.address; });
-  for (int attempt = 0;; ++attempt) {
-    CUresult failed = CUDA_SUCCESS;
+  // Up to three attempts: one refused by the limit is retried past it once the queued
+  // releases are done (or a while has passed); one the driver refused, once more after the
+  // pool is given back too.
+  Limit limit_mode = Limit::kRefuse;
+  bool pool_given_back = false;
+  CUresult failed = CUDA_SUCCESS;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    failed = CUDA_SUCCESS;
+    bool refused = false;
     {
       std::lock_guard mapping(map_call_mutex_);  // free() waits for these maps
       for (size_t next = 0; next < sorted.size();) {
@@ -369,19 +379,29 @@ CUresult PhysicalChunks::back(const std::vector<Range>& ranges, bool retry) {
             }
           }
         }
-        const CUresult m = map_chunks(base, *a, indices, /*past_limit=*/attempt == 1);
-        if (m != CUDA_SUCCESS && failed == CUDA_SUCCESS) failed = m;
+        const CUresult m = map_chunks(base, *a, indices, limit_mode);
+        if (m == CUDA_ERROR_NOT_READY) refused = true;
+        else if (m != CUDA_SUCCESS && failed == CUDA_SUCCESS) failed = m;
       }
     }
-    if (failed == CUDA_SUCCESS || attempt == 1 || !retry) return failed;
-    drain();  // the queued releases hand their memory to the pool, or back to the driver
-    if (failed == CUDA_ERROR_NOT_READY) {
+    if (failed == CUDA_SUCCESS && !refused) return CUDA_SUCCESS;
+    if (!retry) return failed != CUDA_SUCCESS ? failed : CUDA_ERROR_NOT_READY;
+    if (failed != CUDA_SUCCESS && pool_given_back) return failed;
+    if (refused) {
+      // The queued releases hand their memory to the pool; bounded, so that no GPU work
+      // waiting on the program (a host function, a flag) can hold this thread for good.
       counters_->limit_waits.fetch_add(1, std::memory_order_relaxed);
-    } else {  // the device itself is full: nothing held back
+      drain_for(std::chrono::milliseconds(200));
+      limit_mode = Limit::kPast;
+    }
+    if (failed != CUDA_SUCCESS) {  // the device itself is full: nothing held back
+      drain();
       std::lock_guard lock(mutex_);
       give_back_pool();
+      pool_given_back = true;
     }
   }
+  return failed != CUDA_SUCCESS ? failed : CUDA_ERROR_NOT_READY;
 }
 
 void PhysicalChunks::release_now(const std::vector<Release>& releases) {
@@ -441,6 +461,11 @@ void PhysicalChunks::releaser_main() {
 void PhysicalChunks::drain() {
   std::unique_lock lock(queue_mutex_);
   idle_cv_.wait(lock, [&] { return (queue_.empty() && !releasing_) || !releaser_.joinable(); });
+}
+
+void PhysicalChunks::drain_for(std::chrono::milliseconds most) {
+  std::unique_lock lock(queue_mutex_);
+  idle_cv_.wait_for(lock, most, [&] { return (queue_.empty() && !releasing_) || !releaser_.joinable(); });
 }
 
 PhysicalChunksStats PhysicalChunks::stats() const {

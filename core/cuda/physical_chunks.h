@@ -37,6 +37,7 @@
 #include <cuda.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -119,6 +120,8 @@ class PhysicalChunks {
 
   // The device bytes of `ranges` are no longer wanted (saved to a shadow, or dead). Chunks
   // left with no wanted byte are unmapped once everything queued on `after` so far completed.
+  // Called from the thread that calls back() only: back() grants access across chunks it
+  // finds mapped, which only a drop can change meanwhile.
   void drop(const std::vector<Range>& ranges, CUstream after);
   // The chunks of `ranges` mapped again where they were unmapped (their bytes are garbage
   // until restored); a release still waiting is cancelled. A failed map (the device full) is
@@ -126,11 +129,14 @@ class PhysicalChunks {
   // returned if that fails too.
   CUresult back(const std::vector<Range>& ranges, bool retry = true);
   // The device memory held here (mapped and pooled) that back() keeps to: past it, a map
-  // takes memory from the pool once the queued releases are done, and only then creates
-  // more (counted); without `retry` it returns CUDA_ERROR_NOT_READY instead. 0: no limit.
+  // takes memory from the pool once the queued releases are done (waiting 200 ms at most),
+  // and only then creates more (counted); without `retry` it returns CUDA_ERROR_NOT_READY
+  // instead. New allocations are the program's and are not held to it. 0: no limit.
   void set_limit(uint64_t bytes) { limit_.store(bytes, std::memory_order_relaxed); }
   // Waits until every release queued so far is done.
   void drain();
+  // The same for at most `most`.
+  void drain_for(std::chrono::milliseconds most);
 
   PhysicalChunksStats stats() const;
 
@@ -167,8 +173,10 @@ class PhysicalChunks {
   // mapped. Takes mutex_ around its bookkeeping only (a grant
   // may wait a millisecond: the releaser and the program's threads go on meanwhile); the
   // caller holds map_call_mutex_ where `a` is in allocations_.
-  // `past_limit`: memory may be created past limit_ (counted); else CUDA_ERROR_NOT_READY.
-  CUresult map_chunks(uint64_t base, Allocation& a, const std::vector<size_t>& indices, bool past_limit = true);
+  // How map_chunks treats limit_: kIgnore (a new allocation: the program's own memory), kRefuse
+  // (past it: CUDA_ERROR_NOT_READY, nothing mapped), kPast (past it all the same, counted).
+  enum class Limit { kIgnore, kRefuse, kPast };
+  CUresult map_chunks(uint64_t base, Allocation& a, const std::vector<size_t>& indices, Limit limit_mode);
   void give_back_pool();                               // under mutex_
   void unmap_chunk(uint64_t base, Chunk& chunk);       // under mutex_
   Allocation* find(uint64_t address, uint64_t* base);  // under mutex_; *base: the allocation's
