@@ -99,6 +99,21 @@ class PhysicalChunksTest : public ::testing::Test {
     ASSERT_TRUE(driver_.unmapped(*a, kChunk) && driver_.unmapped(*c, kChunk));
   }
 
+  // A budget of one chunk (start() with no pool first): *c, one chunk of seed 7, saved to
+  // *shadow and dropped, then a new allocation of one chunk, returned, holding the budget's
+  // worth: bringing *c back goes past the limit.
+  uint64_t saved_chunk_under_a_full_budget(uint64_t* c, std::vector<uint8_t>* shadow) {
+    backend_->set_physical_budget(kChunk);
+    *c = allocate(kChunk);
+    fill(*c, kChunk, 7);
+    shadow->assign(kChunk, 0);
+    TransferBatch out;
+    out.save = {{*c, kChunk, reinterpret_cast<uint64_t>(shadow->data())}};
+    run(std::move(out));
+    EXPECT_TRUE(driver_.unmapped(*c, kChunk));
+    return allocate(kChunk);
+  }
+
   testing::FakeDriver driver_;
   std::unique_ptr<CudaBackend> backend_;
 };
@@ -358,15 +373,10 @@ TEST_F(PhysicalChunksTest, AMapPastTheBudgetWaitsForTheQueuedReleases) {
 // all the same (counted): a kernel must find its memory.
 TEST_F(PhysicalChunksTest, AMapPastTheBudgetWithNothingToWaitForGoesPastItAndIsCounted) {
   CudaBackend& b = start({}, false, /*pool=*/0);
-  b.set_physical_budget(kChunk);
-  const uint64_t c = allocate(kChunk);
-  fill(c, kChunk, 7);
-  std::vector<uint8_t> shadow(kChunk, 0);
+  uint64_t c = 0;
+  std::vector<uint8_t> shadow;
+  const uint64_t a = saved_chunk_under_a_full_budget(&c, &shadow);
   const uint64_t s = reinterpret_cast<uint64_t>(shadow.data());
-  TransferBatch out;
-  out.save = {{c, kChunk, s}};
-  ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
-  const uint64_t a = allocate(kChunk);  // the budget's worth, wanted
   TransferBatch in;
   in.restore = {{c, kChunk, s}};
   ASSERT_NO_FATAL_FAILURE(run(std::move(in)));
@@ -420,15 +430,10 @@ TEST_F(PhysicalChunksTest, TheLimitCountsWhatThePoolGivesAsHeld) {
 // given back, as one refused at first is.
 TEST_F(PhysicalChunksTest, ADriverRefusalAfterALimitWaitIsStillRetried) {
   CudaBackend& b = start({}, false, /*pool=*/0);
-  b.set_physical_budget(kChunk);
-  const uint64_t c = allocate(kChunk);
-  fill(c, kChunk, 7);
-  std::vector<uint8_t> shadow(kChunk, 0);
+  uint64_t c = 0;
+  std::vector<uint8_t> shadow;
+  const uint64_t a = saved_chunk_under_a_full_budget(&c, &shadow);
   const uint64_t s = reinterpret_cast<uint64_t>(shadow.data());
-  TransferBatch out;
-  out.save = {{c, kChunk, s}};
-  ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
-  const uint64_t a = allocate(kChunk);  // the budget's worth
   driver_.fail("cuMemCreate", 0, CUDA_ERROR_OUT_OF_MEMORY, 1);
   TransferBatch in;
   in.restore = {{c, kChunk, s}};
