@@ -72,7 +72,7 @@ namespace pump::cuda {
   X(mapped_high_water) \
   X(pooled_bytes)       /* ... and unmapped, kept for the next chunk of its size */ \
   X(creates)            /* cuMemCreate calls (the rest came from the pool) */ \
-  X(access_calls)       /* cuMemSetAccess calls (one per run of neighbouring chunks mapped) */ \
+  X(access_calls)       /* cuMemSetAccess calls (one per run of chunks mapped, joined across mapped ones) */ \
   X(slow_access_calls)  /* ... of those, calls over 200 us (waiting for device-to-host copies) */ \
   X(limit_waits)        /* maps that waited for the queued releases to stay within the limit */ \
   X(over_limit_bytes)   /* memory created past the limit after that wait (chunks still partly wanted) */
