@@ -88,10 +88,10 @@ usage: pump-bench [options] [-- COMMAND ARGS...]
                               or the plugin there declaring that name; a path loads that file
   --datapath D,...             data paths each policy runs on (default copy): copy (dirty data
                               copied to pinned host memory, clean and dead data dropped), um
-                              (unified-memory migration) or vmm (GPU only: copy, on physical
-                              chunks of pump's own, dropped by unmapping); sets PUMP_DATAPATH on
-                              a GPU and the engine's datapath in the sim. The none row always
-                              runs on um
+                              (unified-memory migration) or vmm (copy, on physical chunks of
+                              pump's own, dropped by unmapping; the sim models its maps and
+                              grants of access, sim_device_model.h); sets PUMP_DATAPATH on a GPU
+                              and the engine's datapath in the sim. The none row always runs on um
   --sim                       run on the simulated GPU (the default where no GPU is present)
   --repeats N                 runs per configuration on a GPU (default 3; the sim is deterministic)
   --iterations N              iterations per run, the first is warm-up (default 4 sim, 10 GPU)

@@ -133,11 +133,6 @@ int run(int argc, char** argv) {
     }
   }
 
-  if (sim && std::find(o.datapaths.begin(), o.datapaths.end(), "vmm") != o.datapaths.end()) {
-    std::cerr << "pump-bench: --datapath vmm runs on a GPU only (the sim does not model physical chunks)\n";
-    return 1;
-  }
-
   BenchReport report;
   report.invocation = invocation(argc, argv);
   report.machine = describe_machine(gpu, sim);

@@ -138,7 +138,9 @@ LinkRates sim_link_rates(const SimDeviceModel& m) {
   LinkRates link;
   link.in = m.copy_in_bytes_per_second;
   link.out = m.copy_out_bytes_per_second;
-  link.both = m.copy_duplex_fraction * (m.copy_in_bytes_per_second + m.copy_out_bytes_per_second);
+  // The link's duplex is what copies of plain device memory reach (physical chunks); copies
+  // of managed memory serialize below it (copy_duplex_fraction), a limit of that path only.
+  link.both = m.physical_duplex_fraction * (m.copy_in_bytes_per_second + m.copy_out_bytes_per_second);
   link.source = "sim model's copy rates";
   return link;
 }
@@ -223,7 +225,9 @@ std::vector<ConfigResult> run_sim_matrix(const SimMatrix& matrix, const SimProgr
           }
           api = p->api;
         }
-        SimBackend backend(matrix.model);
+        SimDeviceModel model = matrix.model;
+        model.physical = datapath == "vmm";  // the copy path on physical chunks
+        SimBackend backend(model);
         Config config_values;  // policies read their knobs from the environment, as under libpump
         Engine engine(backend, make_policy_adapter(api), engine_options(budget, datapath, w), &config_values);
         // An init that fails leaves the engine without a policy (it logs "failed to

@@ -41,8 +41,9 @@ std::vector<ConfigResult> run_sim_matrix(const SimMatrix& matrix, const SimProgr
 
 std::string describe_sim_model(const SimDeviceModel& model);
 
-// The model's link: copy_in and copy_out alone; both at once serialize, each at
-// copy_duplex_fraction of its rate, so the total is that fraction of the sum.
+// The model's link: copy_in and copy_out alone; both at once, physical_duplex_fraction of
+// their sum (as copies of plain device memory reach; those of managed memory serialize
+// further, copy_duplex_fraction, a limit of the copy path on managed memory only).
 LinkRates sim_link_rates(const SimDeviceModel& model);
 
 }  // namespace pump::bench

@@ -4,6 +4,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <tuple>
 #include <utility>
 
@@ -102,10 +103,11 @@ BatchFences SimBackend::submit(TransferBatch&& batch) {
     for (const auto& r : ranges) n += r.bytes;
     return n;
   };
-  const double out_cost = issue_seconds(bytes_of(batch.save) + bytes_of(batch.discard), 0);
-  const double in_cost = issue_seconds(0, bytes_of(batch.populate) + bytes_of(batch.restore));
   const double issue_start = std::max(host_now_, worker_free_);
   const bool out_first = batch.fetch_after_out && batch.has_out();
+  const double out_cost = model_.physical ? 0 : issue_seconds(bytes_of(batch.save) + bytes_of(batch.discard), 0);
+  const double in_cost = model_.physical ? grant_seconds(batch, out_first)
+                                         : issue_seconds(0, bytes_of(batch.populate) + bytes_of(batch.restore));
   const double out_issued = issue_start + out_cost + (out_first ? 0 : in_cost);
   const double in_issued = issue_start + in_cost + (out_first ? out_cost : 0);
   worker_free_ = issue_start + out_cost + in_cost;
@@ -124,7 +126,8 @@ BatchFences SimBackend::submit(TransferBatch&& batch) {
   // batch's evictions, a kernel, earlier deferred calls not run yet.
   const bool earlier_pending = deferred_calls_pending();  // forgets those that ran before counting
   const bool in_deferred = out_first || !in_waits.empty() || earlier_pending;
-  const InSidePlan in_plan = plan_in_side(batch, in_deferred);
+  // Physical chunks are mapped by the worker: no unified-memory populate calls to defer.
+  const InSidePlan in_plan = model_.physical ? InSidePlan{} : plan_in_side(batch, in_deferred);
   if (!in_plan.gate.empty()) {
     worker_gate_ = in_plan.gate;
     if (!out_first) out_waits.push_back(in_plan.gate);  // issued after the blocked call
@@ -228,6 +231,28 @@ SimBackend::IssueTimes::Issue SimBackend::IssueTimes::of(uint64_t value) const {
   if (value <= floor) return {};
   auto it = pending.lower_bound(value);
   return it == pending.end() ? Issue{} : it->second;
+}
+
+double SimBackend::grant_seconds(const TransferBatch& batch, bool out_first) {
+  std::vector<Range> fetched = batch.populate;
+  for (const ShadowRange& r : batch.restore) fetched.push_back({r.address, r.bytes});
+  std::sort(fetched.begin(), fetched.end(), [](const Range& a, const Range& b) { return a.address < b.address; });
+  uint64_t grants = 0, end = 0;
+  for (const Range& r : fetched) {
+    if (r.bytes == 0) continue;
+    if (grants == 0 || r.address != end) ++grants;  // a run of neighbouring ranges: one grant
+    end = r.address + r.bytes;
+  }
+  // A device-to-host copy running when the worker grants: an earlier batch's save still
+  // queued, or this batch's own where the grants come after it (its out side first, and
+  // not mapped first).
+  bool saving = out_first && !model_.physical_map_first && !batch.save.empty();
+  auto it = streams_.find(kOutStream);
+  if (it != streams_.end())
+    for (const Op& op : it->second.ops) saving = saving || op.kind == OpKind::kSave;
+  stats_.physical_grants += grants;
+  if (saving) stats_.physical_busy_grants += grants;
+  return static_cast<double>(grants) * (saving ? model_.grant_busy_seconds : model_.grant_seconds);
 }
 
 double SimBackend::issue_seconds(uint64_t discard_bytes, uint64_t populate_bytes) const {
@@ -565,12 +590,14 @@ double SimBackend::run_prefetch(const Op& op) {
   stats_.bytes_prefetch_skipped += before.device;
   stats_.bytes_populated += before.untouched + before.dropped;
   stats_.bytes_prefetched += before.host;
+  if (model_.physical && before.host == 0) return 0;  // mapped by the worker when it issued the batch
   if (before.device == before.total()) return model_.prefetch_resident_call_seconds;
   return model_.prefetch_call_seconds + static_cast<double>(before.host) / model_.prefetch_bytes_per_second +
          static_cast<double>(before.dropped) / populate_rate(op);
 }
 
 double SimBackend::populate_rate(const Op& op) const {
+  if (model_.physical) return std::numeric_limits<double>::infinity();  // the worker mapped them
   return op.by_discard_and_prefetch ? model_.discard_and_prefetch_bytes_per_second : model_.populate_bytes_per_second;
 }
 
@@ -580,7 +607,8 @@ double SimBackend::copy_rate(double alone, StreamId self) const {
   auto it = streams_.find(other);
   if (it == streams_.end() || it->second.ops.empty() || !it->second.front_running) return alone;
   const OpKind k = it->second.ops.front().kind;
-  return k == OpKind::kSave || k == OpKind::kRestore ? alone * model_.copy_duplex_fraction : alone;
+  const double fraction = model_.physical ? model_.physical_duplex_fraction : model_.copy_duplex_fraction;
+  return k == OpKind::kSave || k == OpKind::kRestore ? alone * fraction : alone;
 }
 
 double SimBackend::run_save(const Op& op, double now) {
@@ -637,6 +665,7 @@ double SimBackend::run_discard(const Op& op, double now) {
       shadow_.convert(h, ShadowState::kNone, ShadowState::kLost);
   const PageCounts before = pages_.set(op.ranges.front(), PageState::kDropped);
   stats_.bytes_discarded += before.device;
+  if (model_.physical) return 0;  // an unmap by the releaser, once the work before it is done
   return model_.discard_call_seconds + static_cast<double>(before.device) / model_.discard_bytes_per_second;
 }
 

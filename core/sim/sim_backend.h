@@ -110,6 +110,8 @@ struct SimStats {
   uint64_t deferred_calls = 0;         // prefetch and populate calls the driver deferred
   uint64_t worker_blocked_calls = 0;   // ... of them, calls that blocked the worker (the driver's limit)
   uint64_t bytes_populate_missed = 0;  // dropped pages a populate run at once left unpopulated
+  uint64_t physical_grants = 0;        // model.physical: grants of access the worker made
+  uint64_t physical_busy_grants = 0;   // ... of them, while a device-to-host copy ran (about 1 ms each)
 
   uint64_t violations_evicted_in_use = 0;
   uint64_t violations_read_discarded = 0;  // a kernel read dropped pages before they were restored, or
@@ -275,6 +277,8 @@ class SimBackend final : public DeviceBackend {
   void settle_worker_gate();                 // a gate that completed lets the worker go
   // How long the worker's driver calls for these bytes take.
   double issue_seconds(uint64_t discard_bytes, uint64_t populate_bytes) const;
+  // model.physical: the worker's time granting access to the chunks it maps for `batch`.
+  double grant_seconds(const TransferBatch& batch, bool out_first);
 
   Stream& stream(StreamId id);
   // Queues `op` on `stream` after blocking the host while the stream is full.

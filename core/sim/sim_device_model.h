@@ -133,6 +133,22 @@ struct SimDeviceModel {
   // Writing discarded pages that nothing populated (a restore's copy, a kernel): the probe
   // wrote 256 MiB in 540-615 ms, page by page.
   double dropped_fault_bytes_per_second = 0.45e9;
+
+  // PUMP_DATAPATH=vmm (core/cuda/physical_chunks.h): the engine's memory on physical chunks.
+  // A drop is an unmap the backend's releaser makes off the worker (no device time); a
+  // populate is a map the worker makes when it issues the batch (no device time); copies run
+  // on plain device memory, where the copy engines reach the link both ways at once (H200,
+  // seventeenth session: 94.7 GB/s against 55.1 out and 50.4 in alone, pump-datapath-bench
+  // --physical). The worker's cost is the grants of access: one cuMemSetAccess per run of
+  // neighbouring ranges fetched, 23 us, but about 1 ms while a device-to-host copy runs
+  // (tests/gpu/grant_wait_probe.cu, H200). With physical_map_first (PUMP_VMM_MAP_FIRST) a
+  // batch whose fetches wait for its evictions grants before queuing them (so only earlier
+  // batches' saves can be running); otherwise after.
+  bool physical = false;
+  double physical_duplex_fraction = 0.9;
+  double grant_seconds = 23e-6;
+  double grant_busy_seconds = 1e-3;
+  bool physical_map_first = true;
 };
 
 }  // namespace pump

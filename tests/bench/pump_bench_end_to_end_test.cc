@@ -102,11 +102,12 @@ TEST(PumpBenchEndToEnd, SimRunsEachPolicyOnEachDataPathWithItsOwnBound) {
       (std::filesystem::temp_directory_path() / ("pump_bench_e2e_dp_" + std::to_string(getpid()) + ".json")).string();
   const ProcessResult p =
       run_process({PUMP_BENCH_BINARY, "--sim", "--workload", "training-loop", "--size", "small", "--oversubscription",
-                   "2", "--policies", "none,lru", "--datapath", "copy,um", "--json", json},
+                   "2", "--policies", "none,lru", "--datapath", "copy,um,vmm", "--json", json},
                   {{"PUMP_PLUGIN_DIR", PUMP_PLUGIN_DIR}});
   ASSERT_TRUE(p.started) << p.error;
   ASSERT_EQ(p.exit_code, 0) << p.output;
-  EXPECT_NE(p.output.find("link: in 50.7 GB/s, out 52.0 GB/s, both 51.4 GB/s"), std::string::npos) << p.output;
+  // The link's duplex is plain device memory's (physical_duplex_fraction of the sum).
+  EXPECT_NE(p.output.find("link: in 50.7 GB/s, out 52.0 GB/s, both 92.4 GB/s"), std::string::npos) << p.output;
   EXPECT_NE(p.output.find("wb MiB/it"), std::string::npos) << p.output;
   EXPECT_NE(p.output.find("drop MiB/it"), std::string::npos) << p.output;
 
@@ -115,24 +116,25 @@ TEST(PumpBenchEndToEnd, SimRunsEachPolicyOnEachDataPathWithItsOwnBound) {
   ASSERT_TRUE(v.contains("link"));
   const Json* link = &v.at("link");
   EXPECT_DOUBLE_EQ(link->at("in_bytes_per_second").get<double>(), 50.7e9);
-  EXPECT_DOUBLE_EQ(link->at("both_bytes_per_second").get<double>(), 0.5 * (50.7e9 + 52e9));
+  EXPECT_DOUBLE_EQ(link->at("both_bytes_per_second").get<double>(), 0.9 * (50.7e9 + 52e9));
   std::map<std::pair<std::string, std::string>, const Json*> rows;
   for (const Json& r : v.at("results"))
     rows[{r.at("config").get<std::string>(), r.at("datapath").get<std::string>()}] = &r;
-  // native, managed (um), none (um), lru copy, lru um, bound, oracle and oracle-engine (copy)
-  EXPECT_EQ(rows.size(), 8u);
+  // native, managed (um), none (um), lru copy, lru um, lru vmm, bound, oracle and oracle-engine (copy)
+  EXPECT_EQ(rows.size(), 9u);
   for (const auto& key : std::vector<std::pair<std::string, std::string>>{{"native", ""},
                                                                           {"managed", "um"},
                                                                           {"none", "um"},
                                                                           {"lru", "copy"},
                                                                           {"lru", "um"},
+                                                                          {"lru", "vmm"},
                                                                           {"bound", ""},
                                                                           {"oracle", "copy"},
                                                                           {"oracle-engine", "copy"}})
     ASSERT_TRUE(rows.count(key)) << key.first << " " << key.second;
   const Json& copy = *rows[{"lru", "copy"}];
   const Json& um = *rows[{"lru", "um"}];
-  for (const Json* r : {&copy, &um, rows[{"none", "um"}]}) {
+  for (const Json* r : {&copy, &um, rows[{"lru", "vmm"}], rows[{"none", "um"}]}) {
     const double seconds = r->at("seconds_per_iteration").get<double>();
     const double bound = r->at("bound_seconds").get<double>();
     EXPECT_GT(bound, 0);
@@ -155,13 +157,6 @@ TEST(PumpBenchEndToEnd, BadOptionExitsNonzeroWithOneLine) {
   ASSERT_TRUE(p.started);
   EXPECT_EQ(p.exit_code, 1);
   EXPECT_EQ(p.output, "pump-bench: --oversubscription: '0.5' is not a ratio between 1 and 1000\n");
-}
-
-TEST(PumpBenchEndToEnd, TheSimRefusesThePhysicalChunksDataPathInOneLine) {
-  const ProcessResult p = run_process({PUMP_BENCH_BINARY, "--sim", "--datapath", "copy,vmm"}, {});
-  ASSERT_TRUE(p.started);
-  EXPECT_EQ(p.exit_code, 1);
-  EXPECT_EQ(p.output, "pump-bench: --datapath vmm runs on a GPU only (the sim does not model physical chunks)\n");
 }
 
 TEST(PumpBenchEndToEnd, MalformedTraceNamesTheLine) {

@@ -735,5 +735,68 @@ TEST(SimBackendShadow, APopulateOnlyFetchRunAtOncePopulatesByDefault) {
   EXPECT_LT(seconds, 8.0 * kMiB / 0.5e9 / 10) << "no page faulted in";
 }
 
+// ---- physical chunks (model.physical, PUMP_DATAPATH=vmm)
+
+SimDeviceModel physical_model() {
+  SimDeviceModel m = hand_model();
+  m.physical = true;
+  m.grant_seconds = 1e-4;
+  m.grant_busy_seconds = 1e-3;
+  return m;
+}
+
+// A drop is an unmap off the worker and a populate a map by the worker: neither takes device
+// time, and the bytes' ground truth is the copy path's.
+TEST(SimBackendPhysical, DropsAndMapsTakeNoDeviceTimeAndTheShadowRulesHold) {
+  SimBackend b(physical_model());
+  use(b, {kA, kMiB}, kWrite);
+  out(b, {kA, kMiB}, /*save=*/true);
+  const double t0 = b.now();
+  out(b, {kA, kMiB}, /*save=*/false);  // clean: dropped again after its restore below
+  in(b, {kA, kMiB}, /*restore=*/true);
+  use(b, {kA, kMiB}, kRead);
+  TransferBatch populate;  // a dead range back on the device: its map alone
+  populate.populate.push_back({kB, kMiB});
+  const Fence f = b.submit(std::move(populate)).in;
+  b.stream_wait(kCompute, f);
+  b.synchronize();
+  EXPECT_EQ(b.stats().violation_count(), 0u);
+  for (const auto& v : b.violations()) ADD_FAILURE() << v;
+  // The restore's copy and the grants are all the time there is; no discard or populate time.
+  const double copy = 5e-6 + kMiB / 50.7e9;
+  EXPECT_NEAR(b.now() - t0, 2 * 1e-4 + copy + 2e-6, 1e-6);  // + the two kernels' launches
+  EXPECT_EQ(b.stats().physical_grants, 2u);
+  EXPECT_EQ(b.stats().physical_busy_grants, 0u);
+}
+
+// A grant waits about 1 ms while a device-to-host copy runs: an earlier batch's save, or the
+// batch's own where it maps after its evictions (physical_map_first off).
+TEST(SimBackendPhysical, AGrantWhileASaveRunsCostsTheBusyGrant) {
+  for (const bool map_first : {true, false}) {
+    SCOPED_TRACE(map_first);
+    SimDeviceModel m = physical_model();
+    m.physical_map_first = map_first;
+    SimBackend b(m);
+    use(b, {kA, kMiB}, kWrite);
+    use(b, {kB, kMiB}, kWrite);
+    out(b, {kB, kMiB}, /*save=*/true);
+    TransferBatch swap;  // A leaves, B comes back into its room
+    swap.save.push_back({kA, kMiB, 0x100000000000ull + 64 * kMiB});
+    swap.restore.push_back({kB, kMiB, 0x100000000000ull});
+    swap.fetch_after_out = true;
+    b.submit(std::move(swap));
+    EXPECT_EQ(b.stats().physical_grants, 1u);
+    EXPECT_EQ(b.stats().physical_busy_grants, map_first ? 0u : 1u);
+    EXPECT_NEAR(b.stats().worker_busy_seconds, map_first ? 1e-4 : 1e-3, 1e-12);
+    // The next batch's grant comes while A's save may still run.
+    TransferBatch next;
+    next.populate.push_back({kA + 128 * kMiB, kMiB});
+    b.submit(std::move(next));
+    EXPECT_EQ(b.stats().physical_busy_grants, map_first ? 1u : 2u);
+    b.synchronize();
+    EXPECT_EQ(b.stats().violation_count(), 0u);
+  }
+}
+
 }  // namespace
 }  // namespace pump
