@@ -98,7 +98,7 @@ struct LinkRates {
 double link_bound_seconds(double compute_seconds, uint64_t bytes_in, uint64_t bytes_out, const LinkRates& link,
                           size_t links = 1);
 
-// "link: in 50.7 GB/s, out 52.0 GB/s, both 51.4 GB/s (sim model)"
+// "link: in 50.7 GB/s, out 52.0 GB/s, both 92.4 GB/s (sim model's copy rates)"
 std::string describe_link(const LinkRates& link);
 
 struct BenchReport {

@@ -144,8 +144,8 @@ fetch, dropping whatever holds no bytes needed later) and oracle-engine (Belady 
 engine's rules: dirty data is saved even where its next use overwrites it, since no policy
 can tell the engine to drop live data). A budget is footprint / ratio.
 
-Columns: workload, ratio (footprint / budget), config (the row, above), path (copy or
-um, the row's data path), ms/iter (a median: of the steady iterations in the sim, of
+Columns: workload, ratio (footprint / budget), config (the row, above), path (copy,
+um or vmm: the row's data path), ms/iter (a median: of the steady iterations in the sim, of
 the repeats' medians on a GPU; the progress lines show the same median), min-max ms,
 vs none (speedup over the none row), bound ms (this row's own bound: max(compute,
 in/BW_in, out/BW_out, (in+out)/BW_both) with compute = the native time and in/out = the
@@ -156,7 +156,8 @@ faults), wb MiB/it (written back: unified-memory eviction + copy saves), drop Mi
 traffic/oracle (bytes in + out over the oracle row's: the offline optimum, sim only),
 check (ok, or why the row is not: skipped, failed, checksum, violation).
 BW_in, BW_out and BW_both (both directions at once) are printed above the table: on a GPU
-measured in the same run by pinned-memory copies, in the sim the model's copy rates.
+measured in the same run by pinned-memory copies, in the sim the model's copy rates
+(both at once: plain device memory's, physical_duplex_fraction of in + out).
 JSON and CSV carry every byte counter separately; the JSON also each sim iteration's
 seconds and bytes in and out, the first included.
 

@@ -384,8 +384,7 @@ void CudaBackend::run_job(Job& job) {
   TransferBatch& batch = job.batch;
   const std::vector<Fence> in_waits = cuda::newest_fence_per_stream(batch.fetch_wait_for, prefetch_key_);
   const bool after_out = batch.fetch_after_out && batch.has_out();
-  if (after_out && options_.overlap_out_in && !context_lost_ && batch.has_in() &&
-      !cuda::fetches_meet_evictions(batch)) {
+  if (after_out && options_.overlap_out_in && !context_lost_ && batch.has_in() && !batch.fetches_meet_evictions()) {
     run_overlapped(job, in_waits);
     publish_out_issued(job.value);
     publish_in_issued(job.value);
@@ -400,7 +399,7 @@ void CudaBackend::run_job(Job& job) {
   // Not where a fetch meets an eviction of the same batch (a block leaving and coming back):
   // the drop would mark its bytes unwanted again after the map, and release the chunk under
   // the restore.
-  const bool mapped_first = after_out && options_.physical_map_first && !cuda::fetches_meet_evictions(batch) &&
+  const bool mapped_first = after_out && options_.physical_map_first && !batch.fetches_meet_evictions() &&
                             map_physical_up_front(batch, /*early=*/true);
   auto issue_in_side = [&] {
     if (context_lost_) return;

@@ -73,26 +73,4 @@ std::vector<TransferOp> plan_transfers(const TransferBatch& batch, const PlanOpt
   return ops;
 }
 
-bool fetches_meet_evictions(const TransferBatch& batch) {
-  std::vector<Range> out;
-  for (const ShadowRange& r : batch.save) out.push_back({r.address, r.bytes});
-  out.insert(out.end(), batch.discard.begin(), batch.discard.end());
-  out.insert(out.end(), batch.evict.begin(), batch.evict.end());
-  std::sort(out.begin(), out.end(), [](const Range& a, const Range& b) { return a.address < b.address; });
-  auto meets = [&](uint64_t address, uint64_t bytes) {
-    // The first range leaving that ends after `address`, if it starts before this one ends.
-    auto it =
-        std::upper_bound(out.begin(), out.end(), address, [](uint64_t a, const Range& r) { return a < r.address; });
-    if (it != out.begin() && std::prev(it)->end() > address) return true;
-    return it != out.end() && it->address < address + bytes;
-  };
-  for (const Range& r : batch.prefetch)
-    if (meets(r.address, r.bytes)) return true;
-  for (const Range& r : batch.populate)
-    if (meets(r.address, r.bytes)) return true;
-  for (const ShadowRange& r : batch.restore)
-    if (meets(r.address, r.bytes)) return true;
-  return false;
-}
-
 }  // namespace pump::cuda

@@ -44,10 +44,6 @@ std::vector<TransferOp> plan_transfers(const TransferBatch& batch, const PlanOpt
 // knows where allocations end.
 void coalesce_overlapping_ranges(std::vector<Range>* ranges);
 
-// Whether a range the batch brings in overlaps one it takes out (a block leaving and coming
-// back in one batch: its fetch must follow all of its way out).
-bool fetches_meet_evictions(const TransferBatch& batch);
-
 // The newest fence of each stream key, minus empty fences and those on `skip_key`.
 // Order of first appearance.
 std::vector<Fence> newest_fence_per_stream(const std::vector<Fence>& fences, StreamId skip_key);

@@ -44,6 +44,9 @@ struct TransferBatch {
   bool has_out() const { return !save.empty() || !discard.empty() || !evict.empty(); }
   bool has_in() const { return !prefetch.empty() || !populate.empty() || !restore.empty(); }
   bool empty() const { return !has_out() && !has_in(); }
+  // Whether a range fetched overlaps one leaving (a block leaving and coming back in this
+  // batch): its fetch must follow its eviction in full, not interleave or precede it.
+  bool fetches_meet_evictions() const;
 };
 
 // Completion of a batch's two directions; a direction with no work gets an empty fence.

@@ -105,10 +105,13 @@ BatchFences SimBackend::submit(TransferBatch&& batch) {
   };
   const double issue_start = std::max(host_now_, worker_free_);
   const bool out_first = batch.fetch_after_out && batch.has_out();
+  // Physical chunks mapped first (CudaBackend::run_job): the grants come before the out side
+  // is issued, where the fetches wait for it and do not meet it.
+  const bool map_first = model_.physical && model_.physical_map_first && out_first && !batch.fetches_meet_evictions();
   const double out_cost = model_.physical ? 0 : issue_seconds(bytes_of(batch.save) + bytes_of(batch.discard), 0);
-  const double in_cost = model_.physical ? grant_seconds(batch, out_first)
+  const double in_cost = model_.physical ? grant_seconds(batch, out_first && !map_first)
                                          : issue_seconds(0, bytes_of(batch.populate) + bytes_of(batch.restore));
-  const double out_issued = issue_start + out_cost + (out_first ? 0 : in_cost);
+  const double out_issued = issue_start + out_cost + (out_first && !map_first ? 0 : in_cost);
   const double in_issued = issue_start + in_cost + (out_first ? out_cost : 0);
   worker_free_ = issue_start + out_cost + in_cost;
   stats_.worker_busy_seconds += out_cost + in_cost;
@@ -233,7 +236,7 @@ SimBackend::IssueTimes::Issue SimBackend::IssueTimes::of(uint64_t value) const {
   return it == pending.end() ? Issue{} : it->second;
 }
 
-double SimBackend::grant_seconds(const TransferBatch& batch, bool out_first) {
+double SimBackend::grant_seconds(const TransferBatch& batch, bool after_own_saves) {
   std::vector<Range> fetched = batch.populate;
   for (const ShadowRange& r : batch.restore) fetched.push_back({r.address, r.bytes});
   std::sort(fetched.begin(), fetched.end(), [](const Range& a, const Range& b) { return a.address < b.address; });
@@ -243,13 +246,12 @@ double SimBackend::grant_seconds(const TransferBatch& batch, bool out_first) {
     if (grants == 0 || r.address != end) ++grants;  // a run of neighbouring ranges: one grant
     end = r.address + r.bytes;
   }
-  // A device-to-host copy running when the worker grants: an earlier batch's save still
-  // queued, or this batch's own where the grants come after it (its out side first, and
-  // not mapped first).
-  bool saving = out_first && !model_.physical_map_first && !batch.save.empty();
-  auto it = streams_.find(kOutStream);
-  if (it != streams_.end())
-    for (const Op& op : it->second.ops) saving = saving || op.kind == OpKind::kSave;
+  // A device-to-host copy running when the worker grants: this batch's own where the grants
+  // come after it, or an earlier batch's save running now (one still waiting for its
+  // kernels is not copying).
+  bool saving = after_own_saves && !batch.save.empty();
+  if (auto it = streams_.find(kOutStream); it != streams_.end() && !it->second.ops.empty())
+    saving = saving || (it->second.front_running && it->second.ops.front().kind == OpKind::kSave);
   stats_.physical_grants += grants;
   if (saving) stats_.physical_busy_grants += grants;
   return static_cast<double>(grants) * (saving ? model_.grant_busy_seconds : model_.grant_seconds);

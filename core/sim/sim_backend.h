@@ -277,8 +277,9 @@ class SimBackend final : public DeviceBackend {
   void settle_worker_gate();                 // a gate that completed lets the worker go
   // How long the worker's driver calls for these bytes take.
   double issue_seconds(uint64_t discard_bytes, uint64_t populate_bytes) const;
-  // model.physical: the worker's time granting access to the chunks it maps for `batch`.
-  double grant_seconds(const TransferBatch& batch, bool out_first);
+  // model.physical: the worker's time granting access to the chunks it maps for `batch`,
+  // after queuing its saves or before.
+  double grant_seconds(const TransferBatch& batch, bool after_own_saves);
 
   Stream& stream(StreamId id);
   // Queues `op` on `stream` after blocking the host while the stream is full.

@@ -142,12 +142,12 @@ TEST(FetchesMeetEvictions, TellsABlockLeavingAndComingBackInOneBatchFromNeighbou
   b.evict = {{0x8000, 0x1000}};
   b.restore = {{0x2000, 0x2000, 0x91000}};  // touches the save's end and the discard's start
   b.prefetch = {{0x5000, 0x3000}};          // touches the discard's end and the eviction's start
-  EXPECT_FALSE(fetches_meet_evictions(b));
+  EXPECT_FALSE(b.fetches_meet_evictions());
   b.populate = {{0x8800, 0x100}};  // inside the eviction
-  EXPECT_TRUE(fetches_meet_evictions(b));
+  EXPECT_TRUE(b.fetches_meet_evictions());
   b.populate.clear();
   b.restore.push_back({0x0800, 0x1000, 0x93000});  // straddles the save's start
-  EXPECT_TRUE(fetches_meet_evictions(b));
+  EXPECT_TRUE(b.fetches_meet_evictions());
 }
 
 }  // namespace

@@ -752,7 +752,7 @@ TEST(SimBackendPhysical, DropsAndMapsTakeNoDeviceTimeAndTheShadowRulesHold) {
   use(b, {kA, kMiB}, kWrite);
   out(b, {kA, kMiB}, /*save=*/true);
   const double t0 = b.now();
-  out(b, {kA, kMiB}, /*save=*/false);  // clean: dropped again after its restore below
+  out(b, {kA, kMiB}, /*save=*/false);  // saved already: a drop of nothing, and no device time
   in(b, {kA, kMiB}, /*restore=*/true);
   use(b, {kA, kMiB}, kRead);
   TransferBatch populate;  // a dead range back on the device: its map alone
@@ -777,24 +777,66 @@ TEST(SimBackendPhysical, AGrantWhileASaveRunsCostsTheBusyGrant) {
     SimDeviceModel m = physical_model();
     m.physical_map_first = map_first;
     SimBackend b(m);
-    use(b, {kA, kMiB}, kWrite);
-    use(b, {kB, kMiB}, kWrite);
-    out(b, {kB, kMiB}, /*save=*/true);
-    TransferBatch swap;  // A leaves, B comes back into its room
-    swap.save.push_back({kA, kMiB, 0x100000000000ull + 64 * kMiB});
-    swap.restore.push_back({kB, kMiB, 0x100000000000ull});
+    const Range a{kA, 64 * kMiB}, c{kB, kMiB};
+    use(b, a, kWrite);
+    use(b, c, kWrite);
+    out(b, c, /*save=*/true);
+    TransferBatch swap;  // a leaves (1.3 ms of copying), c comes back into its room
+    swap.save.push_back({a.address, a.bytes, 0x100000000000ull + 64 * kMiB});
+    swap.restore.push_back({c.address, c.bytes, 0x100000000000ull});
     swap.fetch_after_out = true;
     b.submit(std::move(swap));
     EXPECT_EQ(b.stats().physical_grants, 1u);
     EXPECT_EQ(b.stats().physical_busy_grants, map_first ? 0u : 1u);
     EXPECT_NEAR(b.stats().worker_busy_seconds, map_first ? 1e-4 : 1e-3, 1e-12);
-    // The next batch's grant comes while A's save may still run.
+    // The next batch's grant comes while a's save runs.
+    b.host_advance(5e-4);
     TransferBatch next;
     next.populate.push_back({kA + 128 * kMiB, kMiB});
     b.submit(std::move(next));
     EXPECT_EQ(b.stats().physical_busy_grants, map_first ? 1u : 2u);
     b.synchronize();
     EXPECT_EQ(b.stats().violation_count(), 0u);
+  }
+}
+
+// A block leaving and coming back in one batch is not mapped first: its grant comes after
+// its own save.
+TEST(SimBackendPhysical, ABlockLeavingAndComingBackInOneBatchGrantsAfterItsSave) {
+  SimBackend b(physical_model());
+  use(b, {kA, kMiB}, kWrite);
+  TransferBatch round;
+  round.save.push_back({kA, kMiB, 0x100000000000ull});
+  round.restore.push_back({kA, kMiB, 0x100000000000ull});
+  round.fetch_after_out = true;
+  b.submit(std::move(round));
+  EXPECT_EQ(b.stats().physical_busy_grants, 1u);
+  b.synchronize();
+  EXPECT_EQ(b.stats().violation_count(), 0u);
+}
+
+// Copies of plain device memory run both ways at once at physical_duplex_fraction of their
+// rates (the copy path on managed memory: copy_duplex_fraction).
+TEST(SimBackendPhysical, BothDirectionsCopyAtThePhysicalDuplexFraction) {
+  for (const bool physical : {true, false}) {
+    SCOPED_TRACE(physical);
+    SimDeviceModel m = physical ? physical_model() : hand_model();
+    m.grant_seconds = 0;
+    m.copy_duplex_fraction = 0.5;
+    m.physical_duplex_fraction = 0.9;
+    SimBackend b(m);
+    const Range a{kA, 64 * kMiB}, c{kB, 64 * kMiB};
+    use(b, a, kWrite);
+    use(b, c, kWrite);
+    out(b, c, /*save=*/true);
+    const double t0 = b.now();
+    TransferBatch both;  // a leaves while c comes back: nothing waits for the other
+    both.save.push_back({a.address, a.bytes, 0x100000000000ull + 64 * kMiB});
+    both.restore.push_back({c.address, c.bytes, 0x100000000000ull});
+    const BatchFences f = b.submit(std::move(both));
+    b.host_wait(f.in);
+    const double fraction = physical ? 0.9 : 0.5;
+    EXPECT_NEAR(b.now() - t0, 5e-6 + 64 * kMiB / (fraction * 50.7e9), 0.05 * (b.now() - t0));
   }
 }
 
