@@ -399,8 +399,8 @@ void CudaBackend::run_job(Job& job) {
   // Not where a fetch meets an eviction of the same batch (a block leaving and coming back):
   // the drop would mark its bytes unwanted again after the map, and release the chunk under
   // the restore.
-  const bool mapped_first = after_out && options_.physical_map_first && !batch.fetches_meet_evictions() &&
-                            map_physical_up_front(batch, /*early=*/true);
+  const bool mapped_first =
+      options_.physical_map_first && batch.fetches_can_go_first() && map_physical_up_front(batch, /*early=*/true);
   auto issue_in_side = [&] {
     if (context_lost_) return;
     // In: wait for earlier transfers out of the same blocks, and for this batch's out
@@ -864,12 +864,11 @@ bool CudaBackend::map_physical_up_front(TransferBatch& batch, bool early) {
 void CudaBackend::issue_fetch_in_groups(const TransferBatch& batch, const std::vector<Fence>& waits, bool after_out,
                                         uint64_t value, bool mapped_up_front) {
   if ((batch.populate.empty() && batch.restore.empty()) || context_lost_) return;
-  std::vector<Range> populate = batch.populate;
   // The populate stream owes the same waits as the in stream: nothing may be populated
   // while a transfer out of it still runs.
   for (const Fence& f : waits) issue_wait(populate_stream_, f);
   if (after_out) issue_wait(populate_stream_, Fence{out_key_, value});
-  issue_populate(populate_stream_, std::move(populate));
+  issue_populate(populate_stream_, batch.populate);
   std::vector<ShadowRange> group;
   uint64_t group_bytes = 0;
   auto flush = [&] {

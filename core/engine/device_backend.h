@@ -47,6 +47,9 @@ struct TransferBatch {
   // Whether a range fetched overlaps one leaving (a block leaving and coming back in this
   // batch): its fetch must follow its eviction in full, not interleave or precede it.
   bool fetches_meet_evictions() const;
+  // Whether a backend may prepare the fetches (map their physical chunks) before queuing the
+  // evictions they wait for: they do wait for them, and no fetched range is one leaving.
+  bool fetches_can_go_first() const { return fetch_after_out && has_out() && !fetches_meet_evictions(); }
 };
 
 // Completion of a batch's two directions; a direction with no work gets an empty fence.

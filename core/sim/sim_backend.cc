@@ -107,7 +107,7 @@ BatchFences SimBackend::submit(TransferBatch&& batch) {
   const bool out_first = batch.fetch_after_out && batch.has_out();
   // Physical chunks mapped first (CudaBackend::run_job): the grants come before the out side
   // is issued, where the fetches wait for it and do not meet it.
-  const bool map_first = model_.physical && model_.physical_map_first && out_first && !batch.fetches_meet_evictions();
+  const bool map_first = model_.physical && model_.physical_map_first && batch.fetches_can_go_first();
   const double out_cost = model_.physical ? 0 : issue_seconds(bytes_of(batch.save) + bytes_of(batch.discard), 0);
   const double in_cost = model_.physical ? grant_seconds(batch, out_first && !map_first)
                                          : issue_seconds(0, bytes_of(batch.populate) + bytes_of(batch.restore));
