@@ -278,6 +278,8 @@ struct CudaBackendOptions {
   X(physical_slow_access_calls) /* ... of those, calls over 200 us (waiting for device-to-host copies) */ \
   X(physical_limit_waits) /* ... maps that waited for queued releases to hold budget + pool */ \
   X(physical_over_limit_bytes) /* ... memory created past it after that wait (chunks still partly wanted) */ \
+  X(physical_host_maps)        /* chunks backed by host memory: the device had none for a block coming back */ \
+  X(physical_host_bytes)       /* ... of those, held now (kernels reach them over the link until evicted) */ \
   X(physical_kept_bytes)  /* ... evictions by migration asked of such memory: it stays on the device */
 // clang-format on
 

@@ -42,6 +42,8 @@ PhysicalChunks::PhysicalChunks(const DriverApi& api, CUcontext context, int devi
   prop_.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   prop_.location.id = device_;
   access_.push_back({prop_.location, CU_MEM_ACCESS_FLAGS_PROT_READWRITE});
+  host_prop_.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  host_prop_.location.type = CU_MEM_LOCATION_TYPE_HOST;  // its id is ignored
 }
 
 PhysicalChunks::~PhysicalChunks() {
@@ -83,17 +85,24 @@ std::string PhysicalChunks::start() {
         access_.push_back({{CU_MEM_LOCATION_TYPE_DEVICE, peer}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE});
     }
   chunk_bytes_ = round_up(std::max<uint64_t>(chunk_bytes_, granularity_), granularity_);
+  // Every chunk is a multiple of the device's granularity; host memory can back one where its
+  // own granularity divides that (drivers before CUDA 12.2 have no host location: no fallback).
+  size_t host_granularity = 0;
+  host_fallback_ = api_.cuMemGetAllocationGranularity(&host_granularity, &host_prop_,
+                                                      CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS &&
+                   host_granularity != 0 && granularity_ % host_granularity == 0;
   releaser_ = std::thread([this] { releaser_main(); });
   return "";
 }
 
-CUresult PhysicalChunks::map_chunks(uint64_t base, Allocation& a, const std::vector<size_t>& indices,
-                                    Limit limit_mode) {
+CUresult PhysicalChunks::map_chunks(uint64_t base, Allocation& a, const std::vector<size_t>& indices, Limit limit_mode,
+                                    bool host_fallback) {
   struct Pick {
     size_t index;
     CUmemGenericAllocationHandle handle;  // from the pool, else 0 until created
     bool mapped;
     bool joins;  // every chunk between the previous pick and this one is mapped and stays so
+    bool on_host = false;
   };
   std::vector<Pick> picks;
   {
@@ -143,6 +152,10 @@ CUresult PhysicalChunks::map_chunks(uint64_t base, Allocation& a, const std::vec
     const Chunk& c = a.chunks[p.index];
     if (!p.handle) {
       r = api_.cuMemCreate(&p.handle, c.bytes, &prop_, 0);
+      if (r != CUDA_SUCCESS && host_fallback && api_.cuMemCreate(&p.handle, c.bytes, &host_prop_, 0) == CUDA_SUCCESS) {
+        p.on_host = true;
+        r = CUDA_SUCCESS;
+      }
       if (r != CUDA_SUCCESS) {
         p.handle = 0;
         break;
@@ -193,10 +206,16 @@ CUresult PhysicalChunks::map_chunks(uint64_t base, Allocation& a, const std::vec
     }
     c.handle = p.handle;
     c.state = State::kMapped;
+    c.on_host = p.on_host;
     c.generation = ++generations_;
     counters_->maps.fetch_add(1, std::memory_order_relaxed);
     counters_->map_bytes.fetch_add(c.bytes, std::memory_order_relaxed);
-    counters_->mapped(c.bytes);
+    if (c.on_host) {
+      counters_->host_maps.fetch_add(1, std::memory_order_relaxed);
+      counters_->host_bytes.fetch_add(c.bytes, std::memory_order_relaxed);
+    } else {
+      counters_->mapped(c.bytes);
+    }
   }
   counters_->pooled_bytes.store(pooled_, std::memory_order_relaxed);
   return r;
@@ -208,7 +227,7 @@ void PhysicalChunks::unmap_chunk(uint64_t base, Chunk& chunk) {
   if (r != CUDA_SUCCESS)
     PUMP_LOG_ONCE(LogLevel::kWarn, "cuMemUnmap of a physical chunk failed: %s (its memory may stay held)",
                   api_.describe(r).c_str());
-  if (r == CUDA_SUCCESS && pooled_ + chunk.bytes <= pool_limit_) {
+  if (r == CUDA_SUCCESS && !chunk.on_host && pooled_ + chunk.bytes <= pool_limit_) {
     pool_[chunk.bytes].push_back(chunk.handle);  // the next chunk of this size is mapped from it
     pooled_ += chunk.bytes;
     counters_->pooled_bytes.store(pooled_, std::memory_order_relaxed);
@@ -221,7 +240,8 @@ void PhysicalChunks::unmap_chunk(uint64_t base, Chunk& chunk) {
   counters_->unmaps.fetch_add(1, std::memory_order_relaxed);
   counters_->unmap_bytes.fetch_add(chunk.bytes, std::memory_order_relaxed);
   counters_->unmap_ns.fetch_add(since_ns(t0), std::memory_order_relaxed);
-  counters_->mapped_bytes.fetch_sub(chunk.bytes, std::memory_order_relaxed);
+  (chunk.on_host ? counters_->host_bytes : counters_->mapped_bytes).fetch_sub(chunk.bytes, std::memory_order_relaxed);
+  chunk.on_host = false;
 }
 
 CUresult PhysicalChunks::allocate(uint64_t bytes, uint64_t* address) {
@@ -342,13 +362,13 @@ CUresult PhysicalChunks::back(const std::vector<Range>& ranges, bool retry) {
   // By address, so each allocation's chunks are mapped (and granted) in one call.
   std::vector<Range> sorted = ranges;
   std::sort(sorted.begin(), sorted.end(), [](const Range& x, const Range& y) { return x.address < y.address; });
-  // Up to three attempts: one refused by the limit is retried past it once the queued
+  // Up to four attempts: one refused by the limit is retried past it once the queued
   // releases are done (or a while has passed); one the driver refused, once more after the
-  // pool is given back too.
+  // pool is given back too, and then with host memory where the device has none.
   Limit limit_mode = Limit::kRefuse;
-  bool pool_given_back = false;
+  bool pool_given_back = false, on_host = false;
   CUresult failed = CUDA_SUCCESS;
-  for (int attempt = 0; attempt < 3; ++attempt) {
+  for (int attempt = 0; attempt < 4; ++attempt) {
     failed = CUDA_SUCCESS;
     bool refused = false;
     {
@@ -379,14 +399,26 @@ CUresult PhysicalChunks::back(const std::vector<Range>& ranges, bool retry) {
             }
           }
         }
-        const CUresult m = map_chunks(base, *a, indices, limit_mode);
+        const CUresult m = map_chunks(base, *a, indices, limit_mode, on_host);
         if (m == CUDA_ERROR_NOT_READY) refused = true;
         else if (m != CUDA_SUCCESS && failed == CUDA_SUCCESS) failed = m;
       }
     }
-    if (failed == CUDA_SUCCESS && !refused) return CUDA_SUCCESS;
+    if (failed == CUDA_SUCCESS && !refused) {
+      if (on_host)
+        PUMP_LOG_ONCE(LogLevel::kWarn,
+                      "PUMP_DATAPATH=vmm: the device had no memory left for a block coming back: its chunks are in "
+                      "host memory, which kernels reach over the link, until it is evicted "
+                      "(backend_physical_host_bytes); leave the device more room (the budget, PUMP_VMM_POOL)");
+      return CUDA_SUCCESS;
+    }
     if (!retry) return failed != CUDA_SUCCESS ? failed : CUDA_ERROR_NOT_READY;
-    if (failed != CUDA_SUCCESS && pool_given_back) return failed;
+    if (failed != CUDA_SUCCESS && pool_given_back) {
+      if (on_host || !host_fallback_) return failed;
+      on_host = true;  // nothing held back, nothing queued: the device itself is full
+      limit_mode = Limit::kPast;
+      continue;
+    }
     if (refused) {
       // The queued releases hand their memory to the pool; bounded, so that no GPU work
       // waiting on the program (a host function, a flag) can hold this thread for good.

@@ -75,7 +75,9 @@ namespace pump::cuda {
   X(access_calls)       /* cuMemSetAccess calls (one per run of chunks mapped, joined across mapped ones) */ \
   X(slow_access_calls)  /* ... of those, calls over 200 us (waiting for device-to-host copies) */ \
   X(limit_waits)        /* maps that waited for the queued releases to stay within the limit */ \
-  X(over_limit_bytes)   /* memory created past the limit after that wait (chunks still partly wanted) */
+  X(over_limit_bytes)   /* memory created past the limit after that wait (chunks still partly wanted) */ \
+  X(host_maps)          /* chunks backed by host memory: the device had none left (back()) */ \
+  X(host_bytes)         /* ... of those, held now (kernels reach them over the link until evicted) */
 // clang-format on
 
 struct PhysicalChunksStats {
@@ -125,8 +127,11 @@ class PhysicalChunks {
   void drop(const std::vector<Range>& ranges, CUstream after);
   // The chunks of `ranges` mapped again where they were unmapped (their bytes are garbage
   // until restored); a release still waiting is cancelled. A failed map (the device full) is
-  // retried once the queued releases are done (unless `retry` is false); its result is
-  // returned if that fails too.
+  // retried once the queued releases are done and the pool is given back (unless `retry` is
+  // false); if the device still has no memory, the chunks it refuses are backed by host
+  // memory where the driver allows it (kernels then reach them over the link, until the
+  // engine evicts them: unmapped, they come back to the device), so that no kernel faults on a
+  // chunk left unmapped. Returns the driver's result when even that fails.
   CUresult back(const std::vector<Range>& ranges, bool retry = true);
   // The device memory held here (mapped and pooled) that back() keeps to: past it, a map
   // takes memory from the pool once the queued releases are done (waiting 200 ms at most),
@@ -147,6 +152,7 @@ class PhysicalChunks {
     uint64_t bytes = 0;
     CUmemGenericAllocationHandle handle = 0;
     State state = State::kMapped;
+    bool on_host = false;  // backed by host memory (the device had none): released, never pooled
     // A queued release acts only on the generation it was queued for. Generations are drawn
     // from one counter (generations_): an allocation made later at the same address never
     // matches a release queued for the one freed there.
@@ -176,7 +182,9 @@ class PhysicalChunks {
   // How map_chunks treats limit_: kIgnore (a new allocation: the program's own memory), kRefuse
   // (past it: CUDA_ERROR_NOT_READY, nothing mapped), kPast (past it all the same, counted).
   enum class Limit { kIgnore, kRefuse, kPast };
-  CUresult map_chunks(uint64_t base, Allocation& a, const std::vector<size_t>& indices, Limit limit_mode);
+  // `host_fallback`: a chunk the driver refuses device memory for is backed by host memory.
+  CUresult map_chunks(uint64_t base, Allocation& a, const std::vector<size_t>& indices, Limit limit_mode,
+                      bool host_fallback = false);
   void give_back_pool();                               // under mutex_
   void unmap_chunk(uint64_t base, Chunk& chunk);       // under mutex_
   Allocation* find(uint64_t address, uint64_t* base);  // under mutex_; *base: the allocation's
@@ -191,6 +199,8 @@ class PhysicalChunks {
   const uint64_t pool_limit_;
   uint64_t granularity_ = 0;
   CUmemAllocationProp prop_{};
+  CUmemAllocationProp host_prop_{};      // host memory, for chunks the device has no room for
+  bool host_fallback_ = false;           // whether the driver's host granularity divides every chunk
   std::vector<CUmemAccessDesc> access_;  // this device, then every peer that can reach it
 
   std::mutex map_call_mutex_;  // held around back()'s maps: free() waits for them

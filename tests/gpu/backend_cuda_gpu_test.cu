@@ -193,6 +193,82 @@ void test_physical_chunks() {
   CUDA_OK(cudaFree(wrong));
 }
 
+// A full device, emulated: while g_device_full is set, cuMemCreate of device memory is refused
+// as by a device with none left; host memory goes on to the real driver.
+bool g_device_full = false;
+CUresult (*g_real_mem_create)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,
+                              unsigned long long) = nullptr;
+CUresult create_unless_full(CUmemGenericAllocationHandle* h, size_t n, const CUmemAllocationProp* prop,
+                            unsigned long long flags) {
+  if (g_device_full && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_OUT_OF_MEMORY;
+  return g_real_mem_create(h, n, prop, flags);
+}
+
+// PUMP_DATAPATH=vmm on a full device: a dropped allocation coming back is backed by host memory
+// (the real driver's host-located chunks, mapped at its addresses, access granted to the GPU);
+// a kernel reads every word as written and writes new ones there; saved and dropped again,
+// the host memory is released, and with room on the device again it comes back to device memory.
+void test_physical_chunks_on_a_full_device() {
+  std::printf("physical chunks on a full device: %zu MiB back in host memory, then on the device\n", kTestBytes / kMiB);
+  pump::CudaBackendOptions options;
+  options.physical = true;
+  options.physical_pool_bytes = 0;
+  auto backend = pump::CudaBackend::create(0, options);
+  check(backend != nullptr, "a backend on physical chunks starts");
+  if (!backend) return;
+  pump::CudaBackend& b = *backend;
+  auto& api = const_cast<pump::cuda::DriverApi&>(b.driver());  // the test's full device, above
+  g_real_mem_create = api.cuMemCreate;
+  api.cuMemCreate = create_unless_full;
+  uint64_t a = 0;
+  check(b.allocate_physical(kTestBytes, &a), "an allocation on physical chunks");
+  const uint64_t shadow = b.allocate_host(kTestBytes);
+  if (!a || !shadow) return;
+  const size_t words = kTestBytes / 4;
+  auto* p = reinterpret_cast<uint32_t*>(a);
+  unsigned long long* wrong = nullptr;
+  CUDA_OK(cudaMallocManaged(&wrong, sizeof *wrong));
+  auto save = [&] {
+    pump::TransferBatch out;
+    out.save = {{a, kTestBytes, shadow}};
+    wait_fence(b, b.submit(std::move(out)).out);
+    b.drain_physical_releases();
+  };
+  auto restore = [&] {
+    pump::TransferBatch in;
+    in.restore = {{a, kTestBytes, shadow}};
+    wait_fence(b, b.submit(std::move(in)).in);
+  };
+  auto mismatches = [&](uint32_t seed) {
+    *wrong = 0;
+    count_mismatches<<<1024, 256>>>(p, words, seed, wrong);
+    CUDA_OK(cudaDeviceSynchronize());
+    return *wrong;
+  };
+  write_pattern<<<1024, 256>>>(p, words, 11);
+  CUDA_OK(cudaDeviceSynchronize());
+  save();
+  g_device_full = true;
+  restore();
+  auto st = b.stats();
+  check(st.physical_host_maps == kTestBytes / options.physical_chunk_bytes, "every chunk backed by host memory");
+  check(st.physical_host_bytes == kTestBytes, "held in host memory");
+  check(mismatches(11) == 0, "a kernel reads every word as written, over the link");
+  write_pattern<<<1024, 256>>>(p, words, 12);  // and writes there
+  CUDA_OK(cudaDeviceSynchronize());
+  save();
+  check(b.stats().physical_host_bytes == 0, "saved and dropped: its host memory released");
+  g_device_full = false;
+  restore();
+  st = b.stats();
+  check(st.physical_host_bytes == 0 && st.physical_mapped_bytes == kTestBytes, "back in device memory");
+  check(mismatches(12) == 0, "every word the kernel wrote in host memory is back");
+  check(st.failed_calls == 0, "no failed driver calls");
+  check(b.free_physical(a), "freed");
+  CUDA_OK(cudaFree(wrong));
+  api.cuMemCreate = g_real_mem_create;
+}
+
 // gate kernel (spins `spin_ms`) on `gate` -> mark -> batch waits for it and prefetches
 // `data` -> `waiter` stream waits for the batch -> stamp kernel. The stamp must come
 // after the gate's end.
@@ -364,6 +440,7 @@ int main() {
   test_ordering(b, "created stream -> per-thread stream", s1, cudaStreamPerThread, data, stamps, out);
   test_capture(b);
   test_physical_chunks();
+  test_physical_chunks_on_a_full_device();
 
   bandwidth_table(bw);
 

@@ -531,19 +531,41 @@ CUresult MemGetAllocationGranularity(size_t* g, const CUmemAllocationProp* prop,
   if (prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
       (prop->location.id < 0 || prop->location.id >= config().devices))
     return CUDA_ERROR_INVALID_DEVICE;
+  if (prop->location.type == CU_MEM_LOCATION_TYPE_HOST && !config().host_physical) return CUDA_ERROR_INVALID_VALUE;
   *g = kVmmGranularity;
   return CUDA_SUCCESS;
 }
 std::atomic<uint64_t> g_next_vmm_handle{0x5000};
+std::map<uint64_t, uint64_t> g_device_handles;  // handle -> bytes, for physical_device_bytes
+uint64_t g_device_handle_bytes = 0;
 CUresult MemCreate(CUmemGenericAllocationHandle* h, size_t n, const CUmemAllocationProp* prop, unsigned long long) {
   ENTER("cuMemCreate");
   if (h == nullptr || prop == nullptr || n == 0 || n % kVmmGranularity) return CUDA_ERROR_INVALID_VALUE;
-  *h = g_next_vmm_handle += 0x100;
-  record("cuMemCreate", nullptr, 0, n, *h, 0);
+  const bool on_host = prop->location.type == CU_MEM_LOCATION_TYPE_HOST;
+  const FakeDriverConfig c = config();
+  if (on_host && !c.host_physical) return CUDA_ERROR_INVALID_VALUE;
+  {
+    std::lock_guard lock(g_mutex);
+    const uint64_t most = c.physical_device_bytes;
+    if (!on_host && most && g_device_handle_bytes + n > most) return CUDA_ERROR_OUT_OF_MEMORY;
+    *h = g_next_vmm_handle += 0x100;
+    if (!on_host) {
+      g_device_handles[*h] = n;
+      g_device_handle_bytes += n;
+    }
+  }
+  record("cuMemCreate", nullptr, static_cast<uint64_t>(prop->location.type), n, *h, 0);
   return CUDA_SUCCESS;
 }
 CUresult MemRelease(CUmemGenericAllocationHandle h) {
   ENTER("cuMemRelease");
+  {
+    std::lock_guard lock(g_mutex);
+    if (auto it = g_device_handles.find(h); it != g_device_handles.end()) {
+      g_device_handle_bytes -= it->second;
+      g_device_handles.erase(it);
+    }
+  }
   record("cuMemRelease", nullptr, 0, 0, h, 0);
   return CUDA_SUCCESS;
 }
@@ -948,6 +970,8 @@ FAKE_EXPORT void fake_cuda_reset(const FakeDriverConfig* config) {
   g_failures_fired = 0;
   g_host_arena_used = 0;
   g_mappings.clear();  // a test's reservations are its own to free (or leak with the test)
+  g_device_handles.clear();
+  g_device_handle_bytes = 0;
   g_reservations.clear();
   ++g_context_epoch;
   g_gate_closed = false;

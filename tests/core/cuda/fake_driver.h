@@ -42,6 +42,14 @@ struct FakeDriverConfig {
   // 1: export cuMemHostRegister/Unregister (recorded, pinning nothing): the backend then pins
   // its shadows by registering memory it mapped itself (core/cuda/host_pinner.h).
   int host_register = 0;
+  // cuMemCreate of device memory past this many bytes held (created and not released) fails
+  // with CUDA_ERROR_OUT_OF_MEMORY, as on a full device (0: no limit). Host memory
+  // (CU_MEM_LOCATION_TYPE_HOST) is never refused; its cuMemCreate records the location type
+  // in `address`.
+  uint64_t physical_device_bytes = 0;
+  // 0: host memory is refused by cuMemGetAllocationGranularity and cuMemCreate, as by a
+  // driver before CUDA 12.2.
+  int host_physical = 1;
 };
 // Contexts: device d's primary context is 0xc0 + d; a thread has none current until it
 // sets or pushes one. cuEventRecord and cuEventCreate log the current context in `value`,

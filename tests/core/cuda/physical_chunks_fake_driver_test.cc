@@ -517,7 +517,8 @@ TEST_F(PhysicalChunksTest, ABatchWhoseMapFailedOnceIsMappedByItsRestoreGroupsAnd
   std::vector<uint8_t> shadow;
   ASSERT_NO_FATAL_FAILURE(two_saved_chunks(&a, &c, &shadow));
   const uint64_t s = reinterpret_cast<uint64_t>(shadow.data());
-  driver_.fail("cuMemSetAccess", 0, CUDA_ERROR_OUT_OF_MEMORY, 4);  // the batch's map: both chunks, try and retry
+  // The batch's map: both chunks, on the try, the retry and the try with host memory.
+  driver_.fail("cuMemSetAccess", 0, CUDA_ERROR_OUT_OF_MEMORY, 6);
   TransferBatch in;
   in.restore = {{a, kChunk, s}, {c, kChunk, s + kChunk}};  // two groups of one chunk
   ASSERT_NO_FATAL_FAILURE(run(std::move(in)));
@@ -625,8 +626,8 @@ TEST_F(PhysicalChunksTest, AGrantRefusedWhenBackingLeavesNothingHalfMappedAndIsR
   ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
   ASSERT_TRUE(driver_.unmapped(a, 2 * kChunk));
   // Refused for the batch (mapped as a whole first) and for its populate, which tries again
-  // when the batch's map failed: each try and retry.
-  driver_.fail("cuMemSetAccess", 0, CUDA_ERROR_OUT_OF_MEMORY, 4);
+  // when the batch's map failed: each try, retry and try with host memory.
+  driver_.fail("cuMemSetAccess", 0, CUDA_ERROR_OUT_OF_MEMORY, 6);
   TransferBatch back;
   back.populate = {{a, 2 * kChunk}};
   ASSERT_NO_FATAL_FAILURE(run(std::move(back)));
@@ -683,6 +684,77 @@ TEST_F(PhysicalChunksTest, ARefusedChunkLeavesNothingHeldAndTheCallerAllocatesMa
   EXPECT_EQ(driver_.count("cuMemAddressFree"), 1u);
   EXPECT_EQ(b.stats().physical_mapped_bytes, 0u);
   EXPECT_EQ(b.stats().failed_calls, 1u);
+}
+
+TEST_F(PhysicalChunksTest, ABlockTheFullDeviceHasNoRoomForComesBackInHostMemoryIntactAndLeavesItWhenEvicted) {
+  FakeDriverConfig config;
+  config.physical_device_bytes = kChunk;
+  CudaBackend& b = start(config);
+  const uint64_t a = allocate(kChunk);
+  fill(a, kChunk, 61);
+  std::vector<uint8_t> shadow(kChunk);
+  const uint64_t s = reinterpret_cast<uint64_t>(shadow.data());
+  TransferBatch out;
+  out.save = {{a, kChunk, s}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
+  ASSERT_TRUE(driver_.unmapped(a, kChunk));
+  const uint64_t c = allocate(kChunk);  // the device's one chunk, from the pool
+  ASSERT_EQ(b.stats().physical_pooled_bytes, 0u);
+
+  TransferBatch in;
+  in.restore = {{a, kChunk, s}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(in)));
+  EXPECT_FALSE(driver_.unmapped(a, kChunk));
+  EXPECT_TRUE(holds(a, kChunk, 61)) << "copied back into host memory";
+  EXPECT_EQ(driver_.count("<unmapped access>"), 0u);
+  const auto creates = driver_.calls_named("cuMemCreate");
+  ASSERT_FALSE(creates.empty());
+  EXPECT_EQ(creates.back().address, static_cast<uint64_t>(CU_MEM_LOCATION_TYPE_HOST));
+  CudaBackendStats st = b.stats();
+  EXPECT_EQ(st.physical_host_maps, 1u);
+  EXPECT_EQ(st.physical_host_bytes, kChunk);
+  EXPECT_EQ(st.physical_mapped_bytes, kChunk) << "device memory: c's chunk only";
+  EXPECT_EQ(st.failed_calls, 0u) << "nothing a kernel could fault on";
+
+  // Evicted again, its host memory is released, never pooled as device memory.
+  TransferBatch again;
+  again.save = {{a, kChunk, s}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(again)));
+  st = b.stats();
+  EXPECT_EQ(st.physical_host_bytes, 0u);
+  EXPECT_EQ(st.physical_pooled_bytes, 0u);
+  // With c freed, the device has room again: a comes back to device memory.
+  EXPECT_TRUE(b.free_physical(c));
+  TransferBatch back;
+  back.restore = {{a, kChunk, s}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(back)));
+  EXPECT_TRUE(holds(a, kChunk, 61));
+  st = b.stats();
+  EXPECT_EQ(st.physical_host_maps, 1u);
+  EXPECT_EQ(st.physical_mapped_bytes, kChunk);
+  EXPECT_TRUE(b.free_physical(a));
+}
+
+TEST_F(PhysicalChunksTest, WithoutHostMemoryForChunksARestoreTheFullDeviceRefusesIsReported) {
+  FakeDriverConfig config;
+  config.physical_device_bytes = kChunk;
+  config.host_physical = 0;  // a driver before CUDA 12.2
+  CudaBackend& b = start(config);
+  const uint64_t a = allocate(kChunk);
+  std::vector<uint8_t> shadow(kChunk);
+  const uint64_t s = reinterpret_cast<uint64_t>(shadow.data());
+  TransferBatch out;
+  out.save = {{a, kChunk, s}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
+  const uint64_t c = allocate(kChunk);
+  TransferBatch in;
+  in.restore = {{a, kChunk, s}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(in)));
+  EXPECT_TRUE(driver_.unmapped(a, kChunk));
+  EXPECT_EQ(b.stats().physical_host_maps, 0u);
+  EXPECT_GE(b.stats().failed_calls, 1u) << "said once, before any kernel reaches it";
+  EXPECT_TRUE(b.free_physical(c));
+  EXPECT_TRUE(b.free_physical(a));
 }
 
 TEST_F(PhysicalChunksTest, EveryPeerThatCanReachTheDeviceIsGrantedAccess) {
