@@ -166,7 +166,9 @@ Engine* Runtime::engine(int device) {
   }
   apply_safety_limit(device, backend->free_memory_at_start());  // before the device's first allocation
   EngineOptions eo;
-  eo.budget_bytes = budget_for_device(options_, device, backend->device_memory_bytes());
+  eo.budget_bytes =
+      physical_budget_for_device(options_, device, budget_for_device(options_, device, backend->device_memory_bytes()),
+                                 backend->device_memory_bytes(), backend->free_memory_at_start());
   backend->set_physical_budget(eo.budget_bytes);
   eo.partition_above_bytes = partition_above_for_budget(options_, eo.budget_bytes);
   eo.split_granularity = options_.split_granularity;

@@ -223,10 +223,12 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes,
           key, v->c_str(), process.world_size);
   }
   if (auto v = config.get("DATAPATH")) {
-    if (*v == "copy") o.datapath = DataPath::kCopy;
-    else if (*v == "um") o.datapath = DataPath::kUnified;
-    else if (*v == "vmm") o.physical = true;  // the copy data path, its allocations on physical chunks
-    else log(LogLevel::kError, "PUMP_DATAPATH='%s' is not copy, um or vmm; using copy", v->c_str());
+    if (*v == "copy" || *v == "um") {
+      o.datapath = *v == "copy" ? DataPath::kCopy : DataPath::kUnified;
+      o.physical = false;
+    } else if (*v != "vmm") {  // vmm: the copy data path, its allocations on physical chunks
+      log(LogLevel::kError, "PUMP_DATAPATH='%s' is not vmm, copy or um; using vmm", v->c_str());
+    }
   }
   if (auto v = config.get("VMM_CHUNK")) {
     constexpr uint64_t kGranule = 2ull << 20;  // the driver's granularity on current GPUs
@@ -332,6 +334,25 @@ uint64_t budget_for_device(const RuntimeOptions& options, int device, uint64_t d
     return device_bytes;
   }
   return *bytes;
+}
+
+uint64_t physical_budget_for_device(const RuntimeOptions& options, int device, uint64_t budget, uint64_t device_bytes,
+                                    uint64_t free_bytes) {
+  if (!options.physical || options.datapath != DataPath::kCopy) return budget;
+  const auto reserve = static_cast<uint64_t>(static_cast<double>(device_bytes) * kPhysicalReservePercent / 100.0);
+  // A device already nearly full at start keeps half its free memory as the budget at least.
+  const uint64_t room = std::max(
+      free_bytes > options.physical_pool + reserve ? free_bytes - options.physical_pool - reserve : 0, free_bytes / 2);
+  if (budget <= room) return budget;
+  if (options.budget.of(device)) {
+    log(LogLevel::kWarn,
+        "PUMP_GPU_BUDGET for device %d (%s) and PUMP_VMM_POOL (%s) are more than its free memory (%s) less %.0f%% "
+        "for memory allocated outside pump: blocks that find the device full come back in host memory",
+        device, format_bytes(budget).c_str(), format_bytes(options.physical_pool).c_str(),
+        format_bytes(free_bytes).c_str(), kPhysicalReservePercent);
+    return budget;
+  }
+  return room;
 }
 
 uint64_t clamp_managed_limit(uint64_t limit, uint64_t free_bytes, int device) {

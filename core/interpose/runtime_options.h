@@ -46,7 +46,7 @@ struct RuntimeOptions {
   ProcessIdentity process;              // the process these paths were expanded for
   std::string trace_path;               // PUMP_TRACE, likewise
   DataPath datapath = DataPath::kCopy;  // PUMP_DATAPATH: copy | um | vmm (copy, on physical chunks)
-  bool physical = false;                // PUMP_DATAPATH=vmm (CudaBackendOptions::physical)
+  bool physical = true;                 // PUMP_DATAPATH=vmm, the default (CudaBackendOptions::physical)
   uint64_t physical_chunk = CudaBackendOptions{}.physical_chunk_bytes;  // PUMP_VMM_CHUNK
   uint64_t physical_pool = CudaBackendOptions{}.physical_pool_bytes;    // PUMP_VMM_POOL
   bool physical_map_first = CudaBackendOptions{}.physical_map_first;    // PUMP_VMM_MAP_FIRST
@@ -83,6 +83,15 @@ RuntimeOptions parse_runtime_options(const Config& config, uint64_t physical_byt
 // PUMP_GPU_BUDGET for `device`, of `device_bytes`: the device's memory when none is given
 // for it, never more than the device has.
 uint64_t budget_for_device(const RuntimeOptions& options, int device, uint64_t device_bytes);
+
+// PUMP_DATAPATH=vmm holds device memory the driver cannot evict for anyone else: the budget
+// plus PUMP_VMM_POOL. So where PUMP_GPU_BUDGET names no budget for `device`, its budget is
+// the device's free memory when the engine starts (`free_bytes`) less the pool and a reserve
+// for memory allocated outside pump (kPhysicalReservePercent of the device's); a budget given
+// past that is kept, with one warning. Other data paths: `budget` as it is.
+constexpr double kPhysicalReservePercent = 5.0;
+uint64_t physical_budget_for_device(const RuntimeOptions& options, int device, uint64_t budget, uint64_t device_bytes,
+                                    uint64_t free_bytes);
 
 // PUMP_PARTITION_ABOVE against a device's budget (EngineOptions::partition_above_bytes): 0 when off.
 uint64_t partition_above_for_budget(const RuntimeOptions& options, uint64_t budget_bytes);

@@ -4,6 +4,8 @@
 # driver's and cuBLAS's handles give pump's hooks; (2) pump said no error; (3) its
 # statistics saw what the probe did through those hooks: a managed allocation, the
 # copy's exact extent, the launch's block, and a CUDA library's own allocation left alone.
+# On the copy data path (PUMP_DATAPATH=copy): the probe checks that its allocation is managed
+# memory (physical_alloc_hooks_fake_driver_test covers the default, vmm).
 # -DPROBE -DLIBPUMP -DFAKE_CUDA_DIR -DSCOPED (scoped library) -DSTATS (a file to write).
 include(${CMAKE_CURRENT_LIST_DIR}/preload_list.cmake)
 pump_preload_list("${LIBPUMP}" preload)
@@ -15,7 +17,7 @@ file(REMOVE "${STATS}")
 execute_process(
   COMMAND ${CMAKE_COMMAND} -E env LD_PRELOAD=${preload} "LD_LIBRARY_PATH=${FAKE_CUDA_DIR}:$ENV{LD_LIBRARY_PATH}"
           "ASAN_OPTIONS=$ENV{ASAN_OPTIONS}:detect_leaks=0"
-          PUMP_STATS=${STATS} PUMP_LOG_LEVEL=warn PUMP_SPLIT_GRANULARITY=64KiB PUMP_WATCH_WHILE_FITS=1
+          PUMP_DATAPATH=copy PUMP_STATS=${STATS} PUMP_LOG_LEVEL=warn PUMP_SPLIT_GRANULARITY=64KiB PUMP_WATCH_WHILE_FITS=1
           "${PROBE}" "${SCOPED}"
   OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
 message(STATUS "probe (rc=${rc}):\n${out}${err}")

@@ -3,6 +3,8 @@
 # (1) the budget is the device's memory: everything fits, so the copy and the launch pass
 # by the engine (fits_gate.h): counted as passed, no kernel decided; (2) a budget below the
 # allocation: the engine sees both calls (the launch's block known), none passes.
+# On the copy data path (PUMP_DATAPATH=copy): the probe checks that its allocation is managed
+# memory (physical_alloc_hooks_fake_driver_test covers the default, vmm).
 # -DPROBE -DLIBPUMP -DFAKE_CUDA_DIR -DSCOPED -DSTATS (a file to write).
 include(${CMAKE_CURRENT_LIST_DIR}/preload_list.cmake)
 pump_preload_list("${LIBPUMP}" preload)
@@ -11,7 +13,7 @@ function(run_probe budget)
   file(REMOVE "${STATS}")
   execute_process(
     COMMAND ${CMAKE_COMMAND} -E env LD_PRELOAD=${preload} "LD_LIBRARY_PATH=${FAKE_CUDA_DIR}:$ENV{LD_LIBRARY_PATH}"
-            "ASAN_OPTIONS=$ENV{ASAN_OPTIONS}:detect_leaks=0" PUMP_STATS=${STATS} PUMP_LOG_LEVEL=warn ${budget}
+            "ASAN_OPTIONS=$ENV{ASAN_OPTIONS}:detect_leaks=0" PUMP_DATAPATH=copy PUMP_STATS=${STATS} PUMP_LOG_LEVEL=warn ${budget}
             "${PROBE}" "${SCOPED}"
     OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
   message(STATUS "probe ${budget} (rc=${rc}):\n${out}${err}")

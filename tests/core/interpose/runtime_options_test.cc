@@ -85,6 +85,10 @@ TEST(RuntimeOptions, DataPathAndVerifyAcceptTheirWords) {
   EXPECT_EQ(copy.datapath, DataPath::kCopy);
   EXPECT_FALSE(copy.verify_poison);
   EXPECT_FALSE(copy.physical);
+  EXPECT_FALSE(um.physical);
+  const RuntimeOptions defaults = parse_runtime_options(*config_with({}));
+  EXPECT_EQ(defaults.datapath, DataPath::kCopy) << "the default: vmm, the copy data path on physical chunks";
+  EXPECT_TRUE(defaults.physical);
   RuntimeOptions vmm = parse_runtime_options(*config_with({{"DATAPATH", "vmm"}, {"VMM_CHUNK", "64MiB"}}));
   EXPECT_EQ(vmm.datapath, DataPath::kCopy) << "the copy data path, on physical chunks";
   EXPECT_TRUE(vmm.physical);
@@ -231,6 +235,26 @@ TEST_P(RuntimeOptionsBadValue, GivesOneMessageNamingTheVariableAndValueThenTheDe
   EXPECT_EQ(o.physical_chunk, defaults.physical_chunk);
   EXPECT_EQ(o.physical_pool, defaults.physical_pool);
   EXPECT_EQ(o.physical_map_first, defaults.physical_map_first);
+}
+
+TEST(RuntimeOptions, OnPhysicalChunksTheDefaultBudgetLeavesThePoolAndAReserveOfTheFreeMemory) {
+  constexpr uint64_t kGiB = 1ull << 30;
+  LogCapture log;
+  const RuntimeOptions vmm = parse_runtime_options(*config_with({}));  // vmm, pool 2 GiB
+  const uint64_t device = 100 * kGiB, free = 90 * kGiB;
+  const uint64_t budget = budget_for_device(vmm, 0, device);
+  EXPECT_EQ(budget, device);
+  EXPECT_EQ(physical_budget_for_device(vmm, 0, budget, device, free), 90 * kGiB - 2 * kGiB - 5 * kGiB)
+      << "the free memory less the pool and 5% of the device";
+  EXPECT_EQ(physical_budget_for_device(vmm, 0, 10 * kGiB, device, free), 10 * kGiB) << "a budget with room is kept";
+  EXPECT_EQ(physical_budget_for_device(vmm, 0, budget, device, 6 * kGiB), 3 * kGiB)
+      << "a device nearly full at start: half its free memory";
+  EXPECT_TRUE(log.lines().empty());
+  const RuntimeOptions given = parse_runtime_options(*config_with({{"GPU_BUDGET", "95%"}}));
+  EXPECT_EQ(physical_budget_for_device(given, 0, 95 * kGiB, device, free), 95 * kGiB) << "the user's, kept";
+  EXPECT_EQ(log.lines().size(), 1u) << "with one warning";
+  const RuntimeOptions copy = parse_runtime_options(*config_with({{"DATAPATH", "copy"}}));
+  EXPECT_EQ(physical_budget_for_device(copy, 0, device, device, free), device) << "managed memory: unchanged";
 }
 
 INSTANTIATE_TEST_SUITE_P(
