@@ -19,14 +19,21 @@
  * pressure, comma-separated, each least recently used first: "idle-dead", "dead",
  * "idle-clean", "clean", "idle", "any" ("idle": no kernel in flight uses it; "dead" blocks
  * are discarded, not written back; spaces around a name are ignored; passes after "any" find
- * nothing left to take). "any" ends the list when it is not named; at most 6 passes. Default
- * "idle-dead,idle-clean,any". Why a knob: on the GPU the decode under PUMP_DATAPATH=vmm
+ * nothing left to take), and "cyclic" (lru_evict_cyclic: clean blocks on a loop, due back
+ * latest first, when the block the passes after it would take is on a loop too). "any" ends
+ * the list when it is not named; at most 6 passes. Default "idle-dead,idle-clean,any". Why a
+ * knob: on the GPU the decode under PUMP_DATAPATH=vmm
  * moved 45% more bytes than on the copy path, since which blocks are idle depends on how far
  * the launching thread runs ahead. On the H200 (sixteenth session, one call):
  * "idle-dead,clean,any" decoded at 133 ms/token on vmm against the default's 165 (36 GB
  * restored against 58), but at 186 against 147 on the copy path, and trained GPT at 489
- * ms/step against 299; "idle-dead,any" moved the most everywhere. A bad value: one warning,
- * the default.
+ * ms/step against 299; "idle-dead,any" moved the most everywhere. In the sim (vmm, 2GiB,
+ * x2), "idle-dead,cyclic,idle-clean,any" decodes as clean-first does (hf-decode 57.3 ms
+ * against 55.0 and the default's 70.2; decode 22.3 against 24.7 and 41.9) and trains
+ * exactly as the default (training-loop, conv, mlp, and the gpu traces but zoo_opt, +1-4%);
+ * on the copy path too (hf-decode 67.1 against 71.1). Not the default yet: lru then moves
+ * less than "learned" on decode-grow and prefill-decode, which learned's tests check.
+ * A bad value: one warning, the default.
  *
  * Known losses to "none" (plain unified memory) in pump-bench's sim matrix (docs/results/
  * policies-2026-11-26.md): decode-grow x1.02-1.1, where the cache outgrows the budget only
@@ -48,17 +55,46 @@
 
 #define LRU_MAX_PASSES 6
 
+/* Reuse gaps for the "cyclic" pass, direct-mapped by block id (32 bytes a slot): a block
+ * whose slot another took since has no period, and the LRU order decides for it. */
+#define LRU_HISTORY_SLOTS 8192u
+
+typedef struct lru_history {
+  uint64_t id;
+  uint64_t seq;        /* the last kernel that recorded it: a block twice in a kernel counts once */
+  uint64_t gap;        /* kernels between its last two uses; 0: fewer than two seen */
+  uint64_t gap_before; /* the gap before that */
+  uint64_t gap_oldest; /* and the one before that */
+} lru_history_t;
+
+typedef struct lru_pick {
+  uint64_t next_use; /* predicted seq of its next use */
+  size_t index;      /* into the candidate window */
+} lru_pick_t;
+
 typedef struct lru_state {
-  policy_base_t base;                           /* first: policy_base_destroy frees the whole state */
+  policy_base_t base;                           /* first: lru_destroy frees the whole state */
   uint64_t headroom;                            /* bytes kept free when the program does not fit */
+  int loop_gaps;                                /* equal reuse gaps that put a block on a loop: 2 or 3 */
   policy_block_filter_t passes[LRU_MAX_PASSES]; /* under pressure, in order; the last is "any" */
   size_t num_passes;
+  lru_history_t history[LRU_HISTORY_SLOTS];
+  lru_pick_t* picks; /* the "cyclic" pass's scratch, one per candidate */
+  size_t picks_capacity;
+  uint64_t cyclic_passes, cyclic_overrules, cyclic_bytes; /* said at the end (lru_destroy) */
 } lru_state_t;
 
 typedef struct lru_pass_name {
   const char* name;
   policy_block_filter_t filter;
 } lru_pass_name_t;
+
+/* "cyclic" is no flag filter (its want lies outside its mask, so no block matches it):
+ * lru_on_pressure runs it as lru_evict_cyclic. */
+#define LRU_CYCLIC_FILTER \
+  { 0u, PUMP_BLOCK_CLEAN }
+
+static int is_cyclic_pass(policy_block_filter_t filter) { return (filter.want & ~filter.mask) != 0; }
 
 static const lru_pass_name_t lru_pass_names[] = {
     /* as POLICY_IDLE_DEAD_BLOCKS etc. (policy_common.h), spelled out for a static initializer */
@@ -68,9 +104,10 @@ static const lru_pass_name_t lru_pass_names[] = {
     {"clean", {PUMP_BLOCK_CLEAN, PUMP_BLOCK_CLEAN}},
     {"idle", {PUMP_BLOCK_IN_USE, 0u}},
     {"any", {0u, 0u}},
+    {"cyclic", LRU_CYCLIC_FILTER},
 };
 #define LRU_NUM_PASS_NAMES (sizeof lru_pass_names / sizeof lru_pass_names[0])
-#define LRU_DEFAULT_VICTIMS "idle-dead,idle-clean,any"
+#define LRU_DEFAULT_VICTIMS "idle-dead,cyclic,idle-clean,any"
 
 /* Parses a comma-separated list of pass names into lru->passes ("any" appended when
  * missing). Returns 0 on a name it does not know, an empty item or too many passes. */
@@ -91,7 +128,7 @@ static int parse_victims(lru_state_t* lru, const char* text) {
       if (strlen(lru_pass_names[i].name) == length && strncmp(lru_pass_names[i].name, p, length) == 0) break;
     if (i == LRU_NUM_PASS_NAMES || n == LRU_MAX_PASSES) return 0;
     lru->passes[n++] = lru_pass_names[i].filter;
-    has_any = has_any || lru_pass_names[i].filter.mask == 0;
+    has_any = has_any || (lru_pass_names[i].filter.mask == 0 && !is_cyclic_pass(lru_pass_names[i].filter));
     if (*end == '\0') break;
     p = end + 1;
   }
@@ -103,6 +140,19 @@ static int parse_victims(lru_state_t* lru, const char* text) {
   return 1;
 }
 
+/* LRU_LOOP_GAPS (PUMP_LRU_LOOP_GAPS): 2 or 3, how many equal reuse gaps in a row put a block
+ * on a loop for the "cyclic" pass. A bad value: one warning, the default (3). */
+static void configure_loop_gaps(lru_state_t* lru) {
+  const char* text = policy_config(lru->base.host, "LRU_LOOP_GAPS");
+  lru->loop_gaps = 2;
+  if (text == NULL) return;
+  if (strcmp(text, "2") == 0 || strcmp(text, "3") == 0) {
+    lru->loop_gaps = text[0] - '0';
+    return;
+  }
+  policy_log(lru->base.host, PUMP_LOG_WARN, "PUMP_LRU_LOOP_GAPS is not 2 or 3: using 2");
+}
+
 static void configure_victims(lru_state_t* lru) {
   const char* text = policy_config(lru->base.host, "LRU_VICTIMS");
   char message[256];
@@ -110,8 +160,8 @@ static void configure_victims(lru_state_t* lru) {
   parse_victims(lru, LRU_DEFAULT_VICTIMS);
   if (text == NULL) return;
   snprintf(message, sizeof message,
-           "PUMP_LRU_VICTIMS='%.64s' is not a list of idle-dead, dead, idle-clean, clean, idle, any: using %s", text,
-           LRU_DEFAULT_VICTIMS);
+           "PUMP_LRU_VICTIMS='%.64s' is not a list of idle-dead, dead, idle-clean, clean, idle, any, cyclic: using %s",
+           text, LRU_DEFAULT_VICTIMS);
   policy_log(lru->base.host, PUMP_LOG_WARN, message);
 }
 
@@ -147,11 +197,138 @@ static void evict_dead_first(policy_base_t* base, policy_block_filter_t dead, po
   if (freed < bytes_needed) policy_evict_lru(base, PUMP_ALL_ROLES, live, 1, bytes_needed - freed);
 }
 
+static lru_history_t* history_slot(lru_state_t* lru, uint64_t id) {
+  return &lru->history[((id * 0x9E3779B97F4A7C15ull) >> 51) & (LRU_HISTORY_SLOTS - 1u)];
+}
+
+/* The kernel's blocks still carry the seq of their previous use: keep the last three gaps. */
+static void record_reuse(lru_state_t* lru, const pump_kernel_v1_t* kernel) {
+  size_t i;
+  if (kernel == NULL || kernel->blocks == NULL) return;
+  for (i = 0; i < kernel->num_blocks; ++i) {
+    const pump_block_v1_t* b = &kernel->blocks[i];
+    lru_history_t* h = history_slot(lru, b->id);
+    if (h->id != b->id) {
+      h->id = b->id;
+      h->gap = h->gap_before = 0;
+    } else if (h->seq == kernel->seq) {
+      continue;
+    }
+    h->seq = kernel->seq;
+    h->gap_oldest = h->gap_before;
+    h->gap_before = h->gap;
+    h->gap = b->last_use != 0 && kernel->seq > b->last_use ? kernel->seq - b->last_use : 0;
+  }
+}
+
+static int lru_gaps_agree(uint64_t gap, uint64_t other) {
+  return other != 0 && (gap > other ? gap - other : other - gap) <= gap / 8;
+}
+
+/* The seq at which `b` is next used if it is on a loop, used once a period: its last three
+ * gaps agree within an eighth. 0 when it is not. Why three: two agreed by chance for some of
+ * GPT's weights (read forward, backward, then written: gaps of every length), and taking
+ * them cost its training 9% on the H200 (eighteenth session), a decode one token of warm-up. */
+static uint64_t predicted_next_use(lru_state_t* lru, const pump_block_v1_t* b) {
+  const lru_history_t* h = history_slot(lru, b->id);
+  if (h->id != b->id || h->gap == 0 || b->last_use == 0) return 0;
+  return lru_gaps_agree(h->gap, h->gap_before) && (lru->loop_gaps < 3 || lru_gaps_agree(h->gap, h->gap_oldest))
+             ? b->last_use + h->gap
+             : 0;
+}
+
+static int pick_later_first(const void* a, const void* b) {
+  uint64_t x = ((const lru_pick_t*)a)->next_use, y = ((const lru_pick_t*)b)->next_use;
+  return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The first of the candidates `c` (n of them) that the passes after `pass` would take, or
+ * NULL when they would take none. */
+static const pump_block_v1_t* fallback_victim(const lru_state_t* lru, size_t pass, const policy_candidates_t* c,
+                                              size_t n) {
+  size_t p, i;
+  for (p = pass + 1; p < lru->num_passes; ++p) {
+    if (is_cyclic_pass(lru->passes[p])) continue;
+    for (i = 0; i < n; ++i)
+      if ((c->items[i].flags & lru->passes[p].mask) == lru->passes[p].want) return &c->items[i];
+  }
+  return NULL;
+}
+
+/* The "cyclic" pass. From a loop larger than the budget (a decoder's weights, read once a
+ * token) LRU takes exactly the wrong block: the one due back soonest, so every block of
+ * the loop misses every lap. So when the block the later passes would take first is
+ * itself on a loop, clean blocks on loops due back after it go first, the latest first
+ * (Belady where the gaps predict), even those a queued kernel uses: the blocks just used
+ * stay out, the rest stay in for the next lap. Where the block LRU would take has no
+ * steady period (training: a weight is read forward, backward, then written), its order
+ * stands. */
+static uint64_t lru_evict_cyclic(lru_state_t* lru, size_t pass, uint64_t seq, uint64_t bytes_needed) {
+  const pump_policy_host_v1_t* host = lru->base.host;
+  policy_candidates_t* c = &lru->base.candidates;
+  const pump_block_v1_t* fallback;
+  uint64_t freed = 0, fallback_next_use;
+  size_t n, i, num_picks = 0;
+  /* LRU's pick from the first window that holds one (the window stays small where it is
+   * not on a loop: this runs at every pressure) ... */
+  for (;;) {
+    n = host->eviction_candidates(host, PUMP_ALL_ROLES, c->items, c->capacity);
+    if (n > c->capacity) n = c->capacity;
+    fallback = fallback_victim(lru, pass, c, n);
+    if (fallback != NULL || n < c->capacity || !policy_candidates_grow(c)) break;
+  }
+  fallback_next_use = fallback != NULL ? predicted_next_use(lru, fallback) : 0;
+  ++lru->cyclic_passes;
+  if (fallback_next_use <= seq) return 0; /* not on a loop, or overdue: LRU's pick stands */
+  /* ... then the whole list: the block due back latest may be anywhere in it. */
+  while (n == c->capacity && policy_candidates_grow(c)) {
+    n = host->eviction_candidates(host, PUMP_ALL_ROLES, c->items, c->capacity);
+    if (n > c->capacity) n = c->capacity;
+  }
+  if (n > lru->picks_capacity) {
+    lru_pick_t* grown = (lru_pick_t*)realloc(lru->picks, n * sizeof *grown);
+    if (grown == NULL) return 0;
+    lru->picks = grown;
+    lru->picks_capacity = n;
+  }
+  for (i = 0; i < n; ++i) {
+    uint64_t next_use = (c->items[i].flags & PUMP_BLOCK_CLEAN) ? predicted_next_use(lru, &c->items[i]) : 0;
+    if (next_use <= fallback_next_use) continue;
+    lru->picks[num_picks].next_use = next_use;
+    lru->picks[num_picks].index = i;
+    ++num_picks;
+  }
+  qsort(lru->picks, num_picks, sizeof *lru->picks, pick_later_first);
+  for (i = 0; i < num_picks && freed < bytes_needed; ++i) {
+    const pump_block_v1_t* b = &c->items[lru->picks[i].index];
+    if (host->evict(host, b->id, 0u) == PUMP_OK) freed = policy_add_saturating(freed, b->bytes);
+  }
+  if (freed) ++lru->cyclic_overrules;
+  lru->cyclic_bytes = policy_add_saturating(lru->cyclic_bytes, freed);
+  return freed;
+}
+
+static void lru_destroy(void* ctx) {
+  lru_state_t* lru = (lru_state_t*)ctx;
+  char message[160];
+  if (lru == NULL) return;
+  if (lru->cyclic_overrules) { /* said only where it changed something */
+    snprintf(message, sizeof message,
+             "the cyclic pass took loop blocks ahead of LRU's at %llu of %llu pressures (%.1f MiB)",
+             (unsigned long long)lru->cyclic_overrules, (unsigned long long)lru->cyclic_passes,
+             (double)lru->cyclic_bytes / 1048576.0);
+    policy_log(lru->base.host, PUMP_LOG_INFO, message);
+  }
+  free(lru->picks);
+  policy_base_destroy(ctx);
+}
+
 static pump_status_v1_t lru_init(const pump_policy_host_v1_t* host, void** ctx) {
   pump_status_v1_t status = policy_base_create(host, sizeof(lru_state_t), ctx);
   if (status == PUMP_OK) {
     configure_headroom((lru_state_t*)*ctx);
     configure_victims((lru_state_t*)*ctx);
+    configure_loop_gaps((lru_state_t*)*ctx);
   }
   return status;
 }
@@ -161,6 +338,7 @@ static void lru_on_kernel(void* ctx, const pump_kernel_v1_t* kernel) {
   pump_budget_v1_t budget = {0, 0, 0, 0};
   uint64_t free_bytes, wanted;
   if (lru == NULL) return;
+  record_reuse(lru, kernel);
   policy_prefetch_kernel(&lru->base, kernel, PUMP_WHEN_NOW);
   lru->base.host->get_budget(lru->base.host, &budget);
   /* Everything fits: there is nothing to make room for, and evicting would only
@@ -177,13 +355,22 @@ static void lru_on_pressure(void* ctx, const pump_kernel_v1_t* kernel, uint64_t 
   lru_state_t* lru = (lru_state_t*)ctx;
   uint64_t freed = 0;
   size_t i;
-  (void)kernel;
   if (lru == NULL) return;
   for (i = 0; i < lru->num_passes && freed < bytes_needed; ++i)
-    freed += policy_evict_lru(&lru->base, PUMP_ALL_ROLES, lru->passes[i], 1, bytes_needed - freed);
+    freed += is_cyclic_pass(lru->passes[i])
+                 ? lru_evict_cyclic(lru, i, kernel != NULL ? kernel->seq : 0, bytes_needed - freed)
+                 : policy_evict_lru(&lru->base, PUMP_ALL_ROLES, lru->passes[i], 1, bytes_needed - freed);
 }
 
 PUMP_DECLARE_POLICY = {
-    sizeof(pump_policy_v1_t), PUMP_POLICY_ABI_V1, "lru",           "1.0.0", lru_init,
-    policy_base_destroy,      lru_on_kernel,      lru_on_pressure, NULL,    NULL,
+    sizeof(pump_policy_v1_t),
+    PUMP_POLICY_ABI_V1,
+    "lru",
+    "1.0.0",
+    lru_init,
+    lru_destroy,
+    lru_on_kernel,
+    lru_on_pressure,
+    NULL,
+    NULL,
 };

@@ -86,11 +86,12 @@ usage: pump-bench [options] [-- COMMAND ARGS...]
   --policies P,...            policies to compare (default none,eager,lazy,lru,activations,learned);
                               a name loads lib/pump/libpump_policy_<name>.so ('-' read as '_')
                               or the plugin there declaring that name; a path loads that file
-  --datapath D,...             data paths each policy runs on (default copy): copy (dirty data
-                              copied to pinned host memory, clean and dead data dropped), um
-                              (unified-memory migration) or vmm (copy, on physical chunks of
-                              pump's own, dropped by unmapping; the sim models its maps and
-                              grants of access, sim_device_model.h); sets PUMP_DATAPATH on a GPU
+  --datapath D,...             data paths each policy runs on (default vmm, as the library's):
+                              vmm (copy, on physical chunks of pump's own, dropped by
+                              unmapping; the sim models its maps and grants of access,
+                              sim_device_model.h), copy (dirty data copied to pinned host
+                              memory, clean and dead data dropped, on managed memory) or um
+                              (unified-memory migration); sets PUMP_DATAPATH on a GPU
                               and the engine's datapath in the sim. The none row always runs on um
   --sim                       run on the simulated GPU (the default where no GPU is present)
   --repeats N                 runs per configuration on a GPU (default 3; the sim is deterministic)

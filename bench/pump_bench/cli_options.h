@@ -13,8 +13,8 @@ struct BenchOptions {
   std::string size = "medium";
   std::vector<double> ratios{1.0, 1.5, 2.0, 3.0};
   std::vector<std::string> policies{"none", "eager", "lazy", "lru", "activations", "learned"};
-  std::vector<std::string> datapaths{"copy"};  // "copy", "um", "vmm": each policy runs on each
-  bool sim = false;                            // --sim given
+  std::vector<std::string> datapaths{"vmm"};  // "vmm" (the library's default), "copy", "um": each policy runs on each
+  bool sim = false;                           // --sim given
   int repeats = 3;
   std::optional<int> iterations;  // default: 4 in the sim, 10 on a GPU
   std::string json_path, csv_path, plot_path;

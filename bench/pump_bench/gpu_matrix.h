@@ -43,8 +43,8 @@ struct GpuMatrix {
   std::vector<GpuWorkload> workloads;
   std::vector<double> ratios;
   std::vector<std::string> policies;
-  std::vector<std::string> datapaths{"copy"};  // "copy", "um": each policy runs on each
-  LinkRates link;                              // unknown: bounds are the native time alone
+  std::vector<std::string> datapaths{"vmm"};  // "vmm", "copy", "um": each policy runs on each
+  LinkRates link;                             // unknown: bounds are the native time alone
   int repeats = 3;
   std::string libpump;
   std::string plugin_dir;                // --plugin-dir: each pumped run's PUMP_PLUGIN_DIR (empty: left as it is)

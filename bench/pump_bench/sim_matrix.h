@@ -27,8 +27,8 @@ namespace pump::bench {
 struct SimMatrix {
   std::vector<SimWorkload> workloads;
   std::vector<double> ratios;
-  std::vector<std::string> policies;           // "none" is the baseline row, not loaded
-  std::vector<std::string> datapaths{"copy"};  // "copy", "um"
+  std::vector<std::string> policies;          // "none" is the baseline row, not loaded
+  std::vector<std::string> datapaths{"vmm"};  // "vmm", "copy", "um"
   std::string plugin_dir;
   SimDeviceModel model;
 };

@@ -53,6 +53,10 @@
  * at once populates nothing (pump-bench --idle-populate no); with the default, which the GPU's
  * end-to-end decodes support, it is within 7-12% of lru there (fourteenth session) and the
  * sim does not show the GPU's loss (it charges no policy time).
+ * Known losses to lru's default since its cyclic pass (eighteenth session, pump-bench --sim
+ * --workload decode-grow --datapath copy): bytes brought in on decode-grow near fit, x1.1 247
+ * against 100 MiB an iteration (learned_policy_patterns_sim_test compares with lru's recency
+ * order instead).
  * Known losses, measured in the sim (docs/results/policies-2026-11-26.md): to "none",
  * decode-grow x1.02-1.1 is 4.6% slower (a cache that outgrows the budget only in its last
  * tokens: each prefetch of a new, never-touched allocation costs the sim a call that

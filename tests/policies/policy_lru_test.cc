@@ -136,6 +136,83 @@ TEST(PolicyLru, PressurePrefersAnIdleCleanBlockToAnOlderDirtyOneByDefault) {
   EXPECT_EQ(host.evicted_ids(), std::vector<uint64_t>{clean});
 }
 
+// Runs one kernel per id in `order` through the policy, as the engine would: each block's
+// last_use is the previous kernel that used it. Everything fits, so nothing is evicted.
+void RunKernels(FakePolicyHost& host, PolicyInstance& policy, const std::vector<uint64_t>& order) {
+  for (uint64_t id : order) {
+    const uint64_t seq = host.next_kernel_seq();
+    policy.on_kernel(host.begin_kernel({id}));
+    host.end_kernel();
+    host.set_last_use(id, seq);
+  }
+}
+
+TEST(PolicyLru, PressureTakesTheLoopBlockDueBackLatestWhenLruWouldTakeOneDueSooner) {
+  // A decoder's weights: a, b, c read once a token, period 4 (x: the token's other kernel).
+  FakePolicyHost host(1000);
+  const uint64_t a = host.add_block(10, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_CLEAN);
+  const uint64_t b = host.add_block(10, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_CLEAN);
+  const uint64_t c = host.add_block(10, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_CLEAN);
+  const uint64_t x = host.add_block(10, PUMP_ROLE_ACTIVATION, false);
+  host.set_config("LRU_VICTIMS", "idle-dead,cyclic,idle-clean,any");
+  PolicyInstance policy("lru", host);
+  ASSERT_TRUE(policy.ready());
+  RunKernels(host, policy, {a, b, c, x, a, b, c, x, a, b, c});
+  ASSERT_TRUE(host.evictions.empty());
+  host.set_flags(c, PUMP_BLOCK_CLEAN | PUMP_BLOCK_IN_USE);  // its kernel is still queued
+  policy.on_pressure(host.begin_kernel({x}), 10);
+  EXPECT_EQ(host.evicted_ids(), std::vector<uint64_t>{c}) << "a is due back first, c last";
+}
+
+TEST(PolicyLru, PressureKeepsTheLruOrderWhenItsVictimHasNoSteadyPeriod) {
+  FakePolicyHost host(1000);
+  const uint64_t a = host.add_block(10, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_CLEAN);
+  const uint64_t b = host.add_block(10, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_CLEAN);
+  const uint64_t c = host.add_block(10, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_CLEAN);
+  const uint64_t x = host.add_block(10, PUMP_ROLE_ACTIVATION, false);
+  host.set_config("LRU_VICTIMS", "idle-dead,cyclic,idle-clean,any");
+  PolicyInstance policy("lru", host);
+  ASSERT_TRUE(policy.ready());
+  // b and c are on a loop (period 5); a, least recently used, is not: gaps 1 then 9.
+  RunKernels(host, policy, {b, c, a, a, x, b, c, x, x, x, b, c, a, x, x, b, c});
+  policy.on_pressure(host.begin_kernel({x}), 10);
+  EXPECT_EQ(host.evicted_ids(), std::vector<uint64_t>{a});
+}
+
+// a, b and c on a loop of four kernels, each seen three times (two equal gaps).
+std::vector<uint64_t> loop_victims(const char* loop_gaps) {
+  FakePolicyHost host(1000);
+  const uint64_t a = host.add_block(10, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_CLEAN);
+  const uint64_t b = host.add_block(10, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_CLEAN);
+  const uint64_t c = host.add_block(10, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_CLEAN);
+  const uint64_t x = host.add_block(10, PUMP_ROLE_ACTIVATION, false);
+  if (loop_gaps) host.set_config("LRU_LOOP_GAPS", loop_gaps);
+  PolicyInstance policy("lru", host);
+  EXPECT_TRUE(policy.ready());
+  RunKernels(host, policy, {a, b, c, x, a, b, c, x, a, b, c});
+  policy.on_pressure(host.begin_kernel({x}), 10);
+  EXPECT_TRUE(host.logs.empty());
+  return host.evicted_ids();
+}
+
+TEST(PolicyLru, TheDefaultVictimsTakeTheLoopBlockDueBackLatestAfterTwoEqualGaps) {
+  EXPECT_EQ(loop_victims(nullptr), std::vector<uint64_t>{3}) << "c, used last: due back after a and b";
+  EXPECT_EQ(loop_victims("2"), std::vector<uint64_t>{3});
+}
+
+TEST(PolicyLru, WithThreeLoopGapsTwoEqualGapsAreNoLoopAndTheLeastRecentlyUsedBlockGoes) {
+  EXPECT_EQ(loop_victims("3"), std::vector<uint64_t>{1}) << "a, least recently used";
+}
+
+TEST(PolicyLru, ABadLoopGapsIsOneWarningAndTheDefault) {
+  FakePolicyHost host(1000);
+  host.set_config("LRU_LOOP_GAPS", "4");
+  PolicyInstance policy("lru", host);
+  ASSERT_TRUE(policy.ready());
+  ASSERT_EQ(host.logs.size(), 1u);
+  EXPECT_NE(host.logs[0].message.find("PUMP_LRU_LOOP_GAPS"), std::string::npos);
+}
+
 TEST(PolicyLru, VictimsAnyMakesPressurePlainLeastRecentlyUsed) {
   FakePolicyHost host(1000);
   const uint64_t oldest_dirty = host.add_block(10, PUMP_ROLE_ACTIVATION, true);
