@@ -20,20 +20,23 @@
  * "idle-clean", "clean", "idle", "any" ("idle": no kernel in flight uses it; "dead" blocks
  * are discarded, not written back; spaces around a name are ignored; passes after "any" find
  * nothing left to take), and "cyclic" (lru_evict_cyclic: clean blocks on a loop, due back
- * latest first, when the block the passes after it would take is on a loop too). "any" ends
- * the list when it is not named; at most 6 passes. Default "idle-dead,idle-clean,any". Why a
- * knob: on the GPU the decode under PUMP_DATAPATH=vmm
- * moved 45% more bytes than on the copy path, since which blocks are idle depends on how far
- * the launching thread runs ahead. On the H200 (sixteenth session, one call):
- * "idle-dead,clean,any" decoded at 133 ms/token on vmm against the default's 165 (36 GB
- * restored against 58), but at 186 against 147 on the copy path, and trained GPT at 489
- * ms/step against 299; "idle-dead,any" moved the most everywhere. In the sim (vmm, 2GiB,
- * x2), "idle-dead,cyclic,idle-clean,any" decodes as clean-first does (hf-decode 57.3 ms
- * against 55.0 and the default's 70.2; decode 22.3 against 24.7 and 41.9) and trains
- * exactly as the default (training-loop, conv, mlp, and the gpu traces but zoo_opt, +1-4%);
- * on the copy path too (hf-decode 67.1 against 71.1). Not the default yet: lru then moves
- * less than "learned" on decode-grow and prefill-decode, which learned's tests check.
- * A bad value: one warning, the default.
+ * latest first, but the last kernel's, when the block the passes after it would take is on a
+ * loop too). "any" ends
+ * the list when it is not named; at most 6 passes. Default "idle-dead,cyclic,idle-clean,any".
+ * Why: from a loop larger than the budget (a decoder's weights, read once a token) recency
+ * takes the block due back soonest. On the H200, vmm, the decode at half its weights (one
+ * call, eighteenth session): 126-141 ms/token against recency's ("idle-dead,idle-clean,any")
+ * 162-169, 38 GB restored against 52; GPT fp32 training 278-281 ms/step against 280-288, ViT
+ * 230-250 as before. Clean blocks first whatever their age ("idle-dead,clean,any") decoded at
+ * 108-129 but trained GPT at 489 against 299 (sixteenth session): training reuses what it
+ * just used. In the sim (vmm, 2 GiB, x2) the cyclic pass decodes as clean-first does (hf-decode
+ * 55.2 ms against 55.0 and recency's 70.2) and trains exactly as recency (training-loop,
+ * conv, mlp and the recorded traces but zoo_opt, 1-4% slower); bench/policy_matrix.sh finds
+ * no configuration of it slower than "none" (docs/results, eighteenth session).
+ * LRU_LOOP_GAPS (PUMP_LRU_LOOP_GAPS): how many equal reuse gaps in a row put a block on a loop,
+ * 2 (default) or 3. On the H200 (one call) 3 decoded at 135-141 against 113-141 ms/token and
+ * trained GPT at 268-275 against 274-290: within the calls' noise, so the one that warms up a
+ * token sooner. A bad value of either: one warning, the default.
  *
  * Known losses to "none" (plain unified memory) in pump-bench's sim matrix (docs/results/
  * policies-2026-11-26.md): decode-grow x1.02-1.1, where the cache outgrows the budget only
@@ -54,6 +57,11 @@
 #define LRU_DEFAULT_HEADROOM_PERCENT 0.0
 
 #define LRU_MAX_PASSES 6
+
+/* The cyclic pass leaves the blocks of the last kernel before this one: their eviction would
+ * wait for it (the sim's prefill-decode at x3: 489 ms an iteration with them taken, 351 without,
+ * 347 under recency alone; hf-decode x1.5-3 50.2-65.2 against 50.1-62.1; not yet on the GPU). */
+#define LRU_CYCLIC_MIN_AGE 2u
 
 /* Reuse gaps for the "cyclic" pass, direct-mapped by block id (32 bytes a slot): a block
  * whose slot another took since has no period, and the LRU order decides for it. */
@@ -141,7 +149,7 @@ static int parse_victims(lru_state_t* lru, const char* text) {
 }
 
 /* LRU_LOOP_GAPS (PUMP_LRU_LOOP_GAPS): 2 or 3, how many equal reuse gaps in a row put a block
- * on a loop for the "cyclic" pass. A bad value: one warning, the default (3). */
+ * on a loop for the "cyclic" pass. A bad value: one warning, the default (2). */
 static void configure_loop_gaps(lru_state_t* lru) {
   const char* text = policy_config(lru->base.host, "LRU_LOOP_GAPS");
   lru->loop_gaps = 2;
@@ -225,10 +233,8 @@ static int lru_gaps_agree(uint64_t gap, uint64_t other) {
   return other != 0 && (gap > other ? gap - other : other - gap) <= gap / 8;
 }
 
-/* The seq at which `b` is next used if it is on a loop, used once a period: its last three
- * gaps agree within an eighth. 0 when it is not. Why three: two agreed by chance for some of
- * GPT's weights (read forward, backward, then written: gaps of every length), and taking
- * them cost its training 9% on the H200 (eighteenth session), a decode one token of warm-up. */
+/* The seq at which `b` is next used if it is on a loop, used once a period: its last two
+ * (LRU_LOOP_GAPS: three) gaps agree within an eighth. 0 when it is not. */
 static uint64_t predicted_next_use(lru_state_t* lru, const pump_block_v1_t* b) {
   const lru_history_t* h = history_slot(lru, b->id);
   if (h->id != b->id || h->gap == 0 || b->last_use == 0) return 0;
@@ -293,6 +299,7 @@ static uint64_t lru_evict_cyclic(lru_state_t* lru, size_t pass, uint64_t seq, ui
   }
   for (i = 0; i < n; ++i) {
     uint64_t next_use = (c->items[i].flags & PUMP_BLOCK_CLEAN) ? predicted_next_use(lru, &c->items[i]) : 0;
+    if (policy_block_is_young(&c->items[i], seq, LRU_CYCLIC_MIN_AGE)) continue;
     if (next_use <= fallback_next_use) continue;
     lru->picks[num_picks].next_use = next_use;
     lru->picks[num_picks].index = i;

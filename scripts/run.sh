@@ -34,7 +34,7 @@ status=0
   --workload training-loop,mlp,conv,llama-decode \
   --oversubscription 1,1.5,2,3 \
   --policies none,eager,lazy,lru,activations,learned \
-  --datapath copy,um \
+  --datapath vmm,copy,um \
   --json "$out/pump-bench.json" \
   --csv "$out/pump-bench.csv" \
   "${plot[@]}" \
