@@ -63,7 +63,7 @@
  * 347 under recency alone; hf-decode x1.5-3 50.2-65.2 against 50.1-62.1; not yet on the GPU). */
 #define LRU_CYCLIC_MIN_AGE 2u
 
-/* Reuse gaps for the "cyclic" pass, direct-mapped by block id (32 bytes a slot): a block
+/* Reuse gaps for the "cyclic" pass, direct-mapped by block id (40 bytes a slot): a block
  * whose slot another took since has no period, and the LRU order decides for it. */
 #define LRU_HISTORY_SLOTS 8192u
 
@@ -89,6 +89,9 @@ typedef struct lru_state {
   lru_history_t history[LRU_HISTORY_SLOTS];
   lru_pick_t* picks; /* the "cyclic" pass's scratch, one per candidate */
   size_t picks_capacity;
+  pump_block_v1_t* all; /* ... and its whole candidate list, apart from the shared window */
+  size_t all_capacity;
+  int has_cyclic;                                         /* "cyclic" is among the passes: reuse gaps are recorded */
   uint64_t cyclic_passes, cyclic_overrules, cyclic_bytes; /* said at the end (lru_destroy) */
 } lru_state_t;
 
@@ -123,6 +126,7 @@ static int parse_victims(lru_state_t* lru, const char* text) {
   size_t n = 0;
   int has_any = 0;
   const char* p = text;
+  lru->has_cyclic = 0;
   for (;;) {
     const char* end = p;
     const char* last;
@@ -136,6 +140,7 @@ static int parse_victims(lru_state_t* lru, const char* text) {
       if (strlen(lru_pass_names[i].name) == length && strncmp(lru_pass_names[i].name, p, length) == 0) break;
     if (i == LRU_NUM_PASS_NAMES || n == LRU_MAX_PASSES) return 0;
     lru->passes[n++] = lru_pass_names[i].filter;
+    lru->has_cyclic = lru->has_cyclic || is_cyclic_pass(lru_pass_names[i].filter);
     has_any = has_any || (lru_pass_names[i].filter.mask == 0 && !is_cyclic_pass(lru_pass_names[i].filter));
     if (*end == '\0') break;
     p = end + 1;
@@ -269,14 +274,33 @@ static const pump_block_v1_t* fallback_victim(const lru_state_t* lru, size_t pas
  * stay out, the rest stay in for the next lap. Where the block LRU would take has no
  * steady period (training: a weight is read forward, backward, then written), its order
  * stands. */
+/* Every candidate into lru->all, which grows from twice `window` entries until it holds
+ * them all; how many, 0 when memory could not be had. */
+static size_t lru_whole_list(lru_state_t* lru, size_t window) {
+  const pump_policy_host_v1_t* host = lru->base.host;
+  for (;;) {
+    size_t n;
+    if (lru->all_capacity < 2 * window) {
+      pump_block_v1_t* grown = (pump_block_v1_t*)realloc(lru->all, 2 * window * sizeof *grown);
+      if (grown == NULL) return 0;
+      lru->all = grown;
+      lru->all_capacity = 2 * window;
+    }
+    n = host->eviction_candidates(host, PUMP_ALL_ROLES, lru->all, lru->all_capacity);
+    if (n < lru->all_capacity) return n;
+    window = lru->all_capacity; /* full: there may be more */
+  }
+}
+
 static uint64_t lru_evict_cyclic(lru_state_t* lru, size_t pass, uint64_t seq, uint64_t bytes_needed) {
   const pump_policy_host_v1_t* host = lru->base.host;
   policy_candidates_t* c = &lru->base.candidates;
   const pump_block_v1_t* fallback;
+  const pump_block_v1_t* list = c->items;
   uint64_t freed = 0, fallback_next_use;
   size_t n, i, num_picks = 0;
-  /* LRU's pick from the first window that holds one (the window stays small where it is
-   * not on a loop: this runs at every pressure) ... */
+  /* LRU's pick from the first window that holds one (this runs at every pressure; the
+   * window is the one every pass shares, and stays small) ... */
   for (;;) {
     n = host->eviction_candidates(host, PUMP_ALL_ROLES, c->items, c->capacity);
     if (n > c->capacity) n = c->capacity;
@@ -286,10 +310,12 @@ static uint64_t lru_evict_cyclic(lru_state_t* lru, size_t pass, uint64_t seq, ui
   fallback_next_use = fallback != NULL ? predicted_next_use(lru, fallback) : 0;
   ++lru->cyclic_passes;
   if (fallback_next_use <= seq) return 0; /* not on a loop, or overdue: LRU's pick stands */
-  /* ... then the whole list: the block due back latest may be anywhere in it. */
-  while (n == c->capacity && policy_candidates_grow(c)) {
-    n = host->eviction_candidates(host, PUMP_ALL_ROLES, c->items, c->capacity);
-    if (n > c->capacity) n = c->capacity;
+  /* ... then the whole list, where the window did not hold it (into a buffer of its own):
+   * the block due back latest may be anywhere in it. */
+  if (n == c->capacity) {
+    n = lru_whole_list(lru, c->capacity);
+    if (n == 0) return 0;
+    list = lru->all;
   }
   if (n > lru->picks_capacity) {
     lru_pick_t* grown = (lru_pick_t*)realloc(lru->picks, n * sizeof *grown);
@@ -298,8 +324,8 @@ static uint64_t lru_evict_cyclic(lru_state_t* lru, size_t pass, uint64_t seq, ui
     lru->picks_capacity = n;
   }
   for (i = 0; i < n; ++i) {
-    uint64_t next_use = (c->items[i].flags & PUMP_BLOCK_CLEAN) ? predicted_next_use(lru, &c->items[i]) : 0;
-    if (policy_block_is_young(&c->items[i], seq, LRU_CYCLIC_MIN_AGE)) continue;
+    uint64_t next_use = (list[i].flags & PUMP_BLOCK_CLEAN) ? predicted_next_use(lru, &list[i]) : 0;
+    if (policy_block_is_young(&list[i], seq, LRU_CYCLIC_MIN_AGE)) continue;
     if (next_use <= fallback_next_use) continue;
     lru->picks[num_picks].next_use = next_use;
     lru->picks[num_picks].index = i;
@@ -307,7 +333,7 @@ static uint64_t lru_evict_cyclic(lru_state_t* lru, size_t pass, uint64_t seq, ui
   }
   qsort(lru->picks, num_picks, sizeof *lru->picks, pick_later_first);
   for (i = 0; i < num_picks && freed < bytes_needed; ++i) {
-    const pump_block_v1_t* b = &c->items[lru->picks[i].index];
+    const pump_block_v1_t* b = &list[lru->picks[i].index];
     if (host->evict(host, b->id, 0u) == PUMP_OK) freed = policy_add_saturating(freed, b->bytes);
   }
   if (freed) ++lru->cyclic_overrules;
@@ -327,6 +353,7 @@ static void lru_destroy(void* ctx) {
     policy_log(lru->base.host, PUMP_LOG_INFO, message);
   }
   free(lru->picks);
+  free(lru->all);
   policy_base_destroy(ctx);
 }
 
@@ -345,7 +372,7 @@ static void lru_on_kernel(void* ctx, const pump_kernel_v1_t* kernel) {
   pump_budget_v1_t budget = {0, 0, 0, 0};
   uint64_t free_bytes, wanted;
   if (lru == NULL) return;
-  record_reuse(lru, kernel);
+  if (lru->has_cyclic) record_reuse(lru, kernel);
   policy_prefetch_kernel(&lru->base, kernel, PUMP_WHEN_NOW);
   lru->base.host->get_budget(lru->base.host, &budget);
   /* Everything fits: there is nothing to make room for, and evicting would only

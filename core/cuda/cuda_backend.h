@@ -337,6 +337,8 @@ class CudaBackend final : public DeviceBackend {
   CudaBackendStats stats() const;
   // The device's free memory when the backend started (cuMemGetInfo in its context).
   uint64_t free_memory_at_start() const { return free_at_start_; }
+  // Whether the program's allocations go on physical chunks (PUMP_DATAPATH=vmm, and they started).
+  bool physical_active() const { return chunks_ != nullptr; }
   bool has_copy_path() const { return api_.cuMemcpyDtoHAsync && api_.cuMemcpyHtoDAsync && api_.cuMemDiscardBatchAsync; }
   // How copies travel now: "staging", "kernel" (saves by the mapped copy kernel), "kernels"
   // (both directions by it) or "engines".

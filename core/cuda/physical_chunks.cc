@@ -96,7 +96,7 @@ std::string PhysicalChunks::start() {
 }
 
 CUresult PhysicalChunks::map_chunks(uint64_t base, Allocation& a, const std::vector<size_t>& indices, Limit limit_mode,
-                                    bool host_fallback) {
+                                    bool host_fallback, MapOutcome* outcome) {
   struct Pick {
     size_t index;
     CUmemGenericAllocationHandle handle;  // from the pool, else 0 until created
@@ -152,7 +152,9 @@ CUresult PhysicalChunks::map_chunks(uint64_t base, Allocation& a, const std::vec
     const Chunk& c = a.chunks[p.index];
     if (!p.handle) {
       r = api_.cuMemCreate(&p.handle, c.bytes, &prop_, 0);
-      if (r != CUDA_SUCCESS && host_fallback && api_.cuMemCreate(&p.handle, c.bytes, &host_prop_, 0) == CUDA_SUCCESS) {
+      if (r == CUDA_ERROR_OUT_OF_MEMORY && outcome) outcome->device_full = true;
+      if (r == CUDA_ERROR_OUT_OF_MEMORY && host_fallback &&
+          api_.cuMemCreate(&p.handle, c.bytes, &host_prop_, 0) == CUDA_SUCCESS) {
         p.on_host = true;
         r = CUDA_SUCCESS;
       }
@@ -207,6 +209,7 @@ CUresult PhysicalChunks::map_chunks(uint64_t base, Allocation& a, const std::vec
     c.handle = p.handle;
     c.state = State::kMapped;
     c.on_host = p.on_host;
+    if (c.on_host && outcome) ++outcome->on_host;
     c.generation = ++generations_;
     counters_->maps.fetch_add(1, std::memory_order_relaxed);
     counters_->map_bytes.fetch_add(c.bytes, std::memory_order_relaxed);
@@ -364,13 +367,15 @@ CUresult PhysicalChunks::back(const std::vector<Range>& ranges, bool retry) {
   std::sort(sorted.begin(), sorted.end(), [](const Range& x, const Range& y) { return x.address < y.address; });
   // Up to four attempts: one refused by the limit is retried past it once the queued
   // releases are done (or a while has passed); one the driver refused, once more after the
-  // pool is given back too, and then with host memory where the device has none.
+  // pool is given back too, and then, where the driver said the device is out of memory,
+  // with host memory for the chunks it still refuses.
   Limit limit_mode = Limit::kRefuse;
   bool pool_given_back = false, on_host = false;
   CUresult failed = CUDA_SUCCESS;
   for (int attempt = 0; attempt < 4; ++attempt) {
     failed = CUDA_SUCCESS;
     bool refused = false;
+    MapOutcome outcome;
     {
       std::lock_guard mapping(map_call_mutex_);  // free() waits for these maps
       for (size_t next = 0; next < sorted.size();) {
@@ -399,24 +404,24 @@ CUresult PhysicalChunks::back(const std::vector<Range>& ranges, bool retry) {
             }
           }
         }
-        const CUresult m = map_chunks(base, *a, indices, limit_mode, on_host);
+        const CUresult m = map_chunks(base, *a, indices, limit_mode, on_host, &outcome);
         if (m == CUDA_ERROR_NOT_READY) refused = true;
         else if (m != CUDA_SUCCESS && failed == CUDA_SUCCESS) failed = m;
       }
     }
-    if (failed == CUDA_SUCCESS && !refused) {
-      if (on_host)
-        PUMP_LOG_ONCE(LogLevel::kWarn,
-                      "PUMP_DATAPATH=vmm: the device had no memory left for a block coming back: its chunks are in "
-                      "host memory, which kernels reach over the link, until it is evicted "
-                      "(backend_physical_host_bytes); leave the device more room (the budget, PUMP_VMM_POOL)");
-      return CUDA_SUCCESS;
-    }
+    if (outcome.on_host)
+      PUMP_LOG_ONCE(LogLevel::kWarn,
+                    "PUMP_DATAPATH=vmm: the device had no memory left for a block coming back: its chunks are in "
+                    "host memory, which kernels reach over the link, until it is evicted "
+                    "(backend_physical_host_bytes); leave the device more room (the budget, PUMP_VMM_POOL)");
+    if (failed == CUDA_SUCCESS && !refused) return CUDA_SUCCESS;
     if (!retry) return failed != CUDA_SUCCESS ? failed : CUDA_ERROR_NOT_READY;
     if (failed != CUDA_SUCCESS && pool_given_back) {
-      if (on_host || !host_fallback_) return failed;
-      on_host = true;  // nothing held back, nothing queued: the device itself is full
-      limit_mode = Limit::kPast;
+      if (on_host || !host_fallback_ || !outcome.device_full) return failed;
+      // Nothing held back, nothing queued, and the device said it is full: host memory, whose
+      // chunks the limit (device memory) does not count.
+      on_host = true;
+      limit_mode = Limit::kIgnore;
       continue;
     }
     if (refused) {

@@ -182,9 +182,16 @@ class PhysicalChunks {
   // How map_chunks treats limit_: kIgnore (a new allocation: the program's own memory), kRefuse
   // (past it: CUDA_ERROR_NOT_READY, nothing mapped), kPast (past it all the same, counted).
   enum class Limit { kIgnore, kRefuse, kPast };
-  // `host_fallback`: a chunk the driver refuses device memory for is backed by host memory.
+  // What one map_chunks call met: whether the driver said the device was out of memory, and
+  // how many chunks it backed by host memory.
+  struct MapOutcome {
+    bool device_full = false;
+    size_t on_host = 0;
+  };
+  // `host_fallback`: a chunk the driver refuses device memory for (out of memory) is backed by
+  // host memory.
   CUresult map_chunks(uint64_t base, Allocation& a, const std::vector<size_t>& indices, Limit limit_mode,
-                      bool host_fallback = false);
+                      bool host_fallback = false, MapOutcome* outcome = nullptr);
   void give_back_pool();                               // under mutex_
   void unmap_chunk(uint64_t base, Chunk& chunk);       // under mutex_
   Allocation* find(uint64_t address, uint64_t* base);  // under mutex_; *base: the allocation's

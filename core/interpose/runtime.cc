@@ -87,7 +87,7 @@ void Runtime::require_every_launch_seen() {
         k_cuLaunchKernelEx, k_cudaLaunchCooperativeKernel, k_cuLaunchCooperativeKernel}) {
     if (extractors_->route(id).api) continue;
     log(LogLevel::kWarn,
-        "PUMP_DATAPATH=copy needs every kernel launch seen, but no extractor in PUMP_PLUGINS handles %s "
+        "PUMP_DATAPATH=vmm and copy need every kernel launch seen, but no extractor in PUMP_PLUGINS handles %s "
         "(add 'launch'): using the unified-memory data path (PUMP_DATAPATH=um)",
         kSymbols[id].name);
     options_.datapath = DataPath::kUnified;
@@ -166,9 +166,9 @@ Engine* Runtime::engine(int device) {
   }
   apply_safety_limit(device, backend->free_memory_at_start());  // before the device's first allocation
   EngineOptions eo;
-  eo.budget_bytes =
-      physical_budget_for_device(options_, device, budget_for_device(options_, device, backend->device_memory_bytes()),
-                                 backend->device_memory_bytes(), backend->free_memory_at_start());
+  eo.budget_bytes = physical_budget_for_device(options_, backend->physical_active(), device,
+                                               budget_for_device(options_, device, backend->device_memory_bytes()),
+                                               backend->device_memory_bytes(), backend->free_memory_at_start());
   backend->set_physical_budget(eo.budget_bytes);
   eo.partition_above_bytes = partition_above_for_budget(options_, eo.budget_bytes);
   eo.split_granularity = options_.split_granularity;

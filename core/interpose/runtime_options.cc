@@ -336,9 +336,9 @@ uint64_t budget_for_device(const RuntimeOptions& options, int device, uint64_t d
   return *bytes;
 }
 
-uint64_t physical_budget_for_device(const RuntimeOptions& options, int device, uint64_t budget, uint64_t device_bytes,
-                                    uint64_t free_bytes) {
-  if (!options.physical || options.datapath != DataPath::kCopy) return budget;
+uint64_t physical_budget_for_device(const RuntimeOptions& options, bool on_chunks, int device, uint64_t budget,
+                                    uint64_t device_bytes, uint64_t free_bytes) {
+  if (!on_chunks || free_bytes == 0) return budget;
   const auto reserve = static_cast<uint64_t>(static_cast<double>(device_bytes) * kPhysicalReservePercent / 100.0);
   // A device already nearly full at start keeps half its free memory as the budget at least.
   const uint64_t room = std::max(

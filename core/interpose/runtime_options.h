@@ -84,14 +84,16 @@ RuntimeOptions parse_runtime_options(const Config& config, uint64_t physical_byt
 // for it, never more than the device has.
 uint64_t budget_for_device(const RuntimeOptions& options, int device, uint64_t device_bytes);
 
-// PUMP_DATAPATH=vmm holds device memory the driver cannot evict for anyone else: the budget
-// plus PUMP_VMM_POOL. So where PUMP_GPU_BUDGET names no budget for `device`, its budget is
-// the device's free memory when the engine starts (`free_bytes`) less the pool and a reserve
-// for memory allocated outside pump (kPhysicalReservePercent of the device's); a budget given
-// past that is kept, with one warning. Other data paths: `budget` as it is.
+// Physical chunks (PUMP_DATAPATH=vmm, `on_chunks`: the device's backend has them) hold device
+// memory the driver cannot evict for anyone else: the budget plus PUMP_VMM_POOL. So where
+// PUMP_GPU_BUDGET names no budget for `device`, its budget is the device's free memory when its
+// engine starts (`free_bytes`) less the pool and a reserve for memory allocated outside pump
+// (kPhysicalReservePercent of the device's), at least half the free memory; a budget given
+// past that is kept, with one warning. Otherwise, or with the free memory unknown (0):
+// `budget` as it is.
 constexpr double kPhysicalReservePercent = 5.0;
-uint64_t physical_budget_for_device(const RuntimeOptions& options, int device, uint64_t budget, uint64_t device_bytes,
-                                    uint64_t free_bytes);
+uint64_t physical_budget_for_device(const RuntimeOptions& options, bool on_chunks, int device, uint64_t budget,
+                                    uint64_t device_bytes, uint64_t free_bytes);
 
 // PUMP_PARTITION_ABOVE against a device's budget (EngineOptions::partition_above_bytes): 0 when off.
 uint64_t partition_above_for_budget(const RuntimeOptions& options, uint64_t budget_bytes);

@@ -544,6 +544,7 @@ CUresult MemCreate(CUmemGenericAllocationHandle* h, size_t n, const CUmemAllocat
   const bool on_host = prop->location.type == CU_MEM_LOCATION_TYPE_HOST;
   const FakeDriverConfig c = config();
   if (on_host && !c.host_physical) return CUDA_ERROR_INVALID_VALUE;
+  if (on_host && c.host_physical == 2) return CUDA_ERROR_OUT_OF_MEMORY;
   {
     std::lock_guard lock(g_mutex);
     const uint64_t most = c.physical_device_bytes;

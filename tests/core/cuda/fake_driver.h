@@ -48,7 +48,8 @@ struct FakeDriverConfig {
   // in `address`.
   uint64_t physical_device_bytes = 0;
   // 0: host memory is refused by cuMemGetAllocationGranularity and cuMemCreate, as by a
-  // driver before CUDA 12.2.
+  // driver before CUDA 12.2; 2: the granularity is given, but cuMemCreate of host memory
+  // fails (CUDA_ERROR_OUT_OF_MEMORY: no host memory either).
   int host_physical = 1;
 };
 // Contexts: device d's primary context is 0xc0 + d; a thread has none current until it

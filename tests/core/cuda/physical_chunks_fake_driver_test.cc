@@ -517,8 +517,7 @@ TEST_F(PhysicalChunksTest, ABatchWhoseMapFailedOnceIsMappedByItsRestoreGroupsAnd
   std::vector<uint8_t> shadow;
   ASSERT_NO_FATAL_FAILURE(two_saved_chunks(&a, &c, &shadow));
   const uint64_t s = reinterpret_cast<uint64_t>(shadow.data());
-  // The batch's map: both chunks, on the try, the retry and the try with host memory.
-  driver_.fail("cuMemSetAccess", 0, CUDA_ERROR_OUT_OF_MEMORY, 6);
+  driver_.fail("cuMemSetAccess", 0, CUDA_ERROR_OUT_OF_MEMORY, 4);  // the batch's map: both chunks, try and retry
   TransferBatch in;
   in.restore = {{a, kChunk, s}, {c, kChunk, s + kChunk}};  // two groups of one chunk
   ASSERT_NO_FATAL_FAILURE(run(std::move(in)));
@@ -626,8 +625,9 @@ TEST_F(PhysicalChunksTest, AGrantRefusedWhenBackingLeavesNothingHalfMappedAndIsR
   ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
   ASSERT_TRUE(driver_.unmapped(a, 2 * kChunk));
   // Refused for the batch (mapped as a whole first) and for its populate, which tries again
-  // when the batch's map failed: each try, retry and try with host memory.
-  driver_.fail("cuMemSetAccess", 0, CUDA_ERROR_OUT_OF_MEMORY, 6);
+  // when the batch's map failed: each try and retry (a refused grant is no full device: no
+  // host memory is tried).
+  driver_.fail("cuMemSetAccess", 0, CUDA_ERROR_OUT_OF_MEMORY, 4);
   TransferBatch back;
   back.populate = {{a, 2 * kChunk}};
   ASSERT_NO_FATAL_FAILURE(run(std::move(back)));
@@ -732,6 +732,71 @@ TEST_F(PhysicalChunksTest, ABlockTheFullDeviceHasNoRoomForComesBackInHostMemoryI
   st = b.stats();
   EXPECT_EQ(st.physical_host_maps, 1u);
   EXPECT_EQ(st.physical_mapped_bytes, kChunk);
+  EXPECT_TRUE(b.free_physical(a));
+}
+
+TEST_F(PhysicalChunksTest, AnAllocationFreedWhileInHostMemoryReleasesIt) {
+  FakeDriverConfig config;
+  config.physical_device_bytes = kChunk;
+  CudaBackend& b = start(config);
+  const uint64_t a = allocate(kChunk);
+  std::vector<uint8_t> shadow(kChunk);
+  const uint64_t s = reinterpret_cast<uint64_t>(shadow.data());
+  TransferBatch out;
+  out.save = {{a, kChunk, s}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
+  const uint64_t c = allocate(kChunk);
+  TransferBatch in;
+  in.restore = {{a, kChunk, s}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(in)));
+  ASSERT_EQ(b.stats().physical_host_bytes, kChunk);
+  const uint64_t releases = driver_.count("cuMemRelease");
+  EXPECT_TRUE(b.free_physical(a));
+  EXPECT_EQ(b.stats().physical_host_bytes, 0u);
+  EXPECT_EQ(b.stats().physical_pooled_bytes, 0u) << "host memory is never pooled";
+  EXPECT_EQ(driver_.count("cuMemRelease"), releases + 1);
+  EXPECT_TRUE(b.free_physical(c));
+}
+
+TEST_F(PhysicalChunksTest, ARefusedGrantIsNoFullDeviceAndTriesNoHostMemory) {
+  CudaBackend& b = start();
+  const uint64_t a = allocate(kChunk);
+  TransferBatch out;
+  out.discard = {{a, kChunk}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
+  driver_.fail("cuMemMap", 0, CUDA_ERROR_INVALID_VALUE, 100);
+  TransferBatch back;
+  back.populate = {{a, kChunk}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(back)));
+  for (const auto& call : driver_.calls_named("cuMemCreate"))
+    EXPECT_NE(call.address, static_cast<uint64_t>(CU_MEM_LOCATION_TYPE_HOST));
+  EXPECT_EQ(b.stats().physical_host_maps, 0u);
+  EXPECT_GE(b.stats().failed_calls, 1u);
+  EXPECT_TRUE(b.free_physical(a));  // unmaps only: no map refused here
+}
+
+// A full device whose host memory is refused too (the granularity given, the create not):
+// reported as before, nothing held.
+TEST_F(PhysicalChunksTest, WhenHostMemoryIsRefusedTooTheRestoreIsReportedAndNothingIsHeld) {
+  FakeDriverConfig config;
+  config.physical_device_bytes = kChunk;
+  config.host_physical = 2;
+  CudaBackend& b = start(config);
+  const uint64_t a = allocate(kChunk);
+  std::vector<uint8_t> shadow(kChunk);
+  const uint64_t s = reinterpret_cast<uint64_t>(shadow.data());
+  TransferBatch out;
+  out.save = {{a, kChunk, s}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
+  const uint64_t c = allocate(kChunk);
+  TransferBatch in;
+  in.restore = {{a, kChunk, s}};
+  ASSERT_NO_FATAL_FAILURE(run(std::move(in)));
+  EXPECT_TRUE(driver_.unmapped(a, kChunk));
+  EXPECT_EQ(b.stats().physical_host_bytes, 0u);
+  EXPECT_EQ(b.stats().physical_mapped_bytes, kChunk) << "c's chunk only";
+  EXPECT_GE(b.stats().failed_calls, 1u);
+  EXPECT_TRUE(b.free_physical(c));
   EXPECT_TRUE(b.free_physical(a));
 }
 

@@ -244,17 +244,19 @@ TEST(RuntimeOptions, OnPhysicalChunksTheDefaultBudgetLeavesThePoolAndAReserveOfT
   const uint64_t device = 100 * kGiB, free = 90 * kGiB;
   const uint64_t budget = budget_for_device(vmm, 0, device);
   EXPECT_EQ(budget, device);
-  EXPECT_EQ(physical_budget_for_device(vmm, 0, budget, device, free), 90 * kGiB - 2 * kGiB - 5 * kGiB)
+  EXPECT_EQ(physical_budget_for_device(vmm, true, 0, budget, device, free), 90 * kGiB - 2 * kGiB - 5 * kGiB)
       << "the free memory less the pool and 5% of the device";
-  EXPECT_EQ(physical_budget_for_device(vmm, 0, 10 * kGiB, device, free), 10 * kGiB) << "a budget with room is kept";
-  EXPECT_EQ(physical_budget_for_device(vmm, 0, budget, device, 6 * kGiB), 3 * kGiB)
+  EXPECT_EQ(physical_budget_for_device(vmm, true, 0, 10 * kGiB, device, free), 10 * kGiB)
+      << "a budget with room is kept";
+  EXPECT_EQ(physical_budget_for_device(vmm, true, 0, budget, device, 6 * kGiB), 3 * kGiB)
       << "a device nearly full at start: half its free memory";
   EXPECT_TRUE(log.lines().empty());
   const RuntimeOptions given = parse_runtime_options(*config_with({{"GPU_BUDGET", "95%"}}));
-  EXPECT_EQ(physical_budget_for_device(given, 0, 95 * kGiB, device, free), 95 * kGiB) << "the user's, kept";
+  EXPECT_EQ(physical_budget_for_device(given, true, 0, 95 * kGiB, device, free), 95 * kGiB) << "the user's, kept";
   EXPECT_EQ(log.lines().size(), 1u) << "with one warning";
-  const RuntimeOptions copy = parse_runtime_options(*config_with({{"DATAPATH", "copy"}}));
-  EXPECT_EQ(physical_budget_for_device(copy, 0, device, device, free), device) << "managed memory: unchanged";
+  EXPECT_EQ(physical_budget_for_device(vmm, false, 0, device, device, free), device)
+      << "managed memory (copy, um, or chunks that did not start): unchanged";
+  EXPECT_EQ(physical_budget_for_device(vmm, true, 0, device, device, 0), device) << "free memory unknown: unchanged";
 }
 
 INSTANTIATE_TEST_SUITE_P(
