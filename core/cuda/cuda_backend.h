@@ -320,6 +320,9 @@ class CudaBackend final : public DeviceBackend {
   // the driver refused (logged once: the allocation is then managed memory as usual).
   bool allocate_physical(uint64_t bytes, uint64_t* address) override;
   bool free_physical(uint64_t address) override;
+  bool physical_range(uint64_t address, uint64_t* base, uint64_t* bytes) const override {
+    return chunks_ && chunks_->range_of(address, base, bytes);
+  }
   // The engine's budget for this device: physical chunks hold at most it plus the pool
   // (PhysicalChunks::set_limit), so the memory pump holds on the device is what it says.
   void set_physical_budget(uint64_t budget_bytes);

@@ -295,6 +295,17 @@ bool PhysicalChunks::owns(uint64_t address) const {
   return const_cast<PhysicalChunks*>(this)->find(address, nullptr) != nullptr;
 }
 
+bool PhysicalChunks::range_of(uint64_t address, uint64_t* base, uint64_t* bytes) const {
+  if (!any_.load(std::memory_order_acquire)) return false;
+  std::lock_guard lock(mutex_);
+  uint64_t at = 0;
+  const Allocation* a = const_cast<PhysicalChunks*>(this)->find(address, &at);
+  if (!a || address >= at + a->bytes) return false;  // the reservation's rounding is nobody's
+  *base = at;
+  *bytes = a->bytes;
+  return true;
+}
+
 bool PhysicalChunks::free(uint64_t address) {
   {
     std::lock_guard lock(mutex_);

@@ -134,6 +134,14 @@ class DeviceBackend {
     (void)address;
     return false;
   }
+  // The whole of such an allocation around `address` (its base and the bytes asked), as
+  // cuMemGetAddressRange answers for cudaMalloc's memory; false: not in one of them.
+  virtual bool physical_range(uint64_t address, uint64_t* base, uint64_t* bytes) const {
+    (void)address;
+    (void)base;
+    (void)bytes;
+    return false;
+  }
 
   // The backend's own counters (driver calls issued, failures...) for the stats report.
   virtual std::vector<std::pair<std::string, uint64_t>> counters() const { return {}; }

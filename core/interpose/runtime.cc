@@ -284,6 +284,15 @@ bool Runtime::free_physical(int device, uint64_t address) {
   return backend && backend->free_physical(address);
 }
 
+bool Runtime::physical_range(uint64_t address, uint64_t* base, uint64_t* bytes) const {
+  if (!options_.physical) return false;
+  for (int d = 0; d < kMaxDevices; ++d) {
+    const DeviceBackend* backend = backend_of_[d].load(std::memory_order_acquire);
+    if (backend && backend->physical_range(address, base, bytes)) return true;
+  }
+  return false;
+}
+
 void Runtime::remember_allocation(uint64_t address, uint64_t bytes, int device) {
   std::lock_guard lock(allocations_mutex_);
   allocations_[address] = {bytes, device};

@@ -69,6 +69,8 @@ class Runtime {
   // (false: the option is off or the backend refused; the caller allocates or frees managed memory).
   bool allocate_physical(int device, uint64_t bytes, uint64_t* address);
   bool free_physical(int device, uint64_t address);
+  // The physical-chunk allocation (any device's) around `address`: its base and bytes.
+  bool physical_range(uint64_t address, uint64_t* base, uint64_t* bytes) const;
   // Managed allocations made by the hooks, by address (what cudaFree must tell the engine).
   void remember_allocation(uint64_t address, uint64_t bytes, int device);
   std::optional<std::pair<uint64_t, int>> forget_allocation(uint64_t address);

@@ -243,6 +243,17 @@ CUresult on_cuMemExportToShareableHandle(void* shareableHandle, CUmemGenericAllo
 }
 
 CUresult on_cuMemGetAddressRange_v2(CUdeviceptr* pbase, size_t* psize, CUdeviceptr dptr) {
+  // cudaMalloc's memory on physical chunks (PUMP_DATAPATH=vmm): the driver would name the one
+  // chunk mapped there; the program asked for the whole allocation it made.
+  if (!inside_hook()) {
+    ReentryGuard guard;
+    uint64_t base = 0, bytes = 0;
+    if (Runtime* rt = Runtime::get(); rt && rt->physical_range(dptr, &base, &bytes)) {
+      if (pbase) *pbase = base;
+      if (psize) *psize = bytes;
+      return CUDA_SUCCESS;
+    }
+  }
   if (!emulation().in_reservation(dptr)) {
     auto fn = real<k_cuMemGetAddressRange_v2>();
     return fn ? fn(pbase, psize, dptr) : missing_symbol_status<CUresult>();

@@ -108,6 +108,21 @@ TEST_F(PhysicalAllocHooks, CudaMallocIsAReservationMappedInChunksAndCudaFreeUnma
   EXPECT_FALSE(tracked(a));
 }
 
+// The driver would name the one chunk mapped at the address; the program made one allocation.
+TEST_F(PhysicalAllocHooks, TheAddressRangeOfAnyByteIsTheWholeAllocation) {
+  void* p = nullptr;
+  ASSERT_EQ(cudaMalloc(&p, 9 * kMiB), cudaSuccess);  // chunks of 4, 4 and 2 MiB
+  const uint64_t a = reinterpret_cast<uint64_t>(p);
+  for (uint64_t offset : {uint64_t{0}, 5 * kMiB, 9 * kMiB - 1}) {
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    ASSERT_EQ(cuMemGetAddressRange_v2(&base, &size, a + offset), CUDA_SUCCESS) << offset;
+    EXPECT_EQ(base, a) << offset;
+    EXPECT_EQ(size, 9 * kMiB) << offset;
+  }
+  ASSERT_EQ(cudaFree(p), cudaSuccess);
+}
+
 TEST_F(PhysicalAllocHooks, TheDriverAllocationCallIsPhysicalToo) {
   CUdeviceptr p = 0;
   ASSERT_EQ(cuMemAlloc_v2(&p, 3 * kMiB), CUDA_SUCCESS);
