@@ -114,6 +114,30 @@ class PhysicalChunksTest : public ::testing::Test {
     return allocate(kChunk);
   }
 
+  // A device with room for one chunk (the fake's host_physical as given): *a, one chunk of seed
+  // 61, saved to *shadow and dropped, its memory then taken by a new allocation *c, and *a
+  // restored: it finds the device full.
+  void restore_on_a_full_device(int host_physical, uint64_t* a, uint64_t* c, std::vector<uint8_t>* shadow) {
+    FakeDriverConfig config;
+    config.physical_device_bytes = kChunk;
+    config.host_physical = host_physical;
+    backend_.reset();  // an earlier one's worker is done before the driver is reset
+    start(config);
+    *a = allocate(kChunk);
+    fill(*a, kChunk, 61);
+    shadow->assign(kChunk, 0);
+    const uint64_t s = reinterpret_cast<uint64_t>(shadow->data());
+    TransferBatch out;
+    out.save = {{*a, kChunk, s}};
+    ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
+    ASSERT_TRUE(driver_.unmapped(*a, kChunk));
+    *c = allocate(kChunk);  // the device's one chunk, from the pool
+    ASSERT_EQ(backend_->stats().physical_pooled_bytes, 0u);
+    TransferBatch in;
+    in.restore = {{*a, kChunk, s}};
+    ASSERT_NO_FATAL_FAILURE(run(std::move(in)));
+  }
+
   testing::FakeDriver driver_;
   std::unique_ptr<CudaBackend> backend_;
 };
@@ -687,23 +711,11 @@ TEST_F(PhysicalChunksTest, ARefusedChunkLeavesNothingHeldAndTheCallerAllocatesMa
 }
 
 TEST_F(PhysicalChunksTest, ABlockTheFullDeviceHasNoRoomForComesBackInHostMemoryIntactAndLeavesItWhenEvicted) {
-  FakeDriverConfig config;
-  config.physical_device_bytes = kChunk;
-  CudaBackend& b = start(config);
-  const uint64_t a = allocate(kChunk);
-  fill(a, kChunk, 61);
-  std::vector<uint8_t> shadow(kChunk);
+  uint64_t a = 0, c = 0;
+  std::vector<uint8_t> shadow;
+  ASSERT_NO_FATAL_FAILURE(restore_on_a_full_device(1, &a, &c, &shadow));
   const uint64_t s = reinterpret_cast<uint64_t>(shadow.data());
-  TransferBatch out;
-  out.save = {{a, kChunk, s}};
-  ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
-  ASSERT_TRUE(driver_.unmapped(a, kChunk));
-  const uint64_t c = allocate(kChunk);  // the device's one chunk, from the pool
-  ASSERT_EQ(b.stats().physical_pooled_bytes, 0u);
-
-  TransferBatch in;
-  in.restore = {{a, kChunk, s}};
-  ASSERT_NO_FATAL_FAILURE(run(std::move(in)));
+  CudaBackend& b = *backend_;
   EXPECT_FALSE(driver_.unmapped(a, kChunk));
   EXPECT_TRUE(holds(a, kChunk, 61)) << "copied back into host memory";
   EXPECT_EQ(driver_.count("<unmapped access>"), 0u);
@@ -736,19 +748,10 @@ TEST_F(PhysicalChunksTest, ABlockTheFullDeviceHasNoRoomForComesBackInHostMemoryI
 }
 
 TEST_F(PhysicalChunksTest, AnAllocationFreedWhileInHostMemoryReleasesIt) {
-  FakeDriverConfig config;
-  config.physical_device_bytes = kChunk;
-  CudaBackend& b = start(config);
-  const uint64_t a = allocate(kChunk);
-  std::vector<uint8_t> shadow(kChunk);
-  const uint64_t s = reinterpret_cast<uint64_t>(shadow.data());
-  TransferBatch out;
-  out.save = {{a, kChunk, s}};
-  ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
-  const uint64_t c = allocate(kChunk);
-  TransferBatch in;
-  in.restore = {{a, kChunk, s}};
-  ASSERT_NO_FATAL_FAILURE(run(std::move(in)));
+  uint64_t a = 0, c = 0;
+  std::vector<uint8_t> shadow;
+  ASSERT_NO_FATAL_FAILURE(restore_on_a_full_device(1, &a, &c, &shadow));
+  CudaBackend& b = *backend_;
   ASSERT_EQ(b.stats().physical_host_bytes, kChunk);
   const uint64_t releases = driver_.count("cuMemRelease");
   EXPECT_TRUE(b.free_physical(a));
@@ -775,51 +778,23 @@ TEST_F(PhysicalChunksTest, ARefusedGrantIsNoFullDeviceAndTriesNoHostMemory) {
   EXPECT_TRUE(b.free_physical(a));  // unmaps only: no map refused here
 }
 
-// A full device whose host memory is refused too (the granularity given, the create not):
-// reported as before, nothing held.
-TEST_F(PhysicalChunksTest, WhenHostMemoryIsRefusedTooTheRestoreIsReportedAndNothingIsHeld) {
-  FakeDriverConfig config;
-  config.physical_device_bytes = kChunk;
-  config.host_physical = 2;
-  CudaBackend& b = start(config);
-  const uint64_t a = allocate(kChunk);
-  std::vector<uint8_t> shadow(kChunk);
-  const uint64_t s = reinterpret_cast<uint64_t>(shadow.data());
-  TransferBatch out;
-  out.save = {{a, kChunk, s}};
-  ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
-  const uint64_t c = allocate(kChunk);
-  TransferBatch in;
-  in.restore = {{a, kChunk, s}};
-  ASSERT_NO_FATAL_FAILURE(run(std::move(in)));
-  EXPECT_TRUE(driver_.unmapped(a, kChunk));
-  EXPECT_EQ(b.stats().physical_host_bytes, 0u);
-  EXPECT_EQ(b.stats().physical_mapped_bytes, kChunk) << "c's chunk only";
-  EXPECT_GE(b.stats().failed_calls, 1u);
-  EXPECT_TRUE(b.free_physical(c));
-  EXPECT_TRUE(b.free_physical(a));
-}
-
-TEST_F(PhysicalChunksTest, WithoutHostMemoryForChunksARestoreTheFullDeviceRefusesIsReported) {
-  FakeDriverConfig config;
-  config.physical_device_bytes = kChunk;
-  config.host_physical = 0;  // a driver before CUDA 12.2
-  CudaBackend& b = start(config);
-  const uint64_t a = allocate(kChunk);
-  std::vector<uint8_t> shadow(kChunk);
-  const uint64_t s = reinterpret_cast<uint64_t>(shadow.data());
-  TransferBatch out;
-  out.save = {{a, kChunk, s}};
-  ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
-  const uint64_t c = allocate(kChunk);
-  TransferBatch in;
-  in.restore = {{a, kChunk, s}};
-  ASSERT_NO_FATAL_FAILURE(run(std::move(in)));
-  EXPECT_TRUE(driver_.unmapped(a, kChunk));
-  EXPECT_EQ(b.stats().physical_host_maps, 0u);
-  EXPECT_GE(b.stats().failed_calls, 1u) << "said once, before any kernel reaches it";
-  EXPECT_TRUE(b.free_physical(c));
-  EXPECT_TRUE(b.free_physical(a));
+// A full device whose host memory is refused too (host_physical 2: the granularity given, the
+// create not), or a driver before CUDA 12.2 (0): reported as before, nothing held.
+TEST_F(PhysicalChunksTest, WithoutHostMemoryARestoreTheFullDeviceRefusesIsReportedAndNothingIsHeld) {
+  for (int host_physical : {2, 0}) {
+    SCOPED_TRACE(host_physical);
+    uint64_t a = 0, c = 0;
+    std::vector<uint8_t> shadow;
+    ASSERT_NO_FATAL_FAILURE(restore_on_a_full_device(host_physical, &a, &c, &shadow));
+    CudaBackend& b = *backend_;
+    EXPECT_TRUE(driver_.unmapped(a, kChunk));
+    EXPECT_EQ(b.stats().physical_host_maps, 0u);
+    EXPECT_EQ(b.stats().physical_host_bytes, 0u);
+    EXPECT_EQ(b.stats().physical_mapped_bytes, kChunk) << "c's chunk only";
+    EXPECT_GE(b.stats().failed_calls, 1u) << "said once, before any kernel reaches it";
+    EXPECT_TRUE(b.free_physical(c));
+    EXPECT_TRUE(b.free_physical(a));
+  }
 }
 
 TEST_F(PhysicalChunksTest, EveryPeerThatCanReachTheDeviceIsGrantedAccess) {
