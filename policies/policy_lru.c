@@ -280,6 +280,7 @@ static size_t lru_whole_list(lru_state_t* lru, size_t window) {
   const pump_policy_host_v1_t* host = lru->base.host;
   for (;;) {
     size_t n;
+    if (window > ((size_t)-1) / 4 / sizeof *lru->all) return 0;
     if (lru->all_capacity < 2 * window) {
       pump_block_v1_t* grown = (pump_block_v1_t*)realloc(lru->all, 2 * window * sizeof *grown);
       if (grown == NULL) return 0;
@@ -299,14 +300,11 @@ static uint64_t lru_evict_cyclic(lru_state_t* lru, size_t pass, uint64_t seq, ui
   const pump_block_v1_t* list = c->items;
   uint64_t freed = 0, fallback_next_use;
   size_t n, i, num_picks = 0;
-  /* LRU's pick from the first window that holds one (this runs at every pressure; the
-   * window is the one every pass shares, and stays small) ... */
-  for (;;) {
-    n = host->eviction_candidates(host, PUMP_ALL_ROLES, c->items, c->capacity);
-    if (n > c->capacity) n = c->capacity;
-    fallback = fallback_victim(lru, pass, c, n);
-    if (fallback != NULL || n < c->capacity || !policy_candidates_grow(c)) break;
-  }
+  /* LRU's pick from the window every pass shares (this runs at every pressure; none there:
+   * the later passes decide) ... */
+  n = host->eviction_candidates(host, PUMP_ALL_ROLES, c->items, c->capacity);
+  if (n > c->capacity) n = c->capacity;
+  fallback = fallback_victim(lru, pass, c, n);
   fallback_next_use = fallback != NULL ? predicted_next_use(lru, fallback) : 0;
   ++lru->cyclic_passes;
   if (fallback_next_use <= seq) return 0; /* not on a loop, or overdue: LRU's pick stands */

@@ -300,7 +300,7 @@ bool PhysicalChunks::range_of(uint64_t address, uint64_t* base, uint64_t* bytes)
   std::lock_guard lock(mutex_);
   uint64_t at = 0;
   const Allocation* a = const_cast<PhysicalChunks*>(this)->find(address, &at);
-  if (!a || address >= at + a->bytes) return false;  // the reservation's rounding is nobody's
+  if (!a) return false;  // the reservation's rounding tail too: the allocation the program made
   *base = at;
   *bytes = a->bytes;
   return true;

@@ -110,7 +110,8 @@ class PhysicalChunks {
   bool used() const { return any_.load(std::memory_order_acquire); }
   // Whether `address` lies in an allocation made here.
   bool owns(uint64_t address) const;
-  // That allocation's base and the bytes asked for it (false: none made here holds `address`).
+  // That allocation's base and the bytes asked for it (false: none made here holds `address`;
+  // the reservation's rounding past those bytes counts as the allocation's).
   bool range_of(uint64_t address, uint64_t* base, uint64_t* bytes) const;
   // Moves the ranges (Range or ShadowRange) that lie in allocations made here from *ranges
   // to *ours. A range never crosses from one allocation into another (the engine's rule).

@@ -27,7 +27,9 @@
 
 #include "core/common/log.h"
 #include "core/interpose/alloc_hooks.h"
+#include "core/interpose/cuda_library_files.h"
 #include "core/interpose/custom_hooks.h"
+#include "core/interpose/hook_caller.h"
 #include "core/interpose/real_symbols.h"
 #include "core/interpose/reentry_guard.h"
 #include "core/interpose/runtime.h"
@@ -244,8 +246,10 @@ CUresult on_cuMemExportToShareableHandle(void* shareableHandle, CUmemGenericAllo
 
 CUresult on_cuMemGetAddressRange_v2(CUdeviceptr* pbase, size_t* psize, CUdeviceptr dptr) {
   // cudaMalloc's memory on physical chunks (PUMP_DATAPATH=vmm): the driver would name the one
-  // chunk mapped there; the program asked for the whole allocation it made.
-  if (!inside_hook()) {
+  // chunk mapped there; the program asked for the whole allocation it made. A CUDA library
+  // (NCCL registering a buffer) gets the driver's answer, which agrees with the handle
+  // cuMemRetainAllocationHandle then gives it.
+  if (!inside_hook() && !is_cuda_library_file(file_of_address(t_hook_caller))) {
     ReentryGuard guard;
     uint64_t base = 0, bytes = 0;
     if (Runtime* rt = Runtime::get(); rt && rt->physical_range(dptr, &base, &bytes)) {

@@ -113,7 +113,7 @@ TEST_F(PhysicalAllocHooks, TheAddressRangeOfAnyByteIsTheWholeAllocation) {
   void* p = nullptr;
   ASSERT_EQ(cudaMalloc(&p, 9 * kMiB), cudaSuccess);  // chunks of 4, 4 and 2 MiB
   const uint64_t a = reinterpret_cast<uint64_t>(p);
-  for (uint64_t offset : {uint64_t{0}, 5 * kMiB, 9 * kMiB - 1}) {
+  for (uint64_t offset : {uint64_t{0}, 5 * kMiB, 9 * kMiB - 1, 9 * kMiB}) {  // the last: the rounding to 10 MiB
     CUdeviceptr base = 0;
     size_t size = 0;
     ASSERT_EQ(cuMemGetAddressRange_v2(&base, &size, a + offset), CUDA_SUCCESS) << offset;

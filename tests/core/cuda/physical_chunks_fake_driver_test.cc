@@ -761,13 +761,13 @@ TEST_F(PhysicalChunksTest, AnAllocationFreedWhileInHostMemoryReleasesIt) {
   EXPECT_TRUE(b.free_physical(c));
 }
 
-TEST_F(PhysicalChunksTest, ARefusedGrantIsNoFullDeviceAndTriesNoHostMemory) {
-  CudaBackend& b = start();
+TEST_F(PhysicalChunksTest, ADeviceCreateRefusedForAnotherReasonThanMemoryTriesNoHostMemory) {
+  CudaBackend& b = start({}, false, /*pool=*/0);  // every map creates
   const uint64_t a = allocate(kChunk);
   TransferBatch out;
   out.discard = {{a, kChunk}};
   ASSERT_NO_FATAL_FAILURE(run(std::move(out)));
-  driver_.fail("cuMemMap", 0, CUDA_ERROR_INVALID_VALUE, 100);
+  driver_.fail("cuMemCreate", 0, CUDA_ERROR_INVALID_VALUE, 100);
   TransferBatch back;
   back.populate = {{a, kChunk}};
   ASSERT_NO_FATAL_FAILURE(run(std::move(back)));
@@ -775,7 +775,7 @@ TEST_F(PhysicalChunksTest, ARefusedGrantIsNoFullDeviceAndTriesNoHostMemory) {
     EXPECT_NE(call.address, static_cast<uint64_t>(CU_MEM_LOCATION_TYPE_HOST));
   EXPECT_EQ(b.stats().physical_host_maps, 0u);
   EXPECT_GE(b.stats().failed_calls, 1u);
-  EXPECT_TRUE(b.free_physical(a));  // unmaps only: no map refused here
+  EXPECT_TRUE(b.free_physical(a));  // unmaps only: no create refused here
 }
 
 // A full device whose host memory is refused too (host_physical 2: the granularity given, the
