@@ -147,53 +147,48 @@ void RunKernels(FakePolicyHost& host, PolicyInstance& policy, const std::vector<
   }
 }
 
+// Three clean weights and an activation (ids kA, kB, kC, kX, as added), run through lru in
+// `order` with `config` (PUMP_<key> values), then one pressure at a kernel on kX: the blocks it
+// evicted. `in_use`: a block flagged in use by a queued kernel before the pressure (0: none).
+constexpr uint64_t kA = 1, kB = 2, kC = 3, kX = 4;
+std::vector<uint64_t> victims_after(const std::vector<uint64_t>& order,
+                                    const std::vector<std::pair<const char*, const char*>>& config,
+                                    uint64_t in_use = 0) {
+  FakePolicyHost host(1000);
+  for (int i = 0; i < 3; ++i) host.add_block(10, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_CLEAN);
+  host.add_block(10, PUMP_ROLE_ACTIVATION, false);
+  for (const auto& [key, value] : config) host.set_config(key, value);
+  PolicyInstance policy("lru", host);
+  EXPECT_TRUE(policy.ready());
+  RunKernels(host, policy, order);
+  EXPECT_TRUE(host.evictions.empty());
+  if (in_use) host.set_flags(in_use, PUMP_BLOCK_CLEAN | PUMP_BLOCK_IN_USE);
+  policy.on_pressure(host.begin_kernel({kX}), 10);
+  EXPECT_TRUE(host.logs.empty());
+  return host.evicted_ids();
+}
+
 TEST(PolicyLru, PressureTakesTheLoopBlockDueBackLatestWhenLruWouldTakeOneDueSooner) {
   // A decoder's weights: a, b, c read once a token, period 4 (x: the token's other kernel).
-  FakePolicyHost host(1000);
-  const uint64_t a = host.add_block(10, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_CLEAN);
-  const uint64_t b = host.add_block(10, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_CLEAN);
-  const uint64_t c = host.add_block(10, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_CLEAN);
-  const uint64_t x = host.add_block(10, PUMP_ROLE_ACTIVATION, false);
-  host.set_config("LRU_VICTIMS", "idle-dead,cyclic,idle-clean,any");
-  PolicyInstance policy("lru", host);
-  ASSERT_TRUE(policy.ready());
-  RunKernels(host, policy, {a, b, c, x, a, b, c, x, a, b, c});
-  ASSERT_TRUE(host.evictions.empty());
-  host.set_flags(b, PUMP_BLOCK_CLEAN | PUMP_BLOCK_IN_USE);  // its kernel is still queued: taken all the same
-  policy.on_pressure(host.begin_kernel({x}), 10);
-  EXPECT_EQ(host.evicted_ids(), std::vector<uint64_t>{b})
+  // b's kernel is still queued: taken all the same.
+  EXPECT_EQ(victims_after({kA, kB, kC, kX, kA, kB, kC, kX, kA, kB, kC},
+                          {{"LRU_VICTIMS", "idle-dead,cyclic,idle-clean,any"}}, kB),
+            std::vector<uint64_t>{kB})
       << "a is due back first, c last but used by the kernel just before (its eviction would wait for it)";
 }
 
 TEST(PolicyLru, PressureKeepsTheLruOrderWhenItsVictimHasNoSteadyPeriod) {
-  FakePolicyHost host(1000);
-  const uint64_t a = host.add_block(10, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_CLEAN);
-  const uint64_t b = host.add_block(10, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_CLEAN);
-  const uint64_t c = host.add_block(10, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_CLEAN);
-  const uint64_t x = host.add_block(10, PUMP_ROLE_ACTIVATION, false);
-  host.set_config("LRU_VICTIMS", "idle-dead,cyclic,idle-clean,any");
-  PolicyInstance policy("lru", host);
-  ASSERT_TRUE(policy.ready());
   // b and c are on a loop (period 5); a, least recently used, is not: gaps 1 then 9.
-  RunKernels(host, policy, {b, c, a, a, x, b, c, x, x, x, b, c, a, x, x, b, c});
-  policy.on_pressure(host.begin_kernel({x}), 10);
-  EXPECT_EQ(host.evicted_ids(), std::vector<uint64_t>{a});
+  EXPECT_EQ(victims_after({kB, kC, kA, kA, kX, kB, kC, kX, kX, kX, kB, kC, kA, kX, kX, kB, kC},
+                          {{"LRU_VICTIMS", "idle-dead,cyclic,idle-clean,any"}}),
+            std::vector<uint64_t>{kA});
 }
 
 // a, b and c on a loop of four kernels, each seen three times (two equal gaps).
 std::vector<uint64_t> loop_victims(const char* loop_gaps) {
-  FakePolicyHost host(1000);
-  const uint64_t a = host.add_block(10, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_CLEAN);
-  const uint64_t b = host.add_block(10, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_CLEAN);
-  const uint64_t c = host.add_block(10, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_CLEAN);
-  const uint64_t x = host.add_block(10, PUMP_ROLE_ACTIVATION, false);
-  if (loop_gaps) host.set_config("LRU_LOOP_GAPS", loop_gaps);
-  PolicyInstance policy("lru", host);
-  EXPECT_TRUE(policy.ready());
-  RunKernels(host, policy, {a, b, c, x, a, b, c, x, a, b, c});
-  policy.on_pressure(host.begin_kernel({x}), 10);
-  EXPECT_TRUE(host.logs.empty());
-  return host.evicted_ids();
+  std::vector<std::pair<const char*, const char*>> config;
+  if (loop_gaps) config.push_back({"LRU_LOOP_GAPS", loop_gaps});
+  return victims_after({kA, kB, kC, kX, kA, kB, kC, kX, kA, kB, kC}, config);
 }
 
 TEST(PolicyLru, TheDefaultVictimsTakeTheLoopBlockDueBackLatestAfterTwoEqualGaps) {
