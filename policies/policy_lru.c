@@ -89,8 +89,7 @@ typedef struct lru_state {
   lru_history_t history[LRU_HISTORY_SLOTS];
   lru_pick_t* picks; /* the "cyclic" pass's scratch, one per candidate */
   size_t picks_capacity;
-  pump_block_v1_t* all; /* ... and its whole candidate list, apart from the shared window */
-  size_t all_capacity;
+  policy_candidates_t all;                                /* ... and its whole candidate list (lru_whole_list) */
   int has_cyclic;                                         /* "cyclic" is among the passes: reuse gaps are recorded */
   uint64_t cyclic_passes, cyclic_overrules, cyclic_bytes; /* said at the end (lru_destroy) */
 } lru_state_t;
@@ -266,6 +265,23 @@ static const pump_block_v1_t* fallback_victim(const lru_state_t* lru, size_t pas
   return NULL;
 }
 
+/* Every candidate into lru->all (a buffer apart from the window every pass shares), grown
+ * from `window` entries until it holds them all; how many, 0 when memory could not be had. */
+static size_t lru_whole_list(lru_state_t* lru, size_t window) {
+  const pump_policy_host_v1_t* host = lru->base.host;
+  policy_candidates_t* all = &lru->all;
+  if (all->capacity == 0) {
+    all->items = (pump_block_v1_t*)malloc(window * sizeof *all->items);
+    if (all->items == NULL) return 0;
+    all->capacity = window;
+  }
+  for (;;) {
+    const size_t n = host->eviction_candidates(host, PUMP_ALL_ROLES, all->items, all->capacity);
+    if (n < all->capacity) return n;
+    if (!policy_candidates_grow(all)) return 0; /* full: there may be more */
+  }
+}
+
 /* The "cyclic" pass. From a loop larger than the budget (a decoder's weights, read once a
  * token) LRU takes exactly the wrong block: the one due back soonest, so every block of
  * the loop misses every lap. So when the block the later passes would take first is
@@ -274,25 +290,6 @@ static const pump_block_v1_t* fallback_victim(const lru_state_t* lru, size_t pas
  * stay out, the rest stay in for the next lap. Where the block LRU would take has no
  * steady period (training: a weight is read forward, backward, then written), its order
  * stands. */
-/* Every candidate into lru->all, which grows from twice `window` entries until it holds
- * them all; how many, 0 when memory could not be had. */
-static size_t lru_whole_list(lru_state_t* lru, size_t window) {
-  const pump_policy_host_v1_t* host = lru->base.host;
-  for (;;) {
-    size_t n;
-    if (window > ((size_t)-1) / 4 / sizeof *lru->all) return 0;
-    if (lru->all_capacity < 2 * window) {
-      pump_block_v1_t* grown = (pump_block_v1_t*)realloc(lru->all, 2 * window * sizeof *grown);
-      if (grown == NULL) return 0;
-      lru->all = grown;
-      lru->all_capacity = 2 * window;
-    }
-    n = host->eviction_candidates(host, PUMP_ALL_ROLES, lru->all, lru->all_capacity);
-    if (n < lru->all_capacity) return n;
-    window = lru->all_capacity; /* full: there may be more */
-  }
-}
-
 static uint64_t lru_evict_cyclic(lru_state_t* lru, size_t pass, uint64_t seq, uint64_t bytes_needed) {
   const pump_policy_host_v1_t* host = lru->base.host;
   policy_candidates_t* c = &lru->base.candidates;
@@ -313,7 +310,7 @@ static uint64_t lru_evict_cyclic(lru_state_t* lru, size_t pass, uint64_t seq, ui
   if (n == c->capacity) {
     n = lru_whole_list(lru, c->capacity);
     if (n == 0) return 0;
-    list = lru->all;
+    list = lru->all.items;
   }
   if (n > lru->picks_capacity) {
     lru_pick_t* grown = (lru_pick_t*)realloc(lru->picks, n * sizeof *grown);
@@ -322,8 +319,9 @@ static uint64_t lru_evict_cyclic(lru_state_t* lru, size_t pass, uint64_t seq, ui
     lru->picks_capacity = n;
   }
   for (i = 0; i < n; ++i) {
-    uint64_t next_use = (list[i].flags & PUMP_BLOCK_CLEAN) ? predicted_next_use(lru, &list[i]) : 0;
-    if (policy_block_is_young(&list[i], seq, LRU_CYCLIC_MIN_AGE)) continue;
+    uint64_t next_use;
+    if (!(list[i].flags & PUMP_BLOCK_CLEAN) || policy_block_is_young(&list[i], seq, LRU_CYCLIC_MIN_AGE)) continue;
+    next_use = predicted_next_use(lru, &list[i]);
     if (next_use <= fallback_next_use) continue;
     lru->picks[num_picks].next_use = next_use;
     lru->picks[num_picks].index = i;
@@ -351,7 +349,7 @@ static void lru_destroy(void* ctx) {
     policy_log(lru->base.host, PUMP_LOG_INFO, message);
   }
   free(lru->picks);
-  free(lru->all);
+  free(lru->all.items);
   policy_base_destroy(ctx);
 }
 
