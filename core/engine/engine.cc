@@ -645,6 +645,7 @@ void Engine::decide_and_order(StreamId stream, uint64_t seq, KernelTicket* ticke
   // Room first: every block of the kernel will be resident once it runs. (A kernel
   // that brings nothing in leaves an earlier overrun for the next one to fix.)
   if (kernel_missing_bytes_ && occupied_bytes() + kernel_missing_bytes_ > budget_) {
+    const uint64_t t0 = now_ns(time_launches_);
     if (policy_) policy_->on_pressure(kernel, occupied_bytes() + kernel_missing_bytes_ - budget_);
     if (occupied_bytes() + kernel_missing_bytes_ > budget_)
       fallback_make_room(occupied_bytes() + kernel_missing_bytes_ - budget_);
@@ -657,6 +658,7 @@ void Engine::decide_and_order(StreamId stream, uint64_t seq, KernelTicket* ticke
           format_bytes(touched).c_str(), format_bytes(budget_).c_str(),
           format_bytes(budget_ - std::min(budget_, occupied_bytes())).c_str());
     }
+    if (time_launches_) stats_.launch_pressure_ns += now_ns() - t0;
   }
 
   if (policy_) {
@@ -679,7 +681,9 @@ void Engine::decide_and_order(StreamId stream, uint64_t seq, KernelTicket* ticke
     tracker_.set_resident(*b);
     demand_blocks_.push_back(b);
   }
+  const uint64_t t_submit = now_ns(time_launches_);
   submit_pending(stream);
+  if (time_launches_) stats_.launch_submit_ns += now_ns() - t_submit;
   if (!demand_blocks_.empty()) {
     // Blocks faulted in take room that evictions may still be freeing on the device (this
     // batch's, or earlier ones when this kernel runs on another stream): the kernel waits
@@ -786,7 +790,13 @@ std::unique_lock<std::mutex> Engine::lock_settled(uint64_t* acquired_ns) {
   std::unique_lock lock(mutex_);
   if (acquired_ns) *acquired_ns = now_ns();
   ++lock_acquisitions_;
+  if (!time_launches_) {
+    settle_queued_locked();
+    return lock;
+  }
+  const uint64_t t0 = now_ns();
   settle_queued_locked();
+  stats_.launch_settle_ns += now_ns() - t0;
   return lock;
 }
 

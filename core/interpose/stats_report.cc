@@ -101,6 +101,9 @@ Json engine_json(const DeviceReport& d) {
                           {"launch_lock_wait_ns", s.launch_lock_wait_ns},
                           {"launch_locked_ns", s.launch_locked_ns},
                           {"launch_policy_ns", s.launch_policy_ns},
+                          {"launch_pressure_ns", s.launch_pressure_ns},
+                          {"launch_submit_ns", s.launch_submit_ns},
+                          {"launch_settle_ns", s.launch_settle_ns},
                           {"launch_waits_ns", s.launch_waits_ns},
                           {"launch_mark_ns", s.launch_mark_ns}})
     o[name] = ns;
