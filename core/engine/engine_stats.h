@@ -46,10 +46,12 @@ struct EngineStats {
   uint64_t peak_tracked_bytes = 0;
   // Where a launching thread's time in the engine goes (ns, summed over launches): asking
   // whether the stream is captured, waiting for the engine lock, deciding under it (of
-  // which in the policy's on_kernel, in making room (on_pressure and the engine's own
-  // fallback), in handing the batch to the backend, and in settling completed launches),
+  // which in settling completed launches, in the policy's on_kernel, in making room
+  // (on_pressure and the engine's own fallback) and in handing the batch to the backend),
   // queueing the kernel's waits (which may wait for the worker to issue a batch), and
-  // recording the kernel's fence.
+  // recording the kernel's fence. The policy, room and hand-over times also count graph
+  // launches and accesses no extractor attributed, which are decided the same way but
+  // timed nowhere else.
   uint64_t launch_capture_ns = 0;
   uint64_t launch_lock_wait_ns = 0;
   uint64_t launch_locked_ns = 0;
