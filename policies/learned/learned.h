@@ -21,6 +21,8 @@ constexpr uint32_t kCandidates = 4;         // candidate periods followed at onc
 constexpr uint32_t kRelearnsPerPeriod = 8;  // most rebuilds of a changed period per period
 constexpr uint64_t kNoUse = UINT64_MAX;     // predicted next use: none known
 constexpr uint32_t kNever = UINT32_MAX;     // next-use distance of a range with no predicted use
+constexpr uint64_t kYoungFloor = 2;         // the last kernel's blocks are always young (young_age)
+constexpr uint64_t kYoungShare = 64;        // ... and those of the last 1/64 of the period
 
 uint64_t mix64(uint64_t x);
 
@@ -117,7 +119,9 @@ struct LearnedPolicy {
   const pump_policy_host_v1_t* host = nullptr;
   Lookahead lookahead;
   bool idle_first = false;  // LEARNED_IDLE_FIRST: under pressure, blocks no queued kernel uses go first
-  uint64_t min_age = 2;     // kernels since a block's last use before evicting it overlaps with compute
+  // Kernels since a block's last use before evicting it overlaps with compute: LEARNED_MIN_AGE
+  // when given, else young_age() (a share of the period).
+  uint64_t min_age = 0;
 
   // Observation (only while the tracked memory exceeds the budget: otherwise nothing is decided).
   std::unordered_map<RangeKey, uint32_t, RangeKeyHash> range_ids;
@@ -193,6 +197,9 @@ enum class InUse {
 uint64_t evict_farthest(LearnedPolicy* s, uint64_t bytes_needed, uint32_t protect_distance, InUse in_use,
                         uint64_t min_age);
 uint64_t free_bytes(const LearnedPolicy& s);
+// The min_age of the decision: LEARNED_MIN_AGE, else 1/kYoungShare of the period being followed
+// (or of the best candidate's), at least kYoungFloor kernels.
+uint64_t young_age(const LearnedPolicy& s);
 
 // lookahead.cc: prefetch of the predicted next kernels' blocks.
 void prefetch_ahead(LearnedPolicy* s);

@@ -34,7 +34,7 @@ bool prefetch_range_ahead(LearnedPolicy* s, uint32_t id, uint32_t protect) {
     if (host->find_block(host, address, &b) != PUMP_OK || b.bytes == 0) return true;  // freed since: nothing to do
     if (b.residency != PUMP_RESIDENT_DEVICE) {
       const uint64_t room = free_bytes(*s);
-      if (room < b.bytes && evict_farthest(s, b.bytes - room, protect, InUse::kStop, s->min_age) < b.bytes - room)
+      if (room < b.bytes && evict_farthest(s, b.bytes - room, protect, InUse::kStop, young_age(*s)) < b.bytes - room)
         return false;
       if (host->prefetch(host, b.id, PUMP_WHEN_NOW) != PUMP_OK) return false;
       r.ahead = true;

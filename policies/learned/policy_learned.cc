@@ -26,7 +26,15 @@
  * to keep prefetched ahead ("512MiB", "1.5GiB", "0" = none) or a percentage of the budget
  * ("25%"). Default 25%. A bad value: one warning, the default is used.
  * LEARNED_MIN_AGE: kernels since a block's last use before it is evicted ahead of younger
- * ones (default 2: the previous kernel's blocks go last, their eviction would wait for it).
+ * ones. Default (unset or 0): 1/64 of the period followed (or of the best candidate's), at
+ * least 2. Why: a victim the last kernels used leaves only when they are done, and the fetch
+ * needing its room waits for that (kernel -> save -> fetch -> kernel in series). With the
+ * fixed 2 of before, the sim's recorded traces (bench/policy_matrix.sh, 1.5-3) replayed up to
+ * 20% slower than lru while moving 1.01-1.07x the oracle's bytes (lru 1.11-1.87x); with 1/64,
+ * at 1.5 as fast as lru but the LSTM trace (10.5% slower), at 2 and 3 up to 6% slower, moving
+ * 1.06-1.24x. The synthetic workloads (24-144 kernels a period) are unchanged
+ * (docs/results/sim-2026-11-27-young). On the H200 at 1.5 (one call, twentieth session): GPT
+ * bf16 166.8 ms/step against 173.5 with 2, ResNet-50 137.7 against 142.2.
  * LEARNED_IDLE_FIRST=1 (off by default): under pressure, the farthest blocks that no queued
  * kernel uses go first, those in use only when they do not suffice. Why: evicting a block in
  * use makes the fetch for its room wait for that kernel; on the GPU lru's clean victims taken
@@ -167,8 +175,8 @@ void learned_on_pressure(void* ctx, const pump_kernel_v1_t* kernel, uint64_t byt
     uint64_t freed = 0;
     // The blocks passed over stay in the ranking (evict_farthest puts them back): the second
     // pass takes them in order.
-    if (s->idle_first) freed = evict_farthest(s, bytes_needed, 0, InUse::kSkip, s->min_age);
-    if (freed < bytes_needed) evict_farthest(s, bytes_needed - freed, 0, InUse::kTake, s->min_age);
+    if (s->idle_first) freed = evict_farthest(s, bytes_needed, 0, InUse::kSkip, young_age(*s));
+    if (freed < bytes_needed) evict_farthest(s, bytes_needed - freed, 0, InUse::kTake, young_age(*s));
     // The host may evict more itself after this: rank afresh for the lookahead.
     s->victims_ready = false;
   } catch (...) {

@@ -86,6 +86,12 @@ bool is_young(const LearnedPolicy& s, const pump_block_v1_t& b, uint64_t min_age
 
 }  // namespace
 
+uint64_t young_age(const LearnedPolicy& s) {
+  if (s.min_age != 0) return s.min_age;
+  const uint64_t period = s.period.length != 0 ? s.period.length : s.candidate_gap;
+  return std::max(kYoungFloor, period / kYoungShare);
+}
+
 uint64_t free_bytes(const LearnedPolicy& s) {
   pump_budget_v1_t budget{};
   s.host->get_budget(s.host, &budget);

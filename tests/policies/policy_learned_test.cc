@@ -178,6 +178,44 @@ TEST(PolicyLearned, WithIdleFirstAYoungIdleBlockGoesBeforeAnOldOneInUse) {
   EXPECT_EQ(evicted_with_d_in_use("1", 200, /*young_b_and_c=*/true), (Ids{'c', 'd'})) << "the young one in use stays";
 }
 
+// A cycle of 256 kernels, one block each, learned as a period. Then the blocks of the last
+// six kernels are resident (the one just used is due back farthest) and the first kernel
+// needs room for one. Which of them goes tells how many of the last kernels count as young.
+uint64_t age_of_the_victim_on_a_long_cycle(const char* min_age) {
+  constexpr uint64_t kBudget = 10000, kBlocks = 256;
+  FakePolicyHost host{kBudget};
+  Ids blocks;
+  for (uint64_t i = 0; i < kBlocks; ++i) blocks.push_back(host.add_block(100, PUMP_ROLE_WEIGHT, false));
+  host.set_config("LEARNED_LOOKAHEAD", "0");
+  if (min_age) host.set_config("LEARNED_MIN_AGE", min_age);
+  PolicyInstance policy("learned", host);
+  EXPECT_TRUE(policy.ready());
+  for (int lap = 0; lap < 3; ++lap)
+    for (uint64_t b : blocks) run_kernel(policy, host, {b}, kBudget);
+  evict_all(host, blocks);
+  const uint64_t now = host.next_kernel_seq();
+  for (uint64_t age = 1; age <= 6; ++age) {
+    const uint64_t b = blocks[kBlocks - age];
+    EXPECT_EQ(host.table()->prefetch(host.table(), b, PUMP_WHEN_NOW), PUMP_OK);
+    host.set_last_use(b, now - age);
+  }
+  host.evictions.clear();
+  policy.on_pressure(host.begin_kernel({blocks[0]}), 100);
+  host.end_kernel();
+  const Ids evicted = host.evicted_ids();
+  if (evicted.size() != 1) return 0;
+  return kBlocks - static_cast<uint64_t>(std::find(blocks.begin(), blocks.end(), evicted[0]) - blocks.begin());
+}
+
+// Young means the last 1/64 of the period (here 4 kernels), not a fixed two: a victim the
+// last kernels used leaves only when they are done, and its fetch waits for that (on the
+// sim's recorded traces this made learned as fast as lru). LEARNED_MIN_AGE fixes it.
+TEST(PolicyLearned, TheYoungAreTheLastKernelsOfAShareOfThePeriod) {
+  EXPECT_EQ(age_of_the_victim_on_a_long_cycle(nullptr), 4u) << "the oldest of the farthest, past 256 / 64 kernels";
+  EXPECT_EQ(age_of_the_victim_on_a_long_cycle("2"), 2u);
+  EXPECT_EQ(age_of_the_victim_on_a_long_cycle("1"), 1u) << "the farthest, just used";
+}
+
 TEST(PolicyLearned, PressureTakesTheFarthestBlockEvenInUseUnlessIdleFirstIsSet) {
   EXPECT_EQ(evicted_with_d_in_use(nullptr, 100), Ids{'d'});
   EXPECT_EQ(evicted_with_d_in_use("0", 100), Ids{'d'});
