@@ -115,6 +115,18 @@ struct LookaheadGuard {
   uint32_t shift = 0;  // the window is the configured one >> shift
 };
 
+// What it did over the run, said at the end (learned_fini) so a run shows whether a period
+// was found and followed.
+struct Summary {
+  uint64_t kernels_observed = 0;    // kernels seen while the tracked memory exceeded the budget
+  uint64_t kernels_predicted = 0;   // ... that were the kernel their period slot predicted
+  uint64_t confirmations = 0;       // periods confirmed
+  uint64_t breaks = 0;              // confirmed periods ended by kernels off them
+  uint32_t period_length = 0;       // kernels in the period confirmed last
+  uint64_t ahead_used_bytes = 0;    // fetched ahead, then used by their kernel
+  uint64_t ahead_wasted_bytes = 0;  // fetched ahead, evicted unused
+};
+
 struct LearnedPolicy {
   const pump_policy_host_v1_t* host = nullptr;
   Lookahead lookahead;
@@ -165,12 +177,15 @@ struct LearnedPolicy {
   uint64_t victims_seq = 0;
 
   std::vector<uint32_t> scratch;  // period building: per range, its next position
+  Summary summary;
 };
 
 // sequence.cc: observation, following the period, predictions.
 void observe(LearnedPolicy* s, const pump_kernel_v1_t* kernel);
 void forget_everything(LearnedPolicy* s);
 void pause_observation(LearnedPolicy* s);
+// One line: how much of the run its period predicted (learned_fini logs it).
+void describe_summary(const LearnedPolicy& s, char* out, size_t size);
 const KernelRecord& record_at(const LearnedPolicy& s, uint64_t ordinal);
 // Kernels from the current one until range `id`'s predicted next use; kNever if none.
 uint32_t distance_of_range(const LearnedPolicy& s, uint32_t id);

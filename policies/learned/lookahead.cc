@@ -59,12 +59,14 @@ void judge(LearnedPolicy* s, uint64_t window) {
 void note_used_ahead(LearnedPolicy* s, RangeInfo& r) {
   r.ahead = false;
   s->guard.useful += r.key.bytes;
+  s->summary.ahead_used_bytes += r.key.bytes;
 }
 
 void note_evicted(LearnedPolicy* s, uint32_t range) {
   if (range == UINT32_MAX || !s->ranges[range].ahead) return;
   s->ranges[range].ahead = false;
   s->guard.wasted += s->ranges[range].key.bytes;
+  s->summary.ahead_wasted_bytes += s->ranges[range].key.bytes;
 }
 
 void prefetch_ahead(LearnedPolicy* s) {

@@ -165,7 +165,16 @@ pump_status_v1_t learned_init(const pump_policy_host_v1_t* host, void** ctx) {
   return PUMP_OK;
 }
 
-void learned_fini(void* ctx) { delete static_cast<LearnedPolicy*>(ctx); }
+void learned_fini(void* ctx) {
+  LearnedPolicy* s = static_cast<LearnedPolicy*>(ctx);
+  // Said only where it decided something (a program that fit observed nothing).
+  if (s != nullptr && s->summary.kernels_observed && PUMP_HAS_MEMBER(s->host, pump_policy_host_v1_t, log)) {
+    char message[320];
+    describe_summary(*s, message, sizeof message);
+    s->host->log(s->host, PUMP_LOG_INFO, message);
+  }
+  delete s;
+}
 
 void learned_on_pressure(void* ctx, const pump_kernel_v1_t* kernel, uint64_t bytes_needed) {
   LearnedPolicy* s = static_cast<LearnedPolicy*>(ctx);

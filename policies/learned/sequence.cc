@@ -6,6 +6,7 @@
 // its blocks: a launch given a pointer into an allocation reaches every piece of it
 // under pressure, and the pieces change as the engine splits it.
 #include <algorithm>
+#include <cstdio>
 
 #include "policies/learned/learned.h"
 
@@ -22,7 +23,10 @@ uint64_t mix64(uint64_t x) {  // splitmix64 finalizer
 namespace {
 
 void drop_period(LearnedPolicy* s) {
-  if (s->confirmed) reset_detection(s);  // a tentative period's rivals are still followed
+  if (s->confirmed) {
+    reset_detection(s);
+    ++s->summary.breaks;
+  }  // a tentative period's rivals are still followed
   s->period = Period{};
   s->confirmed = false;
   s->predicting = false;
@@ -236,6 +240,8 @@ void observe(LearnedPolicy* s, const pump_kernel_v1_t* kernel) {
   record.anchor = mix64(anchor_block(*s, kernel).address ^ mix64(kernel->stream + 1));
   follow(s, ordinal, record.anchor);
   record.matched = s->predicting;
+  ++s->summary.kernels_observed;
+  if (s->predicting) ++s->summary.kernels_predicted;
   note_uses(s, record, ordinal, record_kernel(s, kernel, ordinal));
 
   if (s->confirmed) {
@@ -251,6 +257,24 @@ void observe(LearnedPolicy* s, const pump_kernel_v1_t* kernel) {
   if (best.matches < kTentativeMatches) return;
   if (s->period.length != best.distance) adopt(s, best, ordinal);
   s->confirmed = best.matches >= kConfirmMatches;
+  if (s->confirmed) {
+    ++s->summary.confirmations;
+    s->summary.period_length = s->period.length;
+  }
+}
+
+void describe_summary(const LearnedPolicy& s, char* out, size_t size) {
+  const Summary& m = s.summary;
+  std::snprintf(
+      out, size,
+      "%llu kernels observed under pressure, %.1f%% as a period predicted; %llu periods "
+      "confirmed (the last %u kernels long), %llu broken; fetched ahead %.1f MiB used, %.1f MiB evicted "
+      "unused",
+      static_cast<unsigned long long>(m.kernels_observed),
+      m.kernels_observed ? 100.0 * static_cast<double>(m.kernels_predicted) / static_cast<double>(m.kernels_observed)
+                         : 0.0,
+      static_cast<unsigned long long>(m.confirmations), m.period_length, static_cast<unsigned long long>(m.breaks),
+      static_cast<double>(m.ahead_used_bytes) / 1048576.0, static_cast<double>(m.ahead_wasted_bytes) / 1048576.0);
 }
 
 }  // namespace learned

@@ -62,6 +62,35 @@ TEST(PolicyLearned, LearnsARepeatingSequenceAndPrefetchesTheNextKernelsBlocks) {
   for (const auto& p : c.host.prefetches) EXPECT_EQ(p.when, PUMP_WHEN_NOW);
 }
 
+// At the end it says whether a period was found and how much of the run it predicted.
+TEST(PolicyLearned, SaysAtTheEndHowMuchOfTheRunItsPeriodPredicted) {
+  Chain c;
+  {
+    PolicyInstance policy("learned", c.host);
+    ASSERT_TRUE(policy.ready());
+    learn(policy, c);
+  }
+  ASSERT_FALSE(c.host.logs.empty());
+  const std::string& line = c.host.logs.back().message;
+  EXPECT_EQ(c.host.logs.back().level, PUMP_LOG_INFO);
+  EXPECT_NE(line.find("18 kernels observed under pressure"), std::string::npos) << line;
+  EXPECT_NE(line.find("1 periods confirmed (the last 6 kernels long), 0 broken"), std::string::npos) << line;
+  // A tentative period from the second kernel matching the one 6 before (the 8th of the
+  // run): the last 10 of 18 kernels were predicted.
+  EXPECT_NE(line.find(" 55.6% as a period predicted"), std::string::npos) << line;
+}
+
+TEST(PolicyLearned, SaysNothingAtTheEndWhenTheProgramFit) {
+  FakePolicyHost host(1000);
+  const uint64_t a = host.add_block(100, PUMP_ROLE_ACTIVATION, false);
+  {
+    PolicyInstance policy("learned", host);
+    ASSERT_TRUE(policy.ready());
+    for (int i = 0; i < 20; ++i) run_kernel(policy, host, {a}, 1000);
+  }
+  EXPECT_TRUE(host.logs.empty());
+}
+
 TEST(PolicyLearned, AKernelOffThePredictionDrivesNoPrefetchingAndTheChangedSequenceIsRelearned) {
   Chain c;
   PolicyInstance policy("learned", c.host);
