@@ -56,6 +56,11 @@ Engine::Engine(DeviceBackend& backend, std::unique_ptr<Policy> policy, const Eng
 // The policy goes first, while everything its teardown might still look at exists.
 Engine::~Engine() { policy_.reset(); }
 
+void Engine::retire_policy() {
+  const std::lock_guard lock(mutex_);
+  if (policy_) policy_->retire();
+}
+
 // ---------------------------------------------------------------- allocations
 
 void Engine::on_alloc(uint64_t address, uint64_t bytes, uint64_t group) {

@@ -205,6 +205,10 @@ class Engine {
   bool holds(uint64_t address);
   EngineStats stats() const;
   pump_budget_v1_t budget() const;
+  // At exit (Runtime::finish): the policy's fini runs now, under the lock, so a launch on
+  // another thread meanwhile never meets a policy half gone; from then on the engine
+  // evicts by itself (least recently used) and prefetches nothing.
+  void retire_policy();
   DataPath datapath() const { return datapath_; }
   DeviceBackend& backend() const { return backend_; }
   const char* policy_name() const { return policy_ ? policy_->name() : "none (no policy)"; }

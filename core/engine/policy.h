@@ -33,6 +33,9 @@ class Policy {
   // A block appeared (an allocation) or is about to disappear (a free).
   virtual void on_alloc(const pump_block_v1_t& block) = 0;
   virtual void on_free(const pump_block_v1_t& block) = 0;
+  // The process is exiting (Engine::retire_policy): end now, as the SDK promises a plugin
+  // (its fini, where it may say what it did); later callbacks do nothing.
+  virtual void retire() {}
 };
 
 }  // namespace pump

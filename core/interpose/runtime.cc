@@ -51,7 +51,7 @@ Runtime* Runtime::get() {
       return nullptr;
     }
     auto* rt = new Runtime(std::move(options));
-    if (rt->stats_enabled() || rt->trace()) std::atexit(&finish_at_exit);
+    std::atexit(&finish_at_exit);
     return rt;
   }();
   return instance;
@@ -395,9 +395,16 @@ StatsReport Runtime::report() {
 
 void Runtime::finish() {
   if (stats_enabled()) write_stats();
-  // A forked child holds a copy of its parent's unwritten trace lines: flushing them would
-  // write them twice.
-  if (trace_ && static_cast<long>(getpid()) == options_.process.pid) trace_->flush();
+  // A forked child holds copies of its parent's policies (they end in the parent, which said
+  // what they did) and of its unwritten trace lines (flushing them would write them twice).
+  if (static_cast<long>(getpid()) != options_.process.pid) return;
+  // The policies end as the SDK says they do, once at exit (what they say then goes to the
+  // log: lru's cyclic pass, learned's periods); the engines stay for threads still running.
+  for (int i = 0, n = engine_count(); i < n; ++i) {
+    int device = -1;
+    if (Engine* e = engine_at(i, &device)) e->retire_policy();
+  }
+  if (trace_) trace_->flush();
 }
 
 void Runtime::write_stats() {

@@ -93,7 +93,8 @@ class Runtime {
 
   StatsReport report();
   void write_stats();
-  // At exit: the stats report (PUMP_STATS) and the end of the trace (PUMP_TRACE).
+  // At exit: the stats report (PUMP_STATS), the end of the trace (PUMP_TRACE), and each
+  // engine's policy retired (its fini).
   void finish();
 
  private:

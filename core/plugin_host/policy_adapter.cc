@@ -50,8 +50,11 @@ PolicyAdapter::PolicyAdapter(const pump_policy_v1_t* api) : api_(api), host_{} {
   host_.name = api_->name;
 }
 
-PolicyAdapter::~PolicyAdapter() {
+PolicyAdapter::~PolicyAdapter() { retire(); }
+
+void PolicyAdapter::retire() {
   if (initialized_ && api_->fini) api_->fini(ctx_);
+  initialized_ = false;
 }
 
 const PolicyAdapter::Host& PolicyAdapter::from(const pump_policy_host_v1_t* table) {

@@ -21,16 +21,20 @@ class PolicyAdapter final : public Policy {
   const char* name() const override { return api_->name; }
   // Runs the plugin's init; on failure logs one error: the engine runs without a policy.
   bool attach(Engine& engine) override;
-  void on_kernel(const pump_kernel_v1_t& kernel) override { api_->on_kernel(ctx_, &kernel); }
+  void on_kernel(const pump_kernel_v1_t& kernel) override {
+    if (initialized_) api_->on_kernel(ctx_, &kernel);
+  }
   void on_pressure(const pump_kernel_v1_t& kernel, uint64_t bytes_over) override {
-    if (api_->on_pressure) api_->on_pressure(ctx_, &kernel, bytes_over);
+    if (initialized_ && api_->on_pressure) api_->on_pressure(ctx_, &kernel, bytes_over);
   }
   void on_alloc(const pump_block_v1_t& block) override {
-    if (api_->on_alloc) api_->on_alloc(ctx_, &block);
+    if (initialized_ && api_->on_alloc) api_->on_alloc(ctx_, &block);
   }
   void on_free(const pump_block_v1_t& block) override {
-    if (api_->on_free) api_->on_free(ctx_, &block);
+    if (initialized_ && api_->on_free) api_->on_free(ctx_, &block);
   }
+  // The plugin's fini, once; the callbacks after it reach nothing.
+  void retire() override;
 
   // The table handed to the plugin's init (for tests: the services as a plugin calls them).
   const pump_policy_host_v1_t* host_table() const { return &host_.table; }

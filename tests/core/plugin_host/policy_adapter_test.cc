@@ -106,6 +106,27 @@ TEST_F(PolicyAdapterTest, InitAndFiniRunOnceAndCallbacksReachThePlugin) {
   EXPECT_TRUE(errors().empty());
 }
 
+// At exit (Runtime::finish) the engine retires its policy: fini runs then, once; later
+// calls (threads still running) reach nothing and the engine goes on without it.
+TEST_F(PolicyAdapterTest, RetiringRunsFiniOnceAndLaterCallsReachNothing) {
+  auto engine = make(64 * kMiB);
+  engine->on_alloc(kA, kMiB);
+  launch(*engine, kA);
+  engine->retire_policy();
+  EXPECT_EQ(script_.finis, 1);
+  engine->retire_policy();
+  EXPECT_EQ(script_.finis, 1) << "once";
+  engine->on_alloc(kB, kMiB);
+  launch(*engine, kB);
+  engine->on_free(kA);
+  EXPECT_EQ(script_.kernels, 1);
+  EXPECT_EQ(script_.allocs, 1);
+  EXPECT_EQ(script_.frees, 0);
+  EXPECT_EQ(engine->stats().kernels, 2u);
+  engine.reset();
+  EXPECT_EQ(script_.finis, 1) << "not again when the engine goes";
+}
+
 TEST_F(PolicyAdapterTest, FailedInitLeavesTheEngineWithoutAPolicyAndSkipsFini) {
   script_.init_status = PUMP_ERR_INVALID_ARGUMENT;
   auto engine = make(64 * kMiB);
