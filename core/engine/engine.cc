@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <thread>
 #include <utility>
 
 #include "core/common/byte_size.h"
@@ -57,7 +58,16 @@ Engine::Engine(DeviceBackend& backend, std::unique_ptr<Policy> policy, const Eng
 Engine::~Engine() { policy_.reset(); }
 
 void Engine::retire_policy() {
-  const std::lock_guard lock(mutex_);
+  // Tried, not waited for: exit() may run on a thread holding this lock (a signal handler
+  // mid-launch) or while another thread holds it for good; then the policy is left as it is.
+  // The bare lock, not lock_settled(): nothing is settled at exit (a fini only logs and frees).
+  std::unique_lock lock(mutex_, std::defer_lock);
+  for (int attempt = 0; attempt < 100 && !lock.try_lock(); ++attempt)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (!lock.owns_lock()) {
+    log(LogLevel::kDebug, "at exit the engine was busy: the policy's fini did not run");
+    return;
+  }
   if (policy_) policy_->retire();
 }
 

@@ -121,10 +121,10 @@ struct Summary {
   uint64_t kernels_observed = 0;    // kernels seen while the tracked memory exceeded the budget
   uint64_t kernels_predicted = 0;   // ... that were the kernel their period slot predicted
   uint64_t confirmations = 0;       // periods confirmed
-  uint64_t breaks = 0;              // confirmed periods ended by kernels off them
+  uint64_t ended = 0;               // confirmed periods ended (kernels off them, the program fitting, a reset)
   uint32_t period_length = 0;       // kernels in the period confirmed last
   uint64_t ahead_used_bytes = 0;    // fetched ahead, then used by their kernel
-  uint64_t ahead_wasted_bytes = 0;  // fetched ahead, evicted unused
+  uint64_t ahead_wasted_bytes = 0;  // fetched ahead, evicted unused by the policy itself
 };
 
 struct LearnedPolicy {
@@ -132,7 +132,8 @@ struct LearnedPolicy {
   Lookahead lookahead;
   bool idle_first = false;  // LEARNED_IDLE_FIRST: under pressure, blocks no queued kernel uses go first
   // Kernels since a block's last use before evicting it overlaps with compute: LEARNED_MIN_AGE
-  // when given, else young_age() (a share of the period).
+  // when given (0: none young), else young_age()'s share of the period.
+  bool min_age_given = false;
   uint64_t min_age = 0;
 
   // Observation (only while the tracked memory exceeds the budget: otherwise nothing is decided).
@@ -213,7 +214,7 @@ uint64_t evict_farthest(LearnedPolicy* s, uint64_t bytes_needed, uint32_t protec
                         uint64_t min_age);
 uint64_t free_bytes(const LearnedPolicy& s);
 // The min_age of the decision: LEARNED_MIN_AGE, else 1/kYoungShare of the period being followed
-// (or of the best candidate's), at least kYoungFloor kernels.
+// (tentative or confirmed), at least kYoungFloor kernels (so kYoungFloor while none is).
 uint64_t young_age(const LearnedPolicy& s);
 
 // lookahead.cc: prefetch of the predicted next kernels' blocks.

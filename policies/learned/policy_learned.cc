@@ -26,15 +26,17 @@
  * to keep prefetched ahead ("512MiB", "1.5GiB", "0" = none) or a percentage of the budget
  * ("25%"). Default 25%. A bad value: one warning, the default is used.
  * LEARNED_MIN_AGE: kernels since a block's last use before it is evicted ahead of younger
- * ones. Default (unset or 0): 1/64 of the period followed (or of the best candidate's), at
- * least 2. Why: a victim the last kernels used leaves only when they are done, and the fetch
- * needing its room waits for that (kernel -> save -> fetch -> kernel in series). With the
- * fixed 2 of before, the sim's recorded traces (bench/policy_matrix.sh, 1.5-3) replayed up to
- * 20% slower than lru while moving 1.01-1.07x the oracle's bytes (lru 1.11-1.87x); with 1/64,
- * at 1.5 as fast as lru but the LSTM trace (10.5% slower), at 2 and 3 up to 6% slower, moving
- * 1.06-1.24x. The synthetic workloads (24-144 kernels a period) are unchanged
- * (docs/results/sim-2026-11-27-young). On the H200 at 1.5 (one call, twentieth session): GPT
- * bf16 166.8 ms/step against 173.5 with 2, ResNet-50 137.7 against 142.2.
+ * ones (0: none is young). Default (unset): 1/64 of the period followed, tentative or
+ * confirmed, at least 2 (2 while none is). A bad value: one warning, the default. Why: a
+ * victim the last kernels used leaves only when they are done, and the fetch needing its
+ * room waits for that (kernel -> save -> fetch -> kernel in series). With the fixed 2 of
+ * before, the sim's recorded traces (bench/policy_matrix.sh, 1.5-3) replayed up to 20% slower
+ * than lru while moving 0.97-1.16x the optimum's bytes (lru 1.11-1.87x); with 1/64, at 1.5 as
+ * fast as lru but the LSTM trace (10.5% slower), at 2 and 3 up to 6% slower, moving
+ * 1.06-1.24x. The synthetic workloads (24-144 kernels a period) are unchanged but hf-decode at
+ * 1.5, 2.5% more bytes (docs/results/sim-2026-11-27-young). On the H200 at 1.5 (one call,
+ * twentieth session, separate runs, within their spread): GPT bf16 166.8 ms/step against
+ * 173.5 with 2, ResNet-50 137.7 against 142.2.
  * LEARNED_IDLE_FIRST=1 (off by default): under pressure, the farthest blocks that no queued
  * kernel uses go first, those in use only when they do not suffice. Why: evicting a block in
  * use makes the fetch for its room wait for that kernel; on the GPU lru's clean victims taken
@@ -80,6 +82,7 @@
  * C++ inside; only the extern "C" entry struct is exported, and no exception leaves a
  * callback (an allocation failure drops the learned state and the policy goes on).
  */
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -98,7 +101,20 @@ const char* config_of(const pump_policy_host_v1_t* host, const char* key) {
 
 void configure(LearnedPolicy* s) {
   const pump_policy_host_v1_t* host = s->host;
-  if (const char* age = config_of(host, "LEARNED_MIN_AGE")) s->min_age = std::strtoull(age, nullptr, 10);
+  if (const char* age = config_of(host, "LEARNED_MIN_AGE")) {
+    const char* end = age + std::strlen(age);
+    uint64_t value = 0;
+    const auto [stop, error] = std::from_chars(age, end, value);
+    if (error == std::errc{} && stop == end && stop != age) {
+      s->min_age_given = true;
+      s->min_age = value;
+    } else if (PUMP_HAS_MEMBER(host, pump_policy_host_v1_t, log)) {
+      char message[160];
+      std::snprintf(message, sizeof message,
+                    "PUMP_LEARNED_MIN_AGE='%.32s' is not a number of kernels: using 1/64 of the period", age);
+      host->log(host, PUMP_LOG_WARN, message);
+    }
+  }
   if (const char* gaps = config_of(host, "LEARNED_GAP_LOOKAHEAD")) s->gap_lookahead = std::strcmp(gaps, "1") == 0;
   if (const char* idle = config_of(host, "LEARNED_IDLE_FIRST")) s->idle_first = std::strcmp(idle, "1") == 0;
   const char* text = config_of(host, "LEARNED_LOOKAHEAD");

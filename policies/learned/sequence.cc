@@ -23,10 +23,11 @@ uint64_t mix64(uint64_t x) {  // splitmix64 finalizer
 namespace {
 
 void drop_period(LearnedPolicy* s) {
+  // A tentative period's rivals are still followed.
   if (s->confirmed) {
     reset_detection(s);
-    ++s->summary.breaks;
-  }  // a tentative period's rivals are still followed
+    ++s->summary.ended;
+  }
   s->period = Period{};
   s->confirmed = false;
   s->predicting = false;
@@ -179,6 +180,7 @@ void forget_everything(LearnedPolicy* s) {
   s->upcoming.clear();
   s->upcoming_requested = {};
   for (KernelRecord& r : s->history) r.ranges.clear();
+  if (s->confirmed) ++s->summary.ended;
   s->confirmed = false;
   drop_period(s);
   forget_seen(s);
@@ -188,6 +190,7 @@ void pause_observation(LearnedPolicy* s) {
   if (s->paused) return;
   s->paused = true;
   // The kernels run meanwhile are not in the history: no period may span the gap.
+  if (s->confirmed) ++s->summary.ended;
   s->confirmed = false;
   drop_period(s);
   forget_seen(s);
@@ -267,13 +270,13 @@ void describe_summary(const LearnedPolicy& s, char* out, size_t size) {
   const Summary& m = s.summary;
   std::snprintf(
       out, size,
-      "%llu kernels observed under pressure, %.1f%% as a period predicted; %llu periods "
-      "confirmed (the last %u kernels long), %llu broken; fetched ahead %.1f MiB used, %.1f MiB evicted "
-      "unused",
+      "%llu kernels observed under pressure, %.1f%% as a period predicted; periods confirmed: %llu "
+      "(the last %u kernels long), ended: %llu; fetched ahead: %.1f MiB used by their kernels, %.1f MiB "
+      "evicted unused by the policy",
       static_cast<unsigned long long>(m.kernels_observed),
       m.kernels_observed ? 100.0 * static_cast<double>(m.kernels_predicted) / static_cast<double>(m.kernels_observed)
                          : 0.0,
-      static_cast<unsigned long long>(m.confirmations), m.period_length, static_cast<unsigned long long>(m.breaks),
+      static_cast<unsigned long long>(m.confirmations), m.period_length, static_cast<unsigned long long>(m.ended),
       static_cast<double>(m.ahead_used_bytes) / 1048576.0, static_cast<double>(m.ahead_wasted_bytes) / 1048576.0);
 }
 

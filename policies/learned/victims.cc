@@ -87,9 +87,10 @@ bool is_young(const LearnedPolicy& s, const pump_block_v1_t& b, uint64_t min_age
 }  // namespace
 
 uint64_t young_age(const LearnedPolicy& s) {
-  if (s.min_age != 0) return s.min_age;
-  const uint64_t period = s.period.length != 0 ? s.period.length : s.candidate_gap;
-  return std::max(kYoungFloor, period / kYoungShare);
+  if (s.min_age_given) return s.min_age;
+  // Not the best candidate's distance while none is followed: with one match it may be any
+  // kernel seen again, up to kHistoryKernels back.
+  return std::max<uint64_t>(kYoungFloor, s.period.length / kYoungShare);
 }
 
 uint64_t free_bytes(const LearnedPolicy& s) {
