@@ -58,15 +58,17 @@ Engine::Engine(DeviceBackend& backend, std::unique_ptr<Policy> policy, const Eng
 Engine::~Engine() { policy_.reset(); }
 
 void Engine::retire_policy() {
-  // Tried, not waited for: exit() may run on a thread holding this lock (a signal handler
-  // mid-launch) or while another thread holds it for good; then the policy is left as it is.
-  // The bare lock, not lock_settled(): nothing is settled at exit (a fini only logs and frees).
+  // Tried for 100 ms, not waited for: another thread may hold the lock for good as the
+  // process exits; then the policy is left as it is. (The caller is never inside a hook, so
+  // it does not hold the lock itself.) The bare lock, not lock_settled(): nothing is settled
+  // at exit (a fini only logs and frees).
   std::unique_lock lock(mutex_, std::defer_lock);
-  for (int attempt = 0; attempt < 100 && !lock.try_lock(); ++attempt)
+  for (int attempt = 0; !lock.try_lock(); ++attempt) {
+    if (attempt == 100) {
+      log(LogLevel::kInfo, "at exit the engine was busy for 100 ms: its policy's fini did not run");
+      return;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  if (!lock.owns_lock()) {
-    log(LogLevel::kDebug, "at exit the engine was busy: the policy's fini did not run");
-    return;
   }
   if (policy_) policy_->retire();
 }

@@ -207,7 +207,8 @@ class Engine {
   pump_budget_v1_t budget() const;
   // At exit (Runtime::finish): the policy's fini runs now, under the lock, so a launch on
   // another thread meanwhile never meets a policy half gone; from then on the engine
-  // evicts by itself (least recently used) and prefetches nothing.
+  // evicts by itself (least recently used) and prefetches nothing. Where another thread
+  // holds the lock for 100 ms, fini does not run (one info line).
   void retire_policy();
   DataPath datapath() const { return datapath_; }
   DeviceBackend& backend() const { return backend_; }

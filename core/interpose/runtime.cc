@@ -12,6 +12,7 @@
 #include "core/interpose/current_device.h"
 #include "core/interpose/fork_guard.h"
 #include "core/interpose/real_symbols.h"
+#include "core/interpose/reentry_guard.h"
 #include "core/plugin_host/plugin_host.h"
 #include "core/plugin_host/policy_adapter.h"
 
@@ -394,6 +395,9 @@ StatsReport Runtime::report() {
 }
 
 void Runtime::finish() {
+  // exit() from inside a hook (a signal handler mid-call, a library exiting on an error):
+  // this thread may hold an engine's lock, which everything below takes. Nothing is done.
+  if (inside_hook()) return;
   if (stats_enabled()) write_stats();
   // A forked child holds copies of its parent's policies (they end in the parent, which said
   // what they did) and of its unwritten trace lines (flushing them would write them twice).

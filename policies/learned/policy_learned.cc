@@ -31,12 +31,12 @@
  * victim the last kernels used leaves only when they are done, and the fetch needing its
  * room waits for that (kernel -> save -> fetch -> kernel in series). With the fixed 2 of
  * before, the sim's recorded traces (bench/policy_matrix.sh, 1.5-3) replayed up to 20% slower
- * than lru while moving 0.97-1.16x the optimum's bytes (lru 1.11-1.87x); with 1/64, at 1.5 as
- * fast as lru but the LSTM trace (10.5% slower), at 2 and 3 up to 6% slower, moving
- * 1.06-1.24x. The synthetic workloads (24-144 kernels a period) are unchanged but hf-decode at
- * 1.5, 2.5% more bytes (docs/results/sim-2026-11-27-young). On the H200 at 1.5 (one call,
- * twentieth session, separate runs, within their spread): GPT bf16 166.8 ms/step against
- * 173.5 with 2, ResNet-50 137.7 against 142.2.
+ * than lru while moving 0.97-1.16x the bytes of Belady under the engine's rules (lru
+ * 1.11-1.87x); with 1/64, at 1.5 as fast as lru but the LSTM trace (10.5% slower), at 2 and 3
+ * up to 6% slower, moving 1.06-1.24x. The synthetic workloads (24-144 kernels a period) are
+ * unchanged but hf-decode at 1.5, 2.6% more bytes (docs/results/sim-2026-11-27-young). On the
+ * H200 at 1.5 (one call, twentieth session, separate runs, within their spread; a first version
+ * of the rule): GPT bf16 166.8 ms/step against 173.5 with 2, ResNet-50 137.7 against 142.2.
  * LEARNED_IDLE_FIRST=1 (off by default): under pressure, the farthest blocks that no queued
  * kernel uses go first, those in use only when they do not suffice. Why: evicting a block in
  * use makes the fetch for its room wait for that kernel; on the GPU lru's clean victims taken

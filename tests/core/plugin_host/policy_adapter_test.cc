@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <future>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/common/config.h"
@@ -125,6 +127,28 @@ TEST_F(PolicyAdapterTest, RetiringRunsFiniOnceAndLaterCallsReachNothing) {
   EXPECT_EQ(engine->stats().kernels, 2u);
   engine.reset();
   EXPECT_EQ(script_.finis, 1) << "not again when the engine goes";
+}
+
+// Another thread holds the engine for good as the process exits (here: inside the policy's
+// on_kernel): retiring gives up after 100 ms and leaves the policy be, rather than hang.
+TEST_F(PolicyAdapterTest, RetiringWhileAnotherThreadHoldsTheEngineLeavesThePolicyBe) {
+  auto engine = make(64 * kMiB);
+  engine->on_alloc(kA, kMiB);
+  std::promise<void> entered, release;
+  std::shared_future<void> released = release.get_future().share();
+  script_.on_kernel = [&](const pump_policy_host_v1_t&, const pump_kernel_v1_t&) {
+    entered.set_value();
+    released.wait();
+  };
+  std::thread launcher([&] { launch(*engine, kA); });
+  entered.get_future().wait();
+  engine->retire_policy();
+  EXPECT_EQ(script_.finis, 0) << "the engine was busy: no fini";
+  release.set_value();
+  launcher.join();
+  script_.on_kernel = nullptr;
+  engine.reset();
+  EXPECT_EQ(script_.finis, 1) << "the engine's own end still runs it";
 }
 
 TEST_F(PolicyAdapterTest, FailedInitLeavesTheEngineWithoutAPolicyAndSkipsFini) {
