@@ -22,8 +22,9 @@ uint64_t mix64(uint64_t x) {  // splitmix64 finalizer
 
 namespace {
 
+// Ends the period followed, confirmed or not (counted once here, whatever ends it); a
+// tentative period's rivals are still followed.
 void drop_period(LearnedPolicy* s) {
-  // A tentative period's rivals are still followed.
   if (s->confirmed) {
     reset_detection(s);
     ++s->summary.ended;
@@ -180,8 +181,6 @@ void forget_everything(LearnedPolicy* s) {
   s->upcoming.clear();
   s->upcoming_requested = {};
   for (KernelRecord& r : s->history) r.ranges.clear();
-  if (s->confirmed) ++s->summary.ended;
-  s->confirmed = false;
   drop_period(s);
   forget_seen(s);
 }
@@ -190,8 +189,6 @@ void pause_observation(LearnedPolicy* s) {
   if (s->paused) return;
   s->paused = true;
   // The kernels run meanwhile are not in the history: no period may span the gap.
-  if (s->confirmed) ++s->summary.ended;
-  s->confirmed = false;
   drop_period(s);
   forget_seen(s);
 }
