@@ -235,7 +235,7 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes,
     const auto bytes = parse_byte_size(*v);
     if (bytes && *bytes >= kGranule && *bytes % kGranule == 0) o.physical_chunk = *bytes;
     else
-      log(LogLevel::kError, "PUMP_VMM_CHUNK='%s' is not a multiple of 2MiB (e.g. 32MiB); using %s", v->c_str(),
+      log(LogLevel::kError, "PUMP_VMM_CHUNK='%s' is not a multiple of 2MiB (e.g. 64MiB); using %s", v->c_str(),
           format_bytes(o.physical_chunk).c_str());
   }
   if (auto v = config.get("VMM_POOL")) {

@@ -9,14 +9,19 @@
 //
 // Each load queues copies of `copy` bytes, 1 GiB each way it loads, an event after each, then
 // maps and grants 16 chunks one at a time and prints each grant's time and how many copies had
-// completed when it returned, and the load's rate.
+// completed when it returned, and the load's rate. Twenty-first session: is the wait a time
+// slice of the copies' channel (about 1 ms, whatever the copy's size)? Then a device-to-host
+// stream of another priority, or copies fed by a thread with at most one or two in flight
+// (the channel idle, or nearly, between them), would let a grant in sooner.
 // SAFETY: 512 MiB of device memory in chunks (128 MiB chunks: 2 GiB), 512 MiB more for the
 // copies, 512 MiB pinned.
 #include <cuda.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include "probe_kernels.cuh"
@@ -34,7 +39,9 @@ struct Load {
   bool in, out;
   bool second_context;  // grant with a second context of the device current
   size_t chunk;
-  bool grant;  // false: the copies alone (their rate without grants)
+  bool grant;         // false: the copies alone (their rate without grants)
+  int priority = 0;   // the device-to-host stream's: 0 as created, -1 the least, 1 the greatest
+  int in_flight = 0;  // device-to-host copies fed by a thread, at most this many queued; 0: all queued first
 };
 
 }  // namespace
@@ -70,9 +77,21 @@ int main() {
       {"copies both ways, 256 MiB each", 256 * kMiB, true, true, false, 32 * kMiB, true},
       {"copies both ways, 64 MiB each, grant from a second context", 64 * kMiB, true, true, true, 32 * kMiB, true},
       {"copies both ways, 64 MiB each, 128 MiB chunks", 64 * kMiB, true, true, false, 128 * kMiB, true},
+      {"copies out only, 64 MiB each, the least priority", 64 * kMiB, false, true, false, 32 * kMiB, true, -1},
+      {"copies out only, 64 MiB each, the greatest priority", 64 * kMiB, false, true, false, 32 * kMiB, true, 1},
+      {"copies out only, 8 MiB each, one in flight, no grants", 8 * kMiB, false, true, false, 32 * kMiB, false, 0, 1},
+      {"copies out only, 8 MiB each, one in flight", 8 * kMiB, false, true, false, 32 * kMiB, true, 0, 1},
+      {"copies out only, 8 MiB each, two in flight", 8 * kMiB, false, true, false, 32 * kMiB, true, 0, 2},
+      {"copies out only, 2 MiB each, one in flight", 2 * kMiB, false, true, false, 32 * kMiB, true, 0, 1},
+      {"copies out only, 32 MiB each, one in flight", 32 * kMiB, false, true, false, 32 * kMiB, true, 0, 1},
   };
+  int least = 0, greatest = 0;
+  CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   for (const Load& load : loads) {
     CHECK(cudaDeviceSynchronize());
+    cudaStream_t out = down;
+    if (load.priority)
+      CHECK(cudaStreamCreateWithPriority(&out, cudaStreamNonBlocking, load.priority < 0 ? least : greatest));
     CUdeviceptr va = 0;
     CHECK_CU(cuMemAddressReserve(&va, kChunks * load.chunk, 0, 0, 0));
     std::vector<CUmemGenericAllocationHandle> handles(kChunks);
@@ -83,10 +102,28 @@ int main() {
     CHECK(cudaEventCreate(&start_up));
     CHECK(cudaEventCreate(&start_down));
     CHECK(cudaEventRecord(start_up, up));
-    CHECK(cudaEventRecord(start_down, down));
+    CHECK(cudaEventRecord(start_down, out));
     std::vector<cudaEvent_t> done_up, done_down;
     const size_t copies = load.copy ? kPerDirection / load.copy : 0;
-    for (size_t i = 0; i < copies; ++i) {
+    if (load.in_flight) {  // the feeder's events, made here so the grants' thread can query them
+      done_down.resize(copies);
+      for (cudaEvent_t& e : done_down) CHECK(cudaEventCreate(&e));
+    }
+    std::atomic<size_t> fed{0};
+    std::thread feeder;
+    if (load.in_flight)
+      feeder = std::thread([&] {
+        for (size_t i = 0; i < copies; ++i) {
+          if (i >= static_cast<size_t>(load.in_flight))
+            while (cudaEventQuery(done_down[i - load.in_flight]) == cudaErrorNotReady) {
+            }
+          const size_t offset = (i * load.copy) % kBuffer;
+          CHECK(cudaMemcpyAsync(host_a + offset, dev_a + offset, load.copy, cudaMemcpyDeviceToHost, out));
+          CHECK(cudaEventRecord(done_down[i], out));
+          fed = i + 1;
+        }
+      });
+    for (size_t i = 0; i < copies && !load.in_flight; ++i) {
       const size_t offset = (i * load.copy) % kBuffer;
       if (load.in) {
         CHECK(cudaMemcpyAsync(dev_b + offset, host_b + offset, load.copy, cudaMemcpyHostToDevice, up));
@@ -95,16 +132,17 @@ int main() {
         CHECK(cudaEventRecord(done_up.back(), up));
       }
       if (load.out) {
-        CHECK(cudaMemcpyAsync(host_a + offset, dev_a + offset, load.copy, cudaMemcpyDeviceToHost, down));
+        CHECK(cudaMemcpyAsync(host_a + offset, dev_a + offset, load.copy, cudaMemcpyDeviceToHost, out));
         done_down.emplace_back();
         CHECK(cudaEventCreate(&done_down.back()));
-        CHECK(cudaEventRecord(done_down.back(), down));
+        CHECK(cudaEventRecord(done_down.back(), out));
       }
     }
     const double t0 = now_ms();
-    auto completed = [](const std::vector<cudaEvent_t>& events) {
+    auto completed = [&](const std::vector<cudaEvent_t>& events) {
       size_t n = 0;
-      for (cudaEvent_t e : events) n += cudaEventQuery(e) == cudaSuccess;
+      const size_t queued = &events == &done_down && load.in_flight ? fed.load() : events.size();
+      for (size_t i = 0; i < queued; ++i) n += cudaEventQuery(events[i]) == cudaSuccess;
       return n;
     };
     std::vector<double> grant_us;
@@ -123,6 +161,7 @@ int main() {
         done_at.push_back(completed(done_up) + completed(done_down));
       }
     const double grants_end = now_ms() - t0;
+    if (feeder.joinable()) feeder.join();
     CHECK(cudaDeviceSynchronize());
     float up_ms = 0, down_ms = 0;
     if (!done_up.empty()) CHECK(cudaEventElapsedTime(&up_ms, start_up, done_up.back()));
@@ -151,6 +190,7 @@ int main() {
     if (load.grant) CHECK_CU(cuMemUnmap(va, kChunks * load.chunk));
     for (auto h : handles) CHECK_CU(cuMemRelease(h));
     CHECK_CU(cuMemAddressFree(va, kChunks * load.chunk));
+    if (out != down) CHECK(cudaStreamDestroy(out));
   }
   CHECK(cudaDeviceSynchronize());
   CHECK_CU(cuCtxDestroy(second));

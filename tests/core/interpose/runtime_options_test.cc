@@ -89,11 +89,11 @@ TEST(RuntimeOptions, DataPathAndVerifyAcceptTheirWords) {
   const RuntimeOptions defaults = parse_runtime_options(*config_with({}));
   EXPECT_EQ(defaults.datapath, DataPath::kCopy) << "the default: vmm, the copy data path on physical chunks";
   EXPECT_TRUE(defaults.physical);
-  RuntimeOptions vmm = parse_runtime_options(*config_with({{"DATAPATH", "vmm"}, {"VMM_CHUNK", "64MiB"}}));
+  RuntimeOptions vmm = parse_runtime_options(*config_with({{"DATAPATH", "vmm"}, {"VMM_CHUNK", "128MiB"}}));
   EXPECT_EQ(vmm.datapath, DataPath::kCopy) << "the copy data path, on physical chunks";
   EXPECT_TRUE(vmm.physical);
-  EXPECT_EQ(vmm.physical_chunk, 64ull << 20);
-  EXPECT_EQ(parse_runtime_options(*config_with({{"DATAPATH", "vmm"}})).physical_chunk, 32ull << 20);
+  EXPECT_EQ(vmm.physical_chunk, 128ull << 20);
+  EXPECT_EQ(parse_runtime_options(*config_with({{"DATAPATH", "vmm"}})).physical_chunk, 64ull << 20);
   EXPECT_EQ(parse_runtime_options(*config_with({{"VMM_POOL", "0"}})).physical_pool, 0u);
   EXPECT_TRUE(parse_runtime_options(*config_with({})).physical_map_first);
   EXPECT_FALSE(parse_runtime_options(*config_with({{"VMM_MAP_FIRST", "0"}})).physical_map_first);

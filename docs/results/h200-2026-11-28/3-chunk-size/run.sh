@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Twenty-first session, call 3: physical chunks of 32 MiB (the default) against 128 MiB on programs in and outside
+# tests/, each pair back to back: GPT bf16 at 1.5 (lru), ResNet-50 at 1.5 (learned), ViT-B/16 at 1.5 (learned,
+# zoo.py, outside tests/), the Llama-shaped decode at half its weights (lru), GPT fp32 at half (lru); then GPT bf16
+# learned at 256 MiB.
+# SAFETY: PUMP_MANAGED_LIMIT = half the free memory; footprints 4.4-8.1 GB on a 140 GB card.
+LIB=$PWD/.device/lib/libpump.so
+R=$OUT/r3; mkdir -p $R
+limit() { echo $(( $(nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits | head -1) * 1024 * 1024 / 2 )); }
+nvidia-smi --query-gpu=name,memory.free,memory.total,driver_version --format=csv > $R/gpu.txt
+stats() { python3 - $R/$1.json <<'PY' 2>/dev/null
+import json, sys
+e = json.load(open(sys.argv[1]))["devices"][0]
+g = lambda k: e.get(k, 0)
+print(f"restored {g('bytes_restored')/1e9:.1f} GB saved {g('bytes_saved')/1e9:.1f} GB waits {g('launch_waits_ns')/1e6:.0f} ms "
+      f"maps {g('backend_physical_maps')} map {g('backend_physical_map_ns')/1e6:.0f} ms grants {g('backend_physical_access_calls')} "
+      f"slow {g('backend_physical_slow_access_calls')} mapped_hw {g('backend_physical_mapped_high_water')/1e9:.2f} GB "
+      f"over {g('backend_physical_over_limit_bytes')/1e9:.2f} GB limit_waits {g('backend_physical_limit_waits')} worker {g('backend_worker_busy_ns')/1e6:.0f} ms")
+PY
+}
+show() { echo "$1 rc=$2 $(grep -o 'iteration_ms=[0-9.]*' $R/$1.txt | cut -d= -f2 | awk '{printf "%.0f ", $1}') $(grep checksum $R/$1.txt | cut -c1-40)"; echo "   $(stats $1)"; }
+run() {  # run NAME BUDGET TIMEOUT ENV... -- ARGS...
+  local name=$1 budget=$2 t=$3; shift 3
+  local envs=(); while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
+  [ $SECONDS -lt 500 ] || { echo "skipped $name (time)"; return; }
+  env "${envs[@]}" PUMP_GPU_BUDGET=$budget LD_PRELOAD=$LIB PUMP_MANAGED_LIMIT=$(limit) PUMP_PLUGINS=cudnn,cublas,launch \
+    PUMP_LOG_LEVEL=info PUMP_STATS=$R/$name.json timeout $t python3 "$@" > $R/$name.txt 2> $R/$name.err
+  show $name $?
+  tar czf $OUT/r3.tgz -C $OUT r3
+}
+gptb="tests/gpu/torch/train_steps.py --model transformer --dtype bf16 --steps 12"
+res="tests/gpu/torch/train_steps.py --model resnet50 --steps 12"
+vit=".device/zoo.py --model vit --steps 10"
+dec="tests/gpu/torch/decode_steps.py --weights-gib 6.5 --tokens 10"
+gpt="tests/gpu/torch/train_steps.py --model transformer --steps 8"
+for c in 32 128; do run gptb-lru-$c 2954188117 60 PUMP_POLICY=lru PUMP_VMM_CHUNK=${c}MiB -- $gptb; done
+for c in 32 128; do run res-learned-$c 4645890730 60 PUMP_POLICY=learned PUMP_VMM_CHUNK=${c}MiB -- $res; done
+for c in 32 128; do run vit-learned-$c 4510274901 60 PUMP_POLICY=learned PUMP_VMM_CHUNK=${c}MiB -- $vit; done
+for c in 32 128; do run dec-lru-$c 3489660928 90 PUMP_POLICY=lru PUMP_VMM_CHUNK=${c}MiB -- $dec; done
+for c in 32 128; do run gpt-lru-$c 4026531840 60 PUMP_POLICY=lru PUMP_VMM_CHUNK=${c}MiB -- $gpt; done
+run gptb-learned-256 2954188117 60 PUMP_POLICY=learned PUMP_VMM_CHUNK=256MiB -- $gptb
+tar czf $OUT/r3.tgz -C $OUT r3 && rm -rf $R
