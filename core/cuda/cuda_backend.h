@@ -42,7 +42,9 @@
 // driver warns that memop ordering is invisible to CUDA and may be serialized wrongly;
 // the likely cycle is the migration waiting for the already-queued kernel on s2 that
 // (invisibly) waits for it. With events every check passed, and the memops path was
-// removed (it was off by default).
+// removed (it was off by default). On the H200 (driver 580.159.04) such a fence hung with
+// physical chunks too, and in the control with no map at all (tests/gpu/memop_vmm_probe.cu,
+// twenty-first session).
 //
 // Capture: nothing is ever enqueued on a stream being captured into a graph
 // (capturing() says so and mark/stream_wait check it). A failed capture query answers

@@ -28,6 +28,9 @@
 // in: no map, no grant).
 // One line per case: the time from the release to the end, and the wrong words in Y (0).
 //
+// Answer (H200, driver 580.159.04, twenty-first session): every case hung, the control too, so
+// the fence itself hangs there; what a map or a grant adds is not known.
+//
 // SAFETY: physical 3 x 64 MiB + 256 MiB, pinned 64 + 256 MiB, managed 64 MiB.
 #include <cuda.h>
 #include <cuda_runtime.h>
