@@ -195,7 +195,8 @@ struct CudaBackendOptions {
   // (core/cuda/physical_chunks.h), dropped by unmapping instead of discarding managed pages.
   bool physical = false;
   // 64 MiB: a grant of access costs about 1 ms per chunk while device-to-host copies run, so
-  // fewer chunks map faster; 128 MiB slowed the decode (H200, twenty-first session, calls 3-5).
+  // fewer chunks map faster; 128 MiB held more memory past the budget (H200, twenty-first
+  // session, calls 3-5).
   uint64_t physical_chunk_bytes = 64ull << 20;
   uint64_t physical_pool_bytes = 2ull << 30;  // PUMP_VMM_POOL: unmapped chunks kept for reuse
   // PUMP_VMM_MAP_FIRST: a batch's fetches mapped before its evictions are queued (CudaBackend::run_job).
