@@ -401,30 +401,19 @@ void CudaBackend::run_job(Job& job) {
   // the restore.
   const bool mapped_first =
       options_.physical_map_first && batch.fetches_can_go_first() && map_physical_up_front(batch, /*early=*/true);
-  // Every fetch mapped first on physical chunks: the room the fetches take is on the device
-  // already (the memory is held to budget + pool, PhysicalChunks::set_limit), so their copies
-  // need not wait for the evictions, and both directions run at once. They still wait for
-  // earlier transfers out of the same blocks (in_waits), and a block leaving and coming back
-  // in one batch is never mapped first (fetches_can_go_first). Managed memory's room is what
-  // the evictions free: a batch with any managed fetch keeps the order.
-  const bool room_mapped = mapped_first && options_.physical_fetch_at_once && batch.prefetch.empty() &&
-                           batch.populate.empty() &&
-                           std::all_of(batch.restore.begin(), batch.restore.end(),
-                                       [&](const ShadowRange& r) { return chunks_->owns(r.address); });
-  const bool fetch_after_out = after_out && !room_mapped;
   auto issue_in_side = [&] {
     if (context_lost_) return;
     // In: wait for earlier transfers out of the same blocks, and for this batch's out
     // work when it frees the room the fetches take; then populate + copy back.
     for (const Fence& f : in_waits) issue_wait(prefetch_stream_, f);
-    if (fetch_after_out) issue_wait(prefetch_stream_, Fence{out_key_, job.value});
+    if (after_out) issue_wait(prefetch_stream_, Fence{out_key_, job.value});
     TransferBatch part;
     part.prefetch = std::move(batch.prefetch);
     issue_plan(prefetch_stream_, part);
     const bool mapped_up_front = mapped_first || map_physical_up_front(batch);
-    issue_fetch_in_groups(batch, in_waits, fetch_after_out, job.value, mapped_up_front);
+    issue_fetch_in_groups(batch, in_waits, after_out, job.value, mapped_up_front);
   };
-  if (!fetch_after_out) {
+  if (!after_out) {
     // The fetches need nothing the evictions free: the in side goes first, so a launch
     // waiting for it goes on while the out side's drops (0.3-0.7 ms of driver time per
     // call on the H100) are issued, and populates do not queue behind those drops in

@@ -201,9 +201,6 @@ struct CudaBackendOptions {
   uint64_t physical_pool_bytes = 2ull << 30;  // PUMP_VMM_POOL: unmapped chunks kept for reuse
   // PUMP_VMM_MAP_FIRST: a batch's fetches mapped before its evictions are queued (CudaBackend::run_job).
   bool physical_map_first = true;
-  // PUMP_VMM_FETCH_AT_ONCE: where map first mapped every fetch of a batch, its restores start
-  // at once, beside its evictions, instead of after them (their room is mapped already).
-  bool physical_fetch_at_once = true;
 };
 
 // Every counter of the backend, once: the stats struct, its atomic twin, the copy

@@ -153,7 +153,6 @@ Engine* Runtime::engine(int device) {
   backend_options.physical_chunk_bytes = options_.physical_chunk;
   backend_options.physical_pool_bytes = options_.physical_pool;
   backend_options.physical_map_first = options_.physical_map_first;
-  backend_options.physical_fetch_at_once = options_.physical_fetch_at_once;
   backend_options.time_fence_queries = !options_.stats_path.empty();
   backend_options.observe_populates = !options_.stats_path.empty();
   std::string why;

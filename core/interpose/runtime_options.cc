@@ -248,12 +248,6 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes,
     if (auto flag = parse_flag(*v)) o.physical_map_first = *flag;
     else log(LogLevel::kError, "PUMP_VMM_MAP_FIRST='%s' is not 0 or 1; using %d", v->c_str(), o.physical_map_first);
   }
-  if (auto v = config.get("VMM_FETCH_AT_ONCE")) {
-    if (auto flag = parse_flag(*v)) o.physical_fetch_at_once = *flag;
-    else
-      log(LogLevel::kError, "PUMP_VMM_FETCH_AT_ONCE='%s' is not 0 or 1; using %d", v->c_str(),
-          o.physical_fetch_at_once);
-  }
   if (auto v = config.get("POPULATE")) {
     using Populate = CudaBackendOptions::Populate;
     if (*v == "discard-and-prefetch") o.populate = Populate::kDiscardAndPrefetch;

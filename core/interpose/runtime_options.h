@@ -47,10 +47,9 @@ struct RuntimeOptions {
   std::string trace_path;               // PUMP_TRACE, likewise
   DataPath datapath = DataPath::kCopy;  // PUMP_DATAPATH: copy | um | vmm (copy, on physical chunks)
   bool physical = true;                 // PUMP_DATAPATH=vmm, the default (CudaBackendOptions::physical)
-  uint64_t physical_chunk = CudaBackendOptions{}.physical_chunk_bytes;        // PUMP_VMM_CHUNK
-  uint64_t physical_pool = CudaBackendOptions{}.physical_pool_bytes;          // PUMP_VMM_POOL
-  bool physical_map_first = CudaBackendOptions{}.physical_map_first;          // PUMP_VMM_MAP_FIRST
-  bool physical_fetch_at_once = CudaBackendOptions{}.physical_fetch_at_once;  // PUMP_VMM_FETCH_AT_ONCE
+  uint64_t physical_chunk = CudaBackendOptions{}.physical_chunk_bytes;  // PUMP_VMM_CHUNK
+  uint64_t physical_pool = CudaBackendOptions{}.physical_pool_bytes;    // PUMP_VMM_POOL
+  bool physical_map_first = CudaBackendOptions{}.physical_map_first;    // PUMP_VMM_MAP_FIRST
   CudaBackendOptions::CopyVia copy_via =
       CudaBackendOptions::CopyVia::kStaging;  // PUMP_COPY_VIA: staging | kernel | engines
   CudaBackendOptions::Populate populate =

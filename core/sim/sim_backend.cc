@@ -104,12 +104,10 @@ BatchFences SimBackend::submit(TransferBatch&& batch) {
     return n;
   };
   const double issue_start = std::max(host_now_, worker_free_);
+  const bool out_first = batch.fetch_after_out && batch.has_out();
   // Physical chunks mapped first (CudaBackend::run_job): the grants come before the out side
-  // is issued, where the fetches wait for it and do not meet it; then (physical_fetch_at_once)
-  // the fetches' room is mapped already and the in side goes first, waiting for nothing of it.
+  // is issued, where the fetches wait for it and do not meet it.
   const bool map_first = model_.physical && model_.physical_map_first && batch.fetches_can_go_first();
-  const bool room_mapped = map_first && model_.physical_fetch_at_once;
-  const bool out_first = batch.fetch_after_out && batch.has_out() && !room_mapped;
   const double out_cost = model_.physical ? 0 : issue_seconds(bytes_of(batch.save) + bytes_of(batch.discard), 0);
   const double in_cost = model_.physical ? grant_seconds(batch, out_first && !map_first)
                                          : issue_seconds(0, bytes_of(batch.populate) + bytes_of(batch.restore));
@@ -144,7 +142,7 @@ BatchFences SimBackend::submit(TransferBatch&& batch) {
     fences.out = queue(kOutStream, OpKind::kEvict, out_waits, batch.evict, fences.out, out_issued);
   }
   if (batch.has_in()) {
-    if (batch.fetch_after_out && !room_mapped && !fences.out.empty()) in_waits.push_back(fences.out);
+    if (batch.fetch_after_out && !fences.out.empty()) in_waits.push_back(fences.out);
     fences.in = queue(kInStream, OpKind::kPrefetch, in_waits, batch.prefetch, Fence{}, in_issued);
     fences.in = queue(kInStream, OpKind::kPrefetch, in_waits, batch.populate, fences.in, in_issued, in_plan.populates,
                       in_plan.by_discard_and_prefetch);

@@ -149,9 +149,6 @@ struct SimDeviceModel {
   double grant_seconds = 23e-6;
   double grant_busy_seconds = 1e-3;
   bool physical_map_first = true;
-  // PUMP_VMM_FETCH_AT_ONCE: a batch mapped first has its fetches' room mapped already, so its
-  // restores wait for earlier transfers only, not for its own evictions.
-  bool physical_fetch_at_once = true;
 };
 
 }  // namespace pump

@@ -359,60 +359,6 @@ TEST_F(PhysicalChunksTest, MapFirstGrantsTheFetchesBeforeTheEvictionsCopiesAreQu
   }
 }
 
-// With every fetch of a batch mapped first, their room is on the device already: the
-// restores go first and wait for none of the batch's evictions (PUMP_VMM_FETCH_AT_ONCE), so
-// both directions run at once. Off, they follow the evictions' copies.
-TEST_F(PhysicalChunksTest, RestoresIntoChunksMappedFirstGoBeforeTheBatchsEvictions) {
-  for (const bool at_once : {false, true}) {
-    SCOPED_TRACE(at_once ? "at once" : "after the evictions");
-    FakeDriverConfig config;
-    config.model_memory = 1;
-    driver_.reset(config);
-    CudaBackendOptions options;
-    options.physical = true;
-    options.physical_chunk_bytes = kChunk;
-    options.physical_fetch_at_once = at_once;
-    backend_ = driver_.backend(options);
-    ASSERT_NE(backend_, nullptr);
-    uint64_t a = 0, c = 0;
-    std::vector<uint8_t> shadow;
-    ASSERT_NO_FATAL_FAILURE(two_saved_chunks(&a, &c, &shadow));
-    const uint64_t s = reinterpret_cast<uint64_t>(shadow.data());
-    const uint64_t d = allocate(kChunk);
-    fill(d, kChunk, 53);
-    std::vector<uint8_t> d_shadow(kChunk, 0);
-    const size_t from = driver_.calls().size();
-    TransferBatch swap;  // d leaves, a and c come back into the room it frees
-    swap.save = {{d, kChunk, reinterpret_cast<uint64_t>(d_shadow.data())}};
-    swap.restore = {{a, kChunk, s}, {c, kChunk, s + kChunk}};
-    swap.fetch_after_out = true;
-    ASSERT_NO_FATAL_FAILURE(run(std::move(swap)));
-    const std::vector<FakeCall> calls = driver_.calls();
-    size_t restore = 0, save = 0, in_stream_waits = 0;
-    uint64_t in_stream = 0;
-    for (size_t i = from; i < calls.size(); ++i) {
-      if (std::strcmp(calls[i].name, "cuMemcpyHtoDAsync") == 0 && !restore) {
-        restore = i + 1;
-        in_stream = calls[i].stream;
-      }
-      if (std::strcmp(calls[i].name, "cuMemcpyDtoHAsync") == 0 && !save) save = i + 1;
-    }
-    for (size_t i = from; i < calls.size(); ++i)
-      in_stream_waits += std::strcmp(calls[i].name, "cuStreamWaitEvent") == 0 && calls[i].stream == in_stream;
-    ASSERT_TRUE(restore && save);
-    EXPECT_EQ(restore < save, at_once) << "the in side first, or after the out side";
-    // The in stream always waits for the populate stream's hand-over; after the evictions
-    // also for their event.
-    EXPECT_EQ(in_stream_waits, at_once ? 1u : 2u);
-    EXPECT_TRUE(holds(a, kChunk, 51) && holds(c, kChunk, 52));
-    EXPECT_TRUE(holds(reinterpret_cast<uint64_t>(d_shadow.data()), kChunk, 53)) << "d saved whole";
-    EXPECT_TRUE(driver_.unmapped(d, kChunk));
-    EXPECT_EQ(driver_.count("<unmapped access>"), 0u);
-    EXPECT_TRUE(backend_->free_physical(a) && backend_->free_physical(c) && backend_->free_physical(d));
-    backend_.reset();
-  }
-}
-
 // The memory held on the device (mapped and pooled) keeps to the budget plus the pool: a
 // chunk brought back past it waits for the releases queued before it.
 TEST_F(PhysicalChunksTest, AMapPastTheBudgetWaitsForTheQueuedReleases) {

@@ -38,8 +38,7 @@ std::unique_ptr<Config> config_with(std::initializer_list<std::pair<const char*,
                           "PIN",
                           "VMM_CHUNK",
                           "VMM_POOL",
-                          "VMM_MAP_FIRST",
-                          "VMM_FETCH_AT_ONCE"})
+                          "VMM_MAP_FIRST"})
     c->set(key, "");
   for (auto& [k, v] : values) c->set(k, v);
   return c;
@@ -97,8 +96,6 @@ TEST(RuntimeOptions, DataPathAndVerifyAcceptTheirWords) {
   EXPECT_EQ(parse_runtime_options(*config_with({{"DATAPATH", "vmm"}})).physical_chunk, 64ull << 20);
   EXPECT_EQ(parse_runtime_options(*config_with({{"VMM_POOL", "0"}})).physical_pool, 0u);
   EXPECT_TRUE(parse_runtime_options(*config_with({})).physical_map_first);
-  EXPECT_TRUE(parse_runtime_options(*config_with({})).physical_fetch_at_once);
-  EXPECT_FALSE(parse_runtime_options(*config_with({{"VMM_FETCH_AT_ONCE", "0"}})).physical_fetch_at_once);
   EXPECT_FALSE(parse_runtime_options(*config_with({{"VMM_MAP_FIRST", "0"}})).physical_map_first);
   EXPECT_TRUE(log.lines().empty());
 }
@@ -264,28 +261,26 @@ TEST(RuntimeOptions, OnPhysicalChunksTheDefaultBudgetLeavesThePoolAndAReserveOfT
 
 INSTANTIATE_TEST_SUITE_P(
     Interpose, RuntimeOptionsBadValue,
-    ::testing::Values(BadValue{"DISABLE", "maybe"}, BadValue{"GPU_BUDGET", "lots"}, BadValue{"GPU_BUDGET", "150%"},
-                      BadValue{"MANAGED_LIMIT", "-3GiB"}, BadValue{"MANAGED_LIMIT", "0"},
-                      BadValue{"PREFETCH_ON_ALLOC", "2"}, BadValue{"WATCH_WHILE_FITS", "sometimes"},
-                      BadValue{"OVERLAP_OUT_IN", "2"}, BadValue{"POPULATE", "prefetch-each"}, BadValue{"PIN", "early"},
-                      BadValue{"FENCE_TRUST_US", "-1"}, BadValue{"FENCE_TRUST_US", "50us"},
-                      BadValue{"FENCE_TRUST_US", "100001"}, BadValue{"FENCE_TRUST_US", " 5"},
-                      BadValue{"DISCARD_HOLD_US", "x"}, BadValue{"SPLIT_GRANULARITY", "100KiB"},
-                      BadValue{"SPLIT_GRANULARITY", "1KiB"}, BadValue{"DATAPATH", "fast"}, BadValue{"DATAPATH", "UM"},
-                      BadValue{"VMM_CHUNK", "3MiB"}, BadValue{"VMM_CHUNK", "1MiB"}, BadValue{"VMM_CHUNK", "big"},
-                      BadValue{"VMM_POOL", "lots"}, BadValue{"VMM_MAP_FIRST", "2"}, BadValue{"VMM_FETCH_AT_ONCE", "2"},
-                      BadValue{"HOST_LIMIT", "lots"}, BadValue{"HOST_LIMIT", "150%"}, BadValue{"HOST_LIMIT", "-1GiB"},
-                      BadValue{"VERIFY", "on"}, BadValue{"COPY_VIA", "bounce"}, BadValue{"PARTITION_ABOVE", "half"},
-                      BadValue{"PARTITION_ABOVE", "150%"},
-                      // below one page: a budget that holds nothing
-                      BadValue{"GPU_BUDGET", "0"}, BadValue{"GPU_BUDGET", "0B"}, BadValue{"GPU_BUDGET", "0.0001"},
-                      BadValue{"GPU_BUDGET", "4095"},
-                      // per device: the whole setting is refused
-                      BadValue{"GPU_BUDGET", "0:8GiB,0:6GiB"}, BadValue{"GPU_BUDGET", "0:8GiB,1:lots"},
-                      BadValue{"GPU_BUDGET", "8GiB,6GiB"}, BadValue{"GPU_BUDGET", "x:8GiB"},
-                      BadValue{"GPU_BUDGET", "0:8GiB,"}, BadValue{"GPU_BUDGET", "1:0"},
-                      BadValue{"GPU_BUDGET", "0:150%"}, BadValue{"MANAGED_LIMIT", "0:16GiB,1:0"},
-                      BadValue{"MANAGED_LIMIT", "1:16GiB,1:8GiB"}, BadValue{"MANAGED_LIMIT", "0:50%"}),
+    ::testing::Values(
+        BadValue{"DISABLE", "maybe"}, BadValue{"GPU_BUDGET", "lots"}, BadValue{"GPU_BUDGET", "150%"},
+        BadValue{"MANAGED_LIMIT", "-3GiB"}, BadValue{"MANAGED_LIMIT", "0"}, BadValue{"PREFETCH_ON_ALLOC", "2"},
+        BadValue{"WATCH_WHILE_FITS", "sometimes"}, BadValue{"OVERLAP_OUT_IN", "2"},
+        BadValue{"POPULATE", "prefetch-each"}, BadValue{"PIN", "early"}, BadValue{"FENCE_TRUST_US", "-1"},
+        BadValue{"FENCE_TRUST_US", "50us"}, BadValue{"FENCE_TRUST_US", "100001"}, BadValue{"FENCE_TRUST_US", " 5"},
+        BadValue{"DISCARD_HOLD_US", "x"}, BadValue{"SPLIT_GRANULARITY", "100KiB"},
+        BadValue{"SPLIT_GRANULARITY", "1KiB"}, BadValue{"DATAPATH", "fast"}, BadValue{"DATAPATH", "UM"},
+        BadValue{"VMM_CHUNK", "3MiB"}, BadValue{"VMM_CHUNK", "1MiB"}, BadValue{"VMM_CHUNK", "big"},
+        BadValue{"VMM_POOL", "lots"}, BadValue{"VMM_MAP_FIRST", "2"}, BadValue{"HOST_LIMIT", "lots"},
+        BadValue{"HOST_LIMIT", "150%"}, BadValue{"HOST_LIMIT", "-1GiB"}, BadValue{"VERIFY", "on"},
+        BadValue{"COPY_VIA", "bounce"}, BadValue{"PARTITION_ABOVE", "half"}, BadValue{"PARTITION_ABOVE", "150%"},
+        // below one page: a budget that holds nothing
+        BadValue{"GPU_BUDGET", "0"}, BadValue{"GPU_BUDGET", "0B"}, BadValue{"GPU_BUDGET", "0.0001"},
+        BadValue{"GPU_BUDGET", "4095"},
+        // per device: the whole setting is refused
+        BadValue{"GPU_BUDGET", "0:8GiB,0:6GiB"}, BadValue{"GPU_BUDGET", "0:8GiB,1:lots"},
+        BadValue{"GPU_BUDGET", "8GiB,6GiB"}, BadValue{"GPU_BUDGET", "x:8GiB"}, BadValue{"GPU_BUDGET", "0:8GiB,"},
+        BadValue{"GPU_BUDGET", "1:0"}, BadValue{"GPU_BUDGET", "0:150%"}, BadValue{"MANAGED_LIMIT", "0:16GiB,1:0"},
+        BadValue{"MANAGED_LIMIT", "1:16GiB,1:8GiB"}, BadValue{"MANAGED_LIMIT", "0:50%"}),
     [](const ::testing::TestParamInfo<BadValue>& info) {
       // e.g. GPU_BUDGET_150_ : the variable and its value, as a test name
       std::string name = std::string(info.param.key) + "_" + info.param.value;
