@@ -240,12 +240,20 @@ double SimBackend::grant_seconds(const TransferBatch& batch, bool after_own_save
   std::vector<Range> fetched = batch.populate;
   for (const ShadowRange& r : batch.restore) fetched.push_back({r.address, r.bytes});
   std::sort(fetched.begin(), fetched.end(), [](const Range& a, const Range& b) { return a.address < b.address; });
-  uint64_t grants = 0, end = 0;
+  // Runs of neighbouring ranges, each granted chunk by chunk.
+  uint64_t grants = 0, run = 0, end = 0;
+  const uint64_t chunk = std::max<uint64_t>(model_.physical_chunk_bytes, 1);
+  auto close_run = [&] {
+    if (run) grants += (run + chunk - 1) / chunk;
+    run = 0;
+  };
   for (const Range& r : fetched) {
     if (r.bytes == 0) continue;
-    if (grants == 0 || r.address != end) ++grants;  // a run of neighbouring ranges: one grant
+    if (r.address != end) close_run();
+    run += r.bytes;
     end = r.address + r.bytes;
   }
+  close_run();
   // A device-to-host copy running when the worker grants: this batch's own where the grants
   // come after it, or an earlier batch's save running now (one still waiting for its
   // kernels is not copying).

@@ -139,15 +139,17 @@ struct SimDeviceModel {
   // populate is a map the worker makes when it issues the batch (no device time); copies run
   // on plain device memory, where the copy engines reach the link both ways at once (H200,
   // seventeenth session: 94.7 GB/s against 55.1 out and 50.4 in alone, pump-datapath-bench
-  // --physical). The worker's cost is the grants of access: one cuMemSetAccess per run of
-  // neighbouring ranges fetched, 23 us, but about 1 ms while a device-to-host copy runs
-  // (tests/gpu/grant_wait_probe.cu, H200). With physical_map_first (PUMP_VMM_MAP_FIRST) a
-  // batch whose fetches wait for its evictions grants before queuing them (so only earlier
+  // --physical). The worker's cost is the grants of access: one per chunk of each run of
+  // neighbouring ranges fetched (a grant over several chunks costs as many: one call over 16
+  // took 16.9 ms, and grants from several threads serialize), 23 us, but about 1 ms while a
+  // device-to-host copy runs (tests/gpu/grant_wait_probe.cu, H200, twenty-first session). With physical_map_first
+  // (PUMP_VMM_MAP_FIRST) a batch whose fetches wait for its evictions grants before queuing them (so only earlier
   // batches' saves can be running); otherwise after.
   bool physical = false;
   double physical_duplex_fraction = 0.9;
   double grant_seconds = 23e-6;
   double grant_busy_seconds = 1e-3;
+  uint64_t physical_chunk_bytes = 64ull << 20;  // CudaBackendOptions::physical_chunk_bytes
   bool physical_map_first = true;
 };
 

@@ -12,7 +12,8 @@
 // completed when it returned, and the load's rate. Twenty-first session: is the wait a time
 // slice of the copies' channel (about 1 ms, whatever the copy's size)? Then a device-to-host
 // stream of another priority, or copies fed by a thread with at most one or two in flight
-// (the channel idle, or nearly, between them), would let a grant in sooner.
+// (the channel idle, or nearly, between them), would let a grant in sooner. And do grants from
+// several threads at once wait their slices together, and one grant over many chunks once?
 // SAFETY: 512 MiB of device memory in chunks (128 MiB chunks: 2 GiB), 512 MiB more for the
 // copies, 512 MiB pinned.
 #include <cuda.h>
@@ -39,9 +40,11 @@ struct Load {
   bool in, out;
   bool second_context;  // grant with a second context of the device current
   size_t chunk;
-  bool grant;         // false: the copies alone (their rate without grants)
-  int priority = 0;   // the device-to-host stream's: 0 as created, -1 the least, 1 the greatest
-  int in_flight = 0;  // device-to-host copies fed by a thread, at most this many queued; 0: all queued first
+  bool grant;             // false: the copies alone (their rate without grants)
+  int priority = 0;       // the device-to-host stream's: 0 as created, -1 the least, 1 the greatest
+  int in_flight = 0;      // device-to-host copies fed by a thread, at most this many queued; 0: all queued first
+  int grant_threads = 1;  // >1: the chunks mapped first, then granted from this many threads at once
+  bool one_call = false;  // the chunks mapped first, then one grant over all of them
 };
 
 }  // namespace
@@ -84,6 +87,12 @@ int main() {
       {"copies out only, 8 MiB each, two in flight", 8 * kMiB, false, true, false, 32 * kMiB, true, 0, 2},
       {"copies out only, 2 MiB each, one in flight", 2 * kMiB, false, true, false, 32 * kMiB, true, 0, 1},
       {"copies out only, 32 MiB each, one in flight", 32 * kMiB, false, true, false, 32 * kMiB, true, 0, 1},
+      {"copies out only, 64 MiB each, grants from 4 threads at once", 64 * kMiB, false, true, false, 32 * kMiB, true, 0,
+       0, 4},
+      {"copies out only, 64 MiB each, grants from 16 threads at once", 64 * kMiB, false, true, false, 32 * kMiB, true,
+       0, 0, 16},
+      {"copies out only, 64 MiB each, one grant over the 16 chunks", 64 * kMiB, false, true, false, 32 * kMiB, true, 0,
+       0, 1, true},
   };
   int least = 0, greatest = 0;
   CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
@@ -148,7 +157,33 @@ int main() {
     std::vector<double> grant_us;
     std::vector<size_t> done_at;
     double map_us = 0;
-    if (load.grant)
+    if (load.grant && (load.grant_threads > 1 || load.one_call)) {
+      for (size_t i = 0; i < kChunks; ++i) {
+        const double t = now_ms();
+        CHECK_CU(cuMemMap(va + i * load.chunk, load.chunk, 0, handles[i], 0));
+        map_us += (now_ms() - t) * 1000.0;
+      }
+      if (load.one_call) {
+        const double t = now_ms();
+        CHECK_CU(cuMemSetAccess(va, kChunks * load.chunk, &access, 1));
+        grant_us.assign(kChunks, (now_ms() - t) * 1000.0 / kChunks);  // per chunk, of the one call
+      } else {
+        grant_us.assign(kChunks, 0);
+        std::vector<std::thread> granters;
+        for (int g = 0; g < load.grant_threads; ++g)
+          granters.emplace_back([&, g] {
+            CHECK_CU(cuCtxSetCurrent(primary));
+            for (size_t i = g; i < kChunks; i += load.grant_threads) {
+              const double t = now_ms();
+              CHECK_CU(cuMemSetAccess(va + i * load.chunk, load.chunk, &access, 1));
+              grant_us[i] = (now_ms() - t) * 1000.0;
+            }
+          });
+        for (std::thread& t : granters) t.join();
+      }
+      done_at.assign(kChunks, completed(done_up) + completed(done_down));
+    }
+    if (load.grant && load.grant_threads == 1 && !load.one_call)
       for (size_t i = 0; i < kChunks; ++i) {
         double t = now_ms();
         CHECK_CU(cuMemMap(va + i * load.chunk, load.chunk, 0, handles[i], 0));

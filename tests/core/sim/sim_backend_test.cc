@@ -800,6 +800,23 @@ TEST(SimBackendPhysical, AGrantWhileASaveRunsCostsTheBusyGrant) {
   }
 }
 
+// A grant costs as much per chunk it spans: a run of neighbouring fetches is granted chunk by
+// chunk (grant_wait_probe.cu: one call over 16 chunks took as long as 16 calls).
+TEST(SimBackendPhysical, ARunOfFetchesIsGrantedChunkByChunk) {
+  SimDeviceModel m = physical_model();
+  m.physical_chunk_bytes = 4 * kMiB;
+  SimBackend b(m);
+  TransferBatch populate;  // 6 MiB and 4 MiB side by side (10 MiB: three chunks), 1 MiB elsewhere
+  populate.populate.push_back({kA, 6 * kMiB});
+  populate.populate.push_back({kA + 6 * kMiB, 4 * kMiB});
+  populate.populate.push_back({kB, kMiB});
+  b.submit(std::move(populate));
+  EXPECT_EQ(b.stats().physical_grants, 4u);
+  EXPECT_NEAR(b.stats().worker_busy_seconds, 4 * 1e-4, 1e-12);
+  b.synchronize();
+  EXPECT_EQ(b.stats().violation_count(), 0u);
+}
+
 // A block leaving and coming back in one batch is not mapped first: its grant comes after
 // its own save.
 TEST(SimBackendPhysical, ABlockLeavingAndComingBackInOneBatchGrantsAfterItsSave) {
