@@ -42,9 +42,12 @@
 // driver warns that memop ordering is invisible to CUDA and may be serialized wrongly;
 // the likely cycle is the migration waiting for the already-queued kernel on s2 that
 // (invisibly) waits for it. With events every check passed, and the memops path was
-// removed (it was off by default). On the H200 (driver 580.159.04) such a fence hung with
-// physical chunks too, and in the control with no map at all (tests/gpu/memop_vmm_probe.cu,
-// twenty-first session).
+// removed (it was off by default). On the H200 (driver 580.159.04, twenty-first session) the
+// probes of such a fence (tests/gpu/memop_fence_probe.cu, memop_vmm_probe.cu) hung only
+// while their kernels loaded lazily (first launched behind a spinning kernel); with
+// CUDA_MODULE_LOADING=EAGER no case hung, unified-memory prefetches and physical chunks
+// included. Whether the H100 hang above was the same is not known; a program's own kernels
+// load lazily, so a counter fence would have to survive that first.
 //
 // Capture: nothing is ever enqueued on a stream being captured into a graph
 // (capturing() says so and mark/stream_wait check it). A failed capture query answers

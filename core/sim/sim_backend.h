@@ -110,7 +110,8 @@ struct SimStats {
   uint64_t deferred_calls = 0;         // prefetch and populate calls the driver deferred
   uint64_t worker_blocked_calls = 0;   // ... of them, calls that blocked the worker (the driver's limit)
   uint64_t bytes_populate_missed = 0;  // dropped pages a populate run at once left unpopulated
-  uint64_t physical_grants = 0;        // model.physical: grants of access the worker made
+  uint64_t physical_grants = 0;        // model.physical: chunks the worker granted access to (the GPU's
+                                       // backend_physical_access_calls counts calls, one per run)
   uint64_t physical_busy_grants = 0;   // ... of them, while a device-to-host copy ran (about 1 ms each)
 
   uint64_t violations_evicted_in_use = 0;

@@ -140,9 +140,10 @@ struct SimDeviceModel {
   // on plain device memory, where the copy engines reach the link both ways at once (H200,
   // seventeenth session: 94.7 GB/s against 55.1 out and 50.4 in alone, pump-datapath-bench
   // --physical). The worker's cost is the grants of access: one per chunk of each run of
-  // neighbouring ranges fetched (a grant over several chunks costs as many: one call over 16
-  // took 16.9 ms, and grants from several threads serialize), 23 us, but about 1 ms while a
-  // device-to-host copy runs (tests/gpu/grant_wait_probe.cu, H200, twenty-first session). With physical_map_first
+  // neighbouring ranges fetched (under device-to-host copies a grant over several chunks
+  // costs as many: one call over 16 took 16.9 ms, and grants from several threads serialize;
+  // idle, per chunk is assumed, not measured), 23 us, but about 1 ms while a device-to-host
+  // copy runs (tests/gpu/grant_wait_probe.cu, H200, twenty-first session). With physical_map_first
   // (PUMP_VMM_MAP_FIRST) a batch whose fetches wait for its evictions grants before queuing them (so only earlier
   // batches' saves can be running); otherwise after.
   bool physical = false;

@@ -14,6 +14,9 @@
 // stream of another priority, or copies fed by a thread with at most one or two in flight
 // (the channel idle, or nearly, between them), would let a grant in sooner. And do grants from
 // several threads at once wait their slices together, and one grant over many chunks once?
+// (A stream made without a priority has the least already, so "the least priority" repeats
+// the first out-only load. With grants from threads or one call, "copies completed" is read
+// once after all of them, and one call's time is shown divided by the chunks.)
 // SAFETY: 512 MiB of device memory in chunks (128 MiB chunks: 2 GiB), 512 MiB more for the
 // copies, 512 MiB pinned.
 #include <cuda.h>
@@ -146,6 +149,8 @@ int main() {
         CHECK(cudaEventCreate(&done_down.back()));
         CHECK(cudaEventRecord(done_down.back(), out));
       }
+    }
+    while (load.in_flight && fed.load() == 0) {  // the grants start once the feeder has queued its first copy
     }
     const double t0 = now_ms();
     auto completed = [&](const std::vector<cudaEvent_t>& events) {

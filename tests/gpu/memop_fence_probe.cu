@@ -2,7 +2,11 @@
 // issued yet, through a stream memory operation, without hanging? (tests/gpu, a one-off probe
 // for the copy data path; not in CI.)
 //
-//   nvcc -O2 -arch=sm_90 -o memop_fence_probe tests/gpu/memop_fence_probe.cu -lcuda && ./memop_fence_probe
+//   nvcc -O2 -arch=sm_90 -o memop_fence_probe tests/gpu/memop_fence_probe.cu -lcuda &&
+//     CUDA_MODULE_LOADING=EAGER ./memop_fence_probe
+// EAGER: the check kernel is first launched while the gate kernel spins, where a lazy load (the
+// default since CUDA 12.2) may wait for the context. Lazily its first case hung (H200, ninth
+// session); eagerly every case passed (twenty-first session, call 12), the unified-memory control too.
 //
 // Why: on the H100 (docs/results, 2026-11-26, eighth session) a launching thread under pressure
 // spends as long waiting for pump's worker to issue the batch its kernel needs as the worker

@@ -2,7 +2,12 @@
 // restore that the worker has not issued yet, through a stream memory operation, without
 // hanging? (tests/gpu, a one-off probe; not in CI.)
 //
-//   nvcc -O2 -arch=sm_90 -o memop_vmm_probe tests/gpu/memop_vmm_probe.cu -lcuda && ./memop_vmm_probe CASE
+//   nvcc -O2 -arch=sm_90 -o memop_vmm_probe tests/gpu/memop_vmm_probe.cu -lcuda &&
+//     CUDA_MODULE_LOADING=EAGER ./memop_vmm_probe CASE
+// EAGER: the check kernels are first launched while the gate kernel spins, and a lazy load
+// (the default since CUDA 12.2) may wait for the context there, hanging every case before
+// the worker starts (twenty-first session, call 12: lazily, the control hung; eagerly, every
+// case passed).
 //
 // Why: a launching thread under pressure waits for pump's worker to issue the batch its
 // kernel needs (an event can only be waited for once recorded): on the H200 (twentieth
@@ -28,8 +33,9 @@
 // in: no map, no grant).
 // One line per case: the time from the release to the end, and the wrong words in Y (0).
 //
-// Answer (H200, driver 580.159.04, twenty-first session): every case hung, the control too, so
-// the fence itself hangs there; what a map or a grant adds is not known.
+// Answer (H200, driver 580.159.04, twenty-first session, call 12, EAGER): no case hangs, every
+// restore checked; the grant under a running save took 1.05 ms. (Calls 1-2 ran lazily and hung
+// in every case, the control too: the lazy load, not the fence.)
 //
 // SAFETY: physical 3 x 64 MiB + 256 MiB, pinned 64 + 256 MiB, managed 64 MiB.
 #include <cuda.h>
