@@ -46,8 +46,10 @@
 // probes of such a fence (tests/gpu/memop_fence_probe.cu, memop_vmm_probe.cu) hung only
 // while their kernels loaded lazily (first launched behind a spinning kernel); with
 // CUDA_MODULE_LOADING=EAGER no case hung, unified-memory prefetches and physical chunks
-// included. Whether the H100 hang above was the same is not known; a program's own kernels
-// load lazily, so a counter fence would have to survive that first.
+// included. But a program's own kernel loading lazily behind such a wait hangs, even with the
+// writer a thread of its own already running (memop_vmm_probe lazy-other, lazy-same): likely the
+// H100 hang above too. A counter fence would need every kernel loaded eagerly
+// (CUDA_MODULE_LOADING=EAGER before the driver starts).
 //
 // Capture: nothing is ever enqueued on a stream being captured into a graph
 // (capturing() says so and mark/stream_wait check it). A failed capture query answers

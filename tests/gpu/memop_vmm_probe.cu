@@ -31,6 +31,11 @@
 // reads a managed buffer, as a program's kernels on the CUDA libraries' managed memory do);
 // mapped, the control (Y's chunk stays mapped, overwritten; the worker only copies the shadow
 // in: no map, no grant).
+// Two more ask what a program's own lazily loaded kernels do behind such a wait, the writer a
+// thread of its own already running: lazy-other (s2 waits for the word, the main thread then
+// launches a kernel never launched before on s1) and lazy-same (that kernel on s2, behind the
+// wait). The worker writes the word after 50 ms. Run these lazily (the default). Answer (call
+// 13): both hang, every time.
 // One line per case: the time from the release to the end, and the wrong words in Y (0).
 //
 // Answer (H200, driver 580.159.04, twenty-first session, call 12, EAGER): no case hangs, every
@@ -98,8 +103,45 @@ void unmap(CUdeviceptr va, size_t bytes, CUmemGenericAllocationHandle h) {
 
 }  // namespace
 
+__global__ void never_launched_before(uint32_t* p) { p[threadIdx.x] = threadIdx.x; }
+
+// lazy-other / lazy-same: a kernel loaded for the first time while s2 waits on the device for a
+// word an independent thread writes later. 0: no hang.
+int lazy_behind_a_wait(bool same_stream) {
+  CHECK(cudaSetDevice(0));
+  CHECK(cudaFree(nullptr));
+  uint32_t* word = nullptr;
+  CHECK(cudaHostAlloc(&word, sizeof(uint32_t), cudaHostAllocMapped | cudaHostAllocPortable));
+  *word = 0;
+  CUdeviceptr word_device = 0;
+  CHECK_CU(cuMemHostGetDevicePointer(&word_device, word, 0));
+  uint32_t* out = nullptr;
+  CHECK(cudaMalloc(&out, 256 * sizeof(uint32_t)));
+  cudaStream_t s1, s2, w;
+  for (cudaStream_t* s : {&s1, &s2, &w}) CHECK(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking));
+  CHECK_CU(cuStreamWaitValue32(reinterpret_cast<CUstream>(s2), word_device, 1, CU_STREAM_WAIT_VALUE_GEQ));
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    CHECK_CU(cuStreamWriteValue32(reinterpret_cast<CUstream>(w), word_device, 1, 0));
+  });
+  const double t0 = now_ms();
+  never_launched_before<<<1, 256, 0, same_stream ? s2 : s1>>>(out);
+  CHECK(cudaGetLastError());
+  const double launched = now_ms() - t0;
+  writer.join();
+  CHECK(cudaDeviceSynchronize());
+  std::printf("%-12s no hang; the launch returned after %.1f ms, all done after %.1f ms\n", g_case.c_str(), launched,
+              now_ms() - t0);
+  std::printf("PASS\n");
+  return 0;
+}
+
 int main(int argc, char** argv) {
   g_case = argc > 1 ? argv[1] : "vmm";
+  if (g_case == "lazy-other" || g_case == "lazy-same") {
+    std::thread(watchdog).detach();
+    return lazy_behind_a_wait(g_case == "lazy-same");
+  }
   const bool late = g_case == "vmm-late", saving = g_case == "vmm-saving", unmapping = g_case == "vmm-unmap",
              managed = g_case == "vmm-managed", mapped = g_case == "mapped";
   if (!late && !saving && !unmapping && !managed && !mapped && g_case != "vmm") {
