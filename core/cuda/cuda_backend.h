@@ -40,16 +40,15 @@
 // tests/gpu/backend_cuda_gpu_test.cu) "gate kernel on s1 -> mark -> batch waits and
 // prefetches -> s2 waits for the batch -> kernel on s2" hung for good with them. The
 // driver warns that memop ordering is invisible to CUDA and may be serialized wrongly;
-// the likely cycle is the migration waiting for the already-queued kernel on s2 that
-// (invisibly) waits for it. With events every check passed, and the memops path was
-// removed (it was off by default). On the H200 (driver 580.159.04, twenty-first session) the
-// probes of such a fence (tests/gpu/memop_fence_probe.cu, memop_vmm_probe.cu) hung only
-// while their kernels loaded lazily (first launched behind a spinning kernel); with
-// CUDA_MODULE_LOADING=EAGER no case hung, unified-memory prefetches and physical chunks
-// included. But a program's own kernel loading lazily behind such a wait hangs, even with the
-// writer a thread of its own already running (memop_vmm_probe lazy-other, lazy-same): likely the
-// H100 hang above too. A counter fence would need every kernel loaded eagerly
-// (CUDA_MODULE_LOADING=EAGER before the driver starts).
+// the guess then was the migration waiting for the already-queued kernel on s2 that
+// (invisibly) waits for it (superseded below: the test's kernel loading lazily). With events every check passed, and
+// the memops path was removed (it was off by default). On the H200 (driver 580.159.04, twenty-first session) the probes
+// of such a fence (tests/gpu/memop_fence_probe.cu, memop_vmm_probe.cu) hung only while their kernels loaded lazily
+// (first launched behind a spinning kernel); with CUDA_MODULE_LOADING=EAGER no case hung, unified-memory prefetches and
+// physical chunks included. But a kernel loading lazily behind such a wait hangs, the word's write queued and the
+// launch never returning (memop_vmm_probe lazy-other, lazy-same; the same kernel loaded before, or EAGER, passes): the
+// H100 test launched its kernel the same way. A counter fence needs every kernel loaded before such a wait is pending
+// (EAGER set before the driver starts), or launches of functions not loaded yet (cuFuncIsLoaded) to wait until none is.
 //
 // Capture: nothing is ever enqueued on a stream being captured into a graph
 // (capturing() says so and mark/stream_wait check it). A failed capture query answers

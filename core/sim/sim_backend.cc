@@ -240,10 +240,9 @@ double SimBackend::grant_seconds(const TransferBatch& batch, bool after_own_save
   std::vector<Range> fetched = batch.populate;
   for (const ShadowRange& r : batch.restore) fetched.push_back({r.address, r.bytes});
   std::sort(fetched.begin(), fetched.end(), [](const Range& a, const Range& b) { return a.address < b.address; });
-  // Runs of neighbouring ranges, each granted chunk by chunk. Approximate: a run's bytes over
-  // the chunk size, where the backend counts the chunks a range spans from its allocation's
-  // base and only those unmapped (a range across a chunk boundary counts one short here, a
-  // fetch into a chunk still mapped one too many).
+  // Runs of neighbouring ranges, each granted chunk by chunk. Approximate, about a chunk per
+  // run either way: a run's bytes over the chunk size, where the backend counts the chunks a
+  // range spans from its allocation's base, those unmapped and those a joined grant spans.
   uint64_t grants = 0, run = 0, end = 0;
   const uint64_t chunk = std::max<uint64_t>(model_.physical_chunk_bytes, 1);
   auto close_run = [&] {

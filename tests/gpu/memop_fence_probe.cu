@@ -14,8 +14,8 @@
 // recorded. A counter fence would let the kernel's stream wait first and the worker issue
 // later: the kernel's stream waits (cuStreamWaitValue32, GEQ) on a word the worker's stream
 // writes (cuStreamWriteValue32) after the batch. An earlier try (unified-memory prefetches as
-// the batch) hung for good; this probe asks whether the copy path's batch (discard, populate,
-// copies through a staging buffer) does, and re-runs the old case as the control.
+// the batch) hung for good (lazily; eagerly it passes: twenty-first session, call 12); this probe asks whether the copy
+// path's batch (discard, populate, copies through a staging buffer) does, and re-runs the old case as the control.
 //
 // Each case, on fresh streams, in this host order:
 //   1. s1 (compute): a gate kernel that spins until the host releases it; event E after it
@@ -25,7 +25,7 @@
 //      idle device): w waits for E, then the batch on w:
 //        copy:      discard X (8 MiB pieces), populate Y, copy Y's bytes back through staging
 //        populate:  populate Y only (no copy; Y checked for nothing)
-//        um:        cudaMemPrefetchAsync Y to the GPU (the control: the case that hung)
+//        um:        cudaMemPrefetchAsync Y to the GPU (the control: the case that hung, lazily)
 //      then cuStreamWriteValue32(word, n) on w
 //   4. the host releases the gate after 50 ms, then synchronizes everything
 // A watchdog thread ends the process after 20 s with "HANG <case>" and exit code 3: the

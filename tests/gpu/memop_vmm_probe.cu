@@ -13,9 +13,9 @@
 // kernel needs (an event can only be waited for once recorded): on the H200 (twentieth
 // session) GPT bf16 at 1.5 spent about 58 ms a step there, the worker busy mapping chunks and
 // granting access. A counter fence would let the kernel's stream wait first
-// (cuStreamWaitValue32, GEQ) and the worker issue later. memop_fence_probe.cu found that this
-// hangs when the batch is unified-memory work (discard, populate, prefetch); on physical
-// chunks the batch is a map, a grant of access and a copy into plain device memory.
+// (cuStreamWaitValue32, GEQ) and the worker issue later. memop_fence_probe.cu hung where the
+// batch is unified-memory work (discard, populate, prefetch), only lazily as it turned out;
+// on physical chunks the batch is a map, a grant of access and a copy into plain device memory.
 //
 // One case per process (a hang ends it: the watchdog prints "HANG <case>" and exits 3):
 //   1. s1: a gate kernel spinning until the host releases it; event E after it
@@ -34,8 +34,8 @@
 // Two more ask what a program's own lazily loaded kernels do behind such a wait, the writer a
 // thread of its own already running: lazy-other (s2 waits for the word, the main thread then
 // launches a kernel never launched before on s1) and lazy-same (that kernel on s2, behind the
-// wait). The worker writes the word after 50 ms. Run these lazily (the default). Answer (call
-// 13): both hang, every time.
+// wait). The worker writes the word after 50 ms. Answer (calls 13-14): lazily both hang, every
+// time; with -warm (the kernel launched once before the wait) or EAGER, both pass.
 // One line per case: the time from the release to the end, and the wrong words in Y (0).
 //
 // Answer (H200, driver 580.159.04, twenty-first session, call 12, EAGER): no case hangs, every
@@ -106,8 +106,10 @@ void unmap(CUdeviceptr va, size_t bytes, CUmemGenericAllocationHandle h) {
 __global__ void never_launched_before(uint32_t* p) { p[threadIdx.x] = threadIdx.x; }
 
 // lazy-other / lazy-same: a kernel loaded for the first time while s2 waits on the device for a
-// word an independent thread writes later. 0: no hang.
-int lazy_behind_a_wait(bool same_stream) {
+// word a thread of its own writes 50 ms later. That thread has made a CUDA call before (as
+// pump's worker has), and with `warm` the kernel was launched once before the wait (the
+// control: no load then). Progress goes to stderr, unbuffered. 0: no hang.
+int lazy_behind_a_wait(bool same_stream, bool warm) {
   CHECK(cudaSetDevice(0));
   CHECK(cudaFree(nullptr));
   uint32_t* word = nullptr;
@@ -119,15 +121,31 @@ int lazy_behind_a_wait(bool same_stream) {
   CHECK(cudaMalloc(&out, 256 * sizeof(uint32_t)));
   cudaStream_t s1, s2, w;
   for (cudaStream_t* s : {&s1, &s2, &w}) CHECK(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking));
-  CHECK_CU(cuStreamWaitValue32(reinterpret_cast<CUstream>(s2), word_device, 1, CU_STREAM_WAIT_VALUE_GEQ));
+  CUmoduleLoadingMode mode{};
+  if (cuModuleGetLoadingMode(&mode) == CUDA_SUCCESS)
+    std::fprintf(stderr, "loading mode: %s\n", mode == CU_MODULE_LAZY_LOADING ? "lazy" : "eager");
+  if (warm) {
+    never_launched_before<<<1, 256, 0, s1>>>(out);
+    CHECK(cudaDeviceSynchronize());
+  }
+  std::atomic<bool> writer_ready{false};
   std::thread writer([&] {
+    CHECK(cudaSetDevice(0));
+    CHECK_CU(cuStreamWriteValue32(reinterpret_cast<CUstream>(w), word_device, 0, 0));  // its first call, done
+    CHECK(cudaStreamSynchronize(w));
+    writer_ready = true;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     CHECK_CU(cuStreamWriteValue32(reinterpret_cast<CUstream>(w), word_device, 1, 0));
+    std::fprintf(stderr, "the word's write queued\n");
   });
+  while (!writer_ready) {
+  }
+  CHECK_CU(cuStreamWaitValue32(reinterpret_cast<CUstream>(s2), word_device, 1, CU_STREAM_WAIT_VALUE_GEQ));
   const double t0 = now_ms();
   never_launched_before<<<1, 256, 0, same_stream ? s2 : s1>>>(out);
   CHECK(cudaGetLastError());
   const double launched = now_ms() - t0;
+  std::fprintf(stderr, "the launch returned\n");
   writer.join();
   CHECK(cudaDeviceSynchronize());
   std::printf("%-12s no hang; the launch returned after %.1f ms, all done after %.1f ms\n", g_case.c_str(), launched,
@@ -138,9 +156,9 @@ int lazy_behind_a_wait(bool same_stream) {
 
 int main(int argc, char** argv) {
   g_case = argc > 1 ? argv[1] : "vmm";
-  if (g_case == "lazy-other" || g_case == "lazy-same") {
+  if (g_case.rfind("lazy-", 0) == 0) {  // lazy-other, lazy-same, and with -warm the control
     std::thread(watchdog).detach();
-    return lazy_behind_a_wait(g_case == "lazy-same");
+    return lazy_behind_a_wait(g_case.find("same") != std::string::npos, g_case.find("warm") != std::string::npos);
   }
   const bool late = g_case == "vmm-late", saving = g_case == "vmm-saving", unmapping = g_case == "vmm-unmap",
              managed = g_case == "vmm-managed", mapped = g_case == "mapped";

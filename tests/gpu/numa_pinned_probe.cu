@@ -7,7 +7,7 @@
 // session (106-143 ms a token at the same settings). pump pins its shadows by
 // registering memory it mapped itself (core/cuda/host_pinner.cc), placed wherever the kernel
 // puts the first touch. If the host has several NUMA nodes and the copies run slower from the
-// far one, where a run's slabs land would give two groups like these.
+// far one, where a run's slabs land would give run-to-run differences like these.
 //
 // Prints the node count, the device's host NUMA id (CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID), then
 // per node: 512 MiB mapped, bound there (mbind), touched, registered; four 64 MiB copies
