@@ -55,19 +55,7 @@ constexpr size_t kBlock = 64 * kMiB;
 constexpr size_t kPiece = 8 * kMiB;
 constexpr size_t kSlot = 16 * kMiB;
 
-__global__ void gate_kernel(volatile int* release) {
-  while (*release == 0) {
-  }
-}
-
 std::atomic<const char*> g_case{"setup"};
-
-void watchdog() {
-  std::this_thread::sleep_for(std::chrono::seconds(20));
-  std::printf("HANG %s: no progress in 20 s (the case deadlocks)\n", g_case.load());
-  std::fflush(stdout);
-  _exit(3);
-}
 
 void discard_pieces(char* base, size_t bytes, cudaStream_t s) { discard_in_pieces(base, bytes, kPiece, s); }
 
@@ -79,7 +67,7 @@ void populate_pieces(char* base, size_t bytes, int device, cudaStream_t s) {
 }  // namespace
 
 int main() {
-  std::thread(watchdog).detach();
+  start_hang_watchdog([] { return std::string(g_case.load()); });
   int device = 0;
   CHECK(cudaSetDevice(device));
   CHECK(cudaFree(nullptr));

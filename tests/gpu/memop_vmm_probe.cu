@@ -64,11 +64,6 @@ constexpr size_t kMiB = size_t{1} << 20;
 constexpr size_t kChunk = 64 * kMiB;
 constexpr size_t kSave = 256 * kMiB;
 
-__global__ void gate_kernel(volatile int* release) {
-  while (*release == 0) {
-  }
-}
-
 __global__ void read_sum(const uint32_t* p, size_t words, unsigned long long* out) {
   unsigned long long s = 0;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < words; i += size_t(gridDim.x) * blockDim.x)
@@ -77,13 +72,6 @@ __global__ void read_sum(const uint32_t* p, size_t words, unsigned long long* ou
 }
 
 std::string g_case;
-
-void watchdog() {
-  std::this_thread::sleep_for(std::chrono::seconds(20));
-  std::printf("HANG %s: no progress in 20 s (the case deadlocks)\n", g_case.c_str());
-  std::fflush(stdout);
-  _exit(3);
-}
 
 // A reservation of `bytes` backed by one new physical allocation, read-write for device 0.
 CUmemGenericAllocationHandle map_new(CUdeviceptr va, size_t bytes) {
@@ -157,7 +145,7 @@ int lazy_behind_a_wait(bool same_stream, bool warm) {
 int main(int argc, char** argv) {
   g_case = argc > 1 ? argv[1] : "vmm";
   if (g_case.rfind("lazy-", 0) == 0) {  // lazy-other, lazy-same, and with -warm the control
-    std::thread(watchdog).detach();
+    start_hang_watchdog([] { return g_case; });
     return lazy_behind_a_wait(g_case.find("same") != std::string::npos, g_case.find("warm") != std::string::npos);
   }
   const bool late = g_case == "vmm-late", saving = g_case == "vmm-saving", unmapping = g_case == "vmm-unmap",
@@ -166,7 +154,7 @@ int main(int argc, char** argv) {
     std::printf("unknown case %s (vmm, vmm-late, vmm-saving, vmm-unmap, vmm-managed, mapped)\n", g_case.c_str());
     return 2;
   }
-  std::thread(watchdog).detach();
+  start_hang_watchdog([] { return g_case; });
   CHECK(cudaSetDevice(0));
   CHECK(cudaFree(nullptr));
 

@@ -5,6 +5,7 @@
 
 #include <cuda.h>
 #include <cuda_runtime.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -158,4 +160,22 @@ inline void discard_in_pieces(char* base, size_t bytes, size_t piece, cudaStream
     sizes.push_back(piece);
   }
   CHECK(cudaMemDiscardBatchAsync(ptrs.data(), sizes.data(), ptrs.size(), 0, s));
+}
+
+// A kernel spinning until the host writes *release (mapped host memory): the memop probes'
+// gate, holding a stream busy while another waits.
+__global__ void gate_kernel(volatile int* release) {
+  while (*release == 0) {
+  }
+}
+
+// Ends the process after `seconds` with "HANG <case>" and exit code 3, naming the case
+// `name()` gives then: a probe's deadlocking case is its answer, not a stuck machine.
+inline void start_hang_watchdog(std::function<std::string()> name, int seconds = 20) {
+  std::thread([name = std::move(name), seconds] {
+    std::this_thread::sleep_for(std::chrono::seconds(seconds));
+    std::printf("HANG %s: no progress in %d s (the case deadlocks)\n", name().c_str(), seconds);
+    std::fflush(stdout);
+    _exit(3);
+  }).detach();
 }
