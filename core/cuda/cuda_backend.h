@@ -49,6 +49,10 @@
 // launch never returning (memop_vmm_probe lazy-other, lazy-same; the same kernel loaded before, or EAGER, passes): the
 // H100 test launched its kernel the same way. A counter fence needs every kernel loaded before such a wait is pending
 // (EAGER set before the driver starts), or launches of functions not loaded yet (cuFuncIsLoaded) to wait until none is.
+// Tried end to end (twenty-second session, docs/results/h200-2026-11-27g/, patch there): counters for plain kernel
+// launches under EAGER made GPT bf16 learned 20% faster, but ResNet-50 and the decode hung (cause not found), and a
+// copy, set or library call cannot wait that way on physical chunks: the driver checks their addresses when queued,
+// before the worker mapped them. Events stay.
 //
 // Capture: nothing is ever enqueued on a stream being captured into a graph
 // (capturing() says so and mark/stream_wait check it). A failed capture query answers
