@@ -50,10 +50,11 @@
 // H100 test launched its kernel the same way. A counter fence needs every kernel loaded before such a wait is pending
 // (EAGER set before the driver starts), or launches of functions not loaded yet (cuFuncIsLoaded) to wait until none is.
 // Tried end to end (twenty-second session, docs/results/h200-2026-11-27g/, patch there): counters for plain kernel
-// launches under EAGER made GPT bf16 learned 18-22% faster, but ResNet-50 and the decode hung (cublasCreate loading
-// through a cuGetProcAddress pointer behind pending waits; with that redirected, on a device wait not found), and a
-// copy, set or library call cannot wait that way on physical chunks: the driver checks their addresses when queued,
-// before the worker mapped them. Events stay.
+// launches under EAGER made GPT bf16 learned 18-22% faster, but ResNet-50 and the decode hung: cublasCreate loaded
+// through a cuGetProcAddress pointer behind pending waits, and with that redirected the load hook's wait for the
+// pending batch timed out after 30 s (cause not found). And a copy or set (probably a library call too) cannot wait
+// that way on physical chunks: the driver checks their addresses when queued, before the worker mapped them. Events
+// stay.
 //
 // Capture: nothing is ever enqueued on a stream being captured into a graph
 // (capturing() says so and mark/stream_wait check it). A failed capture query answers
