@@ -51,10 +51,10 @@
 // (EAGER set before the driver starts), or launches of functions not loaded yet (cuFuncIsLoaded) to wait until none is.
 // Tried end to end (twenty-second session, docs/results/h200-2026-11-27g/, patch there): counters for plain kernel
 // launches under EAGER made GPT bf16 learned 18-22% faster, but ResNet-50 and the decode hung: cublasCreate loaded
-// through a cuGetProcAddress pointer behind pending waits, and with that redirected the load hook's wait for the
-// pending batch timed out after 30 s (cause not found). And a copy or set (probably a library call too) cannot wait
-// that way on physical chunks: the driver checks their addresses when queued, before the worker mapped them. Events
-// stay.
+// through a cuGetProcAddress pointer behind pending waits, and with that redirected a host wait for a pending batch
+// (probably the load hook's) timed out after 30 s: the batch never completed (cause not found). And a copy or set
+// (probably a library call too) cannot wait that way on physical chunks: the driver checks their addresses when queued,
+// before the worker mapped them. Events stay.
 //
 // Capture: nothing is ever enqueued on a stream being captured into a graph
 // (capturing() says so and mark/stream_wait check it). A failed capture query answers
