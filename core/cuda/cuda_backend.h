@@ -35,26 +35,14 @@
 // worker draining) again depends only on older fences.
 //
 // Why events, not counters. Counter fences through stream memory operations
-// (cuStreamWriteValue64/cuStreamWaitValue64) would let a compute stream wait for a
-// batch before the worker issued it, but on the H100 (driver 580.159, CUDA 13.0;
-// tests/gpu/backend_cuda_gpu_test.cu) "gate kernel on s1 -> mark -> batch waits and
-// prefetches -> s2 waits for the batch -> kernel on s2" hung for good with them. The
-// driver warns that memop ordering is invisible to CUDA and may be serialized wrongly;
-// the guess then was the migration waiting for the already-queued kernel on s2 that
-// (invisibly) waits for it (superseded below: the test's kernel loading lazily). With events every check passed, and
-// the memops path was removed (it was off by default). On the H200 (driver 580.159.04, twenty-first session) the probes
-// of such a fence (tests/gpu/memop_fence_probe.cu, memop_vmm_probe.cu) hung only while their kernels loaded lazily
-// (first launched behind a spinning kernel); with CUDA_MODULE_LOADING=EAGER no case hung, unified-memory prefetches and
-// physical chunks included. But a kernel loading lazily behind such a wait hangs, the word's write queued and the
-// launch never returning (memop_vmm_probe lazy-other, lazy-same; the same kernel loaded before, or EAGER, passes): the
-// H100 test launched its kernel the same way. A counter fence needs every kernel loaded before such a wait is pending
-// (EAGER set before the driver starts), or launches of functions not loaded yet (cuFuncIsLoaded) to wait until none is.
-// Tried end to end (twenty-second session, docs/results/h200-2026-11-27g/, patch there): counters for plain kernel
-// launches under EAGER made GPT bf16 learned 18-22% faster, but ResNet-50 and the decode hung: cublasCreate loaded
-// through a cuGetProcAddress pointer behind pending waits, and with that redirected a host wait for a pending batch
-// (probably the load hook's) timed out after 30 s: the batch never completed (cause not found). And a copy or set
-// (probably a library call too) cannot wait that way on physical chunks: the driver checks their addresses when queued,
-// before the worker mapped them. Events stay.
+// (cuStreamWriteValue64/cuStreamWaitValue64) would let a compute stream wait for a batch
+// before the worker issued it, and so spare the launching thread its wait. Tried on the
+// H100 and the H200, they deadlock: code loaded while such a wait is pending hangs (a lazily
+// loaded kernel; cublasCreate's cuLibraryLoadData), and with explicit loads held off until no
+// wait was pending, ResNet-50 and a decode still hung (cause not found). On physical chunks
+// a copy or set (probably a library call too) queued before the worker mapped its memory
+// fails. Where they ran, GPT bf16 learned was 18-22% faster. The history and the patches:
+// docs/architecture.md ("Counter fences for kernel launches") and docs/results/.
 //
 // Capture: nothing is ever enqueued on a stream being captured into a graph
 // (capturing() says so and mark/stream_wait check it). A failed capture query answers
