@@ -21,7 +21,7 @@
  * are discarded, not written back; spaces around a name are ignored; passes after "any" find
  * nothing left to take), and "cyclic" (lru_evict_cyclic: clean blocks on a loop, due back
  * latest first, but the last kernel's, when the block the passes after it would take is on a
- * loop too; dirty ones only where that block is dirty). "any" ends
+ * loop too). "any" ends
  * the list when it is not named; at most 6 passes. Default "idle-dead,cyclic,idle-clean,any".
  * Why: from a loop larger than the budget (a decoder's weights, read once a token) recency
  * takes the block due back soonest. On the H200, vmm, the decode at half its weights (one
@@ -33,15 +33,6 @@
  * 55.2 ms against 55.0 and recency's 70.2) and trains exactly as recency (training-loop,
  * conv, mlp and the recorded traces but zoo_opt, 1-4% slower); bench/policy_matrix.sh finds
  * no configuration of it slower than "none" (docs/results, eighteenth session).
- * Dirty loop blocks too, where LRU's own pick is dirty (a save either way): before, a loop read
- * and written (pump-bench's cycle) kept strict LRU. bench/policy_matrix.sh (sim, 4 iterations,
- * lru's bytes in + written back over oracle-engine's, before -> after, 2026-11-27): cycle
- * x1.02-1.05 16 -> 11, x1.1 8 -> 5.7, x1.5-3 2.67/1.78/1.45 -> 2.11/1.52/1.30 (steady 1.0 from
- * the fourth iteration: the first three learn the gaps); grad-accum x1.02/1.05/1.1 6.0/4.0/2.96
- * -> 3.44/3.18/2.64; decode-grow x1.02-1.1 6.0/2.0/1.51 -> 1.00; prefill-decode x3 1.50 -> 1.08
- * (time over none 0.156 -> 0.122); zoo_opt x1.5 1.54 -> 1.44; no row moved more or ran slower
- * by over 2%. Taking dirty loop blocks against a clean pick moved more (hf-decode x1.5-2
- * +9-16%, prefill-decode x1.5-2 +14-19%). Not yet on the GPU.
  * LRU_LOOP_GAPS (PUMP_LRU_LOOP_GAPS): how many equal reuse gaps in a row put a block on a loop,
  * 2 (default) or 3. On the H200 (one call) 3 decoded at 135-141 against 113-141 ms/token and
  * trained GPT at 268-275 against 274-290: within the calls' noise, so the one that warms up a
@@ -294,8 +285,7 @@ static size_t lru_whole_list(lru_state_t* lru, size_t window) {
 /* The "cyclic" pass. From a loop larger than the budget (a decoder's weights, read once a
  * token) LRU takes exactly the wrong block: the one due back soonest, so every block of
  * the loop misses every lap. So when the block the later passes would take first is
- * itself on a loop, clean blocks on loops (dirty ones too if it is dirty) due back after it go
- * first, the latest first
+ * itself on a loop, clean blocks on loops due back after it go first, the latest first
  * (Belady where the gaps predict), even those a queued kernel uses: the blocks just used
  * stay out, the rest stay in for the next lap. Where the block LRU would take has no
  * steady period (training: a weight is read forward, backward, then written), its order
@@ -307,14 +297,12 @@ static uint64_t lru_evict_cyclic(lru_state_t* lru, size_t pass, uint64_t seq, ui
   const pump_block_v1_t* list = c->items;
   uint64_t freed = 0, fallback_next_use;
   size_t n, i, num_picks = 0;
-  int fallback_clean;
   /* LRU's pick from the window every pass shares (this runs at every pressure; none there:
    * the later passes decide) ... */
   n = host->eviction_candidates(host, PUMP_ALL_ROLES, c->items, c->capacity);
   if (n > c->capacity) n = c->capacity;
   fallback = fallback_victim(lru, pass, c, n);
   fallback_next_use = fallback != NULL ? predicted_next_use(lru, fallback) : 0;
-  fallback_clean = fallback != NULL && (fallback->flags & PUMP_BLOCK_CLEAN);
   ++lru->cyclic_passes;
   if (fallback_next_use <= seq) return 0; /* not on a loop, or overdue: LRU's pick stands */
   /* ... then the whole list, where the window did not hold it (into a buffer of its own):
@@ -332,11 +320,7 @@ static uint64_t lru_evict_cyclic(lru_state_t* lru, size_t pass, uint64_t seq, ui
   }
   for (i = 0; i < n; ++i) {
     uint64_t next_use;
-    if (policy_block_is_young(&list[i], seq, LRU_CYCLIC_MIN_AGE)) continue;
-    /* A dirty block costs a save: only where LRU's pick costs one too (a loop read and
-     * written, such as pump-bench's cycle). Dirty ones against a clean pick moved more
-     * (hf-decode x1.5-2 +9-16%, prefill-decode x1.5-2 +14-19%). */
-    if (!(list[i].flags & PUMP_BLOCK_CLEAN) && fallback_clean) continue;
+    if (!(list[i].flags & PUMP_BLOCK_CLEAN) || policy_block_is_young(&list[i], seq, LRU_CYCLIC_MIN_AGE)) continue;
     next_use = predicted_next_use(lru, &list[i]);
     if (next_use <= fallback_next_use) continue;
     lru->picks[num_picks].next_use = next_use;

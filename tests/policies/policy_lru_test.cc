@@ -201,31 +201,6 @@ TEST(PolicyLru, WithThreeLoopGapsTwoEqualGapsAreNoLoopAndTheLeastRecentlyUsedBlo
   EXPECT_EQ(loop_victims("3"), std::vector<uint64_t>{1}) << "a, least recently used";
 }
 
-// Runs `steps` times the kernels of `step` (each a list of block ids) through the policy, as
-// the engine would: each block's last_use is the previous kernel that used it.
-void RunSteps(FakePolicyHost& host, PolicyInstance& policy, const std::vector<std::vector<uint64_t>>& step, int steps) {
-  for (int s = 0; s < steps; ++s)
-    for (const std::vector<uint64_t>& ids : step) {
-      const uint64_t seq = host.next_kernel_seq();
-      policy.on_kernel(host.begin_kernel(ids));
-      host.end_kernel();
-      for (uint64_t id : ids) host.set_last_use(id, seq);
-    }
-}
-
-TEST(PolicyLru, TheDefaultVictimsTakeADirtyLoopBlockWhenLruWouldTakeADirtyOneDueSooner) {
-  // pump-bench's cycle: eight blocks, each read and written once a lap (dirty), three laps.
-  FakePolicyHost host(1000);
-  std::vector<std::vector<uint64_t>> lap;
-  for (int i = 0; i < 8; ++i) lap.push_back({host.add_block(10, PUMP_ROLE_ACTIVATION, true)});
-  PolicyInstance policy("lru", host);
-  ASSERT_TRUE(policy.ready());
-  RunSteps(host, policy, lap, 3);
-  policy.on_pressure(host.begin_kernel({1}), 10);
-  EXPECT_EQ(host.evicted_ids(), std::vector<uint64_t>{7})
-      << "LRU would take 2, due back next; 8 was used by the kernel just before (its eviction would wait for it)";
-}
-
 TEST(PolicyLru, ABadLoopGapsIsOneWarningAndTheDefault) {
   FakePolicyHost host(1000);
   host.set_config("LRU_LOOP_GAPS", "4");
