@@ -52,6 +52,12 @@ struct ConfigResult {
   uint64_t bytes_discarded = 0;   // dropped from the device without write-back (clean + dead)
   uint64_t bytes_populated = 0;   // brought back without a copy
   uint64_t peak_resident_bytes = 0;
+  // Sim runs with an engine: the host time a launch spent deciding, measured on the machine
+  // running pump-bench (EngineStats' launch phases over its kernels), in ns per launch: the
+  // policy's own calls (on_kernel, on_pressure with the engine's fallback), and everything
+  // under the engine lock. The sim's simulated seconds do not include it. 0: not measured.
+  double policy_ns_per_launch = 0;
+  double locked_ns_per_launch = 0;
 
   uint64_t bytes_brought_in() const { return bytes_prefetched + bytes_restored + bytes_faulted; }
   uint64_t bytes_written_back() const { return bytes_evicted + bytes_saved; }

@@ -103,6 +103,8 @@ void write_json(std::ostream& out, const BenchReport& report) {
                        {"bytes_saved_per_iteration", r.bytes_saved},
                        {"bytes_populated_per_iteration", r.bytes_populated},
                        {"peak_resident_bytes", r.peak_resident_bytes},
+                       {"policy_ns_per_launch", r.policy_ns_per_launch},
+                       {"locked_ns_per_launch", r.locked_ns_per_launch},
                        {"iterations", iterations_json(r.iterations)},
                        {"violations", r.violations},
                        {"violation_texts", r.violation_texts},

@@ -50,6 +50,17 @@ void fill_from_run(const SimRun& run, ConfigResult* row) {
   row->violation_texts = run.violations;
 }
 
+// What deciding cost the launching thread on this machine, per kernel: the simulated
+// seconds leave it out, so a policy that moves the same bytes with more work per launch
+// looks as fast in them (lru's cyclic pass ranking dirty blocks too: the same bytes in the
+// sim and on the H200, GPT bf16 11-12% slower there; docs/results, twenty-third session).
+void fill_host_time(const EngineStats& s, ConfigResult* row) {
+  if (s.kernels == 0) return;
+  const double kernels = static_cast<double>(s.kernels);
+  row->policy_ns_per_launch = static_cast<double>(s.launch_policy_ns + s.launch_pressure_ns) / kernels;
+  row->locked_ns_per_launch = static_cast<double>(s.launch_locked_ns) / kernels;
+}
+
 // The workload with no engine at all: what the program does without pump.
 SimRun run_native(const SimWorkload& w, SimBackend& backend) {
   SimRun run;
@@ -104,6 +115,7 @@ EngineOptions engine_options(uint64_t budget, const std::string& datapath, const
     options.partition_above_bytes = *v == "off" ? 0 : parse_budget(*v, budget).value_or(budget / 2);
   options.budget_bytes = budget;
   options.datapath = datapath == "um" ? DataPath::kUnified : DataPath::kCopy;
+  options.time_launches = true;  // the rows' host ns per launch (fill_host_time)
   if (options.datapath == DataPath::kCopy) {
     constexpr uint64_t slab = ShadowStore::kDefaultSlabBytes;
     options.host_limit_bytes = (w.footprint_bytes() / slab + 2) * slab;
@@ -241,6 +253,7 @@ std::vector<ConfigResult> run_sim_matrix(const SimMatrix& matrix, const SimProgr
           continue;
         }
         fill_from_run(run_workload(w, engine, backend), &row);
+        fill_host_time(engine.stats(), &row);
         own_bound(&row);
         progress(index, total, row, true);
         rows.push_back(row);

@@ -68,6 +68,11 @@ TEST(PumpBenchEndToEnd, SimTrainingLoopHasEveryConfigurationAndLruBeatsNoneAtTwo
   EXPECT_GT(as_uint(lru_row.at("bytes_brought_in_per_iteration")).value_or(0), 0u);
   EXPECT_EQ(lru_row.at("datapath").get<std::string>(), "vmm") << "the library's default";
   EXPECT_EQ(none_row.at("datapath").get<std::string>(), "um");
+  // The host time of deciding, measured per launch where an engine ran (not the simulated seconds).
+  const double policy_ns = lru_row.at("policy_ns_per_launch").get<double>();
+  EXPECT_GT(policy_ns, 0.0);
+  EXPECT_GE(lru_row.at("locked_ns_per_launch").get<double>(), policy_ns);
+  EXPECT_EQ(rows[std::make_pair(2.0, std::string("native"))]->at("locked_ns_per_launch").get<double>(), 0.0);
   std::filesystem::remove(json);
 }
 
