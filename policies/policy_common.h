@@ -110,6 +110,16 @@ static inline int policy_block_is_young(const pump_block_v1_t* b, uint64_t seq, 
  * the kernels in between (see policy_block_is_young). */
 #define POLICY_MIN_AGE 3u
 
+/* Up to `max` eviction candidates of `role_mask` into `out`, least recently used first:
+ * those passing `filter` where the host can filter (SDK 1.4: it then skips the others
+ * before their costlier flags), else all of them (the caller filters). */
+static inline size_t policy_candidates_fetch(const pump_policy_host_v1_t* host, uint32_t role_mask,
+                                             policy_block_filter_t filter, pump_block_v1_t* out, size_t max) {
+  if (filter.mask != 0 && PUMP_HAS_MEMBER(host, pump_policy_host_v1_t, eviction_candidates_matching))
+    return host->eviction_candidates_matching(host, role_mask, filter.mask, filter.want, out, max);
+  return host->eviction_candidates(host, role_mask, out, max);
+}
+
 /* Evicts candidates of `role_mask` that pass `filter` and are not young for kernel
  * `seq` (policy_block_is_young with `min_age`; 0: any age), least recently used
  * first, until `bytes_needed` are freed or none is left. Dead blocks are discarded
@@ -122,7 +132,7 @@ static inline uint64_t policy_evict_lru_aged(policy_base_t* base, uint32_t role_
   while (freed < bytes_needed) {
     uint64_t freed_this_window = 0;
     size_t i;
-    size_t n = host->eviction_candidates(host, role_mask, c->items, c->capacity);
+    size_t n = policy_candidates_fetch(host, role_mask, filter, c->items, c->capacity);
     if (n > c->capacity) n = c->capacity; /* a faulty host must not make us read past the buffer */
     for (i = 0; i < n && freed < bytes_needed; ++i) {
       const pump_block_v1_t* b = &c->items[i];

@@ -270,9 +270,10 @@ static const pump_block_v1_t* fallback_victim(const lru_state_t* lru, size_t pas
   return NULL;
 }
 
-/* Every candidate into lru->all (a buffer apart from the window every pass shares), grown
- * from `window` entries until it holds them all; how many, 0 when memory could not be had. */
-static size_t lru_whole_list(lru_state_t* lru, size_t window) {
+/* Every candidate passing `filter` into lru->all (a buffer apart from the window every pass
+ * shares), grown from `window` entries until it holds them all; how many, 0 when memory could
+ * not be had. A host before SDK 1.4 returns every candidate: the caller filters. */
+static size_t lru_whole_list(lru_state_t* lru, size_t window, policy_block_filter_t filter) {
   const pump_policy_host_v1_t* host = lru->base.host;
   policy_candidates_t* all = &lru->all;
   if (all->capacity == 0) {
@@ -281,10 +282,23 @@ static size_t lru_whole_list(lru_state_t* lru, size_t window) {
     all->capacity = window;
   }
   for (;;) {
-    const size_t n = host->eviction_candidates(host, PUMP_ALL_ROLES, all->items, all->capacity);
+    const size_t n = policy_candidates_fetch(host, PUMP_ALL_ROLES, filter, all->items, all->capacity);
     if (n < all->capacity) return n;
     if (!policy_candidates_grow(all)) return 0; /* full: there may be more */
   }
+}
+
+/* The block the passes after `pass` would take first, into *out: each pass's first match
+ * over the whole list, asked of the host one pass at a time (SDK 1.4). 0 when none would
+ * take one. */
+static int lru_first_fallback(const lru_state_t* lru, size_t pass, pump_block_v1_t* out) {
+  const pump_policy_host_v1_t* host = lru->base.host;
+  size_t p;
+  for (p = pass + 1; p < lru->num_passes; ++p) {
+    if (is_cyclic_pass(lru->passes[p])) continue;
+    if (policy_candidates_fetch(host, PUMP_ALL_ROLES, lru->passes[p], out, 1) == 1) return 1;
+  }
+  return 0;
 }
 
 /* The "cyclic" pass. From a loop larger than the budget (a decoder's weights, read once a
@@ -300,20 +314,28 @@ static uint64_t lru_evict_cyclic(lru_state_t* lru, size_t pass, uint64_t seq, ui
   policy_candidates_t* c = &lru->base.candidates;
   const pump_block_v1_t* fallback;
   const pump_block_v1_t* list = c->items;
+  const policy_block_filter_t clean = {PUMP_BLOCK_CLEAN, PUMP_BLOCK_CLEAN};
+  pump_block_v1_t first;
   uint64_t freed = 0, fallback_next_use;
-  size_t n, i, num_picks = 0;
-  /* LRU's pick from the window every pass shares (this runs at every pressure; none there:
-   * the later passes decide) ... */
-  n = host->eviction_candidates(host, PUMP_ALL_ROLES, c->items, c->capacity);
-  if (n > c->capacity) n = c->capacity;
-  fallback = fallback_victim(lru, pass, c, n);
+  size_t n = 0, i, num_picks = 0;
+  const int filtering = PUMP_HAS_MEMBER(host, pump_policy_host_v1_t, eviction_candidates_matching);
+  /* LRU's pick (this runs at every pressure; none there: the later passes decide): each
+   * later pass's first match, asked of the host where it filters; else from the window
+   * every pass shares ... */
+  if (filtering) {
+    fallback = lru_first_fallback(lru, pass, &first) ? &first : NULL;
+  } else {
+    n = host->eviction_candidates(host, PUMP_ALL_ROLES, c->items, c->capacity);
+    if (n > c->capacity) n = c->capacity;
+    fallback = fallback_victim(lru, pass, c, n);
+  }
   fallback_next_use = fallback != NULL ? predicted_next_use(lru, fallback) : 0;
   ++lru->cyclic_passes;
   if (fallback_next_use <= seq) return 0; /* not on a loop, or overdue: LRU's pick stands */
-  /* ... then the whole list, where the window did not hold it (into a buffer of its own):
-   * the block due back latest may be anywhere in it. */
-  if (n == c->capacity) {
-    n = lru_whole_list(lru, c->capacity);
+  /* ... then the whole list of clean blocks, where the window did not hold it (into a buffer
+   * of its own): the block due back latest may be anywhere in it. */
+  if (filtering || n == c->capacity) {
+    n = lru_whole_list(lru, c->capacity, clean);
     if (n == 0) return 0;
     list = lru->all.items;
   }

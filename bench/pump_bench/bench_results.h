@@ -58,6 +58,10 @@ struct ConfigResult {
   // under the engine lock. The sim's simulated seconds do not include it. 0: not measured.
   double policy_ns_per_launch = 0;
   double locked_ns_per_launch = 0;
+  // The same work counted, not timed (machine-independent): resident blocks the policy's
+  // candidate queries looked at, and views of them built, per launch.
+  double candidates_walked_per_launch = 0;
+  double candidate_views_per_launch = 0;
 
   uint64_t bytes_brought_in() const { return bytes_prefetched + bytes_restored + bytes_faulted; }
   uint64_t bytes_written_back() const { return bytes_evicted + bytes_saved; }

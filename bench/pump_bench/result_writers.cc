@@ -105,6 +105,8 @@ void write_json(std::ostream& out, const BenchReport& report) {
                        {"peak_resident_bytes", r.peak_resident_bytes},
                        {"policy_ns_per_launch", r.policy_ns_per_launch},
                        {"locked_ns_per_launch", r.locked_ns_per_launch},
+                       {"candidates_walked_per_launch", r.candidates_walked_per_launch},
+                       {"candidate_views_per_launch", r.candidate_views_per_launch},
                        {"iterations", iterations_json(r.iterations)},
                        {"violations", r.violations},
                        {"violation_texts", r.violation_texts},

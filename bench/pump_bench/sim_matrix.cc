@@ -59,6 +59,8 @@ void fill_host_time(const EngineStats& s, ConfigResult* row) {
   const double kernels = static_cast<double>(s.kernels);
   row->policy_ns_per_launch = static_cast<double>(s.launch_policy_ns + s.launch_pressure_ns) / kernels;
   row->locked_ns_per_launch = static_cast<double>(s.launch_locked_ns) / kernels;
+  row->candidates_walked_per_launch = static_cast<double>(s.candidates_walked) / kernels;
+  row->candidate_views_per_launch = static_cast<double>(s.candidate_views) / kernels;
 }
 
 // The workload with no engine at all: what the program does without pump.

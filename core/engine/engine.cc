@@ -1390,18 +1390,31 @@ bool Engine::find_block_locked(uint64_t address, pump_block_v1_t* out) {
   return true;
 }
 
-size_t Engine::eviction_candidates_locked(uint32_t role_mask, pump_block_v1_t* out, size_t max) {
+size_t Engine::eviction_candidates_locked(uint32_t role_mask, pump_block_v1_t* out, size_t max, uint32_t flags_mask,
+                                          uint32_t flags_want) {
   size_t n = 0;
   NotDoneScan scan;  // the candidates are looked at in one instant
+  // DEAD is a field; CLEAN a map search; IN_USE a fence query (victim_view): ruled out in that order.
+  const uint32_t cheap_mask = flags_mask & PUMP_BLOCK_DEAD;
+  const bool clean_asked = (flags_mask & PUMP_BLOCK_CLEAN) != 0;
+  uint64_t walked = 0, views = 0;
   for (Block& b : tracker_.lru()) {
     if (n == max) break;
+    ++walked;
     if ((current_seq_ && b.kernel_mark == current_seq_) || b.launches_pending) continue;
     if (!(role_mask & (1u << b.role))) continue;
     if (!kernel_allocations_.empty() &&
         std::find(kernel_allocations_.begin(), kernel_allocations_.end(), b.allocation) != kernel_allocations_.end())
       continue;
-    out[n++] = victim_view(b, &scan);
+    if (((b.dead ? PUMP_BLOCK_DEAD : 0u) & cheap_mask) != (flags_want & cheap_mask)) continue;
+    if (clean_asked && clean_now(b) != ((flags_want & PUMP_BLOCK_CLEAN) != 0)) continue;
+    const pump_block_v1_t v = victim_view(b, &scan);
+    ++views;
+    if ((v.flags & flags_mask) != flags_want) continue;
+    out[n++] = v;
   }
+  stats_.candidates_walked += walked;
+  stats_.candidate_views += views;
   return n;
 }
 

@@ -39,6 +39,10 @@ struct EngineStats {
   uint64_t eviction_ranges = 0;
   uint64_t batches = 0;          // TransferBatches submitted
   uint64_t policy_refusals = 0;  // policy requests the engine refused
+  // The policy's candidate queries: resident blocks looked at, and views of them handed out
+  // (each a fence query and a lookup); the work of deciding, counted where it happens.
+  uint64_t candidates_walked = 0;
+  uint64_t candidate_views = 0;
   uint64_t allocations = 0;
   uint64_t frees = 0;
   uint64_t parks = 0;  // frees whose memory was kept for a later allocation of the same size (on_park)

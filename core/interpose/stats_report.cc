@@ -92,6 +92,8 @@ Json engine_json(const DeviceReport& d) {
   o["eviction_ranges"] = s.eviction_ranges;
   o["batches"] = s.batches;
   o["policy_refusals"] = s.policy_refusals;
+  o["candidates_walked"] = s.candidates_walked;
+  o["candidate_views"] = s.candidate_views;
   o["allocations"] = s.allocations;
   o["frees"] = s.frees;
   o["parks"] = s.parks;

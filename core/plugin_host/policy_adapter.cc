@@ -34,6 +34,10 @@ PolicyAdapter::PolicyAdapter(const pump_policy_v1_t* api) : api_(api), host_{} {
                              size_t max) -> size_t {
     return out ? from(self).engine->eviction_candidates_locked(role_mask, out, max) : 0;
   };
+  t.eviction_candidates_matching = [](const pump_policy_host_v1_t* self, uint32_t role_mask, uint32_t flags_mask,
+                                      uint32_t flags_want, pump_block_v1_t* out, size_t max) -> size_t {
+    return out ? from(self).engine->eviction_candidates_locked(role_mask, out, max, flags_mask, flags_want) : 0;
+  };
   t.prefetch = [](const pump_policy_host_v1_t* self, uint64_t block_id, pump_when_v1_t when) {
     return from(self).engine->prefetch_locked(block_id, when);
   };

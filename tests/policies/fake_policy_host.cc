@@ -17,10 +17,14 @@ FakePolicyHost::FakePolicyHost(uint64_t budget_bytes) : budget_bytes_(budget_byt
   t.prefetch = &svc_prefetch;
   t.evict = &svc_evict;
   t.parse_size = &svc_parse_size;
+  t.eviction_candidates_matching = &svc_eviction_candidates_matching;
   wrapper_.self = this;
 }
 
 void FakePolicyHost::pretend_sdk_1_0() { wrapper_.table.struct_size = offsetof(pump_policy_host_v1_t, parse_size); }
+void FakePolicyHost::pretend_sdk_1_3() {
+  wrapper_.table.struct_size = offsetof(pump_policy_host_v1_t, eviction_candidates_matching);
+}
 
 FakePolicyHost& FakePolicyHost::from(const pump_policy_host_v1_t* host) {
   return *reinterpret_cast<const Wrapper*>(host)->self;
@@ -120,15 +124,22 @@ pump_status_v1_t FakePolicyHost::svc_find_block(const pump_policy_host_v1_t* hos
 
 size_t FakePolicyHost::svc_eviction_candidates(const pump_policy_host_v1_t* host, uint32_t role_mask,
                                                pump_block_v1_t* out, size_t max) {
+  return svc_eviction_candidates_matching(host, role_mask, 0, 0, out, max);
+}
+
+size_t FakePolicyHost::svc_eviction_candidates_matching(const pump_policy_host_v1_t* host, uint32_t role_mask,
+                                                        uint32_t flags_mask, uint32_t flags_want, pump_block_v1_t* out,
+                                                        size_t max) {
   FakePolicyHost& self = from(host);
   ++self.candidate_queries;
   size_t n = 0;
   for (uint64_t id : self.lru_) {
     if (n == max) break;
     const pump_block_v1_t& b = self.blocks_.at(id);
-    if (self.of_kernel(id) || !(role_mask & (1u << b.role))) continue;
+    if (self.of_kernel(id) || !(role_mask & (1u << b.role)) || (b.flags & flags_mask) != flags_want) continue;
     out[n++] = b;
   }
+  self.candidates_returned += n;
   return n;
 }
 

@@ -33,6 +33,8 @@ class FakePolicyHost {
   explicit FakePolicyHost(uint64_t budget_bytes);
   // The table an SDK 1.0 host passes: it ends before parse_size.
   void pretend_sdk_1_0();
+  // The table an SDK 1.3 host passes: it ends before eviction_candidates_matching.
+  void pretend_sdk_1_3();
   FakePolicyHost(const FakePolicyHost&) = delete;
   FakePolicyHost& operator=(const FakePolicyHost&) = delete;
 
@@ -63,6 +65,7 @@ class FakePolicyHost {
   std::vector<Eviction> evictions;
   std::vector<LogLine> logs;
   size_t candidate_queries = 0;
+  size_t candidates_returned = 0;  // views handed out by both candidate services
 
  private:
   struct Wrapper {
@@ -81,6 +84,8 @@ class FakePolicyHost {
                                          uint64_t* bytes);
   static pump_status_v1_t svc_find_block(const pump_policy_host_v1_t*, uint64_t, pump_block_v1_t*);
   static size_t svc_eviction_candidates(const pump_policy_host_v1_t*, uint32_t, pump_block_v1_t*, size_t);
+  static size_t svc_eviction_candidates_matching(const pump_policy_host_v1_t*, uint32_t, uint32_t, uint32_t,
+                                                 pump_block_v1_t*, size_t);
   static pump_status_v1_t svc_prefetch(const pump_policy_host_v1_t*, uint64_t, pump_when_v1_t);
   static pump_status_v1_t svc_evict(const pump_policy_host_v1_t*, uint64_t, uint32_t);
 

@@ -152,9 +152,10 @@ void RunKernels(FakePolicyHost& host, PolicyInstance& policy, const std::vector<
 // evicted. `in_use`: a block flagged in use by a queued kernel before the pressure (0: none).
 constexpr uint64_t kA = 1, kB = 2, kC = 3, kX = 4;
 std::vector<uint64_t> victims_after(const std::vector<uint64_t>& order,
-                                    const std::vector<std::pair<const char*, const char*>>& config,
-                                    uint64_t in_use = 0) {
+                                    const std::vector<std::pair<const char*, const char*>>& config, uint64_t in_use = 0,
+                                    bool sdk_1_3_host = false) {
   FakePolicyHost host(1000);
+  if (sdk_1_3_host) host.pretend_sdk_1_3();
   for (int i = 0; i < 3; ++i) host.add_block(10, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_CLEAN);
   host.add_block(10, PUMP_ROLE_ACTIVATION, false);
   for (const auto& [key, value] : config) host.set_config(key, value);
@@ -175,6 +176,45 @@ TEST(PolicyLru, PressureTakesTheLoopBlockDueBackLatestWhenLruWouldTakeOneDueSoon
                           {{"LRU_VICTIMS", "idle-dead,cyclic,idle-clean,any"}}, kB),
             std::vector<uint64_t>{kB})
       << "a is due back first, c last but used by the kernel just before (its eviction would wait for it)";
+}
+
+TEST(PolicyLru, OnAnSdk13HostWithoutFilteredCandidatesTheLoopPassTakesTheSameBlock) {
+  const std::vector<uint64_t> order{kA, kB, kC, kX, kA, kB, kC, kX, kA, kB, kC};
+  const std::vector<std::pair<const char*, const char*>> config{{"LRU_VICTIMS", "idle-dead,cyclic,idle-clean,any"}};
+  EXPECT_EQ(victims_after(order, config, kB, /*sdk_1_3_host=*/true), std::vector<uint64_t>{kB});
+  EXPECT_EQ(victims_after(order, config, 0, true), victims_after(order, config, 0, false));
+}
+
+// Many idle dirty activations, least recently used first, then one dead workspace and one
+// clean weight at the most recently used end: a pressure of `bytes` on a host of that SDK.
+struct PressureOnALongList {
+  explicit PressureOnALongList(bool sdk_1_3_host, uint64_t bytes) : host(100000) {
+    if (sdk_1_3_host) host.pretend_sdk_1_3();
+    for (int i = 0; i < 300; ++i) host.add_block(10, PUMP_ROLE_ACTIVATION, true);
+    dead = host.add_block(10, PUMP_ROLE_WORKSPACE, true, PUMP_BLOCK_DEAD);
+    clean = host.add_block(10, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_CLEAN);
+    PolicyInstance policy("lru", host);
+    EXPECT_TRUE(policy.ready());
+    policy.on_pressure(host.begin_kernel({}), bytes);
+  }
+  FakePolicyHost host;
+  uint64_t dead = 0, clean = 0;
+};
+
+TEST(PolicyLru, PassesAskTheHostForTheirOwnBlocksAndDecideAsOnAnOlderHost) {
+  for (uint64_t bytes : {10u, 20u, 30u}) {
+    PressureOnALongList filtered(false, bytes), older(true, bytes);
+    EXPECT_EQ(filtered.host.evicted_ids(), older.host.evicted_ids()) << bytes << " bytes";
+    ASSERT_GE(filtered.host.evictions.size(), 1u);
+    EXPECT_EQ(filtered.host.evictions[0].id, filtered.dead) << "dead first, then clean, then the oldest";
+    if (bytes >= 20) {
+      ASSERT_GE(filtered.host.evictions.size(), 2u);
+      EXPECT_EQ(filtered.host.evictions[1].id, filtered.clean);
+    }
+    // The older host hands every candidate over to be filtered by the policy.
+    EXPECT_LT(filtered.host.candidates_returned * 10, older.host.candidates_returned)
+        << filtered.host.candidates_returned << " against " << older.host.candidates_returned;
+  }
 }
 
 TEST(PolicyLru, PressureKeepsTheLruOrderWhenItsVictimHasNoSteadyPeriod) {

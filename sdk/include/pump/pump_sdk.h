@@ -12,8 +12,9 @@
 
 #define PUMP_SDK_VERSION_MAJOR 1
 /* 1.1: PUMP_BLOCK_CLEAN, the policy host's parse_size; 1.2: the extractor host's tracked_span;
- * 1.3: the extractor host's flags, PUMP_WHOLE_BLOCK extents */
-#define PUMP_SDK_VERSION_MINOR 3
+ * 1.3: the extractor host's flags, PUMP_WHOLE_BLOCK extents; 1.4: the policy host's
+ * eviction_candidates_matching */
+#define PUMP_SDK_VERSION_MINOR 4
 
 typedef pump_status_v1_t pump_status_t;
 typedef pump_block_v1_t pump_block_t;

@@ -255,6 +255,40 @@ TEST_F(EngineTest, DeadWorkspaceIsDiscardedButLiveDataIsWrittenBack) {
   EXPECT_EQ(e->stats().bytes_discarded, 4 * kMiB);
 }
 
+TEST_F(EngineTest, MatchingCandidatesAreThoseWithTheAskedFlagsInLruOrderAndOnlyTheyAreViewed) {
+  auto e = make(64 * kMiB);
+  backend_.all_done = true;
+  e->on_alloc(kBase, 4 * kMiB);             // workspace: dead after its kernel
+  e->on_alloc(kBase + 8 * kMiB, 4 * kMiB);  // activations
+  e->on_alloc(kBase + 16 * kMiB, 4 * kMiB);
+  run(*e, {extent(kBase + 8 * kMiB, 4 * kMiB, PUMP_ACCESS_WRITE, PUMP_ROLE_ACTIVATION)});
+  run(*e, {extent(kBase, 4 * kMiB, PUMP_ACCESS_READ_WRITE, PUMP_ROLE_WORKSPACE)});
+  run(*e, {extent(kBase + 16 * kMiB, 4 * kMiB, PUMP_ACCESS_WRITE, PUMP_ROLE_ACTIVATION)});
+  std::vector<uint64_t> dead, live, all;
+  pump_block_v1_t out[8];
+  policy_.on_kernel = [&](auto* host, auto*) {  // (the engine's lock is held here: no stats())
+    ASSERT_NE(host->eviction_candidates_matching, nullptr);
+    const size_t n = host->eviction_candidates_matching(host, PUMP_ALL_ROLES, PUMP_BLOCK_DEAD, PUMP_BLOCK_DEAD, out, 8);
+    for (size_t i = 0; i < n; ++i) dead.push_back(out[i].address);
+  };
+  e->on_alloc(kBase + 24 * kMiB, kMiB);
+  const EngineStats before = e->stats();
+  run(*e, {extent(kBase + 24 * kMiB, kMiB)});
+  const EngineStats after_dead = e->stats();
+  policy_.on_kernel = [&](auto* host, auto*) {
+    size_t n = host->eviction_candidates_matching(host, PUMP_ALL_ROLES, PUMP_BLOCK_DEAD, 0, out, 8);
+    for (size_t i = 0; i < n; ++i) live.push_back(out[i].address);
+    n = host->eviction_candidates(host, PUMP_ALL_ROLES, out, 8);
+    for (size_t i = 0; i < n; ++i) all.push_back(out[i].address);
+  };
+  run(*e, {extent(kBase + 24 * kMiB, kMiB)});
+  EXPECT_EQ(all, (std::vector<uint64_t>{kBase + 8 * kMiB, kBase, kBase + 16 * kMiB}));  // least recently used first
+  EXPECT_EQ(dead, std::vector<uint64_t>{kBase});
+  EXPECT_EQ(live, (std::vector<uint64_t>{kBase + 8 * kMiB, kBase + 16 * kMiB}));
+  EXPECT_EQ(after_dead.candidates_walked - before.candidates_walked, 3u);
+  EXPECT_EQ(after_dead.candidate_views - before.candidate_views, 1u) << "only the dead block was viewed";
+}
+
 TEST_F(EngineTest, AnyNonWorkspaceUseRevivesAWorkspace) {
   auto e = make(64 * kMiB);
   e->on_alloc(kBase, 4 * kMiB);
