@@ -35,9 +35,10 @@
  * no configuration of it slower than "none" (docs/results, eighteenth session).
  * Tried and reverted (twenty-third session): the cyclic pass taking dirty loop blocks too where
  * LRU's own pick is dirty. In the sim it cut cycle x1.02 from 16x the oracle-engine's traffic to
- * 11x and grad-accum x1.02 from 6x to 3.4x, no row worse; on the H200 six programs moved the same
- * bytes (within 1%) and GPT bf16 ran 11-12% slower in two pairs, ResNet-50 and BERT 6% in one
- * each (docs/results/h200-2026-11-28h/lru-dirty-loops.patch).
+ * 11x and grad-accum x1.02 from 6x to 3.4x, no row worse; on the H200 six programs restored and
+ * saved the same bytes (within 1.3%) and GPT bf16 ran 11-12% slower in two pairs, ResNet-50 and
+ * BERT 6% in one each, the OPT decode noisy both ways (docs/results/h200-2026-11-28h/
+ * lru-dirty-loops.patch).
  * LRU_LOOP_GAPS (PUMP_LRU_LOOP_GAPS): how many equal reuse gaps in a row put a block on a loop,
  * 2 (default) or 3. On the H200 (one call) 3 decoded at 135-141 against 113-141 ms/token and
  * trained GPT at 268-275 against 274-290: within the calls' noise, so the one that warms up a

@@ -221,9 +221,8 @@ class Engine {
   // The block containing `address`, as the policy's lookups see it (with IN_USE and CLEAN).
   bool find_block_locked(uint64_t address, pump_block_v1_t* out);
   // Up to `max` resident blocks whose role bit is in `role_mask`, least recently used
-  // first, none the kernel being decided may touch. Returns how many were written.
-  // Views of device-resident blocks a policy may evict, least recently used first; with a
-  // flags_mask, only those whose (flags & flags_mask) == flags_want (SDK 1.4), their costly
+  // first, none the kernel being decided may touch. Returns how many were written. With a
+  // flags_mask (SDK 1.4), only those whose (flags & flags_mask) == flags_want, their costly
   // flags worked out only for blocks the cheap ones did not rule out.
   size_t eviction_candidates_locked(uint32_t role_mask, pump_block_v1_t* out, size_t max, uint32_t flags_mask = 0,
                                     uint32_t flags_want = 0);

@@ -73,6 +73,11 @@ TEST(PumpBenchEndToEnd, SimTrainingLoopHasEveryConfigurationAndLruBeatsNoneAtTwo
   EXPECT_GT(policy_ns, 0.0);
   EXPECT_GE(lru_row.at("locked_ns_per_launch").get<double>(), policy_ns);
   EXPECT_EQ(rows[std::make_pair(2.0, std::string("native"))]->at("locked_ns_per_launch").get<double>(), 0.0);
+  // The same work counted: lru looked at candidates under pressure, and viewed no more than it looked at.
+  const double walked = lru_row.at("candidates_walked_per_launch").get<double>();
+  EXPECT_GT(walked, 0.0);
+  EXPECT_GT(lru_row.at("candidate_views_per_launch").get<double>(), 0.0);
+  EXPECT_LE(lru_row.at("candidate_views_per_launch").get<double>(), walked);
   std::filesystem::remove(json);
 }
 

@@ -185,6 +185,33 @@ TEST(PolicyLru, OnAnSdk13HostWithoutFilteredCandidatesTheLoopPassTakesTheSameBlo
   EXPECT_EQ(victims_after(order, config, 0, true), victims_after(order, config, 0, false));
 }
 
+// "cyclic" first, with 70 idle dirty blocks no kernel used (no loop) ahead of the three clean loop
+// weights: more than the 64 candidates a window first holds. A pressure at the loop's kernel x.
+std::vector<uint64_t> cyclic_first_victims(bool sdk_1_3_host) {
+  FakePolicyHost host(100000);
+  if (sdk_1_3_host) host.pretend_sdk_1_3();
+  for (int i = 0; i < 70; ++i) host.add_block(10, PUMP_ROLE_ACTIVATION, true);
+  const uint64_t a = host.add_block(10, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_CLEAN);
+  const uint64_t b = host.add_block(10, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_CLEAN);
+  const uint64_t c = host.add_block(10, PUMP_ROLE_WEIGHT, true, PUMP_BLOCK_CLEAN);
+  const uint64_t x = host.add_block(10, PUMP_ROLE_ACTIVATION, false);
+  host.set_config("LRU_VICTIMS", "cyclic,idle-clean,any");
+  PolicyInstance policy("lru", host);
+  EXPECT_TRUE(policy.ready());
+  RunKernels(host, policy, {a, b, c, x, a, b, c, x, a, b, c});
+  policy.on_pressure(host.begin_kernel({x}), 10);
+  return host.evicted_ids();
+}
+
+TEST(PolicyLru, WithCyclicFirstTheFallbackIsTheWholeListsFirstIdleCleanBlockWhereTheHostFilters) {
+  // The later passes would take a (idle, clean, on the loop, due back first): the cyclic pass
+  // takes b, due back later (c, later still, was used by the kernel just before).
+  EXPECT_EQ(cyclic_first_victims(false), std::vector<uint64_t>{72});
+  // An SDK 1.3 host: the fallback comes from the first 64 candidates, all dirty and on no loop,
+  // so the cyclic pass leaves it to idle-clean, which takes a.
+  EXPECT_EQ(cyclic_first_victims(true), std::vector<uint64_t>{71});
+}
+
 // Many idle dirty activations, least recently used first, then one dead workspace and one
 // clean weight at the most recently used end: a pressure of `bytes` on a host of that SDK.
 struct PressureOnALongList {

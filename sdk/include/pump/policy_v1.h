@@ -76,7 +76,8 @@ struct pump_policy_host_v1 {
   pump_status_v1_t (*parse_size)(const pump_policy_host_v1_t* self, const char* text, uint64_t whole, uint64_t* bytes);
 
   /* SDK 1.4 (check with PUMP_HAS_MEMBER): eviction_candidates, but only those whose
-   * (flags & flags_mask) == flags_want, in the same order; `max` counts what is returned.
+   * (flags & flags_mask) == flags_want, in the same order; `max` counts what is returned
+   * (none when flags_want has a bit outside flags_mask).
    * The host skips the others before working out their costlier flags (IN_USE asks a
    * fence, CLEAN a lookup), so a pass that seeks a few dead or clean blocks among many
    * does not pay for a view of every block. */

@@ -164,6 +164,49 @@ TEST_F(EngineDataPathTest, ChecksumModeListsEachCleanDiscardWithItsShadowAndNoDe
   EXPECT_TRUE(b.check_clean.empty());
 }
 
+TEST_F(EngineDataPathTest, MatchingCandidatesRuleOutByCleanAndInUseAndViewOnlyWhatTheCleanLookupKept) {
+  constexpr uint64_t kD = kBase + 48 * kMiB;
+  auto e = make(12 * kMiB);
+  for (uint64_t x : {kA, kB, kC, kD}) e->on_alloc(x, 4 * kMiB);
+  for (uint64_t x : {kA, kB, kC}) run(*e, {writes(x)});
+  run(*e, {reads(kD)});  // A leaves, saved
+  run(*e, {reads(kA)});  // A comes back from its shadow, only read: clean; B leaves
+  // Resident, least recently used first: C (written), D (never saved), A (clean); a kernel on D asks.
+  std::vector<uint64_t> clean, dirty, idle_clean;
+  auto addresses = [](const pump_block_v1_t* out, size_t n, std::vector<uint64_t>* into) {
+    for (size_t i = 0; i < n; ++i) into->push_back(out[i].address);
+  };
+  stub_.then = [&](const pump_policy_host_v1_t* host) {
+    pump_block_v1_t out[8];
+    addresses(out, host->eviction_candidates_matching(host, PUMP_ALL_ROLES, PUMP_BLOCK_CLEAN, PUMP_BLOCK_CLEAN, out, 8),
+              &clean);
+    addresses(out, host->eviction_candidates_matching(host, PUMP_ALL_ROLES, PUMP_BLOCK_CLEAN, 0, out, 8), &dirty);
+  };
+  const EngineStats before = e->stats();
+  run(*e, {reads(kD)});
+  const EngineStats after = e->stats();
+  EXPECT_EQ(clean, std::vector<uint64_t>{kA});
+  EXPECT_EQ(dirty, std::vector<uint64_t>{kC});
+  EXPECT_EQ(after.candidates_walked - before.candidates_walked, 6u);  // C, D (the kernel's), A; twice
+  EXPECT_EQ(after.candidate_views - before.candidate_views, 2u) << "one view a query: what the lookup kept";
+
+  // A's last kernel not done yet: in use, so an idle clean block is none, though A was viewed.
+  backend_.all_done = false;
+  run(*e, {reads(kA)});
+  stub_.then = [&](const pump_policy_host_v1_t* host) {
+    pump_block_v1_t out[8];
+    addresses(out,
+              host->eviction_candidates_matching(host, PUMP_ALL_ROLES, PUMP_BLOCK_IN_USE | PUMP_BLOCK_CLEAN,
+                                                 PUMP_BLOCK_CLEAN, out, 8),
+              &idle_clean);
+  };
+  const EngineStats before_busy = e->stats();
+  run(*e, {reads(kD)});
+  EXPECT_TRUE(idle_clean.empty());
+  EXPECT_EQ(e->stats().candidate_views - before_busy.candidate_views, 1u);
+  stub_.then = nullptr;
+}
+
 TEST_F(EngineDataPathTest, DirtyIsSavedRestoredThenDroppedCleanUntilWrittenAgain) {
   auto e = make(4 * kMiB);
   e->on_alloc(kA, 4 * kMiB);
