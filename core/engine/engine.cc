@@ -1392,9 +1392,9 @@ bool Engine::find_block_locked(uint64_t address, pump_block_v1_t* out) {
 
 size_t Engine::eviction_candidates_locked(uint32_t role_mask, pump_block_v1_t* out, size_t max, uint32_t flags_mask,
                                           uint32_t flags_want) {
-  size_t n = 0;
   if (flags_want & ~flags_mask) return 0;  // a flag wanted but not looked at: nothing matches
-  NotDoneScan scan;                        // the candidates are looked at in one instant
+  size_t n = 0;
+  NotDoneScan scan;  // the candidates are looked at in one instant
   // DEAD is a field; CLEAN a map search; IN_USE a fence query (victim_view): ruled out in that order.
   const uint32_t cheap_mask = flags_mask & PUMP_BLOCK_DEAD;
   const bool clean_asked = (flags_mask & PUMP_BLOCK_CLEAN) != 0;

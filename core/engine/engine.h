@@ -223,7 +223,8 @@ class Engine {
   // Up to `max` resident blocks whose role bit is in `role_mask`, least recently used
   // first, none the kernel being decided may touch. Returns how many were written. With a
   // flags_mask (SDK 1.4), only those whose (flags & flags_mask) == flags_want, their costly
-  // flags worked out only for blocks the cheap ones did not rule out.
+  // flags worked out only for blocks the cheap ones did not rule out. None when flags_want
+  // has a bit outside flags_mask.
   size_t eviction_candidates_locked(uint32_t role_mask, pump_block_v1_t* out, size_t max, uint32_t flags_mask = 0,
                                     uint32_t flags_want = 0);
   // Requests by the policy: a refusal counts in EngineStats::policy_refusals.

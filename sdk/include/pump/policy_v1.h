@@ -76,11 +76,11 @@ struct pump_policy_host_v1 {
   pump_status_v1_t (*parse_size)(const pump_policy_host_v1_t* self, const char* text, uint64_t whole, uint64_t* bytes);
 
   /* SDK 1.4 (check with PUMP_HAS_MEMBER): eviction_candidates, but only those whose
-   * (flags & flags_mask) == flags_want, in the same order; `max` counts what is returned
-   * (none when flags_want has a bit outside flags_mask).
-   * The host skips the others before working out their costlier flags (IN_USE asks a
-   * fence, CLEAN a lookup), so a pass that seeks a few dead or clean blocks among many
-   * does not pay for a view of every block. */
+   * (flags & flags_mask) == flags_want, in the same order; `max` counts what is returned.
+   * Returns 0 when flags_want has a bit outside flags_mask. The host rules blocks out by
+   * DEAD, then CLEAN (a lookup), and asks a fence for IN_USE only of what is left, so a
+   * pass that seeks a few dead or clean blocks among many does not pay for a view of
+   * every block. */
   size_t (*eviction_candidates_matching)(const pump_policy_host_v1_t* self, uint32_t role_mask, uint32_t flags_mask,
                                          uint32_t flags_want, pump_block_v1_t* out, size_t max);
 };

@@ -191,6 +191,7 @@ TEST_F(EngineDataPathTest, MatchingCandidatesRuleOutByCleanAndInUseAndViewOnlyWh
   EXPECT_EQ(after.candidate_views - before.candidate_views, 2u) << "one view a query: what the lookup kept";
 
   // A's last kernel not done yet: in use, so an idle clean block is none, though A was viewed.
+  stub_.then = nullptr;
   backend_.all_done = false;
   run(*e, {reads(kA)});
   stub_.then = [&](const pump_policy_host_v1_t* host) {
