@@ -1408,8 +1408,10 @@ size_t Engine::eviction_candidates_locked(uint32_t role_mask, pump_block_v1_t* o
         std::find(kernel_allocations_.begin(), kernel_allocations_.end(), b.allocation) != kernel_allocations_.end())
       continue;
     if (((b.dead ? PUMP_BLOCK_DEAD : 0u) & cheap_mask) != (flags_want & cheap_mask)) continue;
-    if (clean_asked && clean_now(b) != ((flags_want & PUMP_BLOCK_CLEAN) != 0)) continue;
-    const pump_block_v1_t v = victim_view(b, &scan);
+    const bool clean = clean_now(b);  // once: victim_view would look it up again
+    if (clean_asked && clean != ((flags_want & PUMP_BLOCK_CLEAN) != 0)) continue;
+    pump_block_v1_t v = snapshot(b, in_use(b, &scan));
+    if (clean) v.flags |= PUMP_BLOCK_CLEAN;
     ++views;
     if ((v.flags & flags_mask) != flags_want) continue;
     out[n++] = v;
