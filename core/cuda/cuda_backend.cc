@@ -316,8 +316,10 @@ std::string CudaBackend::setup_on_worker() {
     return fail("cuDevicePrimaryCtxRetain", r);
   }
   if ((r = api_.cuCtxSetCurrent(context_)) != CUDA_SUCCESS) return fail("cuCtxSetCurrent", r);
+  const unsigned touch_threads =
+      options_.pin_threads ? options_.pin_threads : std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
   pinner_ = std::make_unique<cuda::HostPinner>(api_, context_, &pin_stats_,
-                                               options_.pin != CudaBackendOptions::Pin::kHostAlloc);
+                                               options_.pin != CudaBackendOptions::Pin::kHostAlloc, touch_threads);
   if ((r = api_.cuStreamCreate(&prefetch_stream_, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS) {
     prefetch_stream_ = nullptr;
     return fail("cuStreamCreate", r);

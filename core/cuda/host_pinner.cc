@@ -3,9 +3,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <system_error>
+#include <thread>
+#include <vector>
 
 #include "core/common/log.h"
 #include "core/common/range.h"
@@ -19,9 +22,36 @@ constexpr uint64_t kHugePage = 2ull << 20;
 // What map_touched maps for `bytes` (a limit in percent can make a slab of any size).
 uint64_t mapped_bytes(uint64_t bytes) { return round_up(bytes, kHugePage); }
 
+// Touches [p, p + bytes) one write per page, on `threads` threads at once: each first touch
+// is a fault that zeroes a page in the kernel, a core's work, so the cores share it (one thread
+// ran at ~4 GB/s on the H200's host, while a save wants 50). Threads that cannot be had leave
+// their part to this one.
+void touch_pages(char* p, uint64_t bytes, unsigned threads) {
+  const long page = sysconf(_SC_PAGESIZE);
+  const uint64_t step = page > 0 ? static_cast<uint64_t>(page) : 4096;
+  auto touch = [step](char* from, uint64_t length) {
+    for (uint64_t at = 0; at < length; at += step) from[at] = 0;
+  };
+  // Parts of whole huge pages, so no huge page is faulted by two threads.
+  const uint64_t pages = bytes / kHugePage;
+  const uint64_t parts = std::max<uint64_t>(1, std::min<uint64_t>(threads, pages));
+  const uint64_t per = pages / parts * kHugePage;
+  std::vector<std::thread> helpers;
+  uint64_t at = 0;
+  for (uint64_t i = 1; i < parts; ++i, at += per) {
+    try {
+      helpers.emplace_back(touch, p + at, per);
+    } catch (const std::system_error&) {
+      break;  // the rest on this thread
+    }
+  }
+  touch(p + at, bytes - at);
+  for (std::thread& t : helpers) t.join();
+}
+
 // mapped_bytes(bytes) of anonymous memory at a huge-page boundary, huge pages asked for,
 // every page touched (so the register call finds them present); nullptr if the system has none.
-void* map_touched(uint64_t requested) {
+void* map_touched(uint64_t requested, unsigned threads) {
   const uint64_t bytes = mapped_bytes(requested);
   void* raw = mmap(nullptr, bytes + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) return nullptr;
@@ -35,16 +65,19 @@ void* map_touched(uint64_t requested) {
   // Not inherited by a fork (a DataLoader's workers): a write to a copy-on-write page after
   // one would move this process's page away from the one the device copies to and from.
   madvise(p, bytes, MADV_DONTFORK);
-  const long page = sysconf(_SC_PAGESIZE);
-  const uint64_t step = page > 0 ? static_cast<uint64_t>(page) : 4096;
-  for (uint64_t at = 0; at < bytes; at += step) p[at] = 0;
+  touch_pages(p, bytes, threads);
   return p;
 }
 
 }  // namespace
 
-HostPinner::HostPinner(const DriverApi& api, CUcontext context, HostPinnerStats* stats, bool register_memory)
-    : api_(api), context_(context), stats_(stats), register_refused_(!register_memory) {}
+HostPinner::HostPinner(const DriverApi& api, CUcontext context, HostPinnerStats* stats, bool register_memory,
+                       unsigned touch_threads)
+    : api_(api),
+      context_(context),
+      stats_(stats),
+      touch_threads_(std::max(1u, touch_threads)),
+      register_refused_(!register_memory) {}
 
 HostPinner::~HostPinner() {
   {
@@ -60,7 +93,7 @@ uint64_t HostPinner::pin_impl(uint64_t bytes, bool mapped, bool* registered, con
                               CUresult* result) {
   *registered = false;
   if (api_.cuMemHostRegister && !register_refused_.load(std::memory_order_relaxed)) {
-    if (void* p = map_touched(bytes)) {
+    if (void* p = map_touched(bytes, touch_threads_)) {
       const uint64_t length = mapped_bytes(bytes);
       CUresult r =
           api_.cuMemHostRegister(p, length, CU_MEMHOSTREGISTER_PORTABLE | (mapped ? CU_MEMHOSTREGISTER_DEVICEMAP : 0u));

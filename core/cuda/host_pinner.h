@@ -7,7 +7,9 @@
 // pages asked for) touched first, then cuMemHostRegister'ed, pinned at 3.9 GB/s in all, the
 // register call itself at 40 GB/s: the other thread's calls waited at most 7.5 ms. So
 // memory is mapped and touched outside the driver, then registered; where registering is
-// refused (a driver or system without it), cuMemHostAlloc as before.
+// refused (a driver or system without it), cuMemHostAlloc as before. The touch (the kernel
+// zeroing each page at its first fault) is most of the time, so it is shared by
+// `touch_threads` threads (PUMP_PIN_THREADS).
 //
 // Ahead. start_ahead(bytes) pins one allocation on the pinner's thread; collect() hands
 // it over (waiting for it if still being pinned). One at a time. The shadow store asks for
@@ -39,8 +41,10 @@ struct HostPinnerStats {
 class HostPinner {
  public:
   // `context`: made current on the pinner's thread. `stats`: outlives the pinner.
-  // `register_memory` false: cuMemHostAlloc only (to measure against).
-  HostPinner(const DriverApi& api, CUcontext context, HostPinnerStats* stats, bool register_memory = true);
+  // `register_memory` false: cuMemHostAlloc only (to measure against). `touch_threads`: how
+  // many threads touch a registered allocation's pages (at least 1).
+  HostPinner(const DriverApi& api, CUcontext context, HostPinnerStats* stats, bool register_memory = true,
+             unsigned touch_threads = 1);
   ~HostPinner();  // joins the thread; frees an ahead allocation nobody collected
   HostPinner(const HostPinner&) = delete;
   HostPinner& operator=(const HostPinner&) = delete;
@@ -63,6 +67,7 @@ class HostPinner {
   const DriverApi& api_;
   CUcontext context_;
   HostPinnerStats* stats_;
+  const unsigned touch_threads_;
   std::atomic<bool> register_refused_{false};  // the driver refused a registration once
   std::mutex mutex_;
   std::condition_variable cv_;

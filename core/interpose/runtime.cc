@@ -146,6 +146,7 @@ Engine* Runtime::engine(int device) {
   backend_options.populate = options_.populate;
   backend_options.overlap_out_in = options_.overlap_out_in;
   backend_options.pin = options_.pin;
+  backend_options.pin_threads = options_.pin_threads;
   backend_options.fence_not_ready_trust = options_.fence_trust;
   backend_options.discard_hold_ns = static_cast<uint64_t>(options_.discard_hold.count()) * 1000;
   backend_options.populate_chunk_bytes = options_.populate_piece;

@@ -179,6 +179,15 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes,
     else if (*v == "hostalloc") o.pin = CudaBackendOptions::Pin::kHostAlloc;
     else log(LogLevel::kError, "PUMP_PIN='%s' is not ahead, register or hostalloc; using ahead", v->c_str());
   }
+  if (auto v = config.get("PIN_THREADS")) {
+    unsigned value = 0;
+    const char* const last = v->data() + v->size();
+    const auto [end, error] = std::from_chars(v->data(), last, value);  // no sign, no spaces
+    if (error == std::errc() && end == last && value >= 1 && value <= 64) o.pin_threads = value;
+    else
+      log(LogLevel::kError,
+          "PUMP_PIN_THREADS='%s' is not a whole number in [1, 64]; using the machine's threads, at most 8", v->c_str());
+  }
   // Measuring knobs in whole microseconds, at most 100 ms.
   for (auto [key, us] : {std::pair{"FENCE_TRUST_US", &o.fence_trust}, {"DISCARD_HOLD_US", &o.discard_hold}}) {
     auto v = config.get(key);

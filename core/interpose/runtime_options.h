@@ -36,6 +36,7 @@ struct RuntimeOptions {
   bool watch_while_fits = false;      // PUMP_WATCH_WHILE_FITS: engines see every call from the start
   bool overlap_out_in = false;        // PUMP_OVERLAP_OUT_IN (CudaBackendOptions::overlap_out_in)
   CudaBackendOptions::Pin pin = CudaBackendOptions{}.pin;  // PUMP_PIN
+  unsigned pin_threads = 0;                                // PUMP_PIN_THREADS (0: the backend's choice)
   std::chrono::microseconds fence_trust =  // PUMP_FENCE_TRUST_US (CudaBackendOptions::fence_not_ready_trust)
       CudaBackendOptions{}.fence_not_ready_trust;
   std::chrono::microseconds discard_hold{CudaBackendOptions{}.discard_hold_ns / 1000};  // PUMP_DISCARD_HOLD_US

@@ -98,15 +98,12 @@ int main(int argc, char** argv) {
       int held = 0;
       for (int i = 0; i < streams; ++i) {
         ++value;
-        CHECK_CU(cuStreamWaitValue64(reinterpret_cast<CUstream>(waiter), word_device, value,
-                                     CU_STREAM_WAIT_VALUE_GEQ));
+        CHECK_CU(cuStreamWaitValue64(reinterpret_cast<CUstream>(waiter), word_device, value, CU_STREAM_WAIT_VALUE_GEQ));
         one_thread<<<1, 1, 0, waiter>>>(scratch);
         CHECK(cudaGetLastError());
         const cudaStream_t p = producers[i];
-        if (op[0] == 'c')
-          CHECK(cudaMemcpyAsync(device, host, kCopy, cudaMemcpyHostToDevice, p));
-        else
-          one_thread<<<1, 1, 0, p>>>(scratch + 1);
+        if (op[0] == 'c') CHECK(cudaMemcpyAsync(device, host, kCopy, cudaMemcpyHostToDevice, p));
+        else one_thread<<<1, 1, 0, p>>>(scratch + 1);
         CHECK_CU(cuStreamWriteValue64(reinterpret_cast<CUstream>(p), word_device, value, 0));
         CHECK(cudaEventRecord(done, p));
         const bool ran = completes_within(done, 500);

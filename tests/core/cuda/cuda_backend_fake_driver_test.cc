@@ -4,6 +4,8 @@
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
@@ -923,6 +925,37 @@ TEST_F(FakeDriverTest, ShadowsArePinnedByRegisteringMappedMemory) {
   EXPECT_EQ(driver_.count("cuMemHostAlloc"), 0u);
   EXPECT_EQ(b.stats().pinned_registered_bytes, 4 * kMiB);
   EXPECT_EQ(b.stats().pinned_bytes, 4 * kMiB);
+}
+
+// The pages are touched by PUMP_PIN_THREADS threads in parts of whole huge pages: whatever the
+// count against the slab's pages (fewer, more, not a divisor), every page is present before the
+// register call, and the slab is one registration of the whole, writable.
+TEST_F(FakeDriverTest, EveryPageOfASlabIsTouchedWhateverTheThreadCount) {
+  const long page = sysconf(_SC_PAGESIZE);
+  for (unsigned threads : {1u, 3u, 8u, 64u}) {
+    for (uint64_t bytes : {kMiB, 9 * kMiB, 16 * kMiB}) {
+      SCOPED_TRACE(::testing::Message() << threads << " threads, " << bytes / kMiB << " MiB");
+      FakeDriverConfig config;
+      config.host_register = 1;
+      CudaBackendOptions options;
+      options.pin_threads = threads;
+      CudaBackend& b = start(config, options);
+      const uint64_t shadow = b.allocate_host(bytes);
+      ASSERT_NE(shadow, 0u);
+      const uint64_t mapped = (bytes + 2 * kMiB - 1) / (2 * kMiB) * (2 * kMiB);
+      std::vector<unsigned char> resident(mapped / page);
+      ASSERT_EQ(mincore(reinterpret_cast<void*>(shadow), mapped, resident.data()), 0);
+      size_t absent = 0;
+      for (unsigned char r : resident) absent += (r & 1) == 0;
+      EXPECT_EQ(absent, 0u) << "pages not touched before registering";
+      const auto registered = calls_named("cuMemHostRegister");
+      ASSERT_EQ(registered.size(), 1u);
+      EXPECT_EQ(registered[0].address, shadow);
+      EXPECT_EQ(registered[0].bytes, mapped);
+      std::memset(reinterpret_cast<void*>(shadow), 0x5A, bytes);
+      EXPECT_EQ(b.stats().pinned_registered_bytes, mapped);
+    }
+  }
 }
 
 TEST_F(FakeDriverTest, ARefusedRegistrationFallsBackToHostAllocAndIsNotTriedAgain) {

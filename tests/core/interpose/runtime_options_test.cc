@@ -36,6 +36,7 @@ std::unique_ptr<Config> config_with(std::initializer_list<std::pair<const char*,
                           "FENCE_TRUST_US",
                           "DISCARD_HOLD_US",
                           "PIN",
+                          "PIN_THREADS",
                           "VMM_CHUNK",
                           "VMM_POOL",
                           "VMM_MAP_FIRST"})
@@ -126,6 +127,9 @@ TEST(RuntimeOptions, PinNamesHowShadowSlabsArePinned) {
   EXPECT_EQ(parse_runtime_options(*config_with({{"PIN", "register"}})).pin, CudaBackendOptions::Pin::kRegister);
   EXPECT_EQ(parse_runtime_options(*config_with({{"PIN", "hostalloc"}})).pin, CudaBackendOptions::Pin::kHostAlloc);
   EXPECT_EQ(parse_runtime_options(*config_with({{"PIN", "ahead"}})).pin, CudaBackendOptions::Pin::kAhead);
+  EXPECT_EQ(parse_runtime_options(*config_with({})).pin_threads, 0u) << "the backend's choice";
+  EXPECT_EQ(parse_runtime_options(*config_with({{"PIN_THREADS", "4"}})).pin_threads, 4u);
+  EXPECT_EQ(parse_runtime_options(*config_with({{"PIN_THREADS", "64"}})).pin_threads, 64u);
   EXPECT_TRUE(log.lines().empty());
 }
 
@@ -265,9 +269,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadValue{"DISABLE", "maybe"}, BadValue{"GPU_BUDGET", "lots"}, BadValue{"GPU_BUDGET", "150%"},
         BadValue{"MANAGED_LIMIT", "-3GiB"}, BadValue{"MANAGED_LIMIT", "0"}, BadValue{"PREFETCH_ON_ALLOC", "2"},
         BadValue{"WATCH_WHILE_FITS", "sometimes"}, BadValue{"OVERLAP_OUT_IN", "2"},
-        BadValue{"POPULATE", "prefetch-each"}, BadValue{"PIN", "early"}, BadValue{"FENCE_TRUST_US", "-1"},
-        BadValue{"FENCE_TRUST_US", "50us"}, BadValue{"FENCE_TRUST_US", "100001"}, BadValue{"FENCE_TRUST_US", " 5"},
-        BadValue{"DISCARD_HOLD_US", "x"}, BadValue{"SPLIT_GRANULARITY", "100KiB"},
+        BadValue{"POPULATE", "prefetch-each"}, BadValue{"PIN", "early"}, BadValue{"PIN_THREADS", "0"},
+        BadValue{"PIN_THREADS", "65"}, BadValue{"PIN_THREADS", "-2"}, BadValue{"PIN_THREADS", "four"},
+        BadValue{"FENCE_TRUST_US", "-1"}, BadValue{"FENCE_TRUST_US", "50us"}, BadValue{"FENCE_TRUST_US", "100001"},
+        BadValue{"FENCE_TRUST_US", " 5"}, BadValue{"DISCARD_HOLD_US", "x"}, BadValue{"SPLIT_GRANULARITY", "100KiB"},
         BadValue{"SPLIT_GRANULARITY", "1KiB"}, BadValue{"DATAPATH", "fast"}, BadValue{"DATAPATH", "UM"},
         BadValue{"VMM_CHUNK", "3MiB"}, BadValue{"VMM_CHUNK", "1MiB"}, BadValue{"VMM_CHUNK", "big"},
         BadValue{"VMM_POOL", "lots"}, BadValue{"VMM_MAP_FIRST", "2"}, BadValue{"HOST_LIMIT", "lots"},
