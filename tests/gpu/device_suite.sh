@@ -17,6 +17,9 @@
 #   cupy               tests/gpu/frameworks/cupy_program.py: cuBLAS GEMMs, elementwise, reductions, a RawKernel
 #   torch-expandable   train_steps.py ResNet-50 (FRAMEWORKS_TORCH_STEPS, default 8), expandable_segments:True
 #   torch-mallocasync  the same with PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync
+# and, by name only (not in the five): jax-platform (jax_train.py with XLA_PYTHON_CLIENT_ALLOCATOR=platform:
+# a device allocation per buffer, no arena) and torch-default (ResNet-50 on PyTorch's default allocator),
+# the references for what those settings change.
 # Every pump run: its loss lines bit for bit against native, and check_engaged.py on its
 # PUMP_STATS (pump engaged: managed allocations > 0, else a failure; launches with known
 # blocks, target 100%; bytes known over all hooks, target 99%; peak resident <= budget +
@@ -298,6 +301,10 @@ frameworks_config() {  # frameworks_config NAME: sets FW_MODULES, FW_ENV and FW_
                   frac=$(python3 -c "print(f'{min(0.40, 0.9 * $FW_LIMIT / ($FW_TOTAL_MIB * 2**20)):.3f}')")
                   FW_ENV=(JAX_PLATFORMS=cuda XLA_PYTHON_CLIENT_PREALLOCATE=true XLA_PYTHON_CLIENT_MEM_FRACTION="$frac")
                   FW_PROG=(python3 tests/gpu/frameworks/jax_train.py --steps "${FRAMEWORKS_STEPS:-10}") ;;
+    jax-platform) FW_MODULES="jax"; FW_ENV=(JAX_PLATFORMS=cuda XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform)
+                  FW_PROG=(python3 tests/gpu/frameworks/jax_train.py --steps "${FRAMEWORKS_STEPS:-10}") ;;
+    torch-default) FW_MODULES="torch torchvision"
+                   FW_PROG=(python3 tests/gpu/torch/train_steps.py --model resnet50 --steps "$torch_steps") ;;
     cupy) FW_MODULES="cupy"; FW_PROG=(python3 tests/gpu/frameworks/cupy_program.py --steps "${FRAMEWORKS_STEPS:-10}") ;;
     torch-expandable) FW_MODULES="torch torchvision"; FW_ENV=(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)
                       FW_PROG=(python3 tests/gpu/torch/train_steps.py --model resnet50 --steps "$torch_steps") ;;
