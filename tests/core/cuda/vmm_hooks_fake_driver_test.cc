@@ -112,6 +112,25 @@ TEST_F(VmmHooks, AMappedPieceIsABlockOfTheEngineAndKernelsIntoItHaveKnownBlocks)
   ASSERT_EQ(cuMemAddressFree(base, 64 * kGranule), CUDA_SUCCESS);
 }
 
+// cuMemMap's memory is device memory from the start: a mapped piece that fits the budget is
+// brought to the device when it is mapped, not first touched by the program's kernels (JAX on
+// XLA's platform allocator computed other losses when they did: docs/results, twenty-fourth
+// session).
+TEST_F(VmmHooks, AMappedPieceIsBroughtToTheDeviceWhenMappedWhereItFits) {
+  const uint64_t before = engine() ? engine()->stats().bytes_prefetched : 0;
+  CUdeviceptr base = 0;
+  CUmemGenericAllocationHandle handle = 0;
+  reserve_and_map(8 * kGranule, kGranule, &base, &handle);
+  ASSERT_NE(engine(), nullptr);
+  EXPECT_EQ(engine()->stats().bytes_prefetched - before, kGranule);
+  pump_block_v1_t block{};
+  ASSERT_TRUE(Runtime::get()->find_block(base, &block));
+  EXPECT_EQ(block.residency, PUMP_RESIDENT_DEVICE);
+  ASSERT_EQ(cuMemUnmap(base, kGranule), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemRelease(handle), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAddressFree(base, 8 * kGranule), CUDA_SUCCESS);
+}
+
 TEST_F(VmmHooks, AnExtentAcrossTwoMappedPiecesTouchesBoth) {
   // A tensor of PyTorch's may lie across two segments of its expandable segment.
   CUdeviceptr base = 0;
