@@ -15,7 +15,9 @@ int main() {
       std::vector<std::thread> th;
       const size_t per = bytes / huge / T * huge;
       for (int t = 0; t < T; ++t)
-        th.emplace_back([=] { for (size_t a = t * per; a < (t + 1) * per; a += 4096) p[a] = 0; });
+        th.emplace_back([=] {
+          for (size_t a = t * per; a < (t + 1) * per; a += 4096) p[a] = 0;
+        });
       for (auto& x : th) x.join();
       printf(" %.1f", bytes / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 1e9);
       munmap(p, bytes);
