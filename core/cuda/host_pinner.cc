@@ -38,12 +38,11 @@ void touch_pages(char* p, uint64_t bytes, unsigned threads) {
   const uint64_t per = pages / parts * kHugePage;
   std::vector<std::thread> helpers;
   uint64_t at = 0;
-  for (uint64_t i = 1; i < parts; ++i, at += per) {
-    try {
-      helpers.emplace_back(touch, p + at, per);
-    } catch (const std::system_error&) {
-      break;  // the rest on this thread
-    }
+  try {
+    helpers.reserve(parts - 1);
+    for (uint64_t i = 1; i < parts; ++i, at += per) helpers.emplace_back(touch, p + at, per);
+  } catch (...) {
+    // No thread (system_error) or no memory for one (bad_alloc): the rest on this thread.
   }
   touch(p + at, bytes - at);
   for (std::thread& t : helpers) t.join();

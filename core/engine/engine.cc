@@ -104,10 +104,11 @@ void Engine::on_alloc(uint64_t address, uint64_t bytes, uint64_t group) {
   if (policy_) policy_->on_alloc(snapshot(*block, false));
   block = tracker_.find(address);  // the policy cannot split, but stay safe
   // A mapped piece of an emulated reservation (group != 0) is brought to the device at once
-  // where it fits, as cuMemMap's memory is device memory from the start: JAX on XLA's
-  // platform allocator (a reservation per buffer) computed other losses than natively when
-  // its kernels touched such pieces first, and native's with the pieces brought in here
-  // (docs/results, twenty-fourth session).
+  // where it fits, as cuMemMap's memory is device memory from the start. A workaround whose
+  // cause is not known: JAX on XLA's platform allocator (a reservation per buffer) computed
+  // other losses than natively without it, and native's with it in the runs measured
+  // (docs/results, twenty-fourth session). Not waited for: best-effort while calls pass by
+  // the engines.
   if ((prefetch_on_alloc_ || group != 0) && block && block->residency == PUMP_RESIDENT_HOST &&
       occupied_bytes() + block->bytes <= budget_)
     request_prefetch(*block, PUMP_WHEN_NOW);

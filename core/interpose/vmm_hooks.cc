@@ -20,8 +20,7 @@
 //   the driver's) cannot work: CUDA_ERROR_NOT_SUPPORTED (CUDA_ERROR_INVALID_VALUE), said once.
 // - cuMemGetAllocationGranularity is the driver's own answer: cuMemCreate checks sizes
 //   against it, so what the program reads back and what it may ask for agree.
-// - Unmapping discards the piece's pages (cuMemDiscardBatchAsync, CUDA 13), after the device
-//   finished what was queued before and before the call returns (discard_pages): the device
+// - Unmapping discards the piece's pages (cuMemDiscardBatchAsync, CUDA 13): the device
 //   room comes back at once, the address range stays reserved. Without it the pages stay
 //   until the reservation is freed.
 #include <string>
@@ -39,22 +38,17 @@
 namespace pump::interpose {
 namespace {
 
-// Pages given back with the driver's discard (no copy anywhere: the piece is dead). The
-// discard is done before this returns, and queued only once the device finished the work
-// queued before it. Natively an unmapped range is gone at once, so a program unmaps only
-// after its last use completed (or the driver waits for it); here the pages would otherwise
-// go on a stream that the program's own streams do not order, and a discard landing late
-// would zero a range already handed out again (a later reservation may get the same
-// managed addresses). XLA's platform allocator unmaps every buffer it frees (issue 9).
+// Pages given back with the driver's discard (no copy anywhere: the piece is dead). Queued on
+// the legacy stream, not waited for: the program unmaps only what its queued work no longer
+// uses. (Waiting for the device's queued work and for the discard here was tried for JAX on
+// XLA's platform allocator in the twenty-fourth session: it changed nothing there, and a
+// device-wide wait under the emulation's lock could wait on a kernel whose peer's launching
+// thread waits for that lock.)
 void discard_pages(uint64_t address, uint64_t bytes) {
   auto discard = real<k_cuMemDiscardBatchAsync>();
-  auto sync_context = real<k_cuCtxSynchronize>();
-  auto sync_stream = real<k_cuStreamSynchronize>();
   CUdeviceptr pointer = address;
   size_t size = bytes;
-  if (discard && sync_context && sync_stream && sync_context() == CUDA_SUCCESS &&
-      discard(&pointer, &size, 1, 0, nullptr) == CUDA_SUCCESS && sync_stream(nullptr) == CUDA_SUCCESS)
-    return;
+  if (discard && discard(&pointer, &size, 1, 0, nullptr) == CUDA_SUCCESS) return;
   PUMP_LOG_ONCE(LogLevel::kInfo,
                 "unmapped pieces of emulated reservations keep their pages until the reservation is freed (the "
                 "driver offers no cuMemDiscardBatchAsync, or it failed)");

@@ -113,9 +113,8 @@ TEST_F(VmmHooks, AMappedPieceIsABlockOfTheEngineAndKernelsIntoItHaveKnownBlocks)
 }
 
 // cuMemMap's memory is device memory from the start: a mapped piece that fits the budget is
-// brought to the device when it is mapped, not first touched by the program's kernels (JAX on
-// XLA's platform allocator computed other losses when they did: docs/results, twenty-fourth
-// session).
+// brought to the device when it is mapped (without it, JAX on XLA's platform allocator
+// computed other losses: docs/results, twenty-fourth session; the cause is not known).
 TEST_F(VmmHooks, AMappedPieceIsBroughtToTheDeviceWhenMappedWhereItFits) {
   const uint64_t before = engine() ? engine()->stats().bytes_prefetched : 0;
   CUdeviceptr base = 0;
@@ -168,19 +167,6 @@ TEST_F(VmmHooks, UnmapDiscardsThePagesAndTheEngineForgetsTheBlock) {
   EXPECT_FALSE(Runtime::get()->find_block(base, &block));
   EXPECT_EQ(engine()->stats().frees, frees + 1);
   EXPECT_EQ(discards_at(base), 1u) << "the piece's pages went back to the driver";
-  // Natively an unmapped range is gone at once: the discard waits for the work queued before
-  // it and is done when the unmap returns (a later reservation may get these addresses).
-  const std::vector<FakeCall> calls = driver_->calls();
-  size_t discard = calls.size(), context_sync = calls.size(), stream_sync = calls.size();
-  for (size_t i = first_call_; i < calls.size(); ++i) {
-    const std::string name = calls[i].name;
-    if (name == "cuMemDiscardBatchAsync") discard = i;
-    else if (name == "cuCtxSynchronize" && discard == calls.size()) context_sync = i;
-    else if (name == "cuStreamSynchronize" && discard != calls.size() && stream_sync == calls.size()) stream_sync = i;
-  }
-  ASSERT_LT(discard, calls.size());
-  EXPECT_LT(context_sync, discard) << "the device's queued work first";
-  EXPECT_LT(stream_sync, calls.size()) << "the discard waited for";
   EXPECT_EQ(Runtime::get()->counter(interpose::k_cuMemUnmap).calls.load(), unmaps + 1) << "counted in PUMP_STATS";
   ASSERT_EQ(cuMemAddressFree(base, 8 * kGranule), CUDA_SUCCESS);
 }

@@ -111,6 +111,24 @@ TEST_F(EngineTest, PrefetchedKernelWaitsForItsTransferBatch) {
   EXPECT_EQ(e->resident_bytes(), 8 * kMiB);
 }
 
+// A mapped piece of an emulated reservation (group != 0) is brought to the device when it is
+// allocated, as cuMemMap's memory is device memory from the start: only where the budget has
+// room for it. Other allocations wait for their kernels (PUMP_PREFETCH_ON_ALLOC is off).
+TEST_F(EngineTest, AMappedPieceIsBroughtInAtItsAllocationWhereTheBudgetHasRoom) {
+  auto e = make(8 * kMiB);
+  e->on_alloc(kBase, 4 * kMiB, kBase);
+  ASSERT_EQ(backend_.batches.size(), 1u);
+  ASSERT_EQ(backend_.batches[0].prefetch.size(), 1u);
+  EXPECT_EQ(backend_.batches[0].prefetch[0].address, kBase);
+  EXPECT_EQ(backend_.batches[0].prefetch[0].bytes, 4 * kMiB);
+  EXPECT_EQ(e->resident_bytes(), 4 * kMiB);
+  e->on_alloc(kBase + 16 * kMiB, 8 * kMiB, kBase + 16 * kMiB);  // 4 + 8 MiB: over the budget
+  e->on_alloc(kBase + 32 * kMiB, 2 * kMiB);                     // not a mapped piece
+  EXPECT_EQ(backend_.batches.size(), 1u);
+  EXPECT_EQ(e->stats().bytes_prefetched, 4 * kMiB);
+  EXPECT_EQ(e->resident_bytes(), 4 * kMiB);
+}
+
 // Where a launching thread's time goes (EngineStats::launch_*_ns) is measured only when asked
 // for (PUMP_STATS): otherwise the launch path reads no clock.
 TEST_F(EngineTest, LaunchPhasesAreTimedOnlyWhenAskedFor) {
