@@ -106,9 +106,9 @@ void Engine::on_alloc(uint64_t address, uint64_t bytes, uint64_t group) {
   // A mapped piece of an emulated reservation (group != 0) is brought to the device at once
   // where it fits, as cuMemMap's memory is device memory from the start. A workaround whose
   // cause is not known: JAX on XLA's platform allocator (a reservation per buffer) computed
-  // other losses than natively without it, and native's with it in the runs measured
-  // (docs/results, twenty-fourth session). Not waited for: best-effort while calls pass by
-  // the engines.
+  // other losses than natively without it, and native's with it and the unmap's waits
+  // (vmm_hooks.cc) in the runs measured (docs/results, twenty-fourth session). Not waited
+  // for: best-effort while calls pass by the engines.
   if ((prefetch_on_alloc_ || group != 0) && block && block->residency == PUMP_RESIDENT_HOST &&
       occupied_bytes() + block->bytes <= budget_)
     request_prefetch(*block, PUMP_WHEN_NOW);

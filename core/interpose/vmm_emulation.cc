@@ -78,14 +78,19 @@ CUresult VmmEmulation::reserve(uint64_t bytes, uint64_t alignment, uint64_t* add
 }
 
 CUresult VmmEmulation::free_reservation(uint64_t address, uint64_t bytes) {
-  std::lock_guard lock(mutex_);
-  auto it = reservations_.find(address);
-  if (it == reservations_.end() || it->second.bytes != bytes) return CUDA_ERROR_INVALID_VALUE;
-  const uint64_t base = it->second.managed_base;
-  reservations_.erase(it);
-  // Pieces still mapped go with it: the engine must not keep blocks of freed memory.
-  unmap_all_in(address, bytes);
-  memory_.free(base);
+  std::vector<Unmapped> unmapped;
+  uint64_t base = 0;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = reservations_.find(address);
+    if (it == reservations_.end() || it->second.bytes != bytes) return CUDA_ERROR_INVALID_VALUE;
+    base = it->second.managed_base;
+    reservations_.erase(it);
+    // Pieces still mapped go with it: the engine must not keep blocks of freed memory.
+    unmap_all_in(address, bytes, &unmapped);
+  }
+  for (const Unmapped& u : unmapped) memory_.untrack(u.device, u.address, u.bytes);
+  memory_.free(base);  // after the untracks, outside the lock: the driver's free synchronizes
   return CUDA_SUCCESS;
 }
 
@@ -139,16 +144,20 @@ CUresult VmmEmulation::map(uint64_t address, uint64_t bytes, uint64_t offset, CU
 }
 
 CUresult VmmEmulation::unmap(uint64_t address, uint64_t bytes) {
-  std::lock_guard lock(mutex_);
-  if (bytes == 0 || !covered_by_mappings(address, bytes)) return CUDA_ERROR_INVALID_VALUE;
-  unmap_all_in(address, bytes);
+  std::vector<Unmapped> unmapped;
+  {
+    std::lock_guard lock(mutex_);
+    if (bytes == 0 || !covered_by_mappings(address, bytes)) return CUDA_ERROR_INVALID_VALUE;
+    unmap_all_in(address, bytes, &unmapped);
+  }
+  for (const Unmapped& u : unmapped) memory_.untrack(u.device, u.address, u.bytes);
   return CUDA_SUCCESS;
 }
 
-void VmmEmulation::unmap_all_in(uint64_t address, uint64_t bytes) {
+void VmmEmulation::unmap_all_in(uint64_t address, uint64_t bytes, std::vector<Unmapped>* unmapped) {
   for (auto m = mappings_.lower_bound(address); m != mappings_.end() && m->first < address + bytes;) {
     Handle& h = handles_.at(m->second.handle);
-    memory_.untrack(h.prop.location.id, m->first, m->second.bytes);
+    unmapped->push_back({h.prop.location.id, m->first, m->second.bytes});
     mapped_bytes_ -= m->second.bytes;
     --h.mappings;
     const CUmemGenericAllocationHandle handle = m->second.handle;

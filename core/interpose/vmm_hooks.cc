@@ -20,9 +20,10 @@
 //   the driver's) cannot work: CUDA_ERROR_NOT_SUPPORTED (CUDA_ERROR_INVALID_VALUE), said once.
 // - cuMemGetAllocationGranularity is the driver's own answer: cuMemCreate checks sizes
 //   against it, so what the program reads back and what it may ask for agree.
-// - Unmapping discards the piece's pages (cuMemDiscardBatchAsync, CUDA 13): the device
-//   room comes back at once, the address range stays reserved. Without it the pages stay
-//   until the reservation is freed.
+// - Unmapping discards the piece's pages (cuMemDiscardBatchAsync, CUDA 13), after the work
+//   queued before it and before the call returns (discard_pages): the device room comes back
+//   at once, the address range stays reserved. Without it the pages stay until the
+//   reservation is freed.
 #include <string>
 
 #include "core/common/log.h"
@@ -38,20 +39,38 @@
 namespace pump::interpose {
 namespace {
 
-// Pages given back with the driver's discard (no copy anywhere: the piece is dead). Queued on
-// the legacy stream, not waited for: the program unmaps only what its queued work no longer
-// uses. (Waiting for the device's queued work and for the discard here was tried for JAX on
-// XLA's platform allocator in the twenty-fourth session: it changed nothing there, and a
-// device-wide wait under the emulation's lock could wait on a kernel whose peer's launching
-// thread waits for that lock.)
+// Pages given back with the driver's discard (no copy anywhere: the piece is dead), queued
+// once the work queued before it is done (the calling thread's context: the program's, one
+// device in the programs measured), and done before the unmap returns: a discard left on the
+// legacy stream is not ordered with the next map's populate on pump's own stream, nor with
+// the program's non-blocking streams, so it could land on a piece mapped there again.
+// Called outside the emulation's lock (VmmEmulation::Unmapped). JAX on XLA's platform
+// allocator gave native's losses with these waits and the map's populate together
+// (Engine::on_alloc), not with either alone measured (the waits alone: other losses;
+// docs/results, twenty-fourth session).
 void discard_pages(uint64_t address, uint64_t bytes) {
   auto discard = real<k_cuMemDiscardBatchAsync>();
+  auto sync_context = real<k_cuCtxSynchronize>();
+  auto sync_stream = real<k_cuStreamSynchronize>();
+  if (!discard) {
+    PUMP_LOG_ONCE(LogLevel::kInfo,
+                  "unmapped pieces of emulated reservations keep their pages until the reservation is freed (the "
+                  "driver offers no cuMemDiscardBatchAsync)");
+    return;
+  }
+  if (sync_context) sync_context();  // a failure here fails the discard's wait too, said below
   CUdeviceptr pointer = address;
   size_t size = bytes;
-  if (discard && discard(&pointer, &size, 1, 0, nullptr) == CUDA_SUCCESS) return;
-  PUMP_LOG_ONCE(LogLevel::kInfo,
-                "unmapped pieces of emulated reservations keep their pages until the reservation is freed (the "
-                "driver offers no cuMemDiscardBatchAsync, or it failed)");
+  if (discard(&pointer, &size, 1, 0, nullptr) != CUDA_SUCCESS) {
+    PUMP_LOG_ONCE(LogLevel::kInfo,
+                  "unmapped pieces of emulated reservations keep their pages until the reservation is freed (the "
+                  "driver's cuMemDiscardBatchAsync failed)");
+    return;
+  }
+  if (!sync_stream || sync_stream(nullptr) != CUDA_SUCCESS)
+    PUMP_LOG_ONCE(LogLevel::kWarn,
+                  "an unmapped piece's discard could not be waited for: a piece mapped at the same addresses soon "
+                  "after may lose what is written to it first");
 }
 
 // The emulation's memory: managed allocations for reservations, engine blocks for pieces.

@@ -937,6 +937,9 @@ FAKE_EXPORT CUresult cuEventQuery(CUevent e) { return EventQuery(e); }
 FAKE_EXPORT CUresult cuEventSynchronize(CUevent e) { return EventSynchronize(e); }
 FAKE_EXPORT CUresult cuEventDestroy(CUevent e) { return EventDestroy(e); }
 FAKE_EXPORT CUresult cuStreamQuery(CUstream s) { return StreamQuery(s); }
+// What an emulated unmap waits for (vmm_hooks.cc: discard_pages).
+FAKE_EXPORT CUresult cuStreamSynchronize(CUstream s) { return StreamSynchronize(s); }
+FAKE_EXPORT CUresult cuCtxSynchronize() { return CtxSynchronize(); }
 FAKE_EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus* st) { return StreamIsCapturing(s, st); }
 FAKE_EXPORT CUresult cuMemGetAllocationGranularity(size_t* g, const CUmemAllocationProp* prop,
                                                    CUmemAllocationGranularity_flags option) {

@@ -167,6 +167,22 @@ TEST_F(VmmHooks, UnmapDiscardsThePagesAndTheEngineForgetsTheBlock) {
   EXPECT_FALSE(Runtime::get()->find_block(base, &block));
   EXPECT_EQ(engine()->stats().frees, frees + 1);
   EXPECT_EQ(discards_at(base), 1u) << "the piece's pages went back to the driver";
+  // The discard waits for the work queued before it, on the legacy stream, and is waited for
+  // before the unmap returns (a piece mapped there again is not ordered after it otherwise).
+  const std::vector<FakeCall> calls = driver_->calls();
+  size_t discard = calls.size();
+  for (size_t i = first_call_; i < calls.size(); ++i)
+    if (std::string(calls[i].name) == "cuMemDiscardBatchAsync" && calls[i].address == base) discard = i;
+  ASSERT_LT(discard, calls.size());
+  EXPECT_EQ(calls[discard].stream, 0u) << "the legacy stream";
+  // (pump's worker may record calls of its own in between: not adjacency, order)
+  bool synchronized_before = false, waited_after = false;
+  for (size_t i = first_call_; i < discard; ++i)
+    synchronized_before |= std::string(calls[i].name) == "cuCtxSynchronize";
+  for (size_t i = discard + 1; i < calls.size(); ++i)
+    waited_after |= std::string(calls[i].name) == "cuStreamSynchronize" && calls[i].stream == 0;
+  EXPECT_TRUE(synchronized_before) << "the work queued before the discard, first";
+  EXPECT_TRUE(waited_after) << "the discard waited for";
   EXPECT_EQ(Runtime::get()->counter(interpose::k_cuMemUnmap).calls.load(), unmaps + 1) << "counted in PUMP_STATS";
   ASSERT_EQ(cuMemAddressFree(base, 8 * kGranule), CUDA_SUCCESS);
 }
