@@ -1,5 +1,7 @@
 #include "core/cuda/cuda_backend.h"
 
+#include <sched.h>
+
 #include <nvtx3/nvToolsExt.h>
 
 #include <algorithm>
@@ -17,6 +19,15 @@
 namespace pump {
 
 namespace {
+
+// CPUs this process may run on (its affinity, which a container's cpuset narrows), else
+// the machine's.
+unsigned usable_cpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return static_cast<unsigned>(CPU_COUNT(&set));
+  return std::thread::hardware_concurrency();
+}
+
 // The answer capturing() last gave on this thread: the engine asks before a launch, then
 // stream_wait() and mark() for the same launch reuse it instead of asking the driver again.
 struct CaptureAnswer {
@@ -316,8 +327,7 @@ std::string CudaBackend::setup_on_worker() {
     return fail("cuDevicePrimaryCtxRetain", r);
   }
   if ((r = api_.cuCtxSetCurrent(context_)) != CUDA_SUCCESS) return fail("cuCtxSetCurrent", r);
-  const unsigned touch_threads =
-      options_.pin_threads ? options_.pin_threads : std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+  const unsigned touch_threads = options_.pin_threads ? options_.pin_threads : std::clamp(usable_cpus(), 1u, 8u);
   pinner_ = std::make_unique<cuda::HostPinner>(api_, context_, &pin_stats_,
                                                options_.pin != CudaBackendOptions::Pin::kHostAlloc, touch_threads);
   if ((r = api_.cuStreamCreate(&prefetch_stream_, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS) {

@@ -107,7 +107,8 @@ struct CudaBackendOptions {
   enum class Pin { kAhead, kRegister, kHostAlloc };
   Pin pin = Pin::kAhead;
   // PUMP_PIN_THREADS: threads that touch a slab's pages before it is registered (the kernel's
-  // zeroing of each page is most of a pin's time); 0: as many as the machine has, at most 8.
+  // zeroing of each page is most of a pin's time); 0: as many CPUs as the process may use, at
+  // most 8.
   unsigned pin_threads = 0;
   bool merge_adjacent = true;   // off only to measure what merging gains
   size_t batch_min_ranges = 4;  // ranges from which one batch call replaces single calls; 0 = never

@@ -303,7 +303,7 @@ frameworks_config() {  # frameworks_config NAME: sets FW_MODULES, FW_ENV and FW_
                   FW_PROG=(python3 tests/gpu/frameworks/jax_train.py --steps "${FRAMEWORKS_STEPS:-10}") ;;
     jax-platform) FW_MODULES="jax"; FW_ENV=(JAX_PLATFORMS=cuda XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform)
                   FW_PROG=(python3 tests/gpu/frameworks/jax_train.py --steps "${FRAMEWORKS_STEPS:-10}") ;;
-    torch-default) FW_MODULES="torch torchvision"
+    torch-default) FW_MODULES="torch torchvision"; FW_ENV=(PYTORCH_CUDA_ALLOC_CONF=)
                    FW_PROG=(python3 tests/gpu/torch/train_steps.py --model resnet50 --steps "$torch_steps") ;;
     cupy) FW_MODULES="cupy"; FW_PROG=(python3 tests/gpu/frameworks/cupy_program.py --steps "${FRAMEWORKS_STEPS:-10}") ;;
     torch-expandable) FW_MODULES="torch torchvision"; FW_ENV=(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)
