@@ -186,7 +186,8 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes,
     if (error == std::errc() && end == last && value >= 1 && value <= 64) o.pin_threads = value;
     else
       log(LogLevel::kError,
-          "PUMP_PIN_THREADS='%s' is not a whole number in [1, 64]; using the machine's threads, at most 8", v->c_str());
+          "PUMP_PIN_THREADS='%s' is not a whole number in [1, 64]; using the CPUs the process may run on, at most 8",
+          v->c_str());
   }
   // Measuring knobs in whole microseconds, at most 100 ms.
   for (auto [key, us] : {std::pair{"FENCE_TRUST_US", &o.fence_trust}, {"DISCARD_HOLD_US", &o.discard_hold}}) {

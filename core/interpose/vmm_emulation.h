@@ -83,15 +83,16 @@ class VmmEmulation {
   // Whether [address, address + bytes) is exactly a run of whole, adjacent mappings.
   bool covered_by_mappings(uint64_t address, uint64_t bytes) const;
   void drop_reference_if_unused(CUmemGenericAllocationHandle handle);
-  // Unmaps every piece starting in [address, address + bytes) in the books (handles dropped),
-  // each appended to *unmapped. A piece unmapped in the books, for VmmMemory::untrack once the lock is let go (the
-  // engine and the discard may wait for the device, which must never happen under the lock: every hook of the emulation
-  // takes it, and a kernel the wait depends on may not have been launched yet).
+  // A piece unmapped in the books, for VmmMemory::untrack once the lock is let go: the engine
+  // and the discard may wait for the device, which must never happen under the lock (every
+  // hook of the emulation takes it, and a kernel the wait depends on may not be launched yet).
   struct Unmapped {
     int device;
     uint64_t address;
     uint64_t bytes;
   };
+  // Unmaps every piece starting in [address, address + bytes) in the books (handles dropped),
+  // each appended to *unmapped.
   void unmap_all_in(uint64_t address, uint64_t bytes, std::vector<Unmapped>* unmapped);
 
   VmmMemory& memory_;
