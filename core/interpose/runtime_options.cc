@@ -17,6 +17,15 @@
 namespace pump::interpose {
 namespace {
 
+// A whole number in [low, high], written as digits only (no sign, no spaces); nothing else.
+std::optional<uint64_t> parse_whole(const std::string& text, uint64_t low, uint64_t high) {
+  uint64_t value = 0;
+  const char* const last = text.data() + text.size();
+  const auto [end, error] = std::from_chars(text.data(), last, value);
+  if (error != std::errc() || end != last || value < low || value > high) return std::nullopt;
+  return value;
+}
+
 std::optional<bool> parse_flag(const std::string& text) {
   if (text == "1" || text == "true" || text == "yes" || text == "on") return true;
   if (text == "0" || text == "false" || text == "no" || text == "off" || false) return false;
@@ -180,10 +189,7 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes,
     else log(LogLevel::kError, "PUMP_PIN='%s' is not ahead, register or hostalloc; using ahead", v->c_str());
   }
   if (auto v = config.get("PIN_THREADS")) {
-    unsigned value = 0;
-    const char* const last = v->data() + v->size();
-    const auto [end, error] = std::from_chars(v->data(), last, value);  // no sign, no spaces
-    if (error == std::errc() && end == last && value >= 1 && value <= 64) o.pin_threads = value;
+    if (auto threads = parse_whole(*v, 1, 64)) o.pin_threads = static_cast<unsigned>(*threads);
     else
       log(LogLevel::kError,
           "PUMP_PIN_THREADS='%s' is not a whole number in [1, 64]; using the CPUs the process may run on, at most 8",
@@ -193,10 +199,7 @@ RuntimeOptions parse_runtime_options(const Config& raw, uint64_t physical_bytes,
   for (auto [key, us] : {std::pair{"FENCE_TRUST_US", &o.fence_trust}, {"DISCARD_HOLD_US", &o.discard_hold}}) {
     auto v = config.get(key);
     if (!v) continue;
-    uint64_t value = 0;
-    const char* const last = v->data() + v->size();
-    const auto [end, error] = std::from_chars(v->data(), last, value);  // no sign, no spaces
-    if (error == std::errc() && end == last && value <= 100000) *us = std::chrono::microseconds(value);
+    if (auto value = parse_whole(*v, 0, 100000)) *us = std::chrono::microseconds(*value);
     else
       log(LogLevel::kError, "PUMP_%s='%s' is not a whole number of microseconds in [0, 100000]; using %lld", key,
           v->c_str(), static_cast<long long>(us->count()));
