@@ -35,6 +35,8 @@ struct EngineStats {
   uint64_t bytes_evicted_partitioned = 0;  // of bytes_evicted: pages of partitioned memory (never dropped)
   uint64_t pointer_ranges_guessed = 0;     // pointers into partitioned memory given a range of their own
   uint64_t bytes_fallback_evicted = 0;     // evicted by the engine because the policy freed too little
+  uint64_t pieces_populated_on_map = 0;    // mapped pieces of emulated reservations on the device when mapped
+  uint64_t pieces_left_unpopulated = 0;    // ... not: no room could be made (the program touches them first)
   uint64_t prefetch_ranges = 0;            // merged ranges handed to the backend
   uint64_t eviction_ranges = 0;
   uint64_t batches = 0;          // TransferBatches submitted

@@ -75,6 +75,8 @@ Json engine_json(const DeviceReport& d) {
   o["bytes_evicted"] = s.bytes_evicted;
   o["bytes_discarded"] = s.bytes_discarded;
   o["bytes_fallback_evicted"] = s.bytes_fallback_evicted;
+  o["pieces_populated_on_map"] = s.pieces_populated_on_map;
+  o["pieces_left_unpopulated"] = s.pieces_left_unpopulated;
   o["bytes_evicted_partitioned"] = s.bytes_evicted_partitioned;
   o["pointer_ranges_guessed"] = s.pointer_ranges_guessed;
   // The copy data path (PUMP_DATAPATH=copy).

@@ -9,8 +9,10 @@
 # frameworks (issue 9, framework independence; frameworks_suite below): programs that are not
 # PyTorch with its default allocator, each natively and then under pump at PUMP_GPU_BUDGET =
 # half its native footprint, PUMP_PLUGINS=cudnn,cublas,launch, for each of POLICIES (default
-# none,lru; none is the speed reference) with PUMP_VERIFY off, and poison too for every policy
-# but none. The programs (FRAMEWORKS_CONFIGS picks some, default all five):
+# none,lru; none is the speed reference: plain unified memory, PUMP_DATAPATH=um as in pump-bench's
+# none row, FRAMEWORKS_NONE_DATAPATH to change it; on the default data path the engine's own
+# room-making would move none's data at the link's speed) with PUMP_VERIFY off, and poison too for
+# every policy but none. The programs (FRAMEWORKS_CONFIGS picks some, default all five):
 #   jax-noprealloc     tests/gpu/frameworks/jax_train.py, a jitted MLP, XLA_PYTHON_CLIENT_PREALLOCATE=false
 #   jax-prealloc       the same with preallocation at XLA_PYTHON_CLIENT_MEM_FRACTION 0.40 (SAFETY, see
 #                      frameworks_config); its footprint is peak_bytes_in_use, not the pool
@@ -358,11 +360,13 @@ frameworks_one() {
     for verify in off poison; do
       [ "$policy" = none ] && [ "$verify" = poison ] && continue
       run="pump-$policy-$verify"
+      local datapath=""  # none: plain unified memory, the reference (see the header)
+      [ "$policy" = none ] && datapath=${FRAMEWORKS_NONE_DATAPATH:-um}
       free=$(nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits | head -1)  # MiB, just before
       FW_LIMIT=$((free * 1024 * 1024 / 2))  # SAFETY: half the free memory
       env "${FW_ENV[@]}" LD_PRELOAD="$LIBPUMP" PUMP_GPU_BUDGET="$budget" PUMP_MANAGED_LIMIT="$FW_LIMIT" \
         PUMP_PLUGINS=cudnn,cublas,launch PUMP_POLICY="$policy" PUMP_VERIFY="$verify" PUMP_STATS="$base-$run.stats.json" \
-        timeout 300 "${FW_PROG[@]}" > "$base-$run.txt" 2> "$base-$run.err"
+        ${datapath:+PUMP_DATAPATH=$datapath} timeout 300 "${FW_PROG[@]}" > "$base-$run.txt" 2> "$base-$run.err"
       rc=$?
       if [ $rc -ne 0 ]; then  # 77 too: the framework lost its GPU under pump
         echo "$name $run: FAILED rc=$rc: $(grep -m1 '^skipped' "$base-$run.txt") $(tail -3 "$base-$run.err" | tr '\n' ' ')"

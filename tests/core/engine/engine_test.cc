@@ -111,10 +111,12 @@ TEST_F(EngineTest, PrefetchedKernelWaitsForItsTransferBatch) {
   EXPECT_EQ(e->resident_bytes(), 8 * kMiB);
 }
 
-// A mapped piece of an emulated reservation (group != 0) is brought to the device when it is
-// allocated, as cuMemMap's memory is device memory from the start: only where the budget has
-// room for it. Other allocations wait for their kernels (PUMP_PREFETCH_ON_ALLOC is off).
-TEST_F(EngineTest, AMappedPieceIsBroughtInAtItsAllocationWhereTheBudgetHasRoom) {
+// A mapped piece of an emulated reservation (group != 0) is on the device before its map
+// returns, as cuMemMap's memory is device memory: brought in and waited for, room made where
+// the budget has none (JAX on XLA's platform allocator computed other labels when a piece's
+// first touch was its own). Other allocations wait for their kernels (PUMP_PREFETCH_ON_ALLOC
+// is off).
+TEST_F(EngineTest, AMappedPieceIsOnTheDeviceBeforeItsMapReturnsRoomMadeWhereNeeded) {
   auto e = make(8 * kMiB);
   e->on_alloc(kBase, 4 * kMiB, kBase);
   ASSERT_EQ(backend_.batches.size(), 1u);
@@ -122,11 +124,38 @@ TEST_F(EngineTest, AMappedPieceIsBroughtInAtItsAllocationWhereTheBudgetHasRoom) 
   EXPECT_EQ(backend_.batches[0].prefetch[0].address, kBase);
   EXPECT_EQ(backend_.batches[0].prefetch[0].bytes, 4 * kMiB);
   EXPECT_EQ(e->resident_bytes(), 4 * kMiB);
-  e->on_alloc(kBase + 16 * kMiB, 8 * kMiB, kBase + 16 * kMiB);  // 4 + 8 MiB: over the budget
-  e->on_alloc(kBase + 32 * kMiB, 2 * kMiB);                     // not a mapped piece
-  EXPECT_EQ(backend_.batches.size(), 1u);
-  EXPECT_EQ(e->stats().bytes_prefetched, 4 * kMiB);
-  EXPECT_EQ(e->resident_bytes(), 4 * kMiB);
+  ASSERT_EQ(backend_.host_waits.size(), 1u) << "the map returns once the piece is in";
+  EXPECT_EQ(backend_.host_waits[0].stream, RecordingBackend::kPrefetchStream);
+
+  e->on_alloc(kBase + 16 * kMiB, 8 * kMiB, kBase + 16 * kMiB);  // 4 + 8 MiB: the first piece makes room
+  ASSERT_EQ(backend_.batches.size(), 2u);
+  const TransferBatch& second = backend_.batches[1];
+  ASSERT_EQ(second.prefetch.size(), 1u);
+  EXPECT_EQ(second.prefetch[0].address, kBase + 16 * kMiB);
+  ASSERT_EQ(second.evict.size() + second.discard.size() + second.save.size(), 1u);
+  EXPECT_EQ(e->resident_bytes(), 8 * kMiB);
+  EXPECT_EQ(e->stats().bytes_fallback_evicted, 4 * kMiB);
+  EXPECT_EQ(e->stats().pieces_populated_on_map, 2u);
+  EXPECT_EQ(e->stats().pieces_left_unpopulated, 0u);
+  EXPECT_EQ(backend_.host_waits.size(), 2u);
+
+  e->on_alloc(kBase + 32 * kMiB, 2 * kMiB);  // not a mapped piece: waits for its kernel
+  EXPECT_EQ(backend_.batches.size(), 2u);
+  EXPECT_EQ(backend_.host_waits.size(), 2u);
+  EXPECT_EQ(e->resident_bytes(), 8 * kMiB);
+}
+
+// A piece no room can be made for (larger than the budget) is left to the program's first
+// touch, counted; what was resident stays.
+TEST_F(EngineTest, AMappedPieceNoRoomCanBeMadeForIsCountedNotBroughtIn) {
+  auto e = make(8 * kMiB);
+  e->on_alloc(kBase, 4 * kMiB, kBase);
+  ASSERT_EQ(e->resident_bytes(), 4 * kMiB);
+  e->on_alloc(kBase + 16 * kMiB, 16 * kMiB, kBase + 16 * kMiB);
+  EXPECT_EQ(e->stats().pieces_populated_on_map, 1u);
+  EXPECT_EQ(e->stats().pieces_left_unpopulated, 1u);
+  EXPECT_EQ(e->resident_bytes(), 4 * kMiB) << "nothing evicted for a piece that cannot come in";
+  EXPECT_EQ(backend_.host_waits.size(), 1u) << "nothing of the second piece to wait for";
 }
 
 // Where a launching thread's time goes (EngineStats::launch_*_ns) is measured only when asked

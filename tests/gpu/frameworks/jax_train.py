@@ -36,6 +36,8 @@ def parse():
     p.add_argument("--classes", type=int, default=1000)
     p.add_argument("--batch", type=int, default=8192)
     p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--print-init", action="store_true",
+                   help="print a digest of the data and of every initial parameter to stderr (copied to the host)")
     p.add_argument("--xla-flags", default=DEFAULT_XLA_FLAGS,
                    help="appended to XLA_FLAGS before jax is imported ('' for none)")
     return p.parse_args()
@@ -96,6 +98,14 @@ def main():
             kw = jax.random.fold_in(kp, i)
             w = jax.random.normal(kw, (n_in, n_out), jnp.float32) * (2.0 / n_in) ** 0.5
             params.append((w, jnp.zeros((n_out,), jnp.float32)))
+
+    if a.print_init:  # where a run that computes other losses first differs: the inputs, or the step
+        import hashlib
+        import numpy as np
+        digest = lambda arr: hashlib.sha256(np.asarray(arr).tobytes()).hexdigest()[:16]
+        print(f"init x {digest(x)} y {digest(y)}", file=sys.stderr)
+        for i, (w, b) in enumerate(params):
+            print(f"init layer {i} w {digest(w)} b {digest(b)}", file=sys.stderr)
 
     def loss_fn(params, x, y):
         h = x
