@@ -103,29 +103,26 @@ void Engine::on_alloc(uint64_t address, uint64_t bytes, uint64_t group) {
   Block* block = tracker_.find(address);
   if (policy_) policy_->on_alloc(snapshot(*block, false));
   block = tracker_.find(address);  // the policy cannot split, but stay safe
-  Fence populated;
-  if (block && block->residency == PUMP_RESIDENT_HOST) {
-    if (group != 0) {
-      // A mapped piece of an emulated reservation is on the device before the map returns,
-      // as cuMemMap's memory is device memory: room is made for it where the budget has
-      // none. JAX on XLA's platform allocator (a reservation per buffer) computed other
-      // losses than natively when a piece's first touch was the program's own: its random
-      // labels came out other in 5 of 6 runs, with calls passing by the engines and no
-      // transfer of pump's (docs/results, twenty-fifth session); brought in unwaited, in 1
-      // of 8. Which of XLA's calls is not served right on pages never populated is not known.
-      if (block->bytes <= budget_ && occupied_bytes() + block->bytes > budget_)
-        fallback_make_room(occupied_bytes() + block->bytes - budget_);
-      if (block->bytes <= budget_ && request_prefetch(*block, PUMP_WHEN_NOW) == PUMP_OK)
-        ++stats_.pieces_populated_on_map;
-      else ++stats_.pieces_left_unpopulated;
-    } else if (prefetch_on_alloc_ && occupied_bytes() + block->bytes <= budget_) {
-      request_prefetch(*block, PUMP_WHEN_NOW);
-    }
-  }
+  if (prefetch_on_alloc_ && block && block->residency == PUMP_RESIDENT_HOST &&
+      occupied_bytes() + block->bytes <= budget_)
+    request_prefetch(*block, PUMP_WHEN_NOW);
   submit_pending(0);
-  if (group != 0 && block) populated = block->ready;
+}
+
+void Engine::bring_in_mapped_piece(uint64_t address) {
+  std::unique_lock lock = lock_settled();
+  Block* block = tracker_.find(address);
+  if (!block || block->residency != PUMP_RESIDENT_HOST) return;
+  bool in = false;
+  if (block->bytes <= budget_) {
+    if (occupied_bytes() + block->bytes > budget_) fallback_make_room(occupied_bytes() + block->bytes - budget_);
+    in = request_prefetch(*block, PUMP_WHEN_NOW) == PUMP_OK;
+  }
+  ++(in ? stats_.pieces_populated_on_map : stats_.pieces_left_unpopulated);
+  submit_pending(0);
+  const Fence ready = in ? block->ready : Fence{};
   lock.unlock();
-  if (!populated.empty()) backend_.host_wait(populated);
+  if (!ready.empty()) backend_.host_wait(ready);
 }
 
 void Engine::adopt_calls_while_fitting(const std::vector<StreamId>& streams) {

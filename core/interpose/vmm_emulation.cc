@@ -124,6 +124,14 @@ CUresult VmmEmulation::release(CUmemGenericAllocationHandle handle) {
 }
 
 CUresult VmmEmulation::map(uint64_t address, uint64_t bytes, uint64_t offset, CUmemGenericAllocationHandle handle) {
+  int device = 0;
+  if (CUresult r = map_locked(address, bytes, offset, handle, &device)) return r;
+  memory_.bring_in(device, address);  // may wait for the device: outside the lock
+  return CUDA_SUCCESS;
+}
+
+CUresult VmmEmulation::map_locked(uint64_t address, uint64_t bytes, uint64_t offset,
+                                  CUmemGenericAllocationHandle handle, int* device) {
   std::lock_guard lock(mutex_);
   auto h = handles_.find(handle);
   if (h == handles_.end() || h->second.references == 0) return CUDA_ERROR_INVALID_VALUE;
@@ -137,6 +145,7 @@ CUresult VmmEmulation::map(uint64_t address, uint64_t bytes, uint64_t offset, CU
   // One handle at two addresses would be one memory seen twice: managed memory cannot alias.
   if (h->second.mappings > 0) return CUDA_ERROR_NOT_SUPPORTED;
   if (!memory_.track(h->second.prop.location.id, address, bytes, reservation->first)) return CUDA_ERROR_OUT_OF_MEMORY;
+  *device = h->second.prop.location.id;
   mappings_[address] = {bytes, handle};
   ++h->second.mappings;
   mapped_bytes_ += bytes;

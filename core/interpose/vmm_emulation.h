@@ -29,6 +29,9 @@ class VmmMemory {
   virtual bool track(int device, uint64_t address, uint64_t bytes, uint64_t group) = 0;
   // An unmapped piece: the engine forgets it and its pages go back to the driver.
   virtual void untrack(int device, uint64_t address, uint64_t bytes) = 0;
+  // A piece just mapped (tracked): on the device before the map returns, where it can be.
+  // Called outside the emulation's lock.
+  virtual void bring_in(int /*device*/, uint64_t /*address*/) {}
 };
 
 class VmmEmulation {
@@ -61,6 +64,9 @@ class VmmEmulation {
   size_t live_handles() const;
 
  private:
+  // map's bookkeeping under the lock; *device: the piece's.
+  CUresult map_locked(uint64_t address, uint64_t bytes, uint64_t offset, CUmemGenericAllocationHandle handle,
+                      int* device);
   struct Reservation {
     uint64_t managed_base;  // what allocate returned (the start may be aligned up from it)
     uint64_t bytes;

@@ -45,9 +45,9 @@ namespace {
 // legacy stream is not ordered with the next map's populate on pump's own stream, nor with
 // the program's non-blocking streams, so it could land on a piece mapped there again.
 // Called outside the emulation's lock (VmmEmulation::Unmapped). JAX on XLA's platform
-// allocator gave native's losses with these waits and the map's populate together
-// (Engine::on_alloc), not with either alone measured (the waits alone: other losses;
-// docs/results, twenty-fourth session).
+// allocator's other losses came from pieces first touched by the program, not from these
+// discards (without them: still other; with the map's waited populate, bring_in: native's;
+// docs/results, twenty-fifth session).
 void discard_pages(uint64_t address, uint64_t bytes) {
   auto discard = real<k_cuMemDiscardBatchAsync>();
   auto sync_context = real<k_cuCtxSynchronize>();
@@ -93,6 +93,13 @@ class ManagedVmmMemory final : public VmmMemory {
     if (Engine* engine = rt->engine(device)) engine->on_alloc(address, bytes, group);
     if (TraceWriter* trace = rt->trace()) trace->record_alloc(address, bytes);
     return true;
+  }
+  void bring_in(int device, uint64_t address) override {
+    Runtime* rt = Runtime::get();
+    Engine* engine = rt ? rt->existing_engine(device) : nullptr;
+    if (!engine) return;
+    rt->adopt_calls_if_over_budget();  // the room made for it must wait for calls that passed by
+    engine->bring_in_mapped_piece(address);
   }
   void untrack(int device, uint64_t address, uint64_t bytes) override {
     Runtime* rt = Runtime::get();

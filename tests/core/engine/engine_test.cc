@@ -119,6 +119,8 @@ TEST_F(EngineTest, PrefetchedKernelWaitsForItsTransferBatch) {
 TEST_F(EngineTest, AMappedPieceIsOnTheDeviceBeforeItsMapReturnsRoomMadeWhereNeeded) {
   auto e = make(8 * kMiB);
   e->on_alloc(kBase, 4 * kMiB, kBase);
+  EXPECT_TRUE(backend_.batches.empty()) << "registered only: brought in by the map (VmmMemory::bring_in)";
+  e->bring_in_mapped_piece(kBase);
   ASSERT_EQ(backend_.batches.size(), 1u);
   ASSERT_EQ(backend_.batches[0].prefetch.size(), 1u);
   EXPECT_EQ(backend_.batches[0].prefetch[0].address, kBase);
@@ -128,6 +130,7 @@ TEST_F(EngineTest, AMappedPieceIsOnTheDeviceBeforeItsMapReturnsRoomMadeWhereNeed
   EXPECT_EQ(backend_.host_waits[0].stream, RecordingBackend::kPrefetchStream);
 
   e->on_alloc(kBase + 16 * kMiB, 8 * kMiB, kBase + 16 * kMiB);  // 4 + 8 MiB: the first piece makes room
+  e->bring_in_mapped_piece(kBase + 16 * kMiB);
   ASSERT_EQ(backend_.batches.size(), 2u);
   const TransferBatch& second = backend_.batches[1];
   ASSERT_EQ(second.prefetch.size(), 1u);
@@ -150,8 +153,10 @@ TEST_F(EngineTest, AMappedPieceIsOnTheDeviceBeforeItsMapReturnsRoomMadeWhereNeed
 TEST_F(EngineTest, AMappedPieceNoRoomCanBeMadeForIsCountedNotBroughtIn) {
   auto e = make(8 * kMiB);
   e->on_alloc(kBase, 4 * kMiB, kBase);
+  e->bring_in_mapped_piece(kBase);
   ASSERT_EQ(e->resident_bytes(), 4 * kMiB);
   e->on_alloc(kBase + 16 * kMiB, 16 * kMiB, kBase + 16 * kMiB);
+  e->bring_in_mapped_piece(kBase + 16 * kMiB);
   EXPECT_EQ(e->stats().pieces_populated_on_map, 1u);
   EXPECT_EQ(e->stats().pieces_left_unpopulated, 1u);
   EXPECT_EQ(e->resident_bytes(), 4 * kMiB) << "nothing evicted for a piece that cannot come in";

@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <functional>
+#include <future>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace pump::interpose {
@@ -30,6 +34,10 @@ class FakeMemory : public VmmMemory {
     tracked.push_back({address, bytes, device, group});
     return true;
   }
+  void bring_in(int device, uint64_t address) override {
+    brought_in.push_back({address, 0, device});
+    if (on_bring_in) on_bring_in(address);
+  }
   void untrack(int device, uint64_t address, uint64_t bytes) override {
     tracked_bytes -= bytes;
     untracked.push_back({address, bytes, device});
@@ -40,7 +48,8 @@ class FakeMemory : public VmmMemory {
     int device = 0;
     uint64_t group = 0;
   };
-  std::vector<Piece> allocated, tracked, untracked;
+  std::vector<Piece> allocated, tracked, untracked, brought_in;
+  std::function<void(uint64_t)> on_bring_in;
   std::vector<uint64_t> freed;
   uint64_t tracked_bytes = 0;
   uint64_t limit = 0;
@@ -109,6 +118,28 @@ TEST_F(VmmEmulationTest, CreateMapSetAccessMakesTheMappedPieceABlockOfTheHandles
   EXPECT_EQ(memory_.tracked[0].device, 1);
   EXPECT_EQ(memory_.tracked[0].group, base) << "its reservation: the pieces of one memory";
   EXPECT_EQ(vmm_.mapped_bytes(), kGranule) << "mapped bytes count, not the reservation";
+}
+
+// A piece just mapped is brought to the device (the engine may wait for it there) after the
+// emulation let go of its lock: another thread's VMM calls go on meanwhile. A refused map
+// brings nothing in.
+TEST_F(VmmEmulationTest, AMappedPieceIsBroughtInOutsideTheEmulationsLock) {
+  const uint64_t base = reserve(16 * kGranule);
+  const CUmemGenericAllocationHandle h = create(kGranule, 1);
+  bool other_thread_went_on = false;
+  memory_.on_bring_in = [&](uint64_t) {
+    auto other = std::async(std::launch::async, [&] { return vmm_.in_reservation(base); });
+    other_thread_went_on = other.wait_for(std::chrono::seconds(5)) == std::future_status::ready && other.get();
+  };
+  ASSERT_EQ(vmm_.map(base + kGranule, kGranule, 0, h), CUDA_SUCCESS);
+  ASSERT_EQ(memory_.brought_in.size(), 1u);
+  EXPECT_EQ(memory_.brought_in[0].address, base + kGranule);
+  EXPECT_EQ(memory_.brought_in[0].device, 1);
+  EXPECT_TRUE(other_thread_went_on);
+  memory_.on_bring_in = nullptr;
+  const CUmemGenericAllocationHandle twice = create(kGranule, 1);
+  EXPECT_NE(vmm_.map(base + kGranule, kGranule, 0, twice), CUDA_SUCCESS) << "already mapped there";
+  EXPECT_EQ(memory_.brought_in.size(), 1u);
 }
 
 TEST_F(VmmEmulationTest, UnmapUntracksEachPieceAndReleaseFreesTheHandle) {
