@@ -109,20 +109,47 @@ void Engine::on_alloc(uint64_t address, uint64_t bytes, uint64_t group) {
   submit_pending(0);
 }
 
-void Engine::bring_in_mapped_piece(uint64_t address) {
+void Engine::bring_in_mapped_piece(uint64_t address, bool may_make_room) {
   std::unique_lock lock = lock_settled();
-  Block* block = tracker_.find(address);
-  if (!block || block->residency != PUMP_RESIDENT_HOST) return;
-  bool in = false;
-  if (block->bytes <= budget_) {
-    if (occupied_bytes() + block->bytes > budget_) fallback_make_room(occupied_bytes() + block->bytes - budget_);
-    in = request_prefetch(*block, PUMP_WHEN_NOW) == PUMP_OK;
+  const auto allocation = allocations_.find(address);
+  if (allocation == allocations_.end()) return;  // unmapped meanwhile
+  // Its blocks (a guess may have split it already): the missing ones, and the fences of
+  // those already on their way (brought in at the allocation: PUMP_PREFETCH_ON_ALLOC, eager).
+  std::vector<Block*> missing;
+  std::vector<Fence> waits;
+  uint64_t missing_bytes = 0;
+  bool unknown = false;  // resident by the adoption of passed calls, never brought in by pump
+  for (uint64_t at = address; at < allocation->second.end;) {
+    Block* b = tracker_.find(at);
+    if (!b) break;
+    if (b->residency == PUMP_RESIDENT_HOST) {
+      missing.push_back(b);
+      missing_bytes += b->bytes;
+    } else if (b->ready.empty()) {
+      unknown = true;
+    } else if (!backend_.done(b->ready)) {
+      waits.push_back(b->ready);
+    }
+    at = b->end();
+  }
+  bool in = !unknown;
+  if (!missing.empty()) {
+    // Room is made only once the calls that passed the engines were adopted: before, the
+    // blocks they touch have no fence for an eviction to wait for.
+    const bool room = occupied_bytes() + missing_bytes <= budget_;
+    if (missing_bytes <= budget_ && (room || may_make_room)) {
+      if (!room) fallback_make_room(occupied_bytes() + missing_bytes - budget_);
+      for (Block* b : missing) in = request_prefetch(*b, PUMP_WHEN_NOW) == PUMP_OK && in;
+      submit_pending(0);
+      for (Block* b : missing)
+        if (b->residency == PUMP_RESIDENT_DEVICE && !b->ready.empty()) waits.push_back(b->ready);
+    } else {
+      in = false;
+    }
   }
   ++(in ? stats_.pieces_populated_on_map : stats_.pieces_left_unpopulated);
-  submit_pending(0);
-  const Fence ready = in ? block->ready : Fence{};
   lock.unlock();
-  if (!ready.empty()) backend_.host_wait(ready);
+  for (const Fence& f : waits) backend_.host_wait(f);
 }
 
 void Engine::adopt_calls_while_fitting(const std::vector<StreamId>& streams) {

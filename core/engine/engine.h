@@ -108,17 +108,18 @@ class Engine {
   // Whether this engine ever tracked more than its budget (sticky): from then on its calls
   // must come through it (interpose/fits_gate.h). Lock-free.
   bool ever_over_budget() const { return over_budget_.load(std::memory_order_acquire); }
-  // A mapped piece of an emulated reservation (on_alloc with a group) brought to the device,
-  // room made where the budget has none, and waited for: cuMemMap's memory is device memory
-  // before the map returns. JAX on XLA's platform allocator (a reservation per buffer) got
-  // other random labels than natively when a piece's first touch was the program's own, in 5
-  // of 6 runs with calls passing by the engines and no transfer of pump's; brought in but not
-  // waited for, in 1 of 8 (docs/results, twenty-fifth session). Which of XLA's calls is not
-  // served right on pages never populated is not known. The caller has the engine adopt what
-  // passed it first (Runtime::adopt_calls_now) when it went over its budget, so that the
-  // evictions making room wait for those calls. A piece larger than the budget is left to
-  // the program's first touch (counted: pieces_left_unpopulated).
-  void bring_in_mapped_piece(uint64_t address);
+  // A mapped piece of an emulated reservation (on_alloc with a group) brought to the device
+  // and waited for: cuMemMap's memory is device memory before the map returns. JAX on XLA's
+  // platform allocator computed other losses than natively when such a piece's first touch
+  // was its own (docs/results, twenty-fifth session; which of XLA's calls is not served
+  // right on managed pages never populated is not known). Room is made where the budget has
+  // none only if `may_make_room`: the calls that passed the engines while everything fitted
+  // were adopted (Runtime::adopt_calls_if_over_budget), so the evictions wait for them. A
+  // piece larger than the budget, one with no room, or one the adoption counted resident
+  // (touched by a passed call, never brought in) is left to the program's first touch,
+  // counted (pieces_left_unpopulated). The wait may be for the evictions that make room,
+  // and those for the program's queued work on the victims.
+  void bring_in_mapped_piece(uint64_t address, bool may_make_room);
   // Calls passed by the engine on `streams` while everything fitted (FitsGate): the blocks
   // tracked then were touched by kernels it never saw, which may still run. Each counts as
   // resident and dirty, not dead, and used on every one of those streams, so that before

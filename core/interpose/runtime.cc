@@ -324,16 +324,17 @@ bool Runtime::pass_while_fitting(StreamId stream) {
   return false;
 }
 
-void Runtime::adopt_calls_if_over_budget() {
-  if (adopted_.load(std::memory_order_acquire)) return;
+bool Runtime::adopt_calls_if_over_budget() {
+  if (adopted_.load(std::memory_order_acquire)) return true;
   for (int i = 0, n = engine_count(); i < n; ++i) {
     int device = -1;
     const Engine* e = engine_at(i, &device);
     if (e && e->ever_over_budget()) {
       close_fits_gate();
-      return;
+      return true;
     }
   }
+  return false;
 }
 
 void Runtime::close_fits_gate() {

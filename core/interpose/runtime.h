@@ -88,8 +88,9 @@ class Runtime {
   void leave_while_fitting() { fits_gate_.leave(); }
   // Closes the gate now if an engine went over its budget, the engines adopting what passed
   // them (as the next call would): for work outside a call that must evict safely at once
-  // (a mapped piece brought in, vmm_hooks.cc).
-  void adopt_calls_if_over_budget();
+  // (a mapped piece brought in, vmm_hooks.cc). Whether what passed is adopted now (or
+  // nothing could pass: the gate was never open).
+  bool adopt_calls_if_over_budget();
   // Returns once the engines adopted what passed them (at once, nearly always).
   void wait_until_adopted() {
     if (!adopted_.load(std::memory_order_acquire)) const std::lock_guard wait(adopt_mutex_);

@@ -98,8 +98,8 @@ class ManagedVmmMemory final : public VmmMemory {
     Runtime* rt = Runtime::get();
     Engine* engine = rt ? rt->existing_engine(device) : nullptr;
     if (!engine) return;
-    rt->adopt_calls_if_over_budget();  // the room made for it must wait for calls that passed by
-    engine->bring_in_mapped_piece(address);
+    // Room is made for it only once the calls that passed by are adopted: its evictions wait for them.
+    engine->bring_in_mapped_piece(address, rt->adopt_calls_if_over_budget());
   }
   void untrack(int device, uint64_t address, uint64_t bytes) override {
     Runtime* rt = Runtime::get();

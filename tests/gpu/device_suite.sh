@@ -9,10 +9,10 @@
 # frameworks (issue 9, framework independence; frameworks_suite below): programs that are not
 # PyTorch with its default allocator, each natively and then under pump at PUMP_GPU_BUDGET =
 # half its native footprint, PUMP_PLUGINS=cudnn,cublas,launch, for each of POLICIES (default
-# none,lru; none is the speed reference: plain unified memory, PUMP_DATAPATH=um as in pump-bench's
-# none row, FRAMEWORKS_NONE_DATAPATH to change it; on the default data path the engine's own
-# room-making would move none's data at the link's speed) with PUMP_VERIFY off, and poison too for
-# every policy but none. The programs (FRAMEWORKS_CONFIGS picks some, default all five):
+# none,lru; none is the speed reference: on the unified-memory data path, PUMP_DATAPATH=um, as
+# pump-bench's none row: no policy, the budget kept by the engine's own evictions by migration;
+# FRAMEWORKS_NONE_DATAPATH changes it; on the default data path those evictions move at the link's
+# speed) with PUMP_VERIFY off, and poison too for every policy but none. The programs (FRAMEWORKS_CONFIGS picks some, default all five):
 #   jax-noprealloc     tests/gpu/frameworks/jax_train.py, a jitted MLP, XLA_PYTHON_CLIENT_PREALLOCATE=false
 #   jax-prealloc       the same with preallocation at XLA_PYTHON_CLIENT_MEM_FRACTION 0.40 (SAFETY, see
 #                      frameworks_config); its footprint is peak_bytes_in_use, not the pool

@@ -120,7 +120,7 @@ TEST_F(EngineTest, AMappedPieceIsOnTheDeviceBeforeItsMapReturnsRoomMadeWhereNeed
   auto e = make(8 * kMiB);
   e->on_alloc(kBase, 4 * kMiB, kBase);
   EXPECT_TRUE(backend_.batches.empty()) << "registered only: brought in by the map (VmmMemory::bring_in)";
-  e->bring_in_mapped_piece(kBase);
+  e->bring_in_mapped_piece(kBase, true);
   ASSERT_EQ(backend_.batches.size(), 1u);
   ASSERT_EQ(backend_.batches[0].prefetch.size(), 1u);
   EXPECT_EQ(backend_.batches[0].prefetch[0].address, kBase);
@@ -130,7 +130,7 @@ TEST_F(EngineTest, AMappedPieceIsOnTheDeviceBeforeItsMapReturnsRoomMadeWhereNeed
   EXPECT_EQ(backend_.host_waits[0].stream, RecordingBackend::kPrefetchStream);
 
   e->on_alloc(kBase + 16 * kMiB, 8 * kMiB, kBase + 16 * kMiB);  // 4 + 8 MiB: the first piece makes room
-  e->bring_in_mapped_piece(kBase + 16 * kMiB);
+  e->bring_in_mapped_piece(kBase + 16 * kMiB, true);
   ASSERT_EQ(backend_.batches.size(), 2u);
   const TransferBatch& second = backend_.batches[1];
   ASSERT_EQ(second.prefetch.size(), 1u);
@@ -153,14 +153,49 @@ TEST_F(EngineTest, AMappedPieceIsOnTheDeviceBeforeItsMapReturnsRoomMadeWhereNeed
 TEST_F(EngineTest, AMappedPieceNoRoomCanBeMadeForIsCountedNotBroughtIn) {
   auto e = make(8 * kMiB);
   e->on_alloc(kBase, 4 * kMiB, kBase);
-  e->bring_in_mapped_piece(kBase);
+  e->bring_in_mapped_piece(kBase, true);
   ASSERT_EQ(e->resident_bytes(), 4 * kMiB);
   e->on_alloc(kBase + 16 * kMiB, 16 * kMiB, kBase + 16 * kMiB);
-  e->bring_in_mapped_piece(kBase + 16 * kMiB);
+  e->bring_in_mapped_piece(kBase + 16 * kMiB, true);
   EXPECT_EQ(e->stats().pieces_populated_on_map, 1u);
   EXPECT_EQ(e->stats().pieces_left_unpopulated, 1u);
   EXPECT_EQ(e->resident_bytes(), 4 * kMiB) << "nothing evicted for a piece that cannot come in";
   EXPECT_EQ(backend_.host_waits.size(), 1u) << "nothing of the second piece to wait for";
+}
+
+// Before the calls that passed the engines are adopted (may_make_room false) no room is made:
+// the blocks those calls touch have no fence an eviction could wait for. A piece with room
+// comes in all the same.
+TEST_F(EngineTest, AMappedPieceMakesNoRoomBeforeThePassedCallsAreAdopted) {
+  auto e = make(8 * kMiB);
+  e->on_alloc(kBase, 6 * kMiB, kBase);
+  e->bring_in_mapped_piece(kBase, false);
+  ASSERT_EQ(e->resident_bytes(), 6 * kMiB) << "room enough: brought in";
+  e->on_alloc(kBase + 16 * kMiB, 4 * kMiB, kBase + 16 * kMiB);
+  const size_t batches = backend_.batches.size();
+  e->bring_in_mapped_piece(kBase + 16 * kMiB, false);
+  EXPECT_EQ(backend_.batches.size(), batches) << "nothing evicted, nothing fetched";
+  EXPECT_EQ(e->resident_bytes(), 6 * kMiB);
+  EXPECT_EQ(e->stats().bytes_fallback_evicted, 0u);
+  EXPECT_EQ(e->stats().pieces_populated_on_map, 1u);
+  EXPECT_EQ(e->stats().pieces_left_unpopulated, 1u);
+}
+
+// A piece already on its way when mapped (PUMP_PREFETCH_ON_ALLOC, or a policy that fetches new
+// allocations) is waited for too: the map returns once it landed.
+TEST_F(EngineTest, AMappedPieceAlreadyOnItsWayIsWaitedFor) {
+  EngineOptions options;
+  options.budget_bytes = 8 * kMiB;
+  options.prefetch_on_alloc = true;
+  Engine e(backend_, make_policy_adapter(&kScripted), options, &config_);
+  e.on_alloc(kBase, 4 * kMiB, kBase);
+  ASSERT_EQ(backend_.batches.size(), 1u) << "brought in at its allocation";
+  EXPECT_TRUE(backend_.host_waits.empty());
+  e.bring_in_mapped_piece(kBase, true);
+  EXPECT_EQ(backend_.batches.size(), 1u) << "not fetched twice";
+  ASSERT_EQ(backend_.host_waits.size(), 1u);
+  EXPECT_EQ(backend_.host_waits[0].stream, RecordingBackend::kPrefetchStream);
+  EXPECT_EQ(e.stats().pieces_populated_on_map, 1u);
 }
 
 // Where a launching thread's time goes (EngineStats::launch_*_ns) is measured only when asked

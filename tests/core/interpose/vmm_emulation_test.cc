@@ -7,6 +7,7 @@
 #include <chrono>
 #include <functional>
 #include <future>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -128,8 +129,12 @@ TEST_F(VmmEmulationTest, AMappedPieceIsBroughtInOutsideTheEmulationsLock) {
   const CUmemGenericAllocationHandle h = create(kGranule, 1);
   bool other_thread_went_on = false;
   memory_.on_bring_in = [&](uint64_t) {
-    auto other = std::async(std::launch::async, [&] { return vmm_.in_reservation(base); });
-    other_thread_went_on = other.wait_for(std::chrono::seconds(5)) == std::future_status::ready && other.get();
+    // Another thread's call into the emulation, given 5 s: it would block on a held lock
+    // (detached, so that a failure here fails the test rather than hanging it).
+    auto done = std::make_shared<std::promise<bool>>();
+    std::future<bool> answer = done->get_future();
+    std::thread([this, base, done] { done->set_value(vmm_.in_reservation(base)); }).detach();
+    other_thread_went_on = answer.wait_for(std::chrono::seconds(5)) == std::future_status::ready && answer.get();
   };
   ASSERT_EQ(vmm_.map(base + kGranule, kGranule, 0, h), CUDA_SUCCESS);
   ASSERT_EQ(memory_.brought_in.size(), 1u);
