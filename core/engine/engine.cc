@@ -89,6 +89,10 @@ void Engine::on_alloc(uint64_t address, uint64_t bytes, uint64_t group) {
   // into it (a tensor across the seam), so none of its pages may ever be dropped.
   state.partitioned = partition_above_ && group != 0;
   if (state.partitionable) ++partitionable_allocations_;
+  if (group != 0) {  // its map brings it in next (bring_in_mapped_piece)
+    state.bringing_in = true;
+    ++pieces_bringing_in_;
+  }
   // Only ever widened (a freed range may stay inside): a lock-free "not ours" for most words.
   granules_.add(address, bytes);
   if (address < lowest_tracked_.load(std::memory_order_relaxed))
@@ -118,21 +122,18 @@ void Engine::bring_in_mapped_piece(uint64_t address, bool may_make_room) {
   std::vector<Block*> missing;
   std::vector<Fence> waits;
   uint64_t missing_bytes = 0;
-  bool unknown = false;  // resident by the adoption of passed calls, never brought in by pump
   for (uint64_t at = address; at < allocation->second.end;) {
     Block* b = tracker_.find(at);
     if (!b) break;
     if (b->residency == PUMP_RESIDENT_HOST) {
       missing.push_back(b);
       missing_bytes += b->bytes;
-    } else if (b->ready.empty()) {
-      unknown = true;
-    } else if (!backend_.done(b->ready)) {
+    } else if (!b->ready.empty() && !backend_.done(b->ready)) {
       waits.push_back(b->ready);
     }
     at = b->end();
   }
-  bool in = !unknown;
+  bool in = true;
   if (!missing.empty()) {
     // Room is made only once the calls that passed the engines were adopted: before, the
     // blocks they touch have no fence for an eviction to wait for.
@@ -150,6 +151,11 @@ void Engine::bring_in_mapped_piece(uint64_t address, bool may_make_room) {
   ++(in ? stats_.pieces_populated_on_map : stats_.pieces_left_unpopulated);
   lock.unlock();
   for (const Fence& f : waits) backend_.host_wait(f);
+  lock.lock();  // landed: from now on a piece like any other
+  if (auto it = allocations_.find(address); it != allocations_.end() && it->second.bringing_in) {
+    it->second.bringing_in = false;
+    --pieces_bringing_in_;
+  }
 }
 
 void Engine::adopt_calls_while_fitting(const std::vector<StreamId>& streams) {
@@ -168,7 +174,7 @@ void Engine::adopt_calls_while_fitting(const std::vector<StreamId>& streams) {
     b->dead = false;
     b->saved = false;
     const AllocationState* a = allocation_of(*b);
-    const bool untouched = a && over_budget_serial_ && a->serial >= over_budget_serial_;
+    const bool untouched = a && ((over_budget_serial_ && a->serial >= over_budget_serial_) || a->bringing_in);
     if (!untouched && !b->dropped && b->residency != PUMP_RESIDENT_DEVICE) tracker_.set_resident(*b);
     for (StreamId stream : streams) remember_earlier_kernel(*b, stream, seq_, Fence{});
   }
@@ -215,8 +221,10 @@ void Engine::on_free(uint64_t address, const std::function<void()>& free_memory)
     if (policy_) policy_->on_free(snapshot(b, false));
   });
   if (bytes) ++stats_.frees;
-  if (auto it = allocations_.find(address); it != allocations_.end() && it->second.partitionable)
-    --partitionable_allocations_;
+  if (auto it = allocations_.find(address); it != allocations_.end()) {
+    if (it->second.partitionable) --partitionable_allocations_;
+    if (it->second.bringing_in) --pieces_bringing_in_;
+  }
   allocations_.erase(address);
   // Its pages stay on the device until the driver frees them: memory brought in for
   // another thread meanwhile must not count on that room.
@@ -1229,6 +1237,10 @@ void Engine::fallback_make_room(uint64_t bytes_needed) {
     if (!kernel_allocations_.empty() &&
         std::find(kernel_allocations_.begin(), kernel_allocations_.end(), b.allocation) != kernel_allocations_.end())
       continue;
+    if (pieces_bringing_in_) {  // a piece whose map waits for it to land stays
+      const AllocationState* a = allocation_of(b);
+      if (a && a->bringing_in) continue;
+    }
     const uint64_t bytes = b.bytes;
     if (request_evict(b, PUMP_EVICT_DISCARD, false) == PUMP_OK) {
       freed += bytes;

@@ -114,11 +114,12 @@ class Engine {
   // was its own (docs/results, twenty-fifth session; which of XLA's calls is not served
   // right on managed pages never populated is not known). Room is made where the budget has
   // none only if `may_make_room`: the calls that passed the engines while everything fitted
-  // were adopted (Runtime::adopt_calls_if_over_budget), so the evictions wait for them. A
-  // piece larger than the budget, one with no room, or one the adoption counted resident
-  // (touched by a passed call, never brought in) is left to the program's first touch,
-  // counted (pieces_left_unpopulated). The wait may be for the evictions that make room,
-  // and those for the program's queued work on the victims.
+  // were adopted (Runtime::adopt_calls_if_over_budget), so the evictions wait for them;
+  // never from a piece whose map has not returned (its own blocks included), and until its
+  // map returns the adoption does not count it resident. A piece larger than the budget or
+  // with no room is left to the program's first touch, counted (pieces_left_unpopulated).
+  // The wait may be for the evictions that make room, and those for the program's queued
+  // work on the victims.
   void bring_in_mapped_piece(uint64_t address, bool may_make_room);
   // Calls passed by the engine on `streams` while everything fitted (FitsGate): the blocks
   // tracked then were touched by kernels it never saw, which may still run. Each counts as
@@ -284,6 +285,9 @@ class Engine {
     // A scan found a piece whose fetch was still in flight: scan again next time. (A
     // piece is fetched back by copy only after it was dropped, which set maybe_dropped.)
     bool maybe_fetching = false;
+    // A mapped piece whose map has not returned (bring_in_mapped_piece): nothing of the
+    // program's touched it, and the room made for others must not take it.
+    bool bringing_in = false;
   };
   AllocationState* allocation_of(const Block& b);
   bool clean_now(const Block& b) const;  // saved, and no write since that pump may have missed
@@ -384,6 +388,7 @@ class Engine {
   uint64_t freeing_bytes_ = 0;  // device bytes of allocations being freed (on_free)
   // Device room taken: resident blocks, and allocations whose free is under way.
   uint64_t occupied_bytes() const { return tracker_.resident_bytes() + freeing_bytes_; }
+  uint32_t pieces_bringing_in_ = 0;         // allocations with bringing_in set
   uint64_t kernel_missing_bytes_ = 0;       // its blocks' bytes not yet resident
   std::vector<Block*> demand_blocks_;       // its blocks that fault in (not prefetched)
   TransferBatch pending_now_;               // requests gathered while deciding

@@ -358,8 +358,10 @@ TEST_F(EngineDataPathTest, AnInexactExtentInAMappedPieceNamesEveryPieceItTouches
   // Two 2 MiB pieces mapped end to end in one reservation (group kA): one memory to the
   // program, so a pointer into the first may reach the second.
   auto e = make(4 * kMiB);
-  e->on_alloc(kA, 2 * kMiB, kA);
-  e->on_alloc(kA + 2 * kMiB, 2 * kMiB, kA);
+  for (uint64_t at : {kA, kA + 2 * kMiB}) {  // as cuMemMap does: registered, then brought in
+    e->on_alloc(at, 2 * kMiB, kA);
+    e->bring_in_mapped_piece(at, true);
+  }
   e->on_alloc(kB, 4 * kMiB);
   run(*e, {writes(kA, 4 * kMiB)});
   EXPECT_EQ(stub_.last_bytes, 4 * kMiB) << "an exact extent runs on across the seam";
@@ -417,7 +419,10 @@ TEST_F(EngineDataPathTest, PartitionedMemoryLeavesByMigrationAndIsNeverDropped) 
 // ever dropped, even before any pointer into it.
 TEST_F(EngineDataPathTest, MappedPiecesArePartitionedFromTheStart) {
   auto e = make(4 * kMiB, DataPath::kCopy, 1024 * kMiB, false, /*partition_above=*/2 * kMiB);
-  for (uint64_t at = 0; at < 8 * kMiB; at += 2 * kMiB) e->on_alloc(kA + at, 2 * kMiB, kA);
+  for (uint64_t at = 0; at < 8 * kMiB; at += 2 * kMiB) {  // as cuMemMap does: registered, then brought in
+    e->on_alloc(kA + at, 2 * kMiB, kA);
+    e->bring_in_mapped_piece(kA + at, true);
+  }
   std::vector<Range> evicted;
   for (uint64_t at = 0; at < 8 * kMiB; at += 2 * kMiB) {
     const TransferBatch b = run(*e, {writes(kA + at, 2 * kMiB)});

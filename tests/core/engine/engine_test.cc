@@ -198,6 +198,22 @@ TEST_F(EngineTest, AMappedPieceAlreadyOnItsWayIsWaitedFor) {
   EXPECT_EQ(e.stats().pieces_populated_on_map, 1u);
 }
 
+// Until its map returned, a mapped piece was touched by nothing of the program's: the
+// adoption of the calls that passed the engines (another thread's map took the engine over
+// its budget) does not count it resident, and its own bring-in then fetches it.
+TEST_F(EngineTest, TheAdoptionLeavesAPieceWhoseMapHasNotReturnedToItsBringIn) {
+  auto e = make(8 * kMiB);
+  e->on_alloc(kBase, 4 * kMiB, kBase);       // mapped, its bring-in not yet run
+  e->on_alloc(kBase + 16 * kMiB, 8 * kMiB);  // takes the engine over its budget
+  ASSERT_TRUE(e->ever_over_budget());
+  e->adopt_calls_while_fitting({kStream});
+  EXPECT_EQ(e->resident_bytes(), 0u) << "neither was touched by a passed call";
+  e->bring_in_mapped_piece(kBase, true);
+  EXPECT_EQ(e->resident_bytes(), 4 * kMiB);
+  EXPECT_EQ(e->stats().pieces_populated_on_map, 1u);
+  ASSERT_EQ(backend_.host_waits.size(), 1u);
+}
+
 // Where a launching thread's time goes (EngineStats::launch_*_ns) is measured only when asked
 // for (PUMP_STATS): otherwise the launch path reads no clock.
 TEST_F(EngineTest, LaunchPhasesAreTimedOnlyWhenAskedFor) {
