@@ -76,7 +76,7 @@ void Engine::retire_policy() {
 // ---------------------------------------------------------------- allocations
 
 void Engine::on_alloc(uint64_t address, uint64_t bytes, uint64_t group) {
-  std::unique_lock lock = lock_settled();
+  const auto lock = lock_settled();
   if (!tracker_.add_allocation(address, bytes, group)) {
     log(LogLevel::kWarn, "allocation [0x%llx, +%llu) overlaps a tracked block or is empty: not tracked",
         static_cast<unsigned long long>(address), static_cast<unsigned long long>(bytes));

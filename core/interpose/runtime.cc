@@ -309,15 +309,18 @@ std::optional<std::pair<uint64_t, int>> Runtime::forget_allocation(uint64_t addr
   return value;
 }
 
+bool Runtime::any_engine_over_budget() const {
+  for (int i = 0, n = engine_count(); i < n; ++i) {
+    int device = -1;
+    const Engine* e = engine_at(i, &device);
+    if (e && e->ever_over_budget()) return true;
+  }
+  return false;
+}
+
 bool Runtime::pass_while_fitting(StreamId stream) {
   if (fits_gate_.open()) {
-    bool over = false;
-    for (int i = 0, n = engine_count(); i < n && !over; ++i) {
-      int device = -1;
-      const Engine* e = engine_at(i, &device);
-      over = e && e->ever_over_budget();
-    }
-    if (!over && fits_gate_.enter(stream)) return true;
+    if (!any_engine_over_budget() && fits_gate_.enter(stream)) return true;
     close_fits_gate();  // over budget, or the gate's stream table is full
   }
   wait_until_adopted();
@@ -326,15 +329,9 @@ bool Runtime::pass_while_fitting(StreamId stream) {
 
 bool Runtime::adopt_calls_if_over_budget() {
   if (adopted_.load(std::memory_order_acquire)) return true;
-  for (int i = 0, n = engine_count(); i < n; ++i) {
-    int device = -1;
-    const Engine* e = engine_at(i, &device);
-    if (e && e->ever_over_budget()) {
-      close_fits_gate();
-      return true;
-    }
-  }
-  return false;
+  if (!any_engine_over_budget()) return false;
+  close_fits_gate();
+  return true;
 }
 
 void Runtime::close_fits_gate() {

@@ -121,6 +121,7 @@ class Runtime {
   std::mutex adopt_mutex_;            // held while the gate closes and the engines adopt
   std::atomic<bool> adopted_{false};  // the engines adopted what passed them (or nothing could)
   void close_fits_gate();
+  bool any_engine_over_budget() const;  // some engine ever tracked more than its budget
 
   std::mutex engines_mutex_;  // creation only; lookups read the atomics
   std::array<std::atomic<Engine*>, kMaxDevices> engines_{};
