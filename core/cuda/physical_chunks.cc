@@ -16,6 +16,11 @@ uint64_t since_ns(std::chrono::steady_clock::time_point t0) {
 
 using Interval = boost::icl::interval<uint64_t>;
 
+// The address span reserved up front, in multiples of the device's memory: room for a program
+// oversubscribing it several times over (address space only; beyond it, allocations are
+// reserved on their own).
+constexpr uint64_t kSpanPerDeviceMemory = 4;
+
 }  // namespace
 
 struct PhysicalChunks::Counters {
@@ -91,8 +96,38 @@ std::string PhysicalChunks::start() {
   host_fallback_ = api_.cuMemGetAllocationGranularity(&host_granularity, &host_prop_,
                                                       CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS &&
                    host_granularity != 0 && granularity_ % host_granularity == 0;
+  size_t total = 0;
+  CUdevice self = 0;
+  if (api_.cuDeviceTotalMem && api_.cuDeviceGet(&self, device_) == CUDA_SUCCESS &&
+      api_.cuDeviceTotalMem(&total, self) == CUDA_SUCCESS)
+    span_bytes_ = round_up(kSpanPerDeviceMemory * static_cast<uint64_t>(total), granularity_);
   releaser_ = std::thread([this] { releaser_main(); });
   return "";
+}
+
+CUresult PhysicalChunks::reserve_addresses(uint64_t bytes, uint64_t* base, bool* in_span) {
+  if (!span_tried_ && span_bytes_) {
+    span_tried_ = true;
+    CUdeviceptr span = 0;
+    const CUresult r = api_.cuMemAddressReserve(&span, span_bytes_, granularity_, 0, 0);
+    if (r == CUDA_SUCCESS) span_.add_span(span, span_bytes_);
+    else
+      log(LogLevel::kInfo,
+          "device %d: no address span of %.0f GiB for allocations on physical chunks (%s): each is reserved on its "
+          "own, above the last (a caching allocator may then reserve more than natively)",
+          device_, static_cast<double>(span_bytes_) / (1ull << 30), api_.describe(r).c_str());
+  }
+  *in_span = span_.take(bytes, base);
+  if (*in_span) return CUDA_SUCCESS;
+  CUdeviceptr own = 0;
+  const CUresult r = api_.cuMemAddressReserve(&own, bytes, 0, 0, 0);
+  *base = own;
+  return r;
+}
+
+void PhysicalChunks::free_addresses(uint64_t base, const Allocation& a) {
+  if (a.in_span) span_.give_back(base, a.reserved);
+  else api_.cuMemAddressFree(base, a.reserved);
 }
 
 CUresult PhysicalChunks::map_chunks(uint64_t base, Allocation& a, const std::vector<size_t>& indices, Limit limit_mode,
@@ -252,8 +287,12 @@ CUresult PhysicalChunks::allocate(uint64_t bytes, uint64_t* address) {
   Allocation a;
   a.bytes = bytes;
   a.reserved = round_up(bytes, granularity_);
-  CUdeviceptr base = 0;
-  CUresult r = api_.cuMemAddressReserve(&base, a.reserved, 0, 0, 0);
+  uint64_t base = 0;
+  CUresult r;
+  {
+    std::lock_guard lock(mutex_);
+    r = reserve_addresses(a.reserved, &base, &a.in_span);
+  }
   if (r != CUDA_SUCCESS) return r;
   for (uint64_t offset = 0; offset < a.reserved; offset += chunk_bytes_)
     a.chunks.push_back(Chunk{offset, std::min(chunk_bytes_, a.reserved - offset), 0, State::kUnmapped});
@@ -268,7 +307,7 @@ CUresult PhysicalChunks::allocate(uint64_t bytes, uint64_t* address) {
     }
     give_back_pool();  // the device is short of memory: none held idle
     if (attempt == 1) {
-      api_.cuMemAddressFree(base, a.reserved);
+      free_addresses(base, a);
       return r;
     }
     lock.unlock();
@@ -324,7 +363,7 @@ bool PhysicalChunks::free(uint64_t address) {
   if (it == allocations_.end()) return false;
   for (Chunk& c : it->second.chunks)
     if (c.state != State::kUnmapped) unmap_chunk(address, c);  // a queued release finds it gone
-  api_.cuMemAddressFree(address, it->second.reserved);
+  free_addresses(address, it->second);
   allocations_.erase(it);
   return true;
 }

@@ -52,6 +52,7 @@
 
 #include "core/common/range.h"
 #include "core/cuda/driver_api.h"
+#include "core/cuda/top_down_addresses.h"
 
 namespace pump::cuda {
 
@@ -164,6 +165,7 @@ class PhysicalChunks {
   struct Allocation {
     uint64_t bytes = 0;     // as asked
     uint64_t reserved = 0;  // the address range (a multiple of the granularity)
+    bool in_span = false;   // taken from span_ (else reserved on its own)
     std::vector<Chunk> chunks;
     boost::icl::interval_set<uint64_t> dropped;  // addresses whose bytes nobody wants
   };
@@ -195,6 +197,10 @@ class PhysicalChunks {
   // host memory.
   CUresult map_chunks(uint64_t base, Allocation& a, const std::vector<size_t>& indices, Limit limit_mode,
                       bool host_fallback = false, MapOutcome* outcome = nullptr);
+  // An address range of `bytes` from span_ (reserved at the first call), else one reserved on
+  // its own; under mutex_. And its return.
+  CUresult reserve_addresses(uint64_t bytes, uint64_t* base, bool* in_span);
+  void free_addresses(uint64_t base, const Allocation& a);
   void give_back_pool();                               // under mutex_
   void unmap_chunk(uint64_t base, Chunk& chunk);       // under mutex_
   Allocation* find(uint64_t address, uint64_t* base);  // under mutex_; *base: the allocation's
@@ -208,6 +214,9 @@ class PhysicalChunks {
   uint64_t chunk_bytes_;
   const uint64_t pool_limit_;
   uint64_t granularity_ = 0;
+  uint64_t span_bytes_ = 0;  // the span reserved up front (kSpanPerDeviceMemory x the device's memory)
+  bool span_tried_ = false;  // under mutex_
+  TopDownAddresses span_;    // under mutex_: allocations placed in it top down, as cudaMalloc's
   CUmemAllocationProp prop_{};
   CUmemAllocationProp host_prop_{};      // host memory, for chunks the device has no room for
   bool host_fallback_ = false;           // whether the driver's host granularity divides every chunk

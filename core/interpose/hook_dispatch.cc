@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "core/common/log.h"
@@ -125,6 +126,13 @@ int device_of_stream(StreamId stream, int current, ncclComm_t comm) {
   CUdevice device = 0;
   if (!get_device || get_device(reinterpret_cast<CUstream>(stream), &device) != CUDA_SUCCESS) return current;
   return static_cast<int>(device);
+}
+
+// A kernel launch of any API (the launch extractor's): a call whose parameters name what it
+// touches.
+bool is_kernel_launch(SymbolId id) {
+  const std::string_view name = kSymbols[id].name;
+  return name.starts_with("cudaLaunch") || name.starts_with("__cudaLaunch") || name.starts_with("cuLaunch");
 }
 
 // Hands `engine` its share of the call (`extents`; UNSIZED calls have none) and adds it to
@@ -282,6 +290,16 @@ bool begin_extracted_call(SymbolId id, const void* const* args, uint32_t num_arg
       counter->lookups.fetch_add(lookups, std::memory_order_relaxed);
     }
     if (!extracted) extents.clear();
+    if (!extracted && route && route->api && is_kernel_launch(id)) {
+      // The launch extractor could not read this kernel's parameters (their layout could not
+      // be had: on the H200 a kernel launched before its thread had a context). Passing it by
+      // would let it reach dropped memory unseen; it is an access pump cannot attribute.
+      PUMP_LOG_ONCE(LogLevel::kInfo,
+                    "%s: a kernel's parameters could not be read: every dropped block is restored before it "
+                    "(unattributed_accesses); its layout is asked for again at its next launch",
+                    kSymbols[id].name);
+      unsized = true;
+    }
     if (kind == HookKind::kCollective && !(route && route->api)) {
       // NCCL's kernels reach their buffers through structures no launch shows: a collective
       // nobody can size is an access pump cannot attribute.

@@ -27,9 +27,17 @@ KernelParamLayoutCache::~KernelParamLayoutCache() {
 }
 
 bool KernelParamLayoutCache::build(const void* handle, KernelHandleKind kind, LayoutDraft* out) {
+  // The driver answers CUDA_ERROR_INVALID_VALUE (the runtime cudaErrorInvalidValue) past the
+  // last parameter; anything else means the layout cannot be had now.
+  auto driver = [](CUresult r) {
+    return r == CUDA_SUCCESS               ? ParamQuery::kFound
+           : r == CUDA_ERROR_INVALID_VALUE ? ParamQuery::kPastLast
+                                           : ParamQuery::kFailed;
+  };
   auto by_kernel = [&](size_t i, size_t* off, size_t* size) {
     auto fn = kernel_info_.get(host_);
-    return fn != nullptr && fn(static_cast<CUkernel>(const_cast<void*>(handle)), i, off, size) == CUDA_SUCCESS;
+    return fn == nullptr ? ParamQuery::kFailed
+                         : driver(fn(static_cast<CUkernel>(const_cast<void*>(handle)), i, off, size));
   };
   switch (kind) {
     case KernelHandleKind::kDriverKernel:
@@ -40,23 +48,27 @@ bool KernelParamLayoutCache::build(const void* handle, KernelHandleKind kind, La
       auto fn = function_info_.get(host_);
       if (fn == nullptr) return false;
       *out = build_param_layout([&](size_t i, size_t* off, size_t* size) {
-        return fn(static_cast<CUfunction>(const_cast<void*>(handle)), i, off, size) == CUDA_SUCCESS;
+        return driver(fn(static_cast<CUfunction>(const_cast<void*>(handle)), i, off, size));
       });
       // cuLaunchKernel also accepts a CUkernel cast to CUfunction.
-      if (out->num_params == 0 && kernel_info_.get(host_) != nullptr) *out = build_param_layout(by_kernel);
+      if ((out->num_params == 0 || out->unknown) && kernel_info_.get(host_) != nullptr)
+        *out = build_param_layout(by_kernel);
       break;
     }
     case KernelHandleKind::kRuntimeFunction: {
       auto fn = runtime_info_.get(host_);
       if (fn == nullptr) return false;
-      *out = build_param_layout(
-          [&](size_t i, size_t* off, size_t* size) { return fn(handle, i, off, size) == cudaSuccess; });
+      *out = build_param_layout([&](size_t i, size_t* off, size_t* size) {
+        const cudaError_t r = fn(handle, i, off, size);
+        return r == cudaSuccess             ? ParamQuery::kFound
+               : r == cudaErrorInvalidValue ? ParamQuery::kPastLast
+                                            : ParamQuery::kFailed;
+      });
       break;
     }
   }
-  return true;
+  return !out->unknown;  // an unknown layout is not cached: the next launch asks again
 }
-
 namespace {
 std::unique_ptr<ParamRun[]> spill_for(const LayoutDraft& draft) {
   if (draft.runs.size() <= KernelParamLayout::kInlineRuns) return nullptr;

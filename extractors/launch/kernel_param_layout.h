@@ -35,6 +35,7 @@ static_assert(kMaxParams <= 65536 && 2 * kMaxParamBytes <= 65536, "ParamRun's fi
 struct LayoutDraft {
   uint32_t num_params = 0;
   std::vector<ParamRun> runs;
+  bool unknown = false;  // a query failed otherwise than past the last parameter: not a layout
 };
 
 // How a launch names its kernel: each needs a different layout query.
@@ -44,13 +45,28 @@ enum class KernelHandleKind : uint8_t {
   kRuntimeFunction  // host stub or cudaKernel_t given to the runtime: cudaFuncGetParamInfo
 };
 
-// Asks query(index, &offset, &size) for parameter 0, 1, ... until it returns false.
+// What one parameter query answered.
+enum class ParamQuery : uint8_t {
+  kFound,
+  kPastLast,  // the index is past the last parameter (the driver's CUDA_ERROR_INVALID_VALUE)
+  kFailed,    // anything else (no context current yet, a module not loaded): the layout is unknown
+};
+
+// Asks query(index, &offset, &size) for parameter 0, 1, ... until it answers kPastLast. Any
+// other failure leaves the draft `unknown`: an empty layout cached for it would hide every
+// later launch of the kernel from pump (on the H200 a fill's first launch, before its thread had
+// a context, did so: its writes reached unmapped chunks under pressure).
 template <typename Query>
 LayoutDraft build_param_layout(Query&& query) {
   LayoutDraft layout;
   for (size_t index = 0; index < kMaxParams; ++index) {
     size_t offset = 0, size = 0;
-    if (!query(index, &offset, &size)) break;
+    const ParamQuery answer = query(index, &offset, &size);
+    if (answer == ParamQuery::kFailed) {
+      layout.unknown = true;
+      break;
+    }
+    if (answer == ParamQuery::kPastLast) break;
     layout.num_params = static_cast<uint32_t>(index + 1);
     if (size < 8 || size > kMaxParamBytes || offset > kMaxParamBytes) continue;  // too small for a pointer
     // Words are aligned in the packed buffer, as the device sees them.

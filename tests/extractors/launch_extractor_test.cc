@@ -43,6 +43,13 @@ CUresult fake_function_param_info(CUfunction, size_t index, size_t* offset, size
   return fake_kernel_param_info(nullptr, index, offset, size);
 }
 CUresult no_param_info(CUfunction, size_t, size_t*, size_t*) { return CUDA_ERROR_INVALID_VALUE; }
+// Fails as the driver does for a kernel launched before its thread has a context, while
+// g_contextless is set.
+std::atomic<bool> g_contextless{false};
+CUresult contextless_kernel_param_info(CUkernel k, size_t index, size_t* offset, size_t* size) {
+  if (g_contextless.load()) return CUDA_ERROR_INVALID_CONTEXT;
+  return fake_kernel_param_info(k, index, offset, size);
+}
 CUresult no_kernel_param_info(CUkernel, size_t, size_t*, size_t*) { return CUDA_ERROR_INVALID_VALUE; }
 
 struct KernelArguments {
@@ -151,6 +158,26 @@ TEST_F(LaunchExtractorTest, ExtraBufferWithoutLayoutIsScannedUpToItsSize) {
             PUMP_OK);
   ASSERT_EQ(extents.size(), 1u);
   EXPECT_EQ(extents[0].address, kBlock2);
+}
+
+// A layout query that fails otherwise than past the last parameter is no layout: the launch
+// is not extracted (the host then restores everything dropped before it), and nothing is
+// cached, so the next launch asks again and finds its pointers.
+TEST_F(LaunchExtractorTest, ALayoutThatCannotBeHadIsAskedForAgainNotCachedEmpty) {
+  host.script_symbol("cuKernelGetParamInfo", reinterpret_cast<void*>(&contextless_kernel_param_info));
+  LoadedExtractor plugin("launch", host);
+  ASSERT_TRUE(plugin.ok());
+  auto launch = [&] {
+    extents.clear();
+    return plugin.extract("__cudaLaunchKernel", &extents, reinterpret_cast<cudaKernel_t>(&kernel_object), dim3(1, 1, 1),
+                          dim3(1, 1, 1), static_cast<void**>(k.pointers), size_t{0}, cudaStream_t{});
+  };
+  g_contextless = true;
+  EXPECT_NE(launch(), PUMP_OK) << "not read: not a launch that touches nothing";
+  EXPECT_TRUE(extents.empty());
+  g_contextless = false;
+  ASSERT_EQ(launch(), PUMP_OK);
+  expect_both_blocks_once();
 }
 
 TEST_F(LaunchExtractorTest, ScalarsAndUnknownWordsReportNothing) {

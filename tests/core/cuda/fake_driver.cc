@@ -7,6 +7,8 @@
 
 #include <cuda.h>
 
+#include <sys/mman.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
@@ -582,9 +584,32 @@ struct FreedReservations : std::map<uint64_t, std::vector<void*>> {
   }
 };
 FreedReservations g_freed_reservations;
+// Reservations of kLargeReservation and more (pump reserves a span of several times the
+// device's memory up front) are address space only: mapped without reserving swap, their
+// pages never touched but where mapped (each mapping filled with garbage then); aligned base
+// -> what mmap returned and its length.
+constexpr uint64_t kLargeReservation = 1ull << 30;
+std::map<uint64_t, std::pair<void*, size_t>> g_large_reservations;
+bool in_large_reservation(uint64_t address) {  // under g_mutex
+  auto it = g_large_reservations.upper_bound(address);
+  return it != g_large_reservations.begin() && address < std::prev(it)->first + g_reservations.at(std::prev(it)->first);
+}
 CUresult MemAddressReserve(CUdeviceptr* p, size_t n, size_t, CUdeviceptr, unsigned long long) {
   ENTER("cuMemAddressReserve");
   if (p == nullptr || n == 0 || n % kVmmGranularity) return CUDA_ERROR_INVALID_VALUE;
+  if (n >= kLargeReservation) {
+    const size_t length = n + kVmmGranularity;
+    void* raw = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (raw == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+    *p = (reinterpret_cast<uint64_t>(raw) + kVmmGranularity - 1) / kVmmGranularity * kVmmGranularity;
+    {
+      std::lock_guard lock(g_mutex);
+      g_reservations[*p] = n;
+      g_large_reservations[*p] = {raw, length};
+    }
+    record("cuMemAddressReserve", nullptr, *p, n, 0, 0);
+    return CUDA_SUCCESS;
+  }
   void* memory = nullptr;
   {
     std::lock_guard lock(g_mutex);
@@ -613,6 +638,12 @@ CUresult MemAddressFree(CUdeviceptr p, size_t n) {
     auto m = g_mappings.lower_bound(p);
     if (m != g_mappings.end() && m->first < p + n) return CUDA_ERROR_INVALID_VALUE;  // still mapped
     g_reservations.erase(it);
+    if (auto large = g_large_reservations.find(p); large != g_large_reservations.end()) {
+      munmap(large->second.first, large->second.second);
+      g_large_reservations.erase(large);
+      record("cuMemAddressFree", nullptr, p, n, 0, 0);
+      return CUDA_SUCCESS;
+    }
   }
   record("cuMemAddressFree", nullptr, p, n, 0, 0);
   {
@@ -623,6 +654,7 @@ CUresult MemAddressFree(CUdeviceptr p, size_t n) {
 }
 CUresult MemMap(CUdeviceptr p, size_t n, size_t, CUmemGenericAllocationHandle h, unsigned long long) {
   ENTER("cuMemMap");
+  bool large = false;
   {
     std::lock_guard lock(g_mutex);
     auto r = g_reservations.upper_bound(p);
@@ -632,8 +664,9 @@ CUresult MemMap(CUdeviceptr p, size_t n, size_t, CUmemGenericAllocationHandle h,
     if (m != g_mappings.end() && m->first < p + n) return CUDA_ERROR_INVALID_VALUE;
     if (m != g_mappings.begin() && std::prev(m)->first + std::prev(m)->second > p) return CUDA_ERROR_INVALID_VALUE;
     g_mappings[p] = n;
+    large = in_large_reservation(p);
   }
-  if (config().model_memory) std::memset(bytes_at(p), kFakeDiscardedByte, n);
+  if (config().model_memory || large) std::memset(bytes_at(p), kFakeDiscardedByte, n);
   record("cuMemMap", nullptr, p, n, h, 0);
   return CUDA_SUCCESS;
 }

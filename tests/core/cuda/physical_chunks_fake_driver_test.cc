@@ -147,7 +147,7 @@ TEST_F(PhysicalChunksTest, AnAllocationIsOneReservationMappedInChunksAndFreedWho
   const uint64_t a = allocate(9 * kMiB);  // 10 MiB of granules: chunks of 4, 4 and 2 MiB
   ASSERT_NE(a, 0u);
   EXPECT_EQ(a % (2 * kMiB), 0u);
-  EXPECT_EQ(driver_.count("cuMemAddressReserve"), 1u);
+  EXPECT_EQ(driver_.count("cuMemAddressReserve"), 1u) << "the span, at the first allocation";
   const auto maps = driver_.calls_named("cuMemMap");
   ASSERT_EQ(maps.size(), 3u);
   EXPECT_EQ(maps[0].address, a);
@@ -164,11 +164,29 @@ TEST_F(PhysicalChunksTest, AnAllocationIsOneReservationMappedInChunksAndFreedWho
   ASSERT_TRUE(b.free_physical(a));
   EXPECT_EQ(driver_.count("cuCtxSynchronize"), 1u) << "as cudaFree, after the device finished with it";
   EXPECT_EQ(driver_.count("cuMemUnmap"), 3u);
-  EXPECT_EQ(driver_.count("cuMemAddressFree"), 1u);
+  EXPECT_EQ(driver_.count("cuMemAddressFree"), 0u) << "the range goes back to the span";
   EXPECT_EQ(b.stats().physical_mapped_bytes, 0u);
   EXPECT_EQ(b.stats().physical_pooled_bytes, 10 * kMiB) << "kept for the next chunks of their sizes";
   EXPECT_EQ(driver_.count("cuMemRelease"), 0u);
   EXPECT_FALSE(b.free_physical(a)) << "freed once";
+  EXPECT_EQ(allocate(9 * kMiB), a) << "the same range, from the top of the span";
+  EXPECT_EQ(driver_.count("cuMemAddressReserve"), 1u);
+}
+
+// Without the span (the driver refuses it) each allocation is reserved on its own and given
+// back to the driver, as before it: the program runs on.
+TEST_F(PhysicalChunksTest, WithoutASpanEachAllocationIsReservedOnItsOwn) {
+  CudaBackend& b = start();
+  driver_.fail("cuMemAddressReserve", 0, CUDA_ERROR_OUT_OF_MEMORY, 1);  // the span
+  const uint64_t a = allocate(4 * kMiB);
+  ASSERT_NE(a, 0u);
+  EXPECT_EQ(driver_.count("cuMemAddressReserve"), 2u) << "the span refused, then the allocation's own";
+  const uint64_t c = allocate(4 * kMiB);
+  ASSERT_NE(c, 0u);
+  EXPECT_EQ(driver_.count("cuMemAddressReserve"), 3u) << "the span is asked for once";
+  EXPECT_TRUE(b.free_physical(a));
+  EXPECT_TRUE(b.free_physical(c));
+  EXPECT_EQ(driver_.count("cuMemAddressFree"), 2u);
 }
 
 TEST_F(PhysicalChunksTest, UnmappedChunksAreMappedAgainFromThePoolUpToItsLimit) {
@@ -705,7 +723,7 @@ TEST_F(PhysicalChunksTest, ARefusedChunkLeavesNothingHeldAndTheCallerAllocatesMa
   EXPECT_FALSE(b.allocate_physical(2 * kChunk, &a));
   EXPECT_EQ(driver_.count("cuMemUnmap"), 1u) << "the chunk mapped before is given back";
   EXPECT_EQ(driver_.count("cuMemRelease"), 3u) << "every chunk's memory, the retry's too";
-  EXPECT_EQ(driver_.count("cuMemAddressFree"), 1u);
+  EXPECT_EQ(driver_.count("cuMemAddressFree"), 0u) << "the range goes back to the span";
   EXPECT_EQ(b.stats().physical_mapped_bytes, 0u);
   EXPECT_EQ(b.stats().failed_calls, 1u);
 }

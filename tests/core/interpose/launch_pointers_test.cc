@@ -31,10 +31,15 @@ CUresult fake_launch(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigne
   return CUDA_SUCCESS;
 }
 
+// A first word the extractor cannot read the launch by (as the launch extractor when a
+// kernel's parameter layout cannot be had).
+constexpr uint64_t kUnreadable = 0xbad0bad0bad0ull;
+
 // The extractor: each of the launch's parameters is one word, reported as a pointer.
 const char* const kApis[] = {"cuLaunchKernel", nullptr};
 pump_status_v1_t extract(void*, const pump_call_v1_t* call, pump_extent_sink_v1_t* sink) {
   void* const* params = *static_cast<void* const* const*>(call->args[9]);
+  if (params[0] != nullptr && *static_cast<const uint64_t*>(params[0]) == kUnreadable) return PUMP_ERR_UNSUPPORTED;
   for (int i = 0; params[i] != nullptr; ++i) {
     pump_extent_v1_t e{*static_cast<const uint64_t*>(params[i]), PUMP_WHOLE_BLOCK, PUMP_ACCESS_READ_WRITE,
                        PUMP_ROLE_UNKNOWN};
@@ -159,6 +164,20 @@ TEST_F(LaunchPointers, WithTwoDevicesAPointerReachesTheEngineHoldingIt) {
   EXPECT_EQ(engines_[0]->stats().kernels_with_blocks, 1u);
   EXPECT_EQ(engines_[1]->stats().kernels_with_blocks, 1u);
   EXPECT_EQ(g_find_block_calls, 0) << "the engines answer, not the find_block service";
+}
+
+// A launch whose parameters the extractor could not read may touch any memory: it goes to
+// the engine as an access pump cannot attribute (every dropped block comes back first), never
+// past it as a launch that touches nothing.
+TEST_F(LaunchPointers, ALaunchWhoseParametersCannotBeReadIsAnAccessPumpCannotAttribute) {
+  const uint64_t before = engines_[0]->stats().unattributed_accesses;
+  launch({kUnreadable, kA + 64});
+  EXPECT_EQ(g_real_launches, 1) << "the program's launch runs";
+  EXPECT_TRUE(last().unattributed);
+  EXPECT_TRUE(last().extents.empty());
+  EXPECT_EQ(engines_[0]->stats().unattributed_accesses, before + 1);
+  launch({kA + 64});
+  EXPECT_FALSE(last().unattributed) << "a launch read as usual";
 }
 
 }  // namespace
