@@ -126,8 +126,9 @@ CUresult PhysicalChunks::reserve_addresses(uint64_t bytes, uint64_t* base, bool*
 }
 
 void PhysicalChunks::free_addresses(uint64_t base, const Allocation& a) {
-  if (a.in_span) span_.give_back(base, a.reserved);
-  else api_.cuMemAddressFree(base, a.reserved);
+  if (!a.in_span) api_.cuMemAddressFree(base, a.reserved);
+  else if (!span_.give_back(base, a.reserved))
+    PUMP_LOG_ONCE(LogLevel::kWarn, "device %d: an allocation's addresses were not the span's to take back", device_);
 }
 
 CUresult PhysicalChunks::map_chunks(uint64_t base, Allocation& a, const std::vector<size_t>& indices, Limit limit_mode,

@@ -29,7 +29,8 @@ bool TopDownAddresses::give_back(uint64_t address, uint64_t bytes) {
 }
 
 bool TopDownAddresses::holds(uint64_t address, uint64_t bytes) const {
-  return bytes != 0 && address + bytes > address && boost::icl::contains(spans_, Interval::right_open(address, address + bytes));
+  return bytes != 0 && address + bytes > address &&
+         boost::icl::contains(spans_, Interval::right_open(address, address + bytes));
 }
 
 uint64_t TopDownAddresses::free_bytes() const { return boost::icl::length(free_); }

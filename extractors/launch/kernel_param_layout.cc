@@ -50,20 +50,32 @@ bool KernelParamLayoutCache::build(const void* handle, KernelHandleKind kind, La
       *out = build_param_layout([&](size_t i, size_t* off, size_t* size) {
         return driver(fn(static_cast<CUfunction>(const_cast<void*>(handle)), i, off, size));
       });
-      // cuLaunchKernel also accepts a CUkernel cast to CUfunction.
-      if ((out->num_params == 0 || out->unknown) && kernel_info_.get(host_) != nullptr)
-        *out = build_param_layout(by_kernel);
+      // cuLaunchKernel also accepts a CUkernel cast to CUfunction: the kernel query's answer
+      // is taken where it found parameters. Where it found none, the function query's stands
+      // (unknown stays unknown; no parameters, asked cleanly, is a layout).
+      if ((out->num_params == 0 || out->unknown) && kernel_info_.get(host_) != nullptr) {
+        LayoutDraft as_kernel = build_param_layout(by_kernel);
+        if (!as_kernel.unknown && as_kernel.num_params > 0) *out = std::move(as_kernel);
+      }
       break;
     }
     case KernelHandleKind::kRuntimeFunction: {
       auto fn = runtime_info_.get(host_);
       if (fn == nullptr) return false;
+      // A failed runtime query also becomes the thread's last error, which the program reads
+      // after its own launch (PyTorch does): what was clean before is left clean.
+      auto peek = peek_error_.get(host_);
+      auto take = take_error_.get(host_);
+      const bool clean_before = peek != nullptr && take != nullptr && peek() == cudaSuccess;
+      bool failed = false;
       *out = build_param_layout([&](size_t i, size_t* off, size_t* size) {
         const cudaError_t r = fn(handle, i, off, size);
+        failed = failed || r != cudaSuccess;
         return r == cudaSuccess             ? ParamQuery::kFound
                : r == cudaErrorInvalidValue ? ParamQuery::kPastLast
                                             : ParamQuery::kFailed;
       });
+      if (failed && clean_before) take();
       break;
     }
   }
@@ -103,7 +115,8 @@ bool KernelParamLayoutCache::publish(uintptr_t key, const LayoutDraft& draft) {
   }
 }
 
-// Cold: once per function (per launch only past kMaxTabled functions, through the locked map).
+// Cold: once per function (per launch only past kMaxTabled functions, through the locked map,
+// and while a function's layout cannot be had: it is asked for again).
 __attribute__((noinline, cold)) LayoutRef KernelParamLayoutCache::get_slow(const void* handle, KernelHandleKind kind) {
   const auto key = reinterpret_cast<uintptr_t>(handle);
   auto& shard = overflow_[(key >> 4) % kShards];  // functions are at least 16-byte aligned
@@ -115,7 +128,7 @@ __attribute__((noinline, cold)) LayoutRef KernelParamLayoutCache::get_slow(const
     }
   }
   LayoutDraft draft;
-  if (!build(handle, kind, &draft)) return {};  // not remembered: the symbol may resolve later
+  if (!build(handle, kind, &draft)) return {};  // not remembered: the query may answer at a later launch
   if (publish(key, draft)) {
     if (const KernelParamLayout* layout = find(handle)) return LayoutRef{layout, nullptr};  // always, once published
   }

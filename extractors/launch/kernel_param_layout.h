@@ -1,9 +1,9 @@
 // Where a kernel's parameters may hold pointers: every 8-byte-aligned 8-byte word
 // of every parameter, from the driver's parameter layout (offset and size only,
 // no types), kept as one run of consecutive words per parameter. Computed once per
-// function. Lookups are the launch hot path: a hit reads one slot of a lock-free
-// table, which holds the layout itself (one cache line for the usual kernel); no lock,
-// no reference count.
+// function (asked again at each launch while the driver cannot answer). Lookups are the
+// launch hot path: a hit reads one slot of a lock-free table, which holds the layout itself
+// (one cache line for the usual kernel); no lock, no reference count.
 #pragma once
 
 #include <cuda.h>
@@ -126,7 +126,8 @@ class KernelParamLayoutCache {
   KernelParamLayoutCache(const KernelParamLayoutCache&) = delete;
   KernelParamLayoutCache& operator=(const KernelParamLayoutCache&) = delete;
 
-  // layout nullptr when the query function for `kind` cannot be fetched. Keyed by the
+  // layout nullptr when the query function for `kind` cannot be fetched or the query failed
+  // (build_param_layout: then asked again at the next launch). Keyed by the
   // handle alone, as the driver keys its functions. Not noticed: a handle the driver hands
   // out again after its module or library was unloaded keeps its first function's layout
   // (the host hooks no unload; before, such an entry lasted until its shard filled up).
@@ -165,6 +166,8 @@ class KernelParamLayoutCache {
   RealSymbol<decltype(&cuKernelGetParamInfo)> kernel_info_{"cuKernelGetParamInfo"};
   RealSymbol<decltype(&cuFuncGetParamInfo)> function_info_{"cuFuncGetParamInfo"};
   RealSymbol<decltype(&cudaFuncGetParamInfo)> runtime_info_{"cudaFuncGetParamInfo"};
+  RealSymbol<decltype(&cudaPeekAtLastError)> peek_error_{"cudaPeekAtLastError"};
+  RealSymbol<decltype(&cudaGetLastError)> take_error_{"cudaGetLastError"};
   std::atomic<size_t> tabled_{0};  // slots taken or reserved
   BoundedCache<std::shared_ptr<const KernelParamLayout>> overflow_[kShards];
   // In place, not behind a pointer: a launch computes its slot's address from the state's.

@@ -50,6 +50,9 @@ CUresult contextless_kernel_param_info(CUkernel k, size_t index, size_t* offset,
   if (g_contextless.load()) return CUDA_ERROR_INVALID_CONTEXT;
   return fake_kernel_param_info(k, index, offset, size);
 }
+CUresult contextless_function_param_info(CUfunction, size_t index, size_t* offset, size_t* size) {
+  return contextless_kernel_param_info(nullptr, index, offset, size);
+}
 CUresult no_kernel_param_info(CUkernel, size_t, size_t*, size_t*) { return CUDA_ERROR_INVALID_VALUE; }
 
 struct KernelArguments {
@@ -175,6 +178,25 @@ TEST_F(LaunchExtractorTest, ALayoutThatCannotBeHadIsAskedForAgainNotCachedEmpty)
   g_contextless = true;
   EXPECT_NE(launch(), PUMP_OK) << "not read: not a launch that touches nothing";
   EXPECT_TRUE(extents.empty());
+  g_contextless = false;
+  ASSERT_EQ(launch(), PUMP_OK);
+  expect_both_blocks_once();
+}
+
+// A driver launch's CUfunction whose query fails, while the CUkernel query (tried as well:
+// cuLaunchKernel takes either) answers "no parameters": still unknown, not an empty layout.
+TEST_F(LaunchExtractorTest, AFunctionsFailedQueryIsNotMadeEmptyByTheKernelQuery) {
+  host.script_symbol("cuFuncGetParamInfo", reinterpret_cast<void*>(&contextless_function_param_info));
+  host.script_symbol("cuKernelGetParamInfo", reinterpret_cast<void*>(&no_kernel_param_info));
+  LoadedExtractor plugin("launch", host);
+  ASSERT_TRUE(plugin.ok());
+  auto launch = [&] {
+    extents.clear();
+    return plugin.extract("cuLaunchKernel", &extents, reinterpret_cast<CUfunction>(&kernel_object), 1u, 1u, 1u, 32u, 1u,
+                          1u, 0u, CUstream{}, static_cast<void**>(k.pointers), static_cast<void**>(nullptr));
+  };
+  g_contextless = true;
+  EXPECT_NE(launch(), PUMP_OK);
   g_contextless = false;
   ASSERT_EQ(launch(), PUMP_OK);
   expect_both_blocks_once();

@@ -589,10 +589,15 @@ FreedReservations g_freed_reservations;
 // pages never touched but where mapped (each mapping filled with garbage then); aligned base
 // -> what mmap returned and its length.
 constexpr uint64_t kLargeReservation = 1ull << 30;
-std::map<uint64_t, std::pair<void*, size_t>> g_large_reservations;
+struct LargeReservation {
+  void* raw;      // what mmap returned
+  size_t length;  // ... and its length
+  size_t bytes;   // the reservation's
+};
+std::map<uint64_t, LargeReservation> g_large_reservations;
 bool in_large_reservation(uint64_t address) {  // under g_mutex
   auto it = g_large_reservations.upper_bound(address);
-  return it != g_large_reservations.begin() && address < std::prev(it)->first + g_reservations.at(std::prev(it)->first);
+  return it != g_large_reservations.begin() && address < std::prev(it)->first + std::prev(it)->second.bytes;
 }
 CUresult MemAddressReserve(CUdeviceptr* p, size_t n, size_t, CUdeviceptr, unsigned long long) {
   ENTER("cuMemAddressReserve");
@@ -605,7 +610,7 @@ CUresult MemAddressReserve(CUdeviceptr* p, size_t n, size_t, CUdeviceptr, unsign
     {
       std::lock_guard lock(g_mutex);
       g_reservations[*p] = n;
-      g_large_reservations[*p] = {raw, length};
+      g_large_reservations[*p] = {raw, length, n};
     }
     record("cuMemAddressReserve", nullptr, *p, n, 0, 0);
     return CUDA_SUCCESS;
@@ -639,7 +644,7 @@ CUresult MemAddressFree(CUdeviceptr p, size_t n) {
     if (m != g_mappings.end() && m->first < p + n) return CUDA_ERROR_INVALID_VALUE;  // still mapped
     g_reservations.erase(it);
     if (auto large = g_large_reservations.find(p); large != g_large_reservations.end()) {
-      munmap(large->second.first, large->second.second);
+      munmap(large->second.raw, large->second.length);
       g_large_reservations.erase(large);
       record("cuMemAddressFree", nullptr, p, n, 0, 0);
       return CUDA_SUCCESS;
@@ -1010,6 +1015,10 @@ FAKE_EXPORT void fake_cuda_reset(const FakeDriverConfig* config) {
   g_device_handles.clear();
   g_device_handle_bytes = 0;
   g_reservations.clear();
+  // Address space only, and never a test's to reuse: given back here (an earlier test's
+  // backend reserved it and is gone).
+  for (auto& [base, large] : g_large_reservations) munmap(large.raw, large.length);
+  g_large_reservations.clear();
   ++g_context_epoch;
   g_gate_closed = false;
   g_cv.notify_all();

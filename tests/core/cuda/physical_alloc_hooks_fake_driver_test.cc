@@ -90,7 +90,7 @@ class PhysicalAllocHooks : public ::testing::Test {
 };
 FakeDriver* PhysicalAllocHooks::driver_ = nullptr;
 
-TEST_F(PhysicalAllocHooks, CudaMallocIsAReservationMappedInChunksAndCudaFreeUnmapsIt) {
+TEST_F(PhysicalAllocHooks, CudaMallocIsARangeOfTheSpanMappedInChunksAndCudaFreeUnmapsIt) {
   void* p = nullptr;
   ASSERT_EQ(cudaMalloc(&p, 6 * kMiB), cudaSuccess);
   const uint64_t a = reinterpret_cast<uint64_t>(p);

@@ -142,7 +142,7 @@ class PhysicalChunksTest : public ::testing::Test {
   std::unique_ptr<CudaBackend> backend_;
 };
 
-TEST_F(PhysicalChunksTest, AnAllocationIsOneReservationMappedInChunksAndFreedWhole) {
+TEST_F(PhysicalChunksTest, AnAllocationIsARangeOfTheSpanMappedInChunksAndFreedWhole) {
   CudaBackend& b = start();
   const uint64_t a = allocate(9 * kMiB);  // 10 MiB of granules: chunks of 4, 4 and 2 MiB
   ASSERT_NE(a, 0u);
