@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -163,24 +164,31 @@ TEST_F(LaunchExtractorTest, ExtraBufferWithoutLayoutIsScannedUpToItsSize) {
   EXPECT_EQ(extents[0].address, kBlock2);
 }
 
-// A layout query that fails otherwise than past the last parameter is no layout: the launch
-// is not extracted (the host then restores everything dropped before it), and nothing is
-// cached, so the next launch asks again and finds its pointers.
+// While the driver cannot answer (g_contextless), a launch is not extracted (not a launch
+// that touches nothing: the host restores everything dropped before it) and nothing is
+// cached; once it answers, the next launch finds both blocks.
+void expect_read_once_the_driver_answers(const std::function<pump_status_v1_t()>& launch,
+                                         std::vector<pump_extent_v1_t>* extents, const std::function<void()>& both) {
+  g_contextless = true;
+  extents->clear();
+  EXPECT_NE(launch(), PUMP_OK);
+  EXPECT_TRUE(extents->empty());
+  g_contextless = false;
+  extents->clear();
+  ASSERT_EQ(launch(), PUMP_OK);
+  both();
+}
+
 TEST_F(LaunchExtractorTest, ALayoutThatCannotBeHadIsAskedForAgainNotCachedEmpty) {
   host.script_symbol("cuKernelGetParamInfo", reinterpret_cast<void*>(&contextless_kernel_param_info));
   LoadedExtractor plugin("launch", host);
   ASSERT_TRUE(plugin.ok());
-  auto launch = [&] {
-    extents.clear();
-    return plugin.extract("__cudaLaunchKernel", &extents, reinterpret_cast<cudaKernel_t>(&kernel_object), dim3(1, 1, 1),
-                          dim3(1, 1, 1), static_cast<void**>(k.pointers), size_t{0}, cudaStream_t{});
-  };
-  g_contextless = true;
-  EXPECT_NE(launch(), PUMP_OK) << "not read: not a launch that touches nothing";
-  EXPECT_TRUE(extents.empty());
-  g_contextless = false;
-  ASSERT_EQ(launch(), PUMP_OK);
-  expect_both_blocks_once();
+  expect_read_once_the_driver_answers(
+      [&] {
+        return plugin.extract("__cudaLaunchKernel", &extents, reinterpret_cast<cudaKernel_t>(&kernel_object),
+                              dim3(1, 1, 1), dim3(1, 1, 1), static_cast<void**>(k.pointers), size_t{0}, cudaStream_t{});
+      },
+      &extents, [&] { expect_both_blocks_once(); });
 }
 
 // A driver launch's CUfunction whose query fails, while the CUkernel query (tried as well:
@@ -190,16 +198,12 @@ TEST_F(LaunchExtractorTest, AFunctionsFailedQueryIsNotMadeEmptyByTheKernelQuery)
   host.script_symbol("cuKernelGetParamInfo", reinterpret_cast<void*>(&no_kernel_param_info));
   LoadedExtractor plugin("launch", host);
   ASSERT_TRUE(plugin.ok());
-  auto launch = [&] {
-    extents.clear();
-    return plugin.extract("cuLaunchKernel", &extents, reinterpret_cast<CUfunction>(&kernel_object), 1u, 1u, 1u, 32u, 1u,
-                          1u, 0u, CUstream{}, static_cast<void**>(k.pointers), static_cast<void**>(nullptr));
-  };
-  g_contextless = true;
-  EXPECT_NE(launch(), PUMP_OK);
-  g_contextless = false;
-  ASSERT_EQ(launch(), PUMP_OK);
-  expect_both_blocks_once();
+  expect_read_once_the_driver_answers(
+      [&] {
+        return plugin.extract("cuLaunchKernel", &extents, reinterpret_cast<CUfunction>(&kernel_object), 1u, 1u, 1u, 32u,
+                              1u, 1u, 0u, CUstream{}, static_cast<void**>(k.pointers), static_cast<void**>(nullptr));
+      },
+      &extents, [&] { expect_both_blocks_once(); });
 }
 
 TEST_F(LaunchExtractorTest, ScalarsAndUnknownWordsReportNothing) {
