@@ -8,7 +8,8 @@
 // byte (about 20 us to unmap, 30 to map, measured by tests/gpu/remap_cost_probe.cu: 1 GiB
 // in 32 MiB chunks 0.64 + 0.94 ms against 4.3 + 6.2) and never holds up launches.
 //
-// What. Each allocation is an address range reserved at once and backed by chunks of at
+// What. Each allocation is an address range (placed top down in one span reserved at the
+// first allocation, top_down_addresses.h; else reserved on its own) backed by chunks of at
 // most chunk_bytes (multiples of the driver's granularity), all mapped when allocated. The
 // backend drops what the engine drops (saved or dead bytes): a chunk all of whose bytes are
 // dropped is unmapped, once the work queued before the drop on the out stream completed

@@ -50,23 +50,33 @@ bool KernelParamLayoutCache::build(const void* handle, KernelHandleKind kind, La
       *out = build_param_layout([&](size_t i, size_t* off, size_t* size) {
         return driver(fn(static_cast<CUfunction>(const_cast<void*>(handle)), i, off, size));
       });
-      // cuLaunchKernel also accepts a CUkernel cast to CUfunction: the kernel query's answer
-      // is taken where it found parameters. Where it found none, the function query's stands
-      // (unknown stays unknown; no parameters, asked cleanly, is a layout).
-      if ((out->num_params == 0 || out->unknown) && kernel_info_.get(host_) != nullptr) {
-        LayoutDraft as_kernel = build_param_layout(by_kernel);
-        if (!as_kernel.unknown && as_kernel.num_params > 0) *out = std::move(as_kernel);
+      // cuLaunchKernel also accepts a CUkernel cast to CUfunction (a static runtime's <<<>>>).
+      // Where the function query found no parameter, the kernel query's answer is taken if it
+      // found some; where either failed and neither found one, the layout is unknown. The
+      // kernel query's "not a CUkernel" (CUDA_ERROR_INVALID_HANDLE) counts as "none".
+      if (out->num_params == 0 && kernel_info_.get(host_) != nullptr) {
+        auto fn_kernel = kernel_info_.get(host_);
+        LayoutDraft as_kernel = build_param_layout([&](size_t i, size_t* off, size_t* size) {
+          const CUresult r = fn_kernel(static_cast<CUkernel>(const_cast<void*>(handle)), i, off, size);
+          return r == CUDA_ERROR_INVALID_HANDLE ? ParamQuery::kPastLast : driver(r);
+        });
+        if (as_kernel.num_params > 0) *out = std::move(as_kernel);
+        else out->unknown = out->unknown || as_kernel.unknown;
       }
       break;
     }
     case KernelHandleKind::kRuntimeFunction: {
       auto fn = runtime_info_.get(host_);
       if (fn == nullptr) return false;
-      // A failed runtime query also becomes the thread's last error, which the program reads
-      // after its own launch (PyTorch does): what was clean before is left clean.
+      // Every runtime query that fails (the answer past the last parameter too) becomes the
+      // thread's last error, which the program reads after its own launch (PyTorch does): what
+      // was clean before is left clean, and while the program has an error of its own unread
+      // nothing is asked (its error would be overwritten): the layout waits for a later launch.
       auto peek = peek_error_.get(host_);
       auto take = take_error_.get(host_);
-      const bool clean_before = peek != nullptr && take != nullptr && peek() == cudaSuccess;
+      const bool can_restore = peek != nullptr && take != nullptr;
+      const bool clean_before = can_restore && peek() == cudaSuccess;
+      if (can_restore && !clean_before) return false;
       bool failed = false;
       *out = build_param_layout([&](size_t i, size_t* off, size_t* size) {
         const cudaError_t r = fn(handle, i, off, size);

@@ -54,6 +54,20 @@ CUresult contextless_kernel_param_info(CUkernel k, size_t index, size_t* offset,
 CUresult contextless_function_param_info(CUfunction, size_t index, size_t* offset, size_t* size) {
   return contextless_kernel_param_info(nullptr, index, offset, size);
 }
+// The runtime's query and its last error, as the runtime keeps them per thread.
+cudaError_t g_last_error = cudaSuccess;
+cudaError_t contextless_runtime_param_info(const void*, size_t index, size_t* offset, size_t* size) {
+  const CUresult r = contextless_kernel_param_info(nullptr, index, offset, size);
+  if (r == CUDA_SUCCESS) return cudaSuccess;
+  g_last_error = r == CUDA_ERROR_INVALID_VALUE ? cudaErrorInvalidValue : cudaErrorInvalidResourceHandle;
+  return g_last_error;
+}
+cudaError_t peek_last_error() { return g_last_error; }
+cudaError_t take_last_error() {
+  const cudaError_t e = g_last_error;
+  g_last_error = cudaSuccess;
+  return e;
+}
 CUresult no_kernel_param_info(CUkernel, size_t, size_t*, size_t*) { return CUDA_ERROR_INVALID_VALUE; }
 
 struct KernelArguments {
@@ -204,6 +218,48 @@ TEST_F(LaunchExtractorTest, AFunctionsFailedQueryIsNotMadeEmptyByTheKernelQuery)
                               1u, 1u, 0u, CUstream{}, static_cast<void**>(k.pointers), static_cast<void**>(nullptr));
       },
       &extents, [&] { expect_both_blocks_once(); });
+}
+
+// The same, the other way round: the CUfunction query answers "no parameters" cleanly and the
+// CUkernel query (a static runtime's <<<>>> hands cuLaunchKernel a CUkernel) cannot be had.
+TEST_F(LaunchExtractorTest, AKernelsFailedQueryIsNotMadeEmptyByTheFunctionQuery) {
+  host.script_symbol("cuFuncGetParamInfo", reinterpret_cast<void*>(&no_param_info));
+  host.script_symbol("cuKernelGetParamInfo", reinterpret_cast<void*>(&contextless_kernel_param_info));
+  LoadedExtractor plugin("launch", host);
+  ASSERT_TRUE(plugin.ok());
+  expect_read_once_the_driver_answers(
+      [&] {
+        return plugin.extract("cuLaunchKernel", &extents, reinterpret_cast<CUfunction>(&kernel_object), 1u, 1u, 1u, 32u,
+                              1u, 1u, 0u, CUstream{}, static_cast<void**>(k.pointers), static_cast<void**>(nullptr));
+      },
+      &extents, [&] { expect_both_blocks_once(); });
+}
+
+// The runtime's layout query leaves its failures (the answer past the last parameter too) as
+// the thread's last error, which the program reads after its launch: pump leaves it as it found
+// it, and asks nothing while the program has an error of its own unread.
+TEST_F(LaunchExtractorTest, TheRuntimeQueryLeavesTheProgramsLastErrorAsItWas) {
+  host.script_symbol("cudaFuncGetParamInfo", reinterpret_cast<void*>(&contextless_runtime_param_info));
+  host.script_symbol("cudaPeekAtLastError", reinterpret_cast<void*>(&peek_last_error));
+  host.script_symbol("cudaGetLastError", reinterpret_cast<void*>(&take_last_error));
+  LoadedExtractor plugin("launch", host);
+  ASSERT_TRUE(plugin.ok());
+  auto launch = [&] {
+    extents.clear();
+    return plugin.extract("cudaLaunchKernel", &extents, static_cast<const void*>(&kernel_object), dim3(1, 1, 1),
+                          dim3(1, 1, 1), static_cast<void**>(k.pointers), size_t{0}, cudaStream_t{});
+  };
+  g_last_error = cudaErrorMemoryAllocation;  // the program's own, unread
+  EXPECT_NE(launch(), PUMP_OK) << "not asked: the layout waits";
+  EXPECT_EQ(g_last_error, cudaErrorMemoryAllocation) << "kept for the program";
+  g_last_error = cudaSuccess;
+  g_contextless = true;
+  EXPECT_NE(launch(), PUMP_OK);
+  EXPECT_EQ(g_last_error, cudaSuccess) << "the failed query's error taken back";
+  g_contextless = false;
+  ASSERT_EQ(launch(), PUMP_OK);
+  EXPECT_EQ(g_last_error, cudaSuccess) << "nor the answer past the last parameter's";
+  expect_both_blocks_once();
 }
 
 TEST_F(LaunchExtractorTest, ScalarsAndUnknownWordsReportNothing) {

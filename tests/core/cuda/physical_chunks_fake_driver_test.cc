@@ -34,6 +34,7 @@ class PhysicalChunksTest : public ::testing::Test {
                      uint64_t restore_group = 64 * kMiB,
                      CudaBackendOptions::CopyVia via = CudaBackendOptions{}.copy_via) {
     config.model_memory = 1;
+    backend_.reset();  // before the reset: it gives the reservations of earlier backends back
     driver_.reset(config);
     CudaBackendOptions options;
     options.physical = true;
