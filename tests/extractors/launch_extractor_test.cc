@@ -8,6 +8,7 @@
 #include <cstring>
 #include <functional>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "tests/extractors/extractor_test_host.h"
@@ -205,34 +206,28 @@ TEST_F(LaunchExtractorTest, ALayoutThatCannotBeHadIsAskedForAgainNotCachedEmpty)
       &extents, [&] { expect_both_blocks_once(); });
 }
 
-// A driver launch's CUfunction whose query fails, while the CUkernel query (tried as well:
-// cuLaunchKernel takes either) answers "no parameters": still unknown, not an empty layout.
-TEST_F(LaunchExtractorTest, AFunctionsFailedQueryIsNotMadeEmptyByTheKernelQuery) {
-  host.script_symbol("cuFuncGetParamInfo", reinterpret_cast<void*>(&contextless_function_param_info));
-  host.script_symbol("cuKernelGetParamInfo", reinterpret_cast<void*>(&no_kernel_param_info));
-  LoadedExtractor plugin("launch", host);
-  ASSERT_TRUE(plugin.ok());
-  expect_read_once_the_driver_answers(
-      [&] {
-        return plugin.extract("cuLaunchKernel", &extents, reinterpret_cast<CUfunction>(&kernel_object), 1u, 1u, 1u, 32u,
-                              1u, 1u, 0u, CUstream{}, static_cast<void**>(k.pointers), static_cast<void**>(nullptr));
-      },
-      &extents, [&] { expect_both_blocks_once(); });
-}
-
-// The same, the other way round: the CUfunction query answers "no parameters" cleanly and the
-// CUkernel query (a static runtime's <<<>>> hands cuLaunchKernel a CUkernel) cannot be had.
-TEST_F(LaunchExtractorTest, AKernelsFailedQueryIsNotMadeEmptyByTheFunctionQuery) {
-  host.script_symbol("cuFuncGetParamInfo", reinterpret_cast<void*>(&no_param_info));
-  host.script_symbol("cuKernelGetParamInfo", reinterpret_cast<void*>(&contextless_kernel_param_info));
-  LoadedExtractor plugin("launch", host);
-  ASSERT_TRUE(plugin.ok());
-  expect_read_once_the_driver_answers(
-      [&] {
-        return plugin.extract("cuLaunchKernel", &extents, reinterpret_cast<CUfunction>(&kernel_object), 1u, 1u, 1u, 32u,
-                              1u, 1u, 0u, CUstream{}, static_cast<void**>(k.pointers), static_cast<void**>(nullptr));
-      },
-      &extents, [&] { expect_both_blocks_once(); });
+// A driver launch's CUfunction (cuLaunchKernel also takes a CUkernel cast to one: a static
+// runtime's <<<>>>), both ways round: the CUfunction query fails and the CUkernel query answers
+// "no parameters", or the other way. Either is still unknown, never an empty layout.
+TEST_F(LaunchExtractorTest, AFailedQueryIsNotMadeEmptyByTheOtherQuerysNone) {
+  const std::pair<void*, void*> cases[] = {
+      {reinterpret_cast<void*>(&contextless_function_param_info), reinterpret_cast<void*>(&no_kernel_param_info)},
+      {reinterpret_cast<void*>(&no_param_info), reinterpret_cast<void*>(&contextless_kernel_param_info)}};
+  for (const auto& [function_query, kernel_query] : cases) {
+    SCOPED_TRACE(function_query == reinterpret_cast<void*>(&no_param_info) ? "the kernel's fails"
+                                                                           : "the function's fails");
+    host.script_symbol("cuFuncGetParamInfo", function_query);
+    host.script_symbol("cuKernelGetParamInfo", kernel_query);
+    LoadedExtractor plugin("launch", host);
+    ASSERT_TRUE(plugin.ok());
+    expect_read_once_the_driver_answers(
+        [&] {
+          return plugin.extract("cuLaunchKernel", &extents, reinterpret_cast<CUfunction>(&kernel_object), 1u, 1u, 1u,
+                                32u, 1u, 1u, 0u, CUstream{}, static_cast<void**>(k.pointers),
+                                static_cast<void**>(nullptr));
+        },
+        &extents, [&] { expect_both_blocks_once(); });
+  }
 }
 
 // The runtime's layout query leaves its failures (the answer past the last parameter too) as
