@@ -34,15 +34,20 @@ bool KernelParamLayoutCache::build(const void* handle, KernelHandleKind kind, La
            : r == CUDA_ERROR_INVALID_VALUE ? ParamQuery::kPastLast
                                            : ParamQuery::kFailed;
   };
-  auto by_kernel = [&](size_t i, size_t* off, size_t* size) {
-    auto fn = kernel_info_.get(host_);
-    return fn == nullptr ? ParamQuery::kFailed
-                         : driver(fn(static_cast<CUkernel>(const_cast<void*>(handle)), i, off, size));
+  // The CUkernel query; where the handle may be a CUfunction instead, its "not a CUkernel"
+  // (CUDA_ERROR_INVALID_HANDLE) counts as "none".
+  auto by_kernel = [&](bool may_be_function) {
+    return [&, may_be_function](size_t i, size_t* off, size_t* size) {
+      auto fn = kernel_info_.get(host_);
+      if (fn == nullptr) return ParamQuery::kFailed;
+      const CUresult r = fn(static_cast<CUkernel>(const_cast<void*>(handle)), i, off, size);
+      return may_be_function && r == CUDA_ERROR_INVALID_HANDLE ? ParamQuery::kPastLast : driver(r);
+    };
   };
   switch (kind) {
     case KernelHandleKind::kDriverKernel:
       if (kernel_info_.get(host_) == nullptr) return false;
-      *out = build_param_layout(by_kernel);
+      *out = build_param_layout(by_kernel(false));
       break;
     case KernelHandleKind::kDriverFunction: {
       auto fn = function_info_.get(host_);
@@ -52,14 +57,9 @@ bool KernelParamLayoutCache::build(const void* handle, KernelHandleKind kind, La
       });
       // cuLaunchKernel also accepts a CUkernel cast to CUfunction (a static runtime's <<<>>>).
       // Where the function query found no parameter, the kernel query's answer is taken if it
-      // found some; where either failed and neither found one, the layout is unknown. The
-      // kernel query's "not a CUkernel" (CUDA_ERROR_INVALID_HANDLE) counts as "none".
+      // found some; where either failed and neither found one, the layout is unknown.
       if (out->num_params == 0 && kernel_info_.get(host_) != nullptr) {
-        auto fn_kernel = kernel_info_.get(host_);
-        LayoutDraft as_kernel = build_param_layout([&](size_t i, size_t* off, size_t* size) {
-          const CUresult r = fn_kernel(static_cast<CUkernel>(const_cast<void*>(handle)), i, off, size);
-          return r == CUDA_ERROR_INVALID_HANDLE ? ParamQuery::kPastLast : driver(r);
-        });
+        LayoutDraft as_kernel = build_param_layout(by_kernel(true));
         if (as_kernel.num_params > 0) *out = std::move(as_kernel);
         else out->unknown = out->unknown || as_kernel.unknown;
       }
