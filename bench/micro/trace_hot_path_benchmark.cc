@@ -152,6 +152,16 @@ BENCHMARK_CAPTURE(BM_TraceLaunchPressure, none, "none")->Iterations(20000)->UseM
 BENCHMARK_CAPTURE(BM_TraceLaunchPressure, lru, "lru")->Iterations(20000)->UseManualTime();
 BENCHMARK_CAPTURE(BM_TraceLaunchPressure, learned, "learned")->Iterations(20000)->UseManualTime();
 
+// The same near fit (the footprint / 1.05), where a step's few pressures come and go and a
+// policy that learns the sequence keeps finding and losing it (issue 8).
+void BM_TraceLaunchNearFit(benchmark::State& state, const char* policy_name) {
+  Replay r;
+  if (!r.start(state, policy_name, 1.05)) return;
+  timed_launches(state, r, nullptr);
+}
+BENCHMARK_CAPTURE(BM_TraceLaunchNearFit, lru, "lru")->Iterations(20000)->UseManualTime();
+BENCHMARK_CAPTURE(BM_TraceLaunchNearFit, learned, "learned")->Iterations(20000)->UseManualTime();
+
 void BM_TraceLaunchNoPolicy(benchmark::State& state) { replay(state, nullptr); }
 BENCHMARK(BM_TraceLaunchNoPolicy);
 void BM_TraceLaunchPolicy(benchmark::State& state, const char* name) { replay(state, name); }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <set>
 #include <unordered_map>
@@ -23,6 +24,13 @@ constexpr uint64_t kNoUse = UINT64_MAX;     // predicted next use: none known
 constexpr uint32_t kNever = UINT32_MAX;     // next-use distance of a range with no predicted use
 constexpr uint64_t kYoungFloor = 2;         // the last kernel's blocks are always young (young_age)
 constexpr uint64_t kYoungShare = 64;        // ... and those of the last 1/64 of the period
+constexpr size_t kDormantPeriods = 4;       // dropped periods kept to be taken back
+constexpr uint32_t kDormantMinLength = 64;  // ... when at least this long (shorter ones cost little to build)
+// A period that long is built for a candidate only once this many kernels in a row matched:
+// building costs its every entry, and near fit detection found a new two-match candidate
+// (two like layers) every few kernels, each built and lost at once (on the recorded BERT
+// steps replayed at 1.05: 10.6 million entries built, 3.6 million with 3, the same bytes moved).
+constexpr uint32_t kBuildMatches = 3;
 
 uint64_t mix64(uint64_t x);
 
@@ -79,6 +87,12 @@ struct Period {
   }
 };
 
+// A period dropped, kept to be taken back: its tables and when they were built.
+struct DormantPeriod {
+  Period period;
+  uint64_t built_at = 0;
+};
+
 // The last ordinals at which an anchor was seen, the most recent first.
 struct Occurrences : std::array<uint64_t, kCandidates> {
   Occurrences() { fill(kNoUse); }
@@ -125,6 +139,31 @@ struct Summary {
   uint32_t period_length = 0;       // kernels in the period confirmed last
   uint64_t ahead_used_bytes = 0;    // fetched ahead, then used by their kernel
   uint64_t ahead_wasted_bytes = 0;  // fetched ahead, evicted unused by the policy itself
+  uint64_t builds = 0;              // periods' tables built (adopted or relearned)
+  uint64_t built_entries = 0;       // ... their entries together (the work of building them)
+  uint64_t resumes = 0;             // dropped periods taken back without a build
+  // Host time, ns, past the fits gate: where the policy's share of a launch goes.
+  uint64_t observe_ns = 0;     // observing the kernel (recording, detection, building)
+  uint64_t lookahead_ns = 0;   // fetching ahead (its evictions and the host's calls included)
+  uint64_t pressure_ns = 0;    // on_pressure (observing excluded)
+  uint64_t ranking_ns = 0;     // ranking victims, in either (rank_victims)
+  uint64_t candidates_ns = 0;  // ... of it the host's eviction_candidates
+};
+
+// Adds the time from its construction to its end to `*sum` (ns).
+class Timed {
+ public:
+  explicit Timed(uint64_t* sum) : sum_(sum), begin_(std::chrono::steady_clock::now()) {}
+  ~Timed() {
+    *sum_ += static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - begin_).count());
+  }
+  Timed(const Timed&) = delete;
+  Timed& operator=(const Timed&) = delete;
+
+ private:
+  uint64_t* sum_;
+  std::chrono::steady_clock::time_point begin_;
 };
 
 struct LearnedPolicy {
@@ -152,8 +191,12 @@ struct LearnedPolicy {
   uint32_t live_candidates = 0;
   uint32_t candidate_gap = 0;  // the best candidate's distance (0: none): a guess for ranges used once
   Period period;
+  // Periods dropped lately (kDormantPeriods, the last dropped first): detection finds one again
+  // a few kernels on, and taking its tables back costs no build (a training step whose kernels
+  // are the last one's but for a few addresses drops and finds its period many times a step).
+  std::array<DormantPeriod, kDormantPeriods> dormant;
   bool confirmed = false;     // the period is sure enough to prefetch by (else it only ranks victims)
-  uint32_t epoch = 0;         // bumped per period built
+  uint32_t epoch = 0;         // bumped per period built or taken back (the ranges' predictions are its)
   uint64_t built_at = 0;      // ordinal at which the period's tables were built
   uint32_t misses = 0;        // kernels in a row that were not the period's
   bool period_stale = false;  // a matched kernel touched other ranges than its slot: rebuild
@@ -203,6 +246,13 @@ Period build_period(const std::vector<const KernelRecord*>& slots, uint64_t base
 // The period of the last `length` kernels (the slots of kernels that were not their
 // slot's keep what they had), and every range's next use by it.
 void learn_period(LearnedPolicy* s, uint32_t length);
+// Takes a dormant period back when it is `length` kernels long and its slot for the kernel
+// at `ordinal` is that kernel's (`anchor`): nothing is built, the ranges' next uses are
+// predicted afresh from it. False when none is that period.
+bool resume_period(LearnedPolicy* s, uint32_t length, uint64_t ordinal, uint64_t anchor);
+// Keeps the period followed among the dormant ones (when long enough), leaving none followed.
+void set_dormant(LearnedPolicy* s);
+void forget_dormant(LearnedPolicy* s);
 
 // victims.cc: eviction. What a pass does with a choice that a kernel still queued uses.
 enum class InUse {

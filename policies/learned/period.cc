@@ -94,12 +94,64 @@ void learn_period(LearnedPolicy* s, uint32_t length) {
     slots[j] = &kept.back();
   }
   s->period = build_period(slots, base, &s->scratch);
+  ++s->summary.builds;
+  s->summary.built_entries += s->period.slot_ranges.size();
   s->built_at = s->next_ordinal - 1;
   ++s->epoch;
   s->period_stale = false;
   s->lookahead_next = 0;
   const uint64_t now = s->next_ordinal - 1;
   predict_from(s, now, s->period.slot_of(now));
+}
+
+bool resume_period(LearnedPolicy* s, uint32_t length, uint64_t ordinal, uint64_t anchor) {
+  for (DormantPeriod& d : s->dormant) {
+    const Period& p = d.period;
+    if (p.length != length || p.slot_anchor[p.slot_of(ordinal)] != anchor) continue;
+    DormantPeriod taken = std::move(d);
+    d = DormantPeriod{};
+    set_dormant(s);  // the tentative period followed until now, if any
+    s->period = std::move(taken.period);
+    s->built_at = taken.built_at;
+    ++s->summary.resumes;
+    // The last period's records stand for their slots at its next relearn, as a build would
+    // have taken them now (the kernels that lost it, at new addresses, among them). That
+    // relearn comes when a kernel it predicts touches other ranges (sequence.cc,
+    // record_kernel), not at once: on a step that loses it several times, each time.
+    for (uint64_t o = ordinal + 1 - length; o <= ordinal; ++o) s->history[o % kHistoryKernels].matched = true;
+    s->period_stale = false;
+    s->lookahead_next = 0;
+    // Predicted afresh (O(its entries), no allocation): the ranges' next uses of when it was
+    // followed last are stale where other periods or none were followed since (on the recorded
+    // GPT bf16 steps, replayed at 1.05, keeping them moved 1.33x the oracle's bytes, not 1.28x).
+    ++s->epoch;
+    const uint64_t now = s->next_ordinal - 1;
+    predict_from(s, now, s->period.slot_of(now));
+    return true;
+  }
+  return false;
+}
+
+void set_dormant(LearnedPolicy* s) {
+  if (s->period.length < kDormantMinLength) {
+    s->period = Period{};
+    return;
+  }
+  // Into the place of one of the same length (the same period, older tables), else an empty
+  // one, else the oldest's.
+  size_t slot = kDormantPeriods - 1;
+  for (size_t i = kDormantPeriods; i-- > 0;)
+    if (s->dormant[i].period.length == 0) slot = i;
+  for (size_t i = 0; i < kDormantPeriods; ++i)
+    if (s->dormant[i].period.length == s->period.length) slot = i;
+  std::move_backward(s->dormant.begin(), s->dormant.begin() + static_cast<std::ptrdiff_t>(slot),
+                     s->dormant.begin() + static_cast<std::ptrdiff_t>(slot) + 1);
+  s->dormant[0] = DormantPeriod{std::move(s->period), s->built_at};
+  s->period = Period{};
+}
+
+void forget_dormant(LearnedPolicy* s) {
+  for (DormantPeriod& d : s->dormant) d = DormantPeriod{};
 }
 
 }  // namespace learned

@@ -185,7 +185,7 @@ void learned_fini(void* ctx) {
   LearnedPolicy* s = static_cast<LearnedPolicy*>(ctx);
   // Said only where it decided something (a program that fit observed nothing).
   if (s != nullptr && s->summary.kernels_observed && PUMP_HAS_MEMBER(s->host, pump_policy_host_v1_t, log)) {
-    char message[320];
+    char message[512];
     describe_summary(*s, message, sizeof message);
     s->host->log(s->host, PUMP_LOG_INFO, message);
   }
@@ -196,7 +196,11 @@ void learned_on_pressure(void* ctx, const pump_kernel_v1_t* kernel, uint64_t byt
   LearnedPolicy* s = static_cast<LearnedPolicy*>(ctx);
   if (s == nullptr || bytes_needed == 0) return;
   try {
-    if (kernel_is_usable(kernel) && kernel->num_blocks) observe(s, kernel);
+    if (kernel_is_usable(kernel) && kernel->num_blocks) {
+      Timed timed(&s->summary.observe_ns);
+      observe(s, kernel);
+    }
+    Timed timed(&s->summary.pressure_ns);
     uint64_t freed = 0;
     // The blocks passed over stay in the ranking (evict_farthest puts them back): the second
     // pass takes them in order.
@@ -222,7 +226,11 @@ void learned_on_kernel(void* ctx, const pump_kernel_v1_t* kernel) {
       pause_observation(s);
       return;
     }
-    observe(s, kernel);
+    {
+      Timed timed(&s->summary.observe_ns);
+      observe(s, kernel);
+    }
+    Timed timed(&s->summary.lookahead_ns);
     // A block of the kernel is missing: something evicted the window after it was
     // requested; the lookahead walks it again from here.
     bool missing = false;

@@ -29,7 +29,7 @@ void drop_period(LearnedPolicy* s) {
     reset_detection(s);
     ++s->summary.ended;
   }
-  s->period = Period{};
+  set_dormant(s);
   s->confirmed = false;
   s->predicting = false;
   s->period_stale = false;
@@ -162,13 +162,20 @@ void follow(LearnedPolicy* s, uint64_t ordinal, uint64_t anchor) {
   }
 }
 
-// Starts following `best`, the candidate detection trusts, as a tentative period.
-void adopt(LearnedPolicy* s, const Candidate& best, uint64_t ordinal) {
-  for (uint64_t o = ordinal + 1 - best.distance; o <= ordinal; ++o) s->history[o % kHistoryKernels].matched = true;
-  learn_period(s, best.distance);
+// Starts following `best`, the candidate detection trusts, as a tentative period: a dormant
+// one taken back, else one built (a long one only once kBuildMatches kernels matched). False
+// when none is followed.
+bool adopt(LearnedPolicy* s, const Candidate& best, uint64_t ordinal) {
+  if (!resume_period(s, best.distance, ordinal, record_at(*s, ordinal).anchor)) {
+    if (best.matches < kBuildMatches && best.distance >= kDormantMinLength) return false;
+    drop_period(s);
+    for (uint64_t o = ordinal + 1 - best.distance; o <= ordinal; ++o) s->history[o % kHistoryKernels].matched = true;
+    learn_period(s, best.distance);
+  }
   s->predicting = true;
   s->current_slot = s->period.slot_of(ordinal);
   note_uses(s, record_at(*s, ordinal), ordinal, true);  // its slot, the last, is this very record
+  return true;
 }
 
 }  // namespace
@@ -182,6 +189,7 @@ void forget_everything(LearnedPolicy* s) {
   s->upcoming_requested = {};
   for (KernelRecord& r : s->history) r.ranges.clear();
   drop_period(s);
+  forget_dormant(s);  // its ranges are gone
   forget_seen(s);
 }
 
@@ -190,6 +198,7 @@ void pause_observation(LearnedPolicy* s) {
   s->paused = true;
   // The kernels run meanwhile are not in the history: no period may span the gap.
   drop_period(s);
+  forget_dormant(s);
   forget_seen(s);
 }
 
@@ -255,7 +264,7 @@ void observe(LearnedPolicy* s, const pump_kernel_v1_t* kernel) {
   const Candidate best = detect(s, ordinal);
   s->candidate_gap = best.distance;
   if (best.matches < kTentativeMatches) return;
-  if (s->period.length != best.distance) adopt(s, best, ordinal);
+  if (s->period.length != best.distance && !adopt(s, best, ordinal)) return;
   s->confirmed = best.matches >= kConfirmMatches;
   if (s->confirmed) {
     ++s->summary.confirmations;
@@ -269,12 +278,17 @@ void describe_summary(const LearnedPolicy& s, char* out, size_t size) {
       out, size,
       "%llu kernels observed under pressure, %.1f%% as a period predicted; periods confirmed: %llu "
       "(the last %u kernels long), ended: %llu; fetched ahead: %.1f MiB used by their kernels, %.1f MiB "
-      "evicted unused by the policy",
+      "evicted unused by the policy; tables built: %llu (%llu entries), taken back: %llu; host time: observing "
+      "%.1f ms, fetching ahead %.1f ms, pressure %.1f ms, ranking victims %.1f ms (the host's candidates %.1f ms)",
       static_cast<unsigned long long>(m.kernels_observed),
       m.kernels_observed ? 100.0 * static_cast<double>(m.kernels_predicted) / static_cast<double>(m.kernels_observed)
                          : 0.0,
       static_cast<unsigned long long>(m.confirmations), m.period_length, static_cast<unsigned long long>(m.ended),
-      static_cast<double>(m.ahead_used_bytes) / 1048576.0, static_cast<double>(m.ahead_wasted_bytes) / 1048576.0);
+      static_cast<double>(m.ahead_used_bytes) / 1048576.0, static_cast<double>(m.ahead_wasted_bytes) / 1048576.0,
+      static_cast<unsigned long long>(m.builds), static_cast<unsigned long long>(m.built_entries),
+      static_cast<unsigned long long>(m.resumes), static_cast<double>(m.observe_ns) / 1e6,
+      static_cast<double>(m.lookahead_ns) / 1e6, static_cast<double>(m.pressure_ns) / 1e6,
+      static_cast<double>(m.ranking_ns) / 1e6, static_cast<double>(m.candidates_ns) / 1e6);
 }
 
 }  // namespace learned

@@ -14,7 +14,11 @@ constexpr size_t kCandidatesMax = size_t{1} << 14;  // Belady ranks at most this
 size_t fetch_candidates(LearnedPolicy* s) {
   const pump_policy_host_v1_t* host = s->host;
   for (;;) {
-    size_t n = host->eviction_candidates(host, PUMP_ALL_ROLES, s->candidates.data(), s->candidates.size());
+    size_t n = 0;
+    {
+      Timed timed(&s->summary.candidates_ns);
+      n = host->eviction_candidates(host, PUMP_ALL_ROLES, s->candidates.data(), s->candidates.size());
+    }
     if (n > s->candidates.size()) n = s->candidates.size();
     if (n < s->candidates.size() || s->candidates.size() >= kCandidatesMax) return n;
     s->candidates.resize(s->candidates.size() * 4);
@@ -36,6 +40,7 @@ uint64_t score_of(const LearnedPolicy& s, const pump_block_v1_t& b, uint32_t ran
 // Ranks the host's candidates by predicted next use, once per callback.
 void rank_victims(LearnedPolicy* s) {
   if (s->victims_ready && s->victims_seq == s->observed_seq) return;
+  Timed timed(&s->summary.ranking_ns);
   const size_t n = fetch_candidates(s);
   s->victims.clear();
   s->victims_idle_dead.clear();

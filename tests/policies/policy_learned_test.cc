@@ -128,6 +128,44 @@ TEST(PolicyLearned, AfterALongPredictionTheChangedSequenceIsRelearnedFromWhatWas
   EXPECT_EQ(prefetched_ids(c.host), (Ids{c.blocks[3], c.blocks[4], c.blocks[5]}));
 }
 
+// The count after `label` in the policy's end-of-run line ("tables built: 3 (...)").
+uint64_t summary_count(const std::string& line, const std::string& label) {
+  const size_t at = line.find(label);
+  return at == std::string::npos ? UINT64_MAX : std::stoull(line.substr(at + label.size()));
+}
+
+// A long period whose kernels are the last step's but for two in a row every 16 (activations
+// at new addresses), as a training step under pressure is: the period ends at the second and
+// is found again two kernels on, `rounds` times `length` / 16. Returns the end-of-run line.
+std::string run_losing_and_finding(uint32_t length, int rounds) {
+  constexpr uint64_t kBudget = 100000;
+  FakePolicyHost host(kBudget);
+  Ids blocks;
+  for (uint32_t i = 0; i < length; ++i) blocks.push_back(host.add_block(100, PUMP_ROLE_ACTIVATION, false));
+  host.add_block(kBudget, PUMP_ROLE_UNKNOWN, false);
+  {
+    PolicyInstance policy("learned", host);
+    EXPECT_TRUE(policy.ready());
+    for (int r = 0; r < 3; ++r)
+      for (uint64_t b : blocks) run_kernel(policy, host, {b}, kBudget);
+    for (int r = 0; r < rounds; ++r)
+      for (uint32_t i = 0; i < length; ++i) {
+        const uint64_t b = i % 16 < 2 ? host.add_block(100, PUMP_ROLE_ACTIVATION, false) : blocks[i];
+        run_kernel(policy, host, {b}, kBudget);
+      }
+  }
+  return host.logs.empty() ? std::string() : host.logs.back().message;
+}
+
+// Each loss drops the period and each find takes its tables back: built once, not once a
+// loss (building costs the period's every block: on the H200 a BERT step lost and found its
+// period 16 times, and building was most of the policy's 12 us a kernel).
+TEST(PolicyLearned, APeriodFoundAgainAfterItsLossIsTakenBackNotBuiltAgain) {
+  const std::string line = run_losing_and_finding(128, 4);
+  EXPECT_EQ(summary_count(line, "tables built: "), 1u) << line;
+  EXPECT_EQ(summary_count(line, "taken back: "), 4u * 128 / 16) << line;
+}
+
 TEST(PolicyLearned, PressureBeforeLearningEvictsTheLeastRecentlyUsedBlock) {
   FakePolicyHost host(300);
   const uint64_t oldest = host.add_block(100, PUMP_ROLE_ACTIVATION, true);
