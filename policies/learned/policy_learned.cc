@@ -13,7 +13,15 @@
  * its last reuse gap, or after the candidate period when one is forming; a range used once
  * whose time passed, or never reused, goes first, least recently used first (scan
  * resistance; with nothing known yet this is LRU). A kernel off the period is tolerated
- * once (kBreakAfterMisses); what the period's kernels touch is relearned each period.
+ * once (kBreakAfterMisses); what the period's kernels touch is relearned each period. A
+ * period lost is kept (the last four of 64 kernels or more) and taken back when detection
+ * finds it again, predicted afresh but not built again; a new one that long is built only
+ * once its candidate matched kBuildMatches kernels in a row. Why: near fit a training step
+ * loses and finds its period many times (a kernel at a new address), and detection finds
+ * two-match candidates (two like layers) every few kernels; building each was most of the
+ * policy's time (H200, BERT near fit: 12.3 against 7.8 us a kernel; the Llama-shaped decode at
+ * half its weights 158.3 against 120.7 ms a token; the same bytes moved: docs/results,
+ * twenty-seventh session).
  * While the tracked memory fits the budget nothing is observed (nothing can be evicted):
  * each kernel's missing blocks are prefetched, as lru does, at lru's cost.
  *
@@ -55,10 +63,11 @@
  * launching thread's waits halved on the GPU but 11% more bytes were restored and tokens were
  * no faster; in the sim's hf-decode it is slower still. Kept to measure against.
  *
- * Known losses. On the H200's real decode (HF's generate, half the weights) it is slower than
+ * Known losses. On the H200's real decode (HF's generate, half the weights) it was slower than
  * lru: 206 against 138-158 ms/token (thirteenth session), from periods of one layer confirmed
  * and followed with wrong predictions (see LEARNED_GAP_LOOKAHEAD above) and 20-25 ms of policy
- * time a token. The sim's hf-decode (bench/policy_matrix.sh, 2 GiB, 8 tokens) showed it 2.06x
+ * time a token; with lost periods taken back, 120.7 against lru's 127.7 in one call (twenty-
+ * seventh session; it still follows periods of one layer, 14 us a kernel of policy time). The sim's hf-decode (bench/policy_matrix.sh, 2 GiB, 8 tokens) showed it 2.06x
  * slower than "none" at x2 and 1.34x at x3 only under the probe's rule that a populate run
  * at once populates nothing (pump-bench --idle-populate no); with the default, which the GPU's
  * end-to-end decodes support, it is within 7-12% of lru there (fourteenth session) and the
