@@ -26,10 +26,12 @@ constexpr uint64_t kYoungFloor = 2;         // the last kernel's blocks are alwa
 constexpr uint64_t kYoungShare = 64;        // ... and those of the last 1/64 of the period
 constexpr size_t kDormantPeriods = 4;       // dropped periods kept to be taken back
 constexpr uint32_t kDormantMinLength = 64;  // ... when at least this long (shorter ones cost little to build)
-// A period that long is built for a candidate only once this many kernels in a row matched:
-// building costs its every entry, and near fit detection found a new two-match candidate
-// (two like layers) every few kernels, each built and lost at once (on the recorded BERT
-// steps replayed at 1.05: 10.6 million entries built, 3.6 million with 3, the same bytes moved).
+// A period of kBuildMinLength kernels or more is built for a candidate only once kBuildMatches
+// kernels in a row matched: building costs its every entry, and near fit detection found a new
+// two-match candidate (two like layers) every few kernels, each built and lost at once (on the
+// recorded BERT steps replayed at 1.05: 10.6 million entries built, 3.6 million with 3, the same
+// bytes moved).
+constexpr uint32_t kBuildMinLength = 64;
 constexpr uint32_t kBuildMatches = 3;
 
 uint64_t mix64(uint64_t x);
@@ -246,10 +248,10 @@ Period build_period(const std::vector<const KernelRecord*>& slots, uint64_t base
 // The period of the last `length` kernels (the slots of kernels that were not their
 // slot's keep what they had), and every range's next use by it.
 void learn_period(LearnedPolicy* s, uint32_t length);
-// Takes a dormant period back when it is `length` kernels long and its slot for the kernel
-// at `ordinal` is that kernel's (`anchor`): nothing is built, the ranges' next uses are
-// predicted afresh from it. False when none is that period.
-bool resume_period(LearnedPolicy* s, uint32_t length, uint64_t ordinal, uint64_t anchor);
+// Takes a dormant period back when it is `length` kernels long and its slots for the kernels
+// at `ordinal` and the one before are theirs (by anchor): nothing is built, the ranges' next
+// uses are predicted afresh from it. False when none is that period.
+bool resume_period(LearnedPolicy* s, uint32_t length, uint64_t ordinal);
 // Keeps the period followed among the dormant ones (when long enough), leaving none followed.
 void set_dormant(LearnedPolicy* s);
 void forget_dormant(LearnedPolicy* s);

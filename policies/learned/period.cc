@@ -104,10 +104,15 @@ void learn_period(LearnedPolicy* s, uint32_t length) {
   predict_from(s, now, s->period.slot_of(now));
 }
 
-bool resume_period(LearnedPolicy* s, uint32_t length, uint64_t ordinal, uint64_t anchor) {
+bool resume_period(LearnedPolicy* s, uint32_t length, uint64_t ordinal) {
+  // The kernel before matched too (the candidate has two matches or more): both in their
+  // slots, so a kernel that occurs twice in the period does not take it back out of phase.
+  const uint64_t anchor = record_at(*s, ordinal).anchor, before = record_at(*s, ordinal - 1).anchor;
   for (DormantPeriod& d : s->dormant) {
     const Period& p = d.period;
-    if (p.length != length || p.slot_anchor[p.slot_of(ordinal)] != anchor) continue;
+    if (p.length != length || p.slot_anchor[p.slot_of(ordinal)] != anchor ||
+        p.slot_anchor[p.slot_of(ordinal - 1)] != before)
+      continue;
     DormantPeriod taken = std::move(d);
     d = DormantPeriod{};
     set_dormant(s);  // the tentative period followed until now, if any
@@ -137,8 +142,8 @@ void set_dormant(LearnedPolicy* s) {
     s->period = Period{};
     return;
   }
-  // Into the place of one of the same length (the same period, older tables), else an empty
-  // one, else the oldest's.
+  // Into the place of one of the same length (most likely the same period with older tables;
+  // another period as long is lost then), else an empty one, else the oldest's.
   size_t slot = kDormantPeriods - 1;
   for (size_t i = kDormantPeriods; i-- > 0;)
     if (s->dormant[i].period.length == 0) slot = i;

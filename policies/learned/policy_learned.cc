@@ -67,9 +67,10 @@
  * lru: 206 against 138-158 ms/token (thirteenth session), from periods of one layer confirmed
  * and followed with wrong predictions (see LEARNED_GAP_LOOKAHEAD above) and 20-25 ms of policy
  * time a token; with lost periods taken back, 120.7 against lru's 127.7 in one call (twenty-
- * seventh session; it still follows periods of one layer, 14 us a kernel of policy time). The sim's hf-decode (bench/policy_matrix.sh, 2 GiB, 8 tokens) showed it 2.06x
- * slower than "none" at x2 and 1.34x at x3 only under the probe's rule that a populate run
- * at once populates nothing (pump-bench --idle-populate no); with the default, which the GPU's
+ * seventh session; it still follows periods of one layer, 14 us a kernel of policy time).
+ * The sim's hf-decode (bench/policy_matrix.sh, 2 GiB, 8 tokens) showed it 2.06x slower than
+ * "none" at x2 and 1.34x at x3 only under the probe's rule that a populate run at once
+ * populates nothing (pump-bench --idle-populate no); with the default, which the GPU's
  * end-to-end decodes support, it is within 7-12% of lru there (fourteenth session) and the
  * sim does not show the GPU's loss (it charges no policy time).
  * Known losses to lru's default since its cyclic pass (eighteenth session, pump-bench --sim

@@ -166,15 +166,24 @@ void follow(LearnedPolicy* s, uint64_t ordinal, uint64_t anchor) {
 // one taken back, else one built (a long one only once kBuildMatches kernels matched). False
 // when none is followed.
 bool adopt(LearnedPolicy* s, const Candidate& best, uint64_t ordinal) {
-  if (!resume_period(s, best.distance, ordinal, record_at(*s, ordinal).anchor)) {
-    if (best.matches < kBuildMatches && best.distance >= kDormantMinLength) return false;
+  const KernelRecord& record = record_at(*s, ordinal);
+  const bool resumed = resume_period(s, best.distance, ordinal);
+  if (!resumed) {
+    if (best.matches < kBuildMatches && best.distance >= kBuildMinLength) return false;
     drop_period(s);
     for (uint64_t o = ordinal + 1 - best.distance; o <= ordinal; ++o) s->history[o % kHistoryKernels].matched = true;
     learn_period(s, best.distance);
   }
   s->predicting = true;
   s->current_slot = s->period.slot_of(ordinal);
-  note_uses(s, record_at(*s, ordinal), ordinal, true);  // its slot, the last, is this very record
+  // A period built now has this very record in its slot (the last); one taken back has what
+  // its kernel touched a step or more ago, matched by the first block only.
+  const Period& p = s->period;
+  const bool as_predicted = !resumed || std::equal(record.ranges.begin(), record.ranges.end(),
+                                                   p.slot_ranges.begin() + p.slot_offsets[s->current_slot],
+                                                   p.slot_ranges.begin() + p.slot_offsets[s->current_slot + 1]);
+  if (!as_predicted) s->period_stale = true;
+  note_uses(s, record, ordinal, as_predicted);
   return true;
 }
 
@@ -279,7 +288,8 @@ void describe_summary(const LearnedPolicy& s, char* out, size_t size) {
       "%llu kernels observed under pressure, %.1f%% as a period predicted; periods confirmed: %llu "
       "(the last %u kernels long), ended: %llu; fetched ahead: %.1f MiB used by their kernels, %.1f MiB "
       "evicted unused by the policy; tables built: %llu (%llu entries), taken back: %llu; host time: observing "
-      "%.1f ms, fetching ahead %.1f ms, pressure %.1f ms, ranking victims %.1f ms (the host's candidates %.1f ms)",
+      "%.1f ms, fetching ahead %.1f ms, pressure %.1f ms (of these two, ranking victims %.1f ms, of it the host's "
+      "candidates %.1f ms)",
       static_cast<unsigned long long>(m.kernels_observed),
       m.kernels_observed ? 100.0 * static_cast<double>(m.kernels_predicted) / static_cast<double>(m.kernels_observed)
                          : 0.0,

@@ -136,8 +136,10 @@ uint64_t summary_count(const std::string& line, const std::string& label) {
 
 // A long period whose kernels are the last step's but for two in a row every 16 (activations
 // at new addresses), as a training step under pressure is: the period ends at the second and
-// is found again two kernels on, `rounds` times `length` / 16. Returns the end-of-run line.
-std::string run_losing_and_finding(uint32_t length, int rounds) {
+// is found again two kernels on, `rounds` times `length` / 16. With `touch_more_when_found`,
+// the kernel it is found again at touches one new block besides its own. Returns the
+// end-of-run line.
+std::string run_losing_and_finding(uint32_t length, int rounds, bool touch_more_when_found = false) {
   constexpr uint64_t kBudget = 100000;
   FakePolicyHost host(kBudget);
   Ids blocks;
@@ -151,7 +153,9 @@ std::string run_losing_and_finding(uint32_t length, int rounds) {
     for (int r = 0; r < rounds; ++r)
       for (uint32_t i = 0; i < length; ++i) {
         const uint64_t b = i % 16 < 2 ? host.add_block(100, PUMP_ROLE_ACTIVATION, false) : blocks[i];
-        run_kernel(policy, host, {b}, kBudget);
+        Ids kernel{b};
+        if (touch_more_when_found && i % 16 == 3) kernel.push_back(host.add_block(100, PUMP_ROLE_ACTIVATION, false));
+        run_kernel(policy, host, kernel, kBudget);
       }
   }
   return host.logs.empty() ? std::string() : host.logs.back().message;
@@ -164,6 +168,15 @@ TEST(PolicyLearned, APeriodFoundAgainAfterItsLossIsTakenBackNotBuiltAgain) {
   const std::string line = run_losing_and_finding(128, 4);
   EXPECT_EQ(summary_count(line, "tables built: "), 1u) << line;
   EXPECT_EQ(summary_count(line, "taken back: "), 4u * 128 / 16) << line;
+}
+
+// The kernel a period is taken back at touched other ranges than its slot (its first block
+// matched, not the rest): that is not taken as predicted, and the period is relearned once
+// confirmed, as when a kernel it predicts touches other ranges.
+TEST(PolicyLearned, APeriodTakenBackAtAKernelTouchingOtherRangesIsRelearned) {
+  const std::string line = run_losing_and_finding(128, 4, true);
+  EXPECT_EQ(summary_count(line, "taken back: "), 4u * 128 / 16) << line;
+  EXPECT_GT(summary_count(line, "tables built: "), 1u) << line;
 }
 
 TEST(PolicyLearned, PressureBeforeLearningEvictsTheLeastRecentlyUsedBlock) {
