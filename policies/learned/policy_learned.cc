@@ -19,9 +19,9 @@
  * once its candidate matched kBuildMatches kernels in a row. Why: near fit a training step
  * loses and finds its period many times (a kernel at a new address), and detection finds
  * two-match candidates (two like layers) every few kernels; building each was most of the
- * policy's time (H200, BERT near fit: 12.3 against 7.8 us a kernel; the Llama-shaped decode at
- * half its weights 158.3 against 120.7 ms a token; the same bytes moved: docs/results,
- * twenty-seventh session).
+ * policy's time (H200, BERT near fit: 12.3 against 7.8 us a kernel and 167.3 against 153.3 ms a
+ * step; the Llama-shaped decode at half its weights 18.6 against 13.9-16.0 us a kernel; the
+ * same bytes moved: docs/results, twenty-seventh session).
  * While the tracked memory fits the budget nothing is observed (nothing can be evicted):
  * each kernel's missing blocks are prefetched, as lru does, at lru's cost.
  *
@@ -66,8 +66,9 @@
  * Known losses. On the H200's real decode (HF's generate, half the weights) it was slower than
  * lru: 206 against 138-158 ms/token (thirteenth session), from periods of one layer confirmed
  * and followed with wrong predictions (see LEARNED_GAP_LOOKAHEAD above) and 20-25 ms of policy
- * time a token; with lost periods taken back, 120.7 against lru's 127.7 in one call (twenty-
- * seventh session; it still follows periods of one layer, 14 us a kernel of policy time).
+ * time a token. With lost periods taken back (twenty-seventh session, two calls): 120.7 and
+ * 162.9 against lru's 127.7 and 133.1 (main's learned 158.3 in the first), its tokens spread
+ * over 108-187 ms; it still follows periods of one layer, at 14-16 us a kernel of policy time.
  * The sim's hf-decode (bench/policy_matrix.sh, 2 GiB, 8 tokens) showed it 2.06x slower than
  * "none" at x2 and 1.34x at x3 only under the probe's rule that a populate run at once
  * populates nothing (pump-bench --idle-populate no); with the default, which the GPU's
