@@ -104,9 +104,12 @@ void learn_period(LearnedPolicy* s, uint32_t length) {
   predict_from(s, now, s->period.slot_of(now));
 }
 
+static_assert(kTentativeMatches >= 2, "resume_period looks at the kernel before the candidate's last match");
+
 bool resume_period(LearnedPolicy* s, uint32_t length, uint64_t ordinal) {
   // The kernel before matched too (the candidate has two matches or more): both in their
-  // slots, so a kernel that occurs twice in the period does not take it back out of phase.
+  // slots, so a kernel that occurs twice in the period is less likely to take it back out of
+  // phase.
   const uint64_t anchor = record_at(*s, ordinal).anchor, before = record_at(*s, ordinal - 1).anchor;
   for (DormantPeriod& d : s->dormant) {
     const Period& p = d.period;
@@ -121,8 +124,9 @@ bool resume_period(LearnedPolicy* s, uint32_t length, uint64_t ordinal) {
     ++s->summary.resumes;
     // The last period's records stand for their slots at its next relearn, as a build would
     // have taken them now (the kernels that lost it, at new addresses, among them). That
-    // relearn comes when a kernel it predicts touches other ranges (sequence.cc,
-    // record_kernel), not at once: on a step that loses it several times, each time.
+    // relearn comes once it is confirmed, if a kernel it predicts touches other ranges
+    // (sequence.cc, record_kernel) or the kernel it is taken back at did (adopt); not at once
+    // for every loss.
     for (uint64_t o = ordinal + 1 - length; o <= ordinal; ++o) s->history[o % kHistoryKernels].matched = true;
     s->period_stale = false;
     s->lookahead_next = 0;

@@ -177,7 +177,8 @@ bool adopt(LearnedPolicy* s, const Candidate& best, uint64_t ordinal) {
   s->predicting = true;
   s->current_slot = s->period.slot_of(ordinal);
   // A period built now has this very record in its slot (the last); one taken back has what
-  // its kernel touched a step or more ago, matched by the first block only.
+  // its kernel touched a step or more ago, matched by anchor only (first block and stream,
+  // and the kernel before's).
   const Period& p = s->period;
   const bool as_predicted = !resumed || std::equal(record.ranges.begin(), record.ranges.end(),
                                                    p.slot_ranges.begin() + p.slot_offsets[s->current_slot],

@@ -179,6 +179,34 @@ TEST(PolicyLearned, APeriodTakenBackAtAKernelTouchingOtherRangesIsRelearned) {
   EXPECT_GT(summary_count(line, "tables built: "), 1u) << line;
 }
 
+// The same at the period's last slot, whose entries end the tables: built at the third match
+// (kernel 2 of the second lap, so the last slot is kernel 2's), lost at the last kernel of a
+// lap and the first of the next, found again at kernel 2, which touches one more block than
+// its slot has (reading on past the slot's entries would leave the tables; the sanitizer
+// builds would say).
+TEST(PolicyLearned, APeriodTakenBackAtItsLastSlotByAKernelTouchingMoreIsRelearned) {
+  constexpr uint64_t kBudget = 100000;
+  FakePolicyHost host(kBudget);
+  Ids blocks;
+  for (int i = 0; i < 128; ++i) blocks.push_back(host.add_block(100, PUMP_ROLE_ACTIVATION, false));
+  host.add_block(kBudget, PUMP_ROLE_UNKNOWN, false);
+  {
+    PolicyInstance policy("learned", host);
+    ASSERT_TRUE(policy.ready());
+    for (int lap = 0; lap < 5; ++lap)
+      for (size_t i = 0; i < blocks.size(); ++i) {
+        const bool lost = (lap == 3 && i == blocks.size() - 1) || (lap == 4 && i == 0);
+        Ids kernel{lost ? host.add_block(100, PUMP_ROLE_ACTIVATION, false) : blocks[i]};
+        if (lap == 4 && i == 2) kernel.push_back(host.add_block(100, PUMP_ROLE_ACTIVATION, false));
+        run_kernel(policy, host, kernel, kBudget);
+      }
+  }
+  ASSERT_FALSE(host.logs.empty());
+  const std::string& line = host.logs.back().message;
+  EXPECT_EQ(summary_count(line, "taken back: "), 1u) << line;
+  EXPECT_EQ(summary_count(line, "tables built: "), 2u) << line;  // the first, and the relearn once confirmed
+}
+
 TEST(PolicyLearned, PressureBeforeLearningEvictsTheLeastRecentlyUsedBlock) {
   FakePolicyHost host(300);
   const uint64_t oldest = host.add_block(100, PUMP_ROLE_ACTIVATION, true);
