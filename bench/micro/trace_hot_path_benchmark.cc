@@ -143,11 +143,12 @@ void cold(benchmark::State& state, const char* policy_name) {
 
 // Launches under a budget of the footprint / 1.5: each one's decisions, evictions and
 // lookahead included (the instant backend completes every transfer at once).
-void BM_TraceLaunchPressure(benchmark::State& state, const char* policy_name) {
+void under_budget(benchmark::State& state, const char* policy_name, double ratio) {
   Replay r;
-  if (!r.start(state, policy_name, 1.5)) return;
+  if (!r.start(state, policy_name, ratio)) return;
   timed_launches(state, r, nullptr);
 }
+void BM_TraceLaunchPressure(benchmark::State& state, const char* policy_name) { under_budget(state, policy_name, 1.5); }
 BENCHMARK_CAPTURE(BM_TraceLaunchPressure, none, "none")->Iterations(20000)->UseManualTime();
 BENCHMARK_CAPTURE(BM_TraceLaunchPressure, lru, "lru")->Iterations(20000)->UseManualTime();
 BENCHMARK_CAPTURE(BM_TraceLaunchPressure, learned, "learned")->Iterations(20000)->UseManualTime();
@@ -155,11 +156,7 @@ BENCHMARK_CAPTURE(BM_TraceLaunchPressure, learned, "learned")->Iterations(20000)
 // The same near fit (the footprint / 1.05: a few percent of the blocks out at any time, issue 8).
 // On a GPU a policy that learns the sequence loses and finds it there many times a step; this
 // steady replay loses it seldom, so it shows little of that.
-void BM_TraceLaunchNearFit(benchmark::State& state, const char* policy_name) {
-  Replay r;
-  if (!r.start(state, policy_name, 1.05)) return;
-  timed_launches(state, r, nullptr);
-}
+void BM_TraceLaunchNearFit(benchmark::State& state, const char* policy_name) { under_budget(state, policy_name, 1.05); }
 BENCHMARK_CAPTURE(BM_TraceLaunchNearFit, lru, "lru")->Iterations(20000)->UseManualTime();
 BENCHMARK_CAPTURE(BM_TraceLaunchNearFit, learned, "learned")->Iterations(20000)->UseManualTime();
 

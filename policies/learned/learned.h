@@ -248,6 +248,9 @@ Period build_period(const std::vector<const KernelRecord*>& slots, uint64_t base
 // The period of the last `length` kernels (the slots of kernels that were not their
 // slot's keep what they had), and every range's next use by it.
 void learn_period(LearnedPolicy* s, uint32_t length);
+// The records of the `length` kernels up to `ordinal` stand for their slots when a period is
+// (re)learned from them.
+void mark_matched(LearnedPolicy* s, uint64_t ordinal, uint32_t length);
 // Takes a dormant period back when it is `length` kernels long and its slots for the kernels
 // at `ordinal` and the one before are theirs (by anchor): nothing is built, the ranges' next
 // uses are predicted afresh from it. False when none is that period.

@@ -69,7 +69,21 @@ void predict_from(LearnedPolicy* s, uint64_t now, uint32_t slot) {
   }
 }
 
+// The period followed is new to the ranges (built or taken back): each one's next use by it,
+// from the kernel just observed, under an epoch of its own; nothing fetched ahead by it yet.
+void predict_afresh(LearnedPolicy* s) {
+  ++s->epoch;
+  s->period_stale = false;
+  s->lookahead_next = 0;
+  const uint64_t now = s->next_ordinal - 1;
+  predict_from(s, now, s->period.slot_of(now));
+}
+
 }  // namespace
+
+void mark_matched(LearnedPolicy* s, uint64_t ordinal, uint32_t length) {
+  for (uint64_t o = ordinal + 1 - length; o <= ordinal; ++o) s->history[o % kHistoryKernels].matched = true;
+}
 
 void learn_period(LearnedPolicy* s, uint32_t length) {
   const uint64_t base = s->next_ordinal - length;
@@ -97,11 +111,7 @@ void learn_period(LearnedPolicy* s, uint32_t length) {
   ++s->summary.builds;
   s->summary.built_entries += s->period.slot_ranges.size();
   s->built_at = s->next_ordinal - 1;
-  ++s->epoch;
-  s->period_stale = false;
-  s->lookahead_next = 0;
-  const uint64_t now = s->next_ordinal - 1;
-  predict_from(s, now, s->period.slot_of(now));
+  predict_afresh(s);
 }
 
 static_assert(kTentativeMatches >= 2, "resume_period looks at the kernel before the candidate's last match");
@@ -127,15 +137,11 @@ bool resume_period(LearnedPolicy* s, uint32_t length, uint64_t ordinal) {
     // relearn comes once it is confirmed, if a kernel it predicts touches other ranges
     // (sequence.cc, record_kernel) or the kernel it is taken back at did (adopt); not at once
     // for every loss.
-    for (uint64_t o = ordinal + 1 - length; o <= ordinal; ++o) s->history[o % kHistoryKernels].matched = true;
-    s->period_stale = false;
-    s->lookahead_next = 0;
+    mark_matched(s, ordinal, length);
     // Predicted afresh (O(its entries), no allocation): the ranges' next uses of when it was
     // followed last are stale where other periods or none were followed since (on the recorded
     // GPT bf16 steps, replayed at 1.05, keeping them moved 1.33x the oracle's bytes, not 1.28x).
-    ++s->epoch;
-    const uint64_t now = s->next_ordinal - 1;
-    predict_from(s, now, s->period.slot_of(now));
+    predict_afresh(s);
     return true;
   }
   return false;

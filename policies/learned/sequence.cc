@@ -171,7 +171,7 @@ bool adopt(LearnedPolicy* s, const Candidate& best, uint64_t ordinal) {
   if (!resumed) {
     if (best.matches < kBuildMatches && best.distance >= kBuildMinLength) return false;
     drop_period(s);
-    for (uint64_t o = ordinal + 1 - best.distance; o <= ordinal; ++o) s->history[o % kHistoryKernels].matched = true;
+    mark_matched(s, ordinal, best.distance);
     learn_period(s, best.distance);
   }
   s->predicting = true;
