@@ -1445,6 +1445,13 @@ bool Engine::find_block_locked(uint64_t address, pump_block_v1_t* out) {
   return true;
 }
 
+bool Engine::locate_block_locked(uint64_t address, pump_block_v1_t* out) {
+  Block* b = tracker_.find(address);
+  if (!b) return false;
+  *out = snapshot(*b, false);  // where it is, not whether it may leave: no fence query, no CLEAN lookup
+  return true;
+}
+
 size_t Engine::eviction_candidates_locked(uint32_t role_mask, pump_block_v1_t* out, size_t max, uint32_t flags_mask,
                                           uint32_t flags_want) {
   if (flags_want & ~flags_mask) return 0;  // a flag wanted but not looked at: nothing matches

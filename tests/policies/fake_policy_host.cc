@@ -18,6 +18,7 @@ FakePolicyHost::FakePolicyHost(uint64_t budget_bytes) : budget_bytes_(budget_byt
   t.evict = &svc_evict;
   t.parse_size = &svc_parse_size;
   t.eviction_candidates_matching = &svc_eviction_candidates_matching;
+  t.locate_block = &svc_locate_block;
   wrapper_.self = this;
 }
 
@@ -25,6 +26,8 @@ void FakePolicyHost::pretend_sdk_1_0() { wrapper_.table.struct_size = offsetof(p
 void FakePolicyHost::pretend_sdk_1_3() {
   wrapper_.table.struct_size = offsetof(pump_policy_host_v1_t, eviction_candidates_matching);
 }
+
+void FakePolicyHost::pretend_sdk_1_4() { wrapper_.table.struct_size = offsetof(pump_policy_host_v1_t, locate_block); }
 
 FakePolicyHost& FakePolicyHost::from(const pump_policy_host_v1_t* host) {
   return *reinterpret_cast<const Wrapper*>(host)->self;
@@ -109,17 +112,33 @@ void FakePolicyHost::svc_get_budget(const pump_policy_host_v1_t* host, pump_budg
   if (out) *out = {self.budget_bytes_, self.resident_bytes(), 4 * self.budget_bytes_, managed};
 }
 
+const pump_block_v1_t* FakePolicyHost::block_at(uint64_t address) const {
+  for (const auto& [id, b] : blocks_)
+    if (address >= b.address && address - b.address < b.bytes) return &b;
+  return nullptr;
+}
+
 pump_status_v1_t FakePolicyHost::svc_find_block(const pump_policy_host_v1_t* host, uint64_t address,
                                                 pump_block_v1_t* out) {
   FakePolicyHost& self = from(host);
+  ++self.find_block_calls;
   if (!out) return PUMP_ERR_INVALID_ARGUMENT;
-  for (const auto& [id, b] : self.blocks_) {
-    if (address >= b.address && address - b.address < b.bytes) {
-      *out = b;
-      return PUMP_OK;
-    }
-  }
-  return PUMP_ERR_NOT_FOUND;
+  const pump_block_v1_t* b = self.block_at(address);
+  if (!b) return PUMP_ERR_NOT_FOUND;
+  *out = *b;
+  return PUMP_OK;
+}
+
+pump_status_v1_t FakePolicyHost::svc_locate_block(const pump_policy_host_v1_t* host, uint64_t address,
+                                                  pump_block_v1_t* out) {
+  FakePolicyHost& self = from(host);
+  ++self.locate_block_calls;
+  if (!out) return PUMP_ERR_INVALID_ARGUMENT;
+  const pump_block_v1_t* b = self.block_at(address);
+  if (!b) return PUMP_ERR_NOT_FOUND;
+  *out = *b;
+  out->flags &= PUMP_BLOCK_DEAD;  // as an engine answers it: no fence query, no CLEAN lookup
+  return PUMP_OK;
 }
 
 size_t FakePolicyHost::svc_eviction_candidates(const pump_policy_host_v1_t* host, uint32_t role_mask,

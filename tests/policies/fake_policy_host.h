@@ -35,6 +35,8 @@ class FakePolicyHost {
   void pretend_sdk_1_0();
   // The table an SDK 1.3 host passes: it ends before eviction_candidates_matching.
   void pretend_sdk_1_3();
+  // The table an SDK 1.4 host passes: it ends before locate_block.
+  void pretend_sdk_1_4();
   FakePolicyHost(const FakePolicyHost&) = delete;
   FakePolicyHost& operator=(const FakePolicyHost&) = delete;
 
@@ -65,6 +67,8 @@ class FakePolicyHost {
   std::vector<Eviction> evictions;
   std::vector<LogLine> logs;
   size_t candidate_queries = 0;
+  size_t find_block_calls = 0;
+  size_t locate_block_calls = 0;   // SDK 1.5's lookup: flags carry DEAD only
   size_t candidates_returned = 0;  // views handed out by both candidate services
 
  private:
@@ -83,6 +87,8 @@ class FakePolicyHost {
   static pump_status_v1_t svc_parse_size(const pump_policy_host_v1_t*, const char* text, uint64_t whole,
                                          uint64_t* bytes);
   static pump_status_v1_t svc_find_block(const pump_policy_host_v1_t*, uint64_t, pump_block_v1_t*);
+  static pump_status_v1_t svc_locate_block(const pump_policy_host_v1_t*, uint64_t, pump_block_v1_t*);
+  const pump_block_v1_t* block_at(uint64_t address) const;
   static size_t svc_eviction_candidates(const pump_policy_host_v1_t*, uint32_t, pump_block_v1_t*, size_t);
   static size_t svc_eviction_candidates_matching(const pump_policy_host_v1_t*, uint32_t, uint32_t, uint32_t,
                                                  pump_block_v1_t*, size_t);

@@ -519,6 +519,26 @@ TEST(PolicyLearned, TheGapLookaheadFetchesEveryRangeDueAtOneKernel) {
   for (uint64_t id : {a[1], b[1], a[2], b[2]}) EXPECT_EQ(std::count(got.begin(), got.end(), id), 1) << id;
 }
 
+// The lookahead asks where each predicted block is, about 20 times a kernel on BERT near fit: a
+// host with SDK 1.5's locate_block answers without a fence query, so it asks that, not find_block
+// (which it still uses on an older host, fetching the same blocks ahead).
+TEST(PolicyLearned, TheLookaheadLocatesBlocksWithoutFindBlockWhereTheHostCan) {
+  for (const bool sdk_1_4 : {false, true}) {
+    Chain c;
+    if (sdk_1_4) c.host.pretend_sdk_1_4();
+    PolicyInstance policy("learned", c.host);
+    ASSERT_TRUE(policy.ready());
+    learn(policy, c);
+    evict_all(c.host, c.blocks);
+    const size_t found_before = c.host.find_block_calls, located_before = c.host.locate_block_calls;
+    run_kernel(policy, c.host, c.period[0], Chain::kBudget);
+    EXPECT_EQ(prefetched_ids(c.host), Ids(c.blocks.begin(), c.blocks.begin() + 6)) << "SDK 1.4 host: " << sdk_1_4;
+    const size_t found = c.host.find_block_calls - found_before, located = c.host.locate_block_calls - located_before;
+    EXPECT_EQ(found, sdk_1_4 ? 5u : 0u);
+    EXPECT_EQ(located, sdk_1_4 ? 0u : 5u) << "one lookup per block fetched ahead";
+  }
+}
+
 // LEARNED_LOOKAHEAD in bytes or percent of the 10000-byte budget: how many of
 // the five predicted 100-byte kernels after the first are prefetched ahead.
 struct LookaheadCase {

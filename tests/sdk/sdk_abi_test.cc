@@ -25,12 +25,13 @@ TEST(SdkAbi, V1LayoutIsFrozen) {
   EXPECT_EQ(offsetof(pump_extractor_v1_t, apis), 24u);
   EXPECT_EQ(sizeof(pump_extractor_v1_t), 56u);
   EXPECT_EQ(sizeof(pump_extent_v1_t), 24u);
-  // The host table grows by appending (1.1: parse_size; 1.4: eviction_candidates_matching);
+  // The host table grows by appending (1.1: parse_size; 1.4: eviction_candidates_matching; 1.5: locate_block);
   // what 1.0 laid out stays put.
   EXPECT_EQ(offsetof(pump_policy_host_v1_t, evict), 56u);
   EXPECT_EQ(offsetof(pump_policy_host_v1_t, parse_size), 64u);
   EXPECT_EQ(offsetof(pump_policy_host_v1_t, eviction_candidates_matching), 72u);
-  EXPECT_EQ(sizeof(pump_policy_host_v1_t), 80u);
+  EXPECT_EQ(offsetof(pump_policy_host_v1_t, locate_block), 80u);  // 1.5
+  EXPECT_EQ(sizeof(pump_policy_host_v1_t), 88u);
   // 1.2: the extractor host's tracked_span, after what 1.0 laid out.
   EXPECT_EQ(offsetof(pump_extractor_host_v1_t, real_symbol), 32u);
   EXPECT_EQ(offsetof(pump_extractor_host_v1_t, tracked_span), 40u);

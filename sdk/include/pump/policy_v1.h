@@ -83,6 +83,12 @@ struct pump_policy_host_v1 {
    * every block. */
   size_t (*eviction_candidates_matching)(const pump_policy_host_v1_t* self, uint32_t role_mask, uint32_t flags_mask,
                                          uint32_t flags_want, pump_block_v1_t* out, size_t max);
+
+  /* SDK 1.5 (check with PUMP_HAS_MEMBER): find_block for a policy that asks where blocks are
+   * (their extent, residency, role), not whether it may evict them: `out->flags` carries DEAD
+   * only, never IN_USE (a fence query) nor CLEAN (a lookup), so it costs a lookup by address.
+   * A policy that looks ahead over many blocks per kernel asks this. */
+  pump_status_v1_t (*locate_block)(const pump_policy_host_v1_t* self, uint64_t address, pump_block_v1_t* out);
 };
 
 #define PUMP_ALL_ROLES 0xFu

@@ -557,6 +557,40 @@ TEST_F(EngineTest, CandidatesBehindAFenceNotDoneOnTheirStreamAreInUseWithoutAski
   EXPECT_EQ(queries, 1u);  // the oldest; the two later ones follow it on the stream
 }
 
+// SDK 1.5's locate_block answers where a block is without the flags that cost a query: a block
+// whose kernel has not completed is IN_USE to find_block and not to locate_block, which asks the
+// backend nothing; both give the same extent and residency, and DEAD.
+TEST_F(EngineTest, LocateBlockAsksNoFenceAndLeavesInUseAndCleanOut) {
+  auto e = make(64 * kMiB);
+  e->on_alloc(kBase, 4 * kMiB);
+  e->on_alloc(kBase + 8 * kMiB, 4 * kMiB);
+  run(*e, {extent(kBase, 4 * kMiB)});  // its fence not done: in use
+  run(*e, {extent(kBase + 8 * kMiB, 4 * kMiB, PUMP_ACCESS_READ_WRITE, PUMP_ROLE_WORKSPACE)});
+  pump_block_v1_t found{}, located{}, dead{};
+  uint64_t locate_queries = 0;
+  pump_status_v1_t missing = PUMP_OK;
+  policy_.on_kernel = [&](auto* host, auto*) {
+    ASSERT_NE(host->locate_block, nullptr);
+    ASSERT_EQ(host->find_block(host, kBase + kMiB, &found), PUMP_OK);
+    const uint64_t before = backend_.done_queries;
+    ASSERT_EQ(host->locate_block(host, kBase + kMiB, &located), PUMP_OK);
+    ASSERT_EQ(host->locate_block(host, kBase + 8 * kMiB, &dead), PUMP_OK);
+    locate_queries = backend_.done_queries - before;
+    missing = host->locate_block(host, kBase + 5 * kMiB, &dead);  // between the two: no block
+  };
+  e->on_alloc(kBase + 32 * kMiB, kMiB);
+  run(*e, {extent(kBase + 32 * kMiB, kMiB)});
+  EXPECT_NE(found.flags & PUMP_BLOCK_IN_USE, 0u);
+  EXPECT_EQ(located.flags & PUMP_BLOCK_IN_USE, 0u);
+  EXPECT_EQ(locate_queries, 0u);
+  EXPECT_EQ(located.id, found.id);
+  EXPECT_EQ(located.address, kBase);
+  EXPECT_EQ(located.bytes, 4 * kMiB);
+  EXPECT_EQ(located.residency, PUMP_RESIDENT_DEVICE);
+  EXPECT_NE(dead.flags & PUMP_BLOCK_DEAD, 0u) << "a workspace after its kernel: DEAD, which costs no query";
+  EXPECT_EQ(missing, PUMP_ERR_NOT_FOUND);
+}
+
 TEST_F(EngineTest, PrefetchOfAnotherBlockBeyondTheBudgetIsRefused) {
   auto e = make(8 * kMiB);
   pump_status_v1_t status = PUMP_OK;
