@@ -54,6 +54,7 @@ struct RangeInfo {
   uint32_t stride = 0;           // a next_use that passed unused is expected this much later
   uint32_t gap = 0;              // kernels between its last two uses; 0: used once
   bool gap_stable = false;       // its last two gaps were equal: it recurs like clockwork
+  uint32_t max_gap = 0;          // its longest reuse gap: when it is back, once its last gap passed without it
   bool last_overwrote = false;   // its last use only wrote it
   uint64_t upcoming = kNoUse;    // its entry in LearnedPolicy::upcoming (a predicted ordinal), if any
   bool next_overwrites = false;  // its predicted next use only writes it (it comes back without a copy)

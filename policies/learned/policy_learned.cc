@@ -12,7 +12,18 @@
  * Before a period is confirmed (and between two), a range is predicted to come back after
  * its last reuse gap, or after the candidate period when one is forming; a range used once
  * whose time passed, or never reused, goes first, least recently used first (scan
- * resistance; with nothing known yet this is LRU). A kernel off the period is tolerated
+ * resistance; with nothing known yet this is LRU). A range whose last gap passed without it
+ * is expected back after the longest gap it has shown, and past that too is ranked by its
+ * age, as lru ranks it: not kept "a gap away" for good. Why: a training step's first gaps
+ * (a weight's forward to backward, bursts of uses a kernel apart) say nothing of the next
+ * use, and kept so they took the room of what was needed. On the recorded steps of five
+ * programs (docs/results/h200-2026-11-28m, the sim, the first pass, every step) it brings in
+ * 3-23% less over the run in training (GPT bf16 at 2: 72.6 -> 62.6 GB, lru 73.6; its second
+ * step 13.3 -> 7.4 GB, lru 5.9) and 1-15% more on the decode (at 1.05: 3.77 -> 4.35, lru
+ * 5.13; a decoder's weights, whose gaps from loading and prefill passed, are read again every
+ * token: evicting them first, not by age, brought in 18.7 GB). The steady iterations of
+ * bench/policy_matrix.sh are the same; the second iteration of its small synthetic loops
+ * moves up to 0.17 of the oracle's traffic more (training-loop at 1.02). A kernel off the period is tolerated
  * once (kBreakAfterMisses); what the period's kernels touch is relearned each period. A
  * period lost is kept (the last four of 64 kernels or more) and taken back when detection
  * finds it again, predicted afresh but not built again; a new one that long is built only
@@ -84,9 +95,10 @@
  * none's first touch does not); to "lru" in bytes moved, varlen x1.1 (a step of another
  * length reaches other pieces of the activations than the period predicts). With the
  * worker's issue time modelled (sim_device_model.h, measured on the H100 2026-11-26): the
- * 8-layer training loop at x1.1 on the copy path is 3.1% slower than the engine's own
- * restores ("none" there): its lookahead batches keep the worker busy when a kernel's own
- * fetch comes (26 batches against 15). On the GPU (decode, half the weights) it decodes
+ * 8-layer training loop at x1.5 on the copy path is 2.6% slower than the engine's own
+ * restores ("none" there) over its second and third iterations (x1.1 3.1% before the rule for
+ * overdue ranges above, 0.4% since): its lookahead batches keep the worker busy when a
+ * kernel's own fetch comes (26 batches against 15 at x1.1). On the GPU (decode, half the weights) it decodes
  * 1.8-2.5x slower than lru: its lookahead does not engage there, and its host time per
  * kernel is larger (docs/results, eighth session).
  *

@@ -82,6 +82,7 @@ void note_uses(LearnedPolicy* s, const KernelRecord& record, uint64_t ordinal, b
       const uint32_t gap = static_cast<uint32_t>(std::min<uint64_t>(ordinal - r.last_use, kNever - 1));
       r.gap_stable = gap == r.gap;
       r.gap = gap;
+      r.max_gap = std::max(r.max_gap, gap);
     }
     r.last_overwrote = record.overwrites[i] != 0;
     if (s->gap_lookahead) note_upcoming(s, id, ordinal);  // a set node per use: only when it is used
@@ -236,7 +237,19 @@ uint32_t distance_of_range(const LearnedPolicy& s, uint32_t id) {
     // is then kept as Belady would keep it (the most recently used go first), not as LRU.
     if (r.gap) {
       next = r.last_use + r.gap;
-      if (next <= now) next += ((now - next) / r.gap + 1) * r.gap;
+      // Its last gap passed without it: that gap does not hold now. Expected again a gap
+      // later (and again), it would stay "about to be used" for good: a training step's
+      // burst of uses a kernel apart, then none for a step; a weight's first gap (forward to
+      // backward), which says nothing of its next use. Kept so, those took the room of what
+      // was needed (the recorded GPT bf16 steps at x2: 2.3x lru's bytes in the second step).
+      // It comes back after the longest gap it has shown; past that too, it is ranked by its
+      // age, as lru ranks it: not first to go (a decoder's weights, whose gaps from loading
+      // and prefill passed, are read again every token).
+      if (next <= now) {
+        const uint64_t age = now - r.last_use;
+        if (r.max_gap > age) return static_cast<uint32_t>(r.max_gap - age);
+        return static_cast<uint32_t>(std::min<uint64_t>(std::max<uint64_t>(age, 1), kNever - 1));
+      }
     } else if (!s.period.length && s.candidate_gap) {
       next = r.last_use + s.candidate_gap;
       if (next <= now) return kNever;  // used once and not back a candidate period later: a scan

