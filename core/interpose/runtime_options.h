@@ -27,7 +27,7 @@ struct ProcessIdentity {
 struct RuntimeOptions {
   bool disabled = false;                                                  // PUMP_DISABLE=1: pure pass-through
   std::vector<std::string> plugins{"cudnn", "cublas", "launch", "nccl"};  // PUMP_PLUGINS
-  std::string policy = "lru";                                             // PUMP_POLICY
+  std::string policy = "learned";                                         // PUMP_POLICY
   PerDevice<std::string> budget;      // PUMP_GPU_BUDGET, checked; resolved per device (a % is of its memory)
   std::string budget_text;            // ... as given ("" when unset or rejected)
   PerDevice<uint64_t> managed_limit;  // PUMP_MANAGED_LIMIT, bytes per device

@@ -74,7 +74,16 @@
  * launching thread's waits halved on the GPU but 11% more bytes were restored and tokens were
  * no faster; in the sim's hf-decode it is slower still. Kept to measure against.
  *
- * Known losses. On the H200's real decode (HF's generate, half the weights) it was slower than
+ * The default policy since the twenty-eighth session. On the H200 (16 steps, the median of the
+ * last half; docs/results/h200-2026-11-28m) it trained faster than lru at 1.5 and 2 on every
+ * program tried (GPT bf16 122.5-145.9 against 164.6-230.6 ms a step, ViT-B/16 193.4 against
+ * 250.2, BERT 235.3 against 318.2, ResNet-50 176.8 against 202.6) and decoded near fit at
+ * 83.3-102.2 against 106.9-110.3 ms a token.
+ * Known losses to lru there: BERT near fit (1.05), 143.9 against 125.6 ms a step, settling late
+ * (its last steps 126, 129); the Llama-shaped decode at half its weights, 154.0-154.9 against
+ * 129.5-136.5 ms a token: it confirms periods of one or two layers (190 in 16 tokens, 4,238
+ * tables built) and spends 9 us a kernel.
+ * Known losses before. On the H200's real decode (HF's generate, half the weights) it was slower than
  * lru: 206 against 138-158 ms/token (thirteenth session), from periods of one layer confirmed
  * and followed with wrong predictions (see LEARNED_GAP_LOOKAHEAD above) and 20-25 ms of policy
  * time a token. With lost periods taken back (twenty-seventh session, two calls): 120.7 and

@@ -50,7 +50,7 @@ TEST(RuntimeOptions, EmptyValuesGiveTheDefaults) {
   RuntimeOptions o = parse_runtime_options(*config_with({}));
   EXPECT_FALSE(o.disabled);
   EXPECT_EQ(o.plugins, (std::vector<std::string>{"cudnn", "cublas", "launch", "nccl"}));
-  EXPECT_EQ(o.policy, "lru");
+  EXPECT_EQ(o.policy, "learned");
   EXPECT_TRUE(o.managed_limit.empty());
   EXPECT_FALSE(o.prefetch_on_alloc);
   EXPECT_EQ(o.split_granularity, 64u * 1024);
