@@ -873,7 +873,9 @@ TEST_F(PhysicalChunksTest, UnderTheEngineEveryKernelFindsItsChunksMappedAndItsBy
   b.drain_physical_releases();
   const CudaBackendStats st = b.stats();
   EXPECT_GT(st.physical_unmaps, 3u) << "blocks left by unmapping";
-  EXPECT_GT(st.physical_maps, 6u) << "and came back mapped";
+  // Back by a new map, or by its release cancelled while still queued (how many of each is the
+  // releaser thread's timing: under load 6 maps were seen, the rest cancelled releases).
+  EXPECT_GT(st.physical_maps + st.physical_cancelled_releases, 6u) << "and came back mapped";
   EXPECT_EQ(driver_.count("<unmapped access>"), 0u);
   for (uint64_t a : blocks) engine.on_free(a, [&] { EXPECT_TRUE(b.free_physical(a)); });
 }
