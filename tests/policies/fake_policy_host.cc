@@ -118,27 +118,27 @@ const pump_block_v1_t* FakePolicyHost::block_at(uint64_t address) const {
   return nullptr;
 }
 
+pump_status_v1_t FakePolicyHost::lookup(uint64_t address, pump_block_v1_t* out, uint32_t flags_kept) const {
+  if (!out) return PUMP_ERR_INVALID_ARGUMENT;
+  const pump_block_v1_t* b = block_at(address);
+  if (!b) return PUMP_ERR_NOT_FOUND;
+  *out = *b;
+  out->flags &= flags_kept;
+  return PUMP_OK;
+}
+
 pump_status_v1_t FakePolicyHost::svc_find_block(const pump_policy_host_v1_t* host, uint64_t address,
                                                 pump_block_v1_t* out) {
   FakePolicyHost& self = from(host);
   ++self.find_block_calls;
-  if (!out) return PUMP_ERR_INVALID_ARGUMENT;
-  const pump_block_v1_t* b = self.block_at(address);
-  if (!b) return PUMP_ERR_NOT_FOUND;
-  *out = *b;
-  return PUMP_OK;
+  return self.lookup(address, out, ~0u);
 }
 
 pump_status_v1_t FakePolicyHost::svc_locate_block(const pump_policy_host_v1_t* host, uint64_t address,
                                                   pump_block_v1_t* out) {
   FakePolicyHost& self = from(host);
   ++self.locate_block_calls;
-  if (!out) return PUMP_ERR_INVALID_ARGUMENT;
-  const pump_block_v1_t* b = self.block_at(address);
-  if (!b) return PUMP_ERR_NOT_FOUND;
-  *out = *b;
-  out->flags &= PUMP_BLOCK_DEAD;  // as an engine answers it: no fence query, no CLEAN lookup
-  return PUMP_OK;
+  return self.lookup(address, out, PUMP_BLOCK_DEAD);  // as an engine answers it: no fence query, no CLEAN lookup
 }
 
 size_t FakePolicyHost::svc_eviction_candidates(const pump_policy_host_v1_t* host, uint32_t role_mask,

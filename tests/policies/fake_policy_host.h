@@ -89,6 +89,8 @@ class FakePolicyHost {
   static pump_status_v1_t svc_find_block(const pump_policy_host_v1_t*, uint64_t, pump_block_v1_t*);
   static pump_status_v1_t svc_locate_block(const pump_policy_host_v1_t*, uint64_t, pump_block_v1_t*);
   const pump_block_v1_t* block_at(uint64_t address) const;
+  // The block at `address` into *out, its flags masked by `flags_kept` (both lookups' body).
+  pump_status_v1_t lookup(uint64_t address, pump_block_v1_t* out, uint32_t flags_kept) const;
   static size_t svc_eviction_candidates(const pump_policy_host_v1_t*, uint32_t, pump_block_v1_t*, size_t);
   static size_t svc_eviction_candidates_matching(const pump_policy_host_v1_t*, uint32_t, uint32_t, uint32_t,
                                                  pump_block_v1_t*, size_t);
