@@ -9,30 +9,29 @@
  *   - lookahead prefetch: after the current kernel, the blocks of the predicted next
  *     kernels are fetched now, up to a byte window, evicting for them only blocks whose
  *     next use is later (lookahead.cc).
- * Before a period is confirmed (and between two), a range is predicted to come back after
- * its last reuse gap, or after the candidate period when one is forming; a range used once
- * whose time passed, or never reused, goes first, least recently used first (scan
- * resistance; with nothing known yet this is LRU). A range whose last gap passed without it
- * is expected back after the longest gap it has shown, and past that too is ranked by its
- * age, as lru ranks it: not kept "a gap away" for good. Why: a training step's first gaps
- * (a weight's forward to backward, bursts of uses a kernel apart) say nothing of the next
- * use, and kept so they took the room of what was needed. On the recorded steps of five
- * programs (docs/results/h200-2026-11-28m, the sim, the first pass, every step) it brings in
- * 3-23% less over the run in training (GPT bf16 at 2: 72.6 -> 62.6 GB, lru 73.6; its second
- * step 13.3 -> 7.4 GB, lru 5.9) and 1-15% more on the decode (at 1.05: 3.77 -> 4.35, lru
- * 5.13; a decoder's weights, whose gaps from loading and prefill passed, are read again every
- * token: evicting them first, not by age, brought in 18.7 GB). The steady iterations of
- * bench/policy_matrix.sh are the same; the second iteration of its small synthetic loops
- * moves up to 0.17 of the oracle's traffic more (training-loop at 1.02). A kernel off the period is tolerated
- * once (kBreakAfterMisses); what the period's kernels touch is relearned each period. A
- * period lost is kept (the last four of 64 kernels or more) and taken back when detection
- * finds it again, predicted afresh but not built again; a new one that long is built only
- * once its candidate matched kBuildMatches kernels in a row. Why: near fit a training step
- * loses and finds its period many times (a kernel at a new address), and detection finds
- * two-match candidates (two like layers) every few kernels; building each was most of the
- * policy's time (H200, BERT near fit: 12.3 against 7.8 us a kernel and 167.3 against 153.3 ms a
- * step; the Llama-shaped decode at half its weights 18.6 against 13.9-16.0 us a kernel; the
- * same bytes moved: docs/results, twenty-seventh session).
+ * Before a period is confirmed (and between two), a range is predicted to come back after its
+ * last reuse gap, or after the candidate period when one is forming; a range used once whose time
+ * passed, or never reused, goes first, least recently used first (scan resistance; with nothing
+ * known yet this is LRU). A range whose last gap passed without it is expected back after the
+ * longest gap it has shown, and past that too is ranked by its age, as lru ranks it: not kept "a
+ * gap away" for good. Why: a training step's first gaps (a weight's forward to backward, bursts
+ * of uses a kernel apart) say nothing of the next use, and kept so they took the room of what was
+ * needed. On the recorded steps of five programs (docs/results/h200-2026-11-28m, the sim, the
+ * first pass, every step) it brings in 14-23% less over the run in training (GPT bf16 at 2: 72.6
+ * -> 62.6 GB, lru 73.6; its second step 13.3 -> 7.4 GB, lru 5.9; but ResNet-50 at 1.5 2.6% more)
+ * and 1-15% more on the decode (at 1.05: 3.77 -> 4.35, lru 5.13; a decoder's weights, whose gaps
+ * from loading and prefill passed, are read again every token: evicting them first, not by age,
+ * brought in 18.7 GB). The steady iterations of bench/policy_matrix.sh are the same; the second
+ * iteration of its small synthetic loops moves up to 0.17 of the oracle's traffic more
+ * (training-loop at 1.02). A kernel off the period is tolerated once (kBreakAfterMisses); what
+ * the period's kernels touch is relearned each period. A period lost is kept (the last four of 64
+ * kernels or more) and taken back when detection finds it again, predicted afresh but not built
+ * again; a new one that long is built only once its candidate matched kBuildMatches kernels in a
+ * row. Why: near fit a training step loses and finds its period many times (a kernel at a new
+ * address), and detection finds two-match candidates (two like layers) every few kernels;
+ * building each was most of the policy's time (H200, BERT near fit: 12.3 against 7.8 us a kernel
+ * and 167.3 against 153.3 ms a step; the Llama-shaped decode at half its weights 18.6 against
+ * 13.9-16.0 us a kernel; the same bytes moved: docs/results, twenty-seventh session).
  * While the tracked memory fits the budget nothing is observed (nothing can be evicted):
  * each kernel's missing blocks are prefetched, as lru does, at lru's cost.
  *
@@ -74,15 +73,16 @@
  * launching thread's waits halved on the GPU but 11% more bytes were restored and tokens were
  * no faster; in the sim's hf-decode it is slower still. Kept to measure against.
  *
- * The default policy since the twenty-eighth session. On the H200 (16 steps, the median of the
- * last half; docs/results/h200-2026-11-28m) it trained faster than lru at 1.5 and 2 on every
- * program tried (GPT bf16 122.5-145.9 against 164.6-230.6 ms a step, ViT-B/16 193.4 against
- * 250.2, BERT 235.3 against 318.2, ResNet-50 176.8 against 202.6) and decoded near fit at
- * 83.3-102.2 against 106.9-110.3 ms a token.
- * Known losses to lru there: BERT near fit (1.05), 143.9 against 125.6 ms a step, settling late
- * (its last steps 126, 129); the Llama-shaped decode at half its weights, 154.0-154.9 against
- * 129.5-136.5 ms a token: it confirms periods of one or two layers (190 in 16 tokens, 4,238
- * tables built) and spends 9 us a kernel.
+ * The default policy since the twenty-eighth session. On the H200 (16 steps, BERT 12, the median
+ * of the last half; docs/results/h200-2026-11-28m) it trained faster than lru on every program
+ * tried at 2 (BERT at 1.5): GPT bf16 122.5 against 164.6 ms a step; before the rule for overdue
+ * ranges above (another call) GPT bf16 145.9 against 230.6, ViT-B/16 193.4 against 250.2, BERT
+ * 235.3 against 318.2, ResNet-50 176.8 against 202.6. Near fit (1.02) it decoded at 102.2 against
+ * 110.3 ms a token (83.3 against 106.9 before the rule). Known losses to lru there: BERT near fit
+ * (1.05), 143.9 against 125.6 ms a step, settling late (its last steps 126, 129); the
+ * Llama-shaped decode at half its weights, 154.9 against 129.5 ms a token (154.0 against 136.5
+ * before the rule): it confirms periods of one or two layers (190 in 16 tokens, 4,238 tables
+ * built) and spends 9 us a kernel.
  * Known losses before. On the H200's real decode (HF's generate, half the weights) it was slower than
  * lru: 206 against 138-158 ms/token (thirteenth session), from periods of one layer confirmed
  * and followed with wrong predictions (see LEARNED_GAP_LOOKAHEAD above) and 20-25 ms of policy
