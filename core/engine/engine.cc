@@ -1377,10 +1377,7 @@ bool Engine::find_block(uint64_t address, pump_block_v1_t* out) {
   // sizes, strides or other devices' addresses, outside every block this engine ever had.
   if (!may_hold(address)) return false;
   const auto lock = lock_counted();
-  Block* b = tracker_.find(address);
-  if (!b) return false;
-  *out = snapshot(*b, false);  // extractors' per-word lookup: no fence query, IN_USE not reported
-  return true;
+  return locate_block_locked(address, out);  // per-word lookup: no fence query, IN_USE not reported
 }
 
 bool Engine::holds(uint64_t address) {

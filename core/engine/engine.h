@@ -233,7 +233,8 @@ class Engine {
   pump_budget_v1_t budget_locked() const;
   // The block containing `address`, as the policy's lookups see it (with IN_USE and CLEAN).
   bool find_block_locked(uint64_t address, pump_block_v1_t* out);
-  // The same without the flags that cost a query (SDK 1.5's locate_block): DEAD only.
+  // The same without the flags that cost a query (SDK 1.5's locate_block, and the extractors'
+  // find_block): DEAD only.
   bool locate_block_locked(uint64_t address, pump_block_v1_t* out);
   // Up to `max` resident blocks whose role bit is in `role_mask`, least recently used
   // first, none the kernel being decided may touch. Returns how many were written. With a

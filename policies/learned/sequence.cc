@@ -246,9 +246,8 @@ uint32_t distance_of_range(const LearnedPolicy& s, uint32_t id) {
       // age, as lru ranks it: not first to go (a decoder's weights, whose gaps from loading
       // and prefill passed, are read again every token).
       if (next <= now) {
-        const uint64_t age = now - r.last_use;
-        if (r.max_gap > age) return static_cast<uint32_t>(r.max_gap - age);
-        return static_cast<uint32_t>(std::min<uint64_t>(std::max<uint64_t>(age, 1), kNever - 1));
+        const uint64_t age = now - r.last_use;  // at least its gap: never 0
+        next = now + (r.max_gap > age ? r.max_gap - age : age);
       }
     } else if (!s.period.length && s.candidate_gap) {
       next = r.last_use + s.candidate_gap;
