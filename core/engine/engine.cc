@@ -285,8 +285,13 @@ void Engine::launch(KernelTicket* ticket, StreamId stream, const pump_extent_v1_
   uint64_t t2 = 0;
   {
     const auto lock = lock_settled(time_launches_ ? &t2 : nullptr);  // the launch's one acquisition
-    if (to_resolve) resolve_pointers_locked(to_resolve, count, inexact);
-    kernel_locked(ticket, stream, capturing, extents, count, inexact);
+    if (to_resolve) {
+      // The pointers as the call passed them, for the policy (resolving moves them to their blocks).
+      pointer_words_.resize(count);
+      for (size_t i = 0; i < count; ++i) pointer_words_[i] = to_resolve[i].address;
+      resolve_pointers_locked(to_resolve, count, inexact);
+    }
+    kernel_locked(ticket, stream, capturing, extents, count, inexact, to_resolve ? pointer_words_.data() : nullptr);
   }
   const uint64_t t3 = now_ns(time_launches_);
   issue_waits(ticket);
@@ -296,6 +301,23 @@ void Engine::launch(KernelTicket* ticket, StreamId stream, const pump_extent_v1_
   launch_times_.lock_wait.fetch_add(t2 - t1, std::memory_order_relaxed);
   launch_times_.locked.fetch_add(t3 - t2, std::memory_order_relaxed);
   launch_times_.waits.fetch_add(t4 - t3, std::memory_order_relaxed);
+}
+
+void Engine::note_call_extents(const pump_extent_v1_t* extents, size_t count, const uint8_t* inexact,
+                               const uint64_t* pointer_words) {
+  call_extents_.clear();
+  for (size_t i = 0; i < count; ++i) {
+    pump_extent_v1_t e = extents[i];
+    if (!e.bytes) continue;  // a word that pointed into no block
+    if (pointer_words && inexact && inexact[i] && pointer_words[i] != e.address) {
+      // Resolved to its block: the pointer again, up to the block's end.
+      const uint64_t end = e.address + e.bytes;
+      if (pointer_words[i] < e.address || pointer_words[i] >= end) continue;
+      e.bytes = end - pointer_words[i];
+      e.address = pointer_words[i];
+    }
+    call_extents_.push_back(e);
+  }
 }
 
 void Engine::resolve_pointers_locked(pump_extent_v1_t* extents, size_t count, const uint8_t* inexact) {
@@ -314,7 +336,7 @@ void Engine::resolve_pointers_locked(pump_extent_v1_t* extents, size_t count, co
 }
 
 void Engine::kernel_locked(KernelTicket* ticket, StreamId stream, bool capturing, const pump_extent_v1_t* extents,
-                           size_t count, const uint8_t* inexact) {
+                           size_t count, const uint8_t* inexact, const uint64_t* pointer_words) {
   ++stats_.kernels;
   if (capturing) {
     // Nothing may be queued on it now; what it touches becomes its graph's.
@@ -357,6 +379,7 @@ void Engine::kernel_locked(KernelTicket* ticket, StreamId stream, bool capturing
     return;
   }
   ++stats_.kernels_with_blocks;
+  note_call_extents(extents, count, inexact, pointer_words);
   add_pieces_of_inexact_allocations(seq);
   // Pieces of a partitioned allocation dropped before its first guess, or still landing,
   // come back as the kernel's (it may reach past its guess). O(1) once none is.
@@ -391,6 +414,7 @@ void Engine::unattributed_locked(KernelTicket* ticket, StreamId stream, bool cap
   // every allocation is treated as touched through a pointer (see collect_pieces).
   kernel_blocks_.clear();
   kernel_allocations_.clear();
+  call_extents_.clear();  // no extractor named what it touches
   for (auto& [base, a] : allocations_) {
     kernel_allocations_.push_back(base);
     a.kernel_mark = seq;
@@ -537,7 +561,7 @@ void Engine::graph_launch_locked(KernelTicket* ticket, StreamId stream, bool cap
   // One unit: its blocks are made room for and prefetched before it, left alone while it
   // may run; a graph whose blocks exceed the budget is an oversized kernel.
   ++stats_.graph_launches;
-  kernel_locked(ticket, stream, false, graph->extents.data(), graph->extents.size(), graph->inexact.data());
+  kernel_locked(ticket, stream, false, graph->extents.data(), graph->extents.size(), graph->inexact.data(), nullptr);
 }
 
 void Engine::collect_pieces(const pump_extent_v1_t* extents, size_t count, const uint8_t* inexact) {
@@ -708,7 +732,8 @@ void Engine::decide_and_order(StreamId stream, uint64_t seq, KernelTicket* ticke
   }
   stats_.bytes_touched += touched;
   build_kernel_view(seq, stream);
-  pump_kernel_v1_t kernel{seq, stream, kernel_view_.data(), kernel_view_.size()};
+  pump_kernel_v1_t kernel{
+      seq, stream, kernel_view_.data(), kernel_view_.size(), call_extents_.data(), call_extents_.size()};
 
   // Room first: every block of the kernel will be resident once it runs. (A kernel
   // that brings nothing in leaves an earlier overrun for the next one to fix.)

@@ -34,6 +34,7 @@ PolicyAdapter::PolicyAdapter(const pump_policy_v1_t* api) : api_(api), host_{} {
     if (!out) return PUMP_ERR_INVALID_ARGUMENT;
     return from(self).engine->locate_block_locked(address, out) ? PUMP_OK : PUMP_ERR_NOT_FOUND;
   };
+  t.kernel_struct_size = sizeof(pump_kernel_v1_t);  // the engine passes the call's extents
   t.eviction_candidates = [](const pump_policy_host_v1_t* self, uint32_t role_mask, pump_block_v1_t* out,
                              size_t max) -> size_t {
     return out ? from(self).engine->eviction_candidates_locked(role_mask, out, max) : 0;

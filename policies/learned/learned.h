@@ -26,6 +26,10 @@ constexpr uint64_t kYoungFloor = 2;         // the last kernel's blocks are alwa
 constexpr uint64_t kYoungShare = 64;        // ... and those of the last 1/64 of the period
 constexpr size_t kDormantPeriods = 4;       // dropped periods kept to be taken back
 constexpr uint32_t kDormantMinLength = 64;  // ... when at least this long (shorter ones cost little to build)
+// The kernel's anchor is the address of its first extent that is not a workspace and holds at
+// least 1/kAnchorShare of the budget (a weight, a large activation), else what its first extent
+// is (size, access, role): sequence.cc, anchor_of.
+constexpr uint64_t kAnchorShare = 4096;
 // A period of kBuildMinLength kernels or more is built for a candidate only once kBuildMatches
 // kernels in a row matched: building costs its every entry, and near fit detection found a new
 // two-match candidate (two like layers) every few kernels, each built and lost at once (on the
@@ -172,7 +176,8 @@ class Timed {
 struct LearnedPolicy {
   const pump_policy_host_v1_t* host = nullptr;
   Lookahead lookahead;
-  bool idle_first = false;  // LEARNED_IDLE_FIRST: under pressure, blocks no queued kernel uses go first
+  bool call_extents = false;  // LEARNED_ANCHOR=extents on an SDK 1.6 host: anchors are read from the extents
+  bool idle_first = false;    // LEARNED_IDLE_FIRST: under pressure, blocks no queued kernel uses go first
   // Kernels since a block's last use before evicting it overlaps with compute: LEARNED_MIN_AGE
   // when given (0: none young), else young_age()'s share of the period.
   bool min_age_given = false;

@@ -72,6 +72,16 @@
  * (its activations and growing cache move every token, only its weights stay). With it the
  * launching thread's waits halved on the GPU but 11% more bytes were restored and tokens were
  * no faster; in the sim's hf-decode it is slower still. Kept to measure against.
+ * LEARNED_ANCHOR=extents (an experiment; default "block"; another value: one warning, "block"):
+ * on an SDK 1.6 host a kernel is known by its call's extents, not by its first block (sequence.cc,
+ * anchor_of). On the H200 (twenty-ninth session, one run each, docs/results/h200-2026-11-28n)
+ * against the first block: the Llama-shaped decode near fit 76.9 against 111.1 ms a token and at
+ * half its weights 137.2 against 146.6 (lru 77.2 and 108.3 in that call; 126.8 against lru's 72.9
+ * near fit on a slower machine); ViT-B/16 at 2 192.8 against 196.8 ms a step, GPT bf16 at 2 136.5
+ * against 143.2, BERT near fit 162.3 against 167.9; ResNet-50 at 2 193.2 against 175.4 (61%
+ * of its kernels predicted against 82%). The sim's recorded traces showed the decode's token as
+ * its period (94% predicted) where the GPU did not (28%): a trace holds a launch's pointer as the
+ * block it resolved to, the policy sees the pointer and the bytes to its block's end.
  *
  * The default policy since the twenty-eighth session. On the H200 (16 steps, BERT 12, the median
  * of the last half; docs/results/h200-2026-11-28m) it trained faster than lru on every program
@@ -116,6 +126,7 @@
  * callback (an allocation failure drops the learned state and the policy goes on).
  */
 #include <charconv>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -147,6 +158,14 @@ void configure(LearnedPolicy* s) {
                     "PUMP_LEARNED_MIN_AGE='%.32s' is not a number of kernels: using 1/64 of the period", age);
       host->log(host, PUMP_LOG_WARN, message);
     }
+  }
+  if (const char* anchor = config_of(host, "LEARNED_ANCHOR")) {
+    const bool extents = std::strcmp(anchor, "extents") == 0;
+    if (!extents && std::strcmp(anchor, "block") != 0 && PUMP_HAS_MEMBER(host, pump_policy_host_v1_t, log))
+      host->log(host, PUMP_LOG_WARN, "PUMP_LEARNED_ANCHOR is neither 'block' nor 'extents': using 'block'");
+    // Only where the host passes them (SDK 1.6); else the first block, as before.
+    s->call_extents = extents && PUMP_HAS_FIELD(host, pump_policy_host_v1_t, kernel_struct_size) &&
+                      host->kernel_struct_size >= offsetof(pump_kernel_v1_t, num_extents) + sizeof(size_t);
   }
   if (const char* gaps = config_of(host, "LEARNED_GAP_LOOKAHEAD")) s->gap_lookahead = std::strcmp(gaps, "1") == 0;
   if (const char* idle = config_of(host, "LEARNED_IDLE_FIRST")) s->idle_first = std::strcmp(idle, "1") == 0;

@@ -115,15 +115,39 @@ void note_uses(LearnedPolicy* s, const KernelRecord& record, uint64_t ordinal, b
   }
 }
 
-// The block a kernel is known by: its first, passing over workspaces (a library's scratch,
-// the same for all its calls: cuBLAS puts it first in every GEMM of a decoder, whose layers
-// would then all look alike and a period of one layer be found where the weights differ).
-// (With LEARNED_GAP_LOOKAHEAD, an experiment, like the rest of it: by default the first block.)
+// On a host before SDK 1.6 (no extents), the block a kernel is known by: its first, passing
+// over workspaces with LEARNED_GAP_LOOKAHEAD (a library's scratch, the same for all its calls:
+// cuBLAS puts it first in every GEMM of a decoder, whose layers would then all look alike).
 const pump_block_v1_t& anchor_block(const LearnedPolicy& s, const pump_kernel_v1_t* kernel) {
   if (!s.gap_lookahead) return kernel->blocks[0];
   for (size_t i = 0; i < kernel->num_blocks; ++i)
     if (kernel->blocks[i].role != PUMP_ROLE_WORKSPACE) return kernel->blocks[i];
   return kernel->blocks[0];
+}
+
+// Which kernel it is, a period later too. By default its first block (anchor_block). With
+// LEARNED_ANCHOR=extents on an SDK 1.6 host, from its call's extents: its first extent that is not a
+// workspace and holds 1/kAnchorShare of the budget, by address (a weight, a large activation:
+// layers differ by them), else its first extent by size, access and role (a small buffer's address
+// moves: a decoder's activations are new every token). Why: blocks are the engine's pieces, and
+// the piece a kernel lists first changes as memory is split; near fit BERT's step broke its period
+// layer after layer (77 times in the 10 recorded steps replayed at 1.05; by extents it holds a
+// whole step from the fifth step on). Not the default: on the H200 it was as fast on ViT-B/16, GPT
+// bf16 and BERT, and 10% slower on ResNet-50 at 2 (a launch's pointer runs to the end of its
+// block, a size the recorded traces did not show); docs/results, twenty-ninth session.
+uint64_t anchor_of(const LearnedPolicy& s, const pump_kernel_v1_t* kernel) {
+  const uint64_t stream = mix64(kernel->stream + 1);
+  if (!s.call_extents || kernel->extents == nullptr || kernel->num_extents == 0)
+    return mix64(anchor_block(s, kernel).address ^ stream);
+  pump_budget_v1_t budget{};
+  s.host->get_budget(s.host, &budget);
+  const uint64_t large = std::max<uint64_t>(budget.budget_bytes / kAnchorShare, 1);
+  for (size_t i = 0; i < kernel->num_extents; ++i) {
+    const pump_extent_v1_t& e = kernel->extents[i];
+    if (e.role != PUMP_ROLE_WORKSPACE && e.bytes >= large) return mix64(e.address ^ stream);
+  }
+  const pump_extent_v1_t& e = kernel->extents[0];
+  return mix64(mix64(e.bytes * 8 + e.access) ^ (uint64_t{e.role} << 56) ^ stream ^ 0x5a5a5a5aull);
 }
 
 // Records the kernel at `ordinal`; returns whether its ranges are its slot's, in order.
@@ -268,7 +292,7 @@ void observe(LearnedPolicy* s, const pump_kernel_v1_t* kernel) {
 
   const uint64_t ordinal = s->next_ordinal++;
   KernelRecord& record = s->history[ordinal % kHistoryKernels];
-  record.anchor = mix64(anchor_block(*s, kernel).address ^ mix64(kernel->stream + 1));
+  record.anchor = anchor_of(*s, kernel);
   follow(s, ordinal, record.anchor);
   record.matched = s->predicting;
   ++s->summary.kernels_observed;

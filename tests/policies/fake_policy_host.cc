@@ -19,6 +19,7 @@ FakePolicyHost::FakePolicyHost(uint64_t budget_bytes) : budget_bytes_(budget_byt
   t.parse_size = &svc_parse_size;
   t.eviction_candidates_matching = &svc_eviction_candidates_matching;
   t.locate_block = &svc_locate_block;
+  t.kernel_struct_size = sizeof(pump_kernel_v1_t);
   wrapper_.self = this;
 }
 
@@ -28,6 +29,11 @@ void FakePolicyHost::pretend_sdk_1_3() {
 }
 
 void FakePolicyHost::pretend_sdk_1_4() { wrapper_.table.struct_size = offsetof(pump_policy_host_v1_t, locate_block); }
+
+void FakePolicyHost::pretend_sdk_1_5() {
+  wrapper_.table.struct_size = offsetof(pump_policy_host_v1_t, kernel_struct_size);
+  sdk_1_5_ = true;
+}
 
 FakePolicyHost& FakePolicyHost::from(const pump_policy_host_v1_t* host) {
   return *reinterpret_cast<const Wrapper*>(host)->self;
@@ -62,7 +68,18 @@ const pump_kernel_v1_t& FakePolicyHost::begin_kernel(const std::vector<uint64_t>
     b.access = i < access.size() ? access[i] : static_cast<uint32_t>(PUMP_ACCESS_READ_WRITE);
     kernel_view_.push_back(b);
   }
-  kernel_ = pump_kernel_v1_t{kernel_seq_, 7, kernel_view_.data(), kernel_view_.size()};
+  kernel_extents_.clear();
+  if (sdk_1_5_) {
+    kernel_extents_.push_back(pump_extent_v1_t{1u << 20, 1u << 20, PUMP_ACCESS_READ_WRITE, PUMP_ROLE_UNKNOWN});
+  } else if (!next_extents_.empty()) {
+    kernel_extents_ = std::move(next_extents_);
+  } else {
+    for (const pump_block_v1_t& b : kernel_view_)
+      kernel_extents_.push_back(pump_extent_v1_t{b.address, b.bytes, b.access, b.role});
+  }
+  next_extents_.clear();
+  kernel_ = pump_kernel_v1_t{kernel_seq_,           7, kernel_view_.data(), kernel_view_.size(), kernel_extents_.data(),
+                             kernel_extents_.size()};
   return kernel_;
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pump/pump_sdk.h"
@@ -37,6 +38,9 @@ class FakePolicyHost {
   void pretend_sdk_1_3();
   // The table an SDK 1.4 host passes: it ends before locate_block.
   void pretend_sdk_1_4();
+  // The table an SDK 1.5 host passes: it ends before kernel_struct_size, and its kernels end
+  // before their extents (what lies there, a policy must not read: here, one wrong extent).
+  void pretend_sdk_1_5();
   FakePolicyHost(const FakePolicyHost&) = delete;
   FakePolicyHost& operator=(const FakePolicyHost&) = delete;
 
@@ -50,6 +54,10 @@ class FakePolicyHost {
   void set_flags(uint64_t id, uint32_t flags) { blocks_.at(id).flags = flags; }    // e.g. PUMP_BLOCK_IN_USE
   void set_last_use(uint64_t id, uint64_t seq) { blocks_.at(id).last_use = seq; }  // 0: never (the default)
   uint64_t next_kernel_seq() const { return kernel_seq_ + 1; }                     // what begin_kernel gives
+
+  // The extents the next kernel's call names (SDK 1.6), once; by default each block's own
+  // (address, bytes, access, role), as if the engine had made no pieces of them.
+  void set_next_extents(std::vector<pump_extent_v1_t> extents) { next_extents_ = std::move(extents); }
 
   // The kernel being decided: its blocks (with `access` set: read-write, or per block as
   // given) and the struct to pass.
@@ -105,6 +113,9 @@ class FakePolicyHost {
   std::vector<uint64_t> refused_;
   std::map<std::string, std::string> config_;
   std::vector<pump_block_v1_t> kernel_view_;
+  std::vector<pump_extent_v1_t> kernel_extents_;
+  std::vector<pump_extent_v1_t> next_extents_;
+  bool sdk_1_5_ = false;
   pump_kernel_v1_t kernel_{};
   uint64_t kernel_seq_ = 0;
 };

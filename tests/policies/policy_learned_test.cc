@@ -112,6 +112,84 @@ TEST(PolicyLearned, SaysNothingAtTheEndWhenTheProgramFit) {
   EXPECT_TRUE(host.logs.empty());
 }
 
+// What the summary line at the end (the last log line) says after `key` (a number).
+double summary_number(const FakePolicyHost& host, const std::string& key) {
+  if (host.logs.empty()) return -1;
+  const std::string& line = host.logs.back().message;
+  const size_t at = line.find(key);
+  return at == std::string::npos ? -1 : std::stod(line.substr(at + key.size()));
+}
+
+// LEARNED_ANCHOR=extents (SDK 1.6): a kernel is known by the extents its call named, not by the
+// pieces the engine made of them. After three periods, kernels 2 and 3 touch other pieces (as when
+// the engine has split a block and another piece comes first) and name the same extents: the
+// period holds. By first blocks (the default, or an SDK 1.5 host, or a value it does not know, with
+// a warning) the two kernels in a row off it end it.
+TEST(PolicyLearned, WithExtentAnchorsAPeriodHoldsWhileTheEnginesPiecesChange) {
+  struct Case {
+    const char* anchor;  // nullptr: unset
+    bool sdk_1_5;
+    double ended;
+    size_t warnings;
+  };
+  for (const Case& t : {Case{"extents", false, 0, 0}, Case{"extents", true, 1, 0}, Case{nullptr, false, 1, 0},
+                        Case{"block", false, 1, 0}, Case{"extent", false, 1, 1}}) {
+    Chain c;
+    if (t.anchor) c.host.set_config("LEARNED_ANCHOR", t.anchor);
+    if (t.sdk_1_5) c.host.pretend_sdk_1_5();
+    const Ids pieces = {c.host.add_block(100, PUMP_ROLE_ACTIVATION, false),
+                        c.host.add_block(100, PUMP_ROLE_ACTIVATION, false)};
+    {
+      PolicyInstance policy("learned", c.host);
+      ASSERT_TRUE(policy.ready());
+      learn(policy, c);
+      for (int i = 0; i < 2; ++i) {
+        for (size_t k = 0; k < c.period.size(); ++k) {
+          const pump_block_v1_t named = c.host.block(c.period[k][0]);
+          c.host.set_next_extents({{named.address, named.bytes, PUMP_ACCESS_READ_WRITE, PUMP_ROLE_ACTIVATION}});
+          run_kernel(policy, c.host, k == 2 || k == 3 ? Ids{pieces[k - 2]} : c.period[k], Chain::kBudget);
+        }
+      }
+    }
+    const std::string what = std::string(t.anchor ? t.anchor : "(unset)") + (t.sdk_1_5 ? " on SDK 1.5: " : ": ");
+    EXPECT_EQ(summary_number(c.host, "ended: "), t.ended) << what << c.host.logs.back().message;
+    EXPECT_EQ(std::count_if(c.host.logs.begin(), c.host.logs.end(),
+                            [](const FakePolicyHost::LogLine& l) { return l.level == PUMP_LOG_WARN; }),
+              static_cast<std::ptrdiff_t>(t.warnings))
+        << what;
+  }
+}
+
+// LEARNED_ANCHOR=extents (SDK 1.6): a kernel whose extents are all small (under 1/4096 of the
+// budget) is known by what its first extent is (size, access, role), not where it is: a decoder's
+// activations are at new addresses every token, its weights stay. Two weights and two new
+// activations a token, six kernels: by their extents the token is the period and most kernels are
+// predicted; by first blocks (an SDK 1.5 host) no period holds.
+TEST(PolicyLearned, WithExtentAnchorsADecodersNewActivationsEveryTokenLeaveItsPeriodWhole) {
+  for (const bool sdk_1_5 : {false, true}) {
+    constexpr uint64_t kBudget = 4096 * 1000;  // large from 1000 bytes
+    FakePolicyHost host(kBudget);
+    host.set_config("LEARNED_ANCHOR", "extents");
+    if (sdk_1_5) host.pretend_sdk_1_5();
+    const Ids weights = {host.add_block(2000, PUMP_ROLE_UNKNOWN, false),
+                         host.add_block(2000, PUMP_ROLE_UNKNOWN, false)};
+    host.add_block(2 * kBudget, PUMP_ROLE_UNKNOWN, false);  // the tracked memory exceeds the budget
+    {
+      PolicyInstance policy("learned", host);
+      ASSERT_TRUE(policy.ready());
+      for (int token = 0; token < 12; ++token) {
+        const uint64_t a = host.add_block(100, PUMP_ROLE_ACTIVATION, false);
+        const uint64_t b = host.add_block(100, PUMP_ROLE_ACTIVATION, false);
+        for (const Ids& k : std::vector<Ids>{{a, weights[0]}, {a, b}, {b, weights[1]}, {b}, {a}, {a, b}})
+          run_kernel(policy, host, k, kBudget);
+      }
+    }
+    const double predicted = summary_number(host, "under pressure, ");
+    if (sdk_1_5) EXPECT_LT(predicted, 25) << host.logs.back().message;
+    else EXPECT_GT(predicted, 75) << host.logs.back().message;
+  }
+}
+
 TEST(PolicyLearned, AKernelOffThePredictionDrivesNoPrefetchingAndTheChangedSequenceIsRelearned) {
   Chain c;
   PolicyInstance policy("learned", c.host);

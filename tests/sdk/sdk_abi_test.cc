@@ -25,13 +25,20 @@ TEST(SdkAbi, V1LayoutIsFrozen) {
   EXPECT_EQ(offsetof(pump_extractor_v1_t, apis), 24u);
   EXPECT_EQ(sizeof(pump_extractor_v1_t), 56u);
   EXPECT_EQ(sizeof(pump_extent_v1_t), 24u);
-  // The host table grows by appending (1.1: parse_size; 1.4: eviction_candidates_matching; 1.5: locate_block);
+  // The host table grows by appending (1.1: parse_size; 1.4: eviction_candidates_matching; 1.5: locate_block;
+  // 1.6: kernel_struct_size);
   // what 1.0 laid out stays put.
   EXPECT_EQ(offsetof(pump_policy_host_v1_t, evict), 56u);
   EXPECT_EQ(offsetof(pump_policy_host_v1_t, parse_size), 64u);
   EXPECT_EQ(offsetof(pump_policy_host_v1_t, eviction_candidates_matching), 72u);
-  EXPECT_EQ(offsetof(pump_policy_host_v1_t, locate_block), 80u);  // 1.5
-  EXPECT_EQ(sizeof(pump_policy_host_v1_t), 88u);
+  EXPECT_EQ(offsetof(pump_policy_host_v1_t, locate_block), 80u);        // 1.5
+  EXPECT_EQ(offsetof(pump_policy_host_v1_t, kernel_struct_size), 88u);  // 1.6
+  EXPECT_EQ(sizeof(pump_policy_host_v1_t), 96u);
+  // The kernel grows by appending too (1.6: its extents).
+  EXPECT_EQ(offsetof(pump_kernel_v1_t, num_blocks), 24u);
+  EXPECT_EQ(offsetof(pump_kernel_v1_t, extents), 32u);
+  EXPECT_EQ(offsetof(pump_kernel_v1_t, num_extents), 40u);
+  EXPECT_EQ(sizeof(pump_kernel_v1_t), 48u);
   // 1.2: the extractor host's tracked_span, after what 1.0 laid out.
   EXPECT_EQ(offsetof(pump_extractor_host_v1_t, real_symbol), 32u);
   EXPECT_EQ(offsetof(pump_extractor_host_v1_t, tracked_span), 40u);

@@ -16,6 +16,7 @@
 #ifndef PUMP_POLICY_V1_H
 #define PUMP_POLICY_V1_H
 
+#include "extractor_v1.h" /* pump_extent_v1_t (SDK 1.6) */
 #include "pump_types_v1.h"
 
 #ifdef __cplusplus
@@ -41,6 +42,15 @@ typedef struct pump_kernel_v1 {
   uint64_t stream;               /* opaque stream identity */
   const pump_block_v1_t* blocks; /* the blocks it touches, .access set */
   size_t num_blocks;
+  /* SDK 1.6 (read only where PUMP_HAS_FIELD(host, pump_policy_host_v1_t, kernel_struct_size)
+   * and host->kernel_struct_size covers them): the extents the call named, in its argument
+   * order, as the extractors read them. Blocks are the engine's pieces: they change as it
+   * splits memory and, under pressure, a pointer brings every piece of its allocation; the
+   * extents of a call stay what its arguments were, so they tell which call it is. A bare
+   * pointer's extent (a kernel parameter) runs from the pointer to the end of what holds it.
+   * NULL and 0 for an access no extractor could name. */
+  const pump_extent_v1_t* extents;
+  size_t num_extents;
 } pump_kernel_v1_t;
 
 /* Services the host passes at init. Every function takes the table itself first,
@@ -89,6 +99,10 @@ struct pump_policy_host_v1 {
    * only, never IN_USE (a fence query) nor CLEAN (a lookup), so it costs a lookup by address.
    * A policy that looks ahead over many blocks per kernel asks this. */
   pump_status_v1_t (*locate_block)(const pump_policy_host_v1_t* self, uint64_t address, pump_block_v1_t* out);
+
+  /* SDK 1.6 (check with PUMP_HAS_FIELD): sizeof(pump_kernel_v1_t) as the host fills the
+   * kernels it passes; members past it are not there. */
+  uint32_t kernel_struct_size;
 };
 
 #define PUMP_ALL_ROLES 0xFu

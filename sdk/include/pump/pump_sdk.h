@@ -13,8 +13,9 @@
 #define PUMP_SDK_VERSION_MAJOR 1
 /* 1.1: PUMP_BLOCK_CLEAN, the policy host's parse_size; 1.2: the extractor host's tracked_span;
  * 1.3: the extractor host's flags, PUMP_WHOLE_BLOCK extents; 1.4: the policy host's
- * eviction_candidates_matching; 1.5: the policy host's locate_block */
-#define PUMP_SDK_VERSION_MINOR 5
+ * eviction_candidates_matching; 1.5: the policy host's locate_block; 1.6: a kernel's extents and
+ * the policy host's kernel_struct_size */
+#define PUMP_SDK_VERSION_MINOR 6
 
 typedef pump_status_v1_t pump_status_t;
 typedef pump_block_v1_t pump_block_t;

@@ -592,6 +592,40 @@ TEST_F(EngineTest, LocateBlockAsksNoFenceAndLeavesInUseOut) {
   EXPECT_EQ(missing, PUMP_ERR_NOT_FOUND);
 }
 
+// SDK 1.6: the policy sees the call's own extents, whatever pieces the engine made of them: a
+// library's extent as named, a launch's pointer as it was passed (to the end of its block), not a
+// pointer into no block; an access no extractor could name has none.
+TEST_F(EngineTest, ThePolicySeesTheCallsExtentsWithItsPointersAsPassed) {
+  auto e = make(64 * kMiB);
+  e->on_alloc(kBase, 4 * kMiB);
+  e->on_alloc(kBase + 8 * kMiB, 4 * kMiB);
+  std::vector<pump_extent_v1_t> seen;
+  uint32_t kernel_struct_size = 0;
+  policy_.on_kernel = [&](auto* host, auto* k) {
+    kernel_struct_size = host->kernel_struct_size;
+    seen.assign(k->extents, k->extents + k->num_extents);
+  };
+  pump_extent_v1_t extents[3] = {extent(kBase + kMiB, kMiB, PUMP_ACCESS_WRITE, PUMP_ROLE_ACTIVATION),
+                                 extent(kBase + 8 * kMiB + 64 * 1024, PUMP_WHOLE_BLOCK),
+                                 extent(kBase + 20 * kMiB, PUMP_WHOLE_BLOCK)};
+  const uint8_t inexact[3] = {0, 1, 1};
+  KernelTicket t;
+  e->before_kernel(&t, kStream, extents, 3, inexact);
+  e->after_kernel(&t);
+  EXPECT_EQ(kernel_struct_size, sizeof(pump_kernel_v1_t));
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].address, kBase + kMiB);
+  EXPECT_EQ(seen[0].bytes, kMiB);
+  EXPECT_EQ(seen[0].access, static_cast<uint32_t>(PUMP_ACCESS_WRITE));
+  EXPECT_EQ(seen[0].role, static_cast<uint32_t>(PUMP_ROLE_ACTIVATION));
+  EXPECT_EQ(seen[1].address, kBase + 8 * kMiB + 64 * 1024) << "the pointer, not its block";
+  EXPECT_EQ(seen[1].bytes, 4 * kMiB - 64 * 1024);
+  KernelTicket u;
+  e->before_unattributed_access(&u, kStream);
+  e->after_kernel(&u);
+  EXPECT_TRUE(seen.empty());
+}
+
 TEST_F(EngineTest, PrefetchOfAnotherBlockBeyondTheBudgetIsRefused) {
   auto e = make(8 * kMiB);
   pump_status_v1_t status = PUMP_OK;
