@@ -131,8 +131,8 @@ const pump_block_v1_t& anchor_block(const LearnedPolicy& s, const pump_kernel_v1
 // layers differ by them), else its first extent by size, access and role (a small buffer's address
 // moves: a decoder's activations are new every token). Why: blocks are the engine's pieces, and
 // the piece a kernel lists first changes as memory is split; near fit BERT's step broke its period
-// layer after layer (77 times in the 10 recorded steps replayed at 1.05; by extents it holds a
-// whole step from the fifth step on). Not the default: on the H200 it was as fast on ViT-B/16, GPT
+// layer after layer (77 times in the 10 recorded steps replayed at 1.05; by extents, large from
+// 1 MiB, it held a whole step from the fifth step on). Not the default: on the H200 it was as fast on ViT-B/16, GPT
 // bf16 and BERT, and 10% slower on ResNet-50 at 2 (a launch's pointer runs to the end of its
 // block, a size the recorded traces did not show); docs/results, twenty-ninth session.
 uint64_t anchor_of(const LearnedPolicy& s, const pump_kernel_v1_t* kernel) {
