@@ -285,13 +285,14 @@ void Engine::launch(KernelTicket* ticket, StreamId stream, const pump_extent_v1_
   uint64_t t2 = 0;
   {
     const auto lock = lock_settled(time_launches_ ? &t2 : nullptr);  // the launch's one acquisition
-    if (to_resolve) {
-      // The pointers as the call passed them, for the policy (resolving moves them to their blocks).
+    // The pointers as the call passed them, for the policy (resolving moves them to their blocks).
+    const bool pointers = to_resolve && inexact && std::find(inexact, inexact + count, 1) != inexact + count;
+    if (pointers) {
       pointer_words_.resize(count);
       for (size_t i = 0; i < count; ++i) pointer_words_[i] = to_resolve[i].address;
-      resolve_pointers_locked(to_resolve, count, inexact);
     }
-    kernel_locked(ticket, stream, capturing, extents, count, inexact, to_resolve ? pointer_words_.data() : nullptr);
+    if (to_resolve) resolve_pointers_locked(to_resolve, count, inexact);
+    kernel_locked(ticket, stream, capturing, extents, count, inexact, pointers ? pointer_words_.data() : nullptr);
   }
   const uint64_t t3 = now_ns(time_launches_);
   issue_waits(ticket);
@@ -309,12 +310,14 @@ void Engine::note_call_extents(const pump_extent_v1_t* extents, size_t count, co
   for (size_t i = 0; i < count; ++i) {
     pump_extent_v1_t e = extents[i];
     if (!e.bytes) continue;  // a word that pointed into no block
-    if (pointer_words && inexact && inexact[i] && pointer_words[i] != e.address) {
-      // Resolved to its block: the pointer again, up to the block's end.
-      const uint64_t end = e.address + e.bytes;
-      if (pointer_words[i] < e.address || pointer_words[i] >= end) continue;
-      e.bytes = end - pointer_words[i];
-      e.address = pointer_words[i];
+    if ((inexact && inexact[i]) || e.bytes == PUMP_WHOLE_BLOCK) {
+      // A pointer: as it was passed (the engine resolved it to its block), to the end of its
+      // allocation, which no split moves (a block's end does).
+      const uint64_t pointer = pointer_words ? pointer_words[i] : e.address;
+      const Block* b = tracker_.find(pointer);
+      if (!b) continue;
+      e.address = pointer;
+      e.bytes = b->allocation_end - pointer;
     }
     call_extents_.push_back(e);
   }
@@ -732,8 +735,12 @@ void Engine::decide_and_order(StreamId stream, uint64_t seq, KernelTicket* ticke
   }
   stats_.bytes_touched += touched;
   build_kernel_view(seq, stream);
-  pump_kernel_v1_t kernel{
-      seq, stream, kernel_view_.data(), kernel_view_.size(), call_extents_.data(), call_extents_.size()};
+  pump_kernel_v1_t kernel{seq,
+                          stream,
+                          kernel_view_.data(),
+                          kernel_view_.size(),
+                          call_extents_.empty() ? nullptr : call_extents_.data(),
+                          call_extents_.size()};
 
   // Room first: every block of the kernel will be resident once it runs. (A kernel
   // that brings nothing in leaves an earlier overrun for the next one to fix.)

@@ -325,7 +325,7 @@ class Engine {
   void kernel_locked(KernelTicket* ticket, StreamId stream, bool capturing, const pump_extent_v1_t* extents,
                      size_t count, const uint8_t* inexact, const uint64_t* pointer_words);
   // The call's extents as the policy sees them (pump_kernel_v1_t.extents): its named extents, its
-  // pointers as passed (to the end of their blocks), none that named no block.
+  // pointers as passed (to the end of their allocations), none that named no block.
   void note_call_extents(const pump_extent_v1_t* extents, size_t count, const uint8_t* inexact,
                          const uint64_t* pointer_words);
   void unattributed_locked(KernelTicket* ticket, StreamId stream, bool capturing);

@@ -26,9 +26,9 @@ constexpr uint64_t kYoungFloor = 2;         // the last kernel's blocks are alwa
 constexpr uint64_t kYoungShare = 64;        // ... and those of the last 1/64 of the period
 constexpr size_t kDormantPeriods = 4;       // dropped periods kept to be taken back
 constexpr uint32_t kDormantMinLength = 64;  // ... when at least this long (shorter ones cost little to build)
-// The kernel's anchor is the address of its first extent that is not a workspace and holds at
-// least 1/kAnchorShare of the budget (a weight, a large activation), else what its first extent
-// is (size, access, role): sequence.cc, anchor_of.
+// With LEARNED_ANCHOR=extents, a kernel's anchor is the address of its first extent that is not
+// a workspace and holds at least 1/kAnchorShare of the budget (a weight, a large activation), else
+// what its first extent is (size, access, role): sequence.cc, anchor_of.
 constexpr uint64_t kAnchorShare = 4096;
 // A period of kBuildMinLength kernels or more is built for a candidate only once kBuildMatches
 // kernels in a row matched: building costs its every entry, and near fit detection found a new

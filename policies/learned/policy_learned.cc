@@ -74,14 +74,18 @@
  * no faster; in the sim's hf-decode it is slower still. Kept to measure against.
  * LEARNED_ANCHOR=extents (an experiment; default "block"; another value: one warning, "block"):
  * on an SDK 1.6 host a kernel is known by its call's extents, not by its first block (sequence.cc,
- * anchor_of). On the H200 (twenty-ninth session, one run each, docs/results/h200-2026-11-28n)
- * against the first block: the Llama-shaped decode near fit 76.9 against 111.1 ms a token and at
- * half its weights 137.2 against 146.6 (lru 77.2 and 108.3 in that call; 126.8 against lru's 72.9
- * near fit on a slower machine); ViT-B/16 at 2 192.8 against 196.8 ms a step, GPT bf16 at 2 136.5
- * against 143.2, BERT near fit 162.3 against 167.9; ResNet-50 at 2 193.2 against 175.4 (61%
- * of its kernels predicted against 82%). The sim's recorded traces showed the decode's token as
- * its period (94% predicted) where the GPU did not (28%): a trace holds a launch's pointer as the
- * block it resolved to, the policy sees the pointer and the bytes to its block's end.
+ * anchor_of; on an older host, one line and the first block). On the H200 (twenty-ninth session,
+ * one run each, docs/results/h200-2026-11-28n; calls 1-2 with large from 1 MiB, calls 3-4 from
+ * 1/4096 of the budget; a pointer's extent then ran to its block's end, since to its
+ * allocation's, not yet measured) against the first block: the Llama-shaped decode near fit 76.9
+ * against 111.1 ms a token (2.16 against 8.28 GB in) and at half its weights 137.2 against 146.6
+ * (lru 77.2 and 108.3 in that call); in call 3, 126.8 against lru's 72.9 near fit with the same
+ * 2.16 GB in, a 74% loss to lru in one call; ViT-B/16 at 2 192.8 against 196.8 ms a step, GPT
+ * bf16 at 2 136.5 against 143.2, BERT near fit 162.3 against 167.9; ResNet-50 at 2 193.2 against
+ * 175.4 (61% of its kernels predicted against 82%). The sim's recorded traces showed the
+ * decode's token as its period (94% predicted) where the GPU did not (28%): a trace holds a
+ * launch's pointer as the block it resolved to, the policy saw the pointer and the bytes to its
+ * block's end, a size that moves with where a buffer sits.
  *
  * The default policy since the twenty-eighth session. On the H200 (16 steps, BERT 12, the median
  * of the last half; docs/results/h200-2026-11-28m) it trained faster than lru on every program
@@ -161,11 +165,20 @@ void configure(LearnedPolicy* s) {
   }
   if (const char* anchor = config_of(host, "LEARNED_ANCHOR")) {
     const bool extents = std::strcmp(anchor, "extents") == 0;
-    if (!extents && std::strcmp(anchor, "block") != 0 && PUMP_HAS_MEMBER(host, pump_policy_host_v1_t, log))
-      host->log(host, PUMP_LOG_WARN, "PUMP_LEARNED_ANCHOR is neither 'block' nor 'extents': using 'block'");
     // Only where the host passes them (SDK 1.6); else the first block, as before.
     s->call_extents = extents && PUMP_HAS_FIELD(host, pump_policy_host_v1_t, kernel_struct_size) &&
                       host->kernel_struct_size >= offsetof(pump_kernel_v1_t, num_extents) + sizeof(size_t);
+    const char* said = nullptr;
+    char message[160];
+    if (!extents && std::strcmp(anchor, "block") != 0) {
+      std::snprintf(message, sizeof message,
+                    "PUMP_LEARNED_ANCHOR='%.32s' is neither 'block' nor 'extents': using 'block'", anchor);
+      said = message;
+    } else if (extents && !s->call_extents) {
+      said = "PUMP_LEARNED_ANCHOR=extents: this pump passes no extents (SDK 1.6): using 'block'";
+    }
+    if (said && PUMP_HAS_MEMBER(host, pump_policy_host_v1_t, log))
+      host->log(host, extents ? PUMP_LOG_INFO : PUMP_LOG_WARN, said);
   }
   if (const char* gaps = config_of(host, "LEARNED_GAP_LOOKAHEAD")) s->gap_lookahead = std::strcmp(gaps, "1") == 0;
   if (const char* idle = config_of(host, "LEARNED_IDLE_FIRST")) s->idle_first = std::strcmp(idle, "1") == 0;

@@ -115,9 +115,9 @@ void note_uses(LearnedPolicy* s, const KernelRecord& record, uint64_t ordinal, b
   }
 }
 
-// On a host before SDK 1.6 (no extents), the block a kernel is known by: its first, passing
-// over workspaces with LEARNED_GAP_LOOKAHEAD (a library's scratch, the same for all its calls:
-// cuBLAS puts it first in every GEMM of a decoder, whose layers would then all look alike).
+// By default (and on a host that passes no extents), the block a kernel is known by: its first,
+// passing over workspaces with LEARNED_GAP_LOOKAHEAD (a library's scratch, the same for all its
+// calls: cuBLAS puts it first in every GEMM of a decoder, whose layers would then all look alike).
 const pump_block_v1_t& anchor_block(const LearnedPolicy& s, const pump_kernel_v1_t* kernel) {
   if (!s.gap_lookahead) return kernel->blocks[0];
   for (size_t i = 0; i < kernel->num_blocks; ++i)

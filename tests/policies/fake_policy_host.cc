@@ -23,16 +23,25 @@ FakePolicyHost::FakePolicyHost(uint64_t budget_bytes) : budget_bytes_(budget_byt
   wrapper_.self = this;
 }
 
-void FakePolicyHost::pretend_sdk_1_0() { wrapper_.table.struct_size = offsetof(pump_policy_host_v1_t, parse_size); }
+// A host before SDK 1.6 fills no extents: what lies there a policy must not read (here, one
+// wrong extent, so a policy that did would learn wrongly).
+void FakePolicyHost::pretend_sdk_1_0() {
+  wrapper_.table.struct_size = offsetof(pump_policy_host_v1_t, parse_size);
+  before_sdk_1_6_ = true;
+}
 void FakePolicyHost::pretend_sdk_1_3() {
   wrapper_.table.struct_size = offsetof(pump_policy_host_v1_t, eviction_candidates_matching);
+  before_sdk_1_6_ = true;
 }
 
-void FakePolicyHost::pretend_sdk_1_4() { wrapper_.table.struct_size = offsetof(pump_policy_host_v1_t, locate_block); }
+void FakePolicyHost::pretend_sdk_1_4() {
+  wrapper_.table.struct_size = offsetof(pump_policy_host_v1_t, locate_block);
+  before_sdk_1_6_ = true;
+}
 
 void FakePolicyHost::pretend_sdk_1_5() {
   wrapper_.table.struct_size = offsetof(pump_policy_host_v1_t, kernel_struct_size);
-  sdk_1_5_ = true;
+  before_sdk_1_6_ = true;
 }
 
 FakePolicyHost& FakePolicyHost::from(const pump_policy_host_v1_t* host) {
@@ -69,7 +78,7 @@ const pump_kernel_v1_t& FakePolicyHost::begin_kernel(const std::vector<uint64_t>
     kernel_view_.push_back(b);
   }
   kernel_extents_.clear();
-  if (sdk_1_5_) {
+  if (before_sdk_1_6_) {
     kernel_extents_.push_back(pump_extent_v1_t{1u << 20, 1u << 20, PUMP_ACCESS_READ_WRITE, PUMP_ROLE_UNKNOWN});
   } else if (!next_extents_.empty()) {
     kernel_extents_ = std::move(next_extents_);

@@ -39,7 +39,7 @@ class FakePolicyHost {
   // The table an SDK 1.4 host passes: it ends before locate_block.
   void pretend_sdk_1_4();
   // The table an SDK 1.5 host passes: it ends before kernel_struct_size, and its kernels end
-  // before their extents (what lies there, a policy must not read: here, one wrong extent).
+  // before their extents (so do those of every pretend_sdk_1_* host).
   void pretend_sdk_1_5();
   FakePolicyHost(const FakePolicyHost&) = delete;
   FakePolicyHost& operator=(const FakePolicyHost&) = delete;
@@ -115,7 +115,7 @@ class FakePolicyHost {
   std::vector<pump_block_v1_t> kernel_view_;
   std::vector<pump_extent_v1_t> kernel_extents_;
   std::vector<pump_extent_v1_t> next_extents_;
-  bool sdk_1_5_ = false;
+  bool before_sdk_1_6_ = false;  // a pretend_sdk_1_* host: its kernels' extents are not to be read
   pump_kernel_v1_t kernel_{};
   uint64_t kernel_seq_ = 0;
 };

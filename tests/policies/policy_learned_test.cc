@@ -153,6 +153,8 @@ TEST(PolicyLearned, WithExtentAnchorsAPeriodHoldsWhileTheEnginesPiecesChange) {
     }
     const std::string what = std::string(t.anchor ? t.anchor : "(unset)") + (t.sdk_1_5 ? " on SDK 1.5: " : ": ");
     EXPECT_EQ(summary_number(c.host, "ended: "), t.ended) << what << c.host.logs.back().message;
+    EXPECT_NE(c.host.logs.back().message.find("(the last 6 kernels long)"), std::string::npos)
+        << what << c.host.logs.back().message;
     EXPECT_EQ(std::count_if(c.host.logs.begin(), c.host.logs.end(),
                             [](const FakePolicyHost::LogLine& l) { return l.level == PUMP_LOG_WARN; }),
               static_cast<std::ptrdiff_t>(t.warnings))
@@ -185,8 +187,13 @@ TEST(PolicyLearned, WithExtentAnchorsADecodersNewActivationsEveryTokenLeaveItsPe
       }
     }
     const double predicted = summary_number(host, "under pressure, ");
-    if (sdk_1_5) EXPECT_LT(predicted, 25) << host.logs.back().message;
-    else EXPECT_GT(predicted, 75) << host.logs.back().message;
+    if (sdk_1_5) {
+      EXPECT_LT(predicted, 25) << host.logs.back().message;
+    } else {
+      EXPECT_GT(predicted, 75) << host.logs.back().message;
+      EXPECT_NE(host.logs.back().message.find("(the last 6 kernels long)"), std::string::npos)
+          << host.logs.back().message;
+    }
   }
 }
 

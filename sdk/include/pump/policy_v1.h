@@ -47,8 +47,11 @@ typedef struct pump_kernel_v1 {
    * order, as the extractors read them. Blocks are the engine's pieces: they change as it
    * splits memory and, under pressure, a pointer brings every piece of its allocation; the
    * extents of a call stay what its arguments were, so they tell which call it is. A bare
-   * pointer's extent (a kernel parameter) runs from the pointer to the end of what holds it.
-   * NULL and 0 for an access no extractor could name. */
+   * pointer's extent (a kernel parameter) runs from the pointer to the end of its allocation;
+   * one that points into no tracked memory is left out. NULL and 0 for an access no extractor
+   * could name. Two cases differ: a graph launch passes the union of what its kernels named,
+   * sorted by address, its pointers as the blocks they were resolved to when it was built; and
+   * with several devices' engines a launch's pointers are the blocks they resolved to. */
   const pump_extent_v1_t* extents;
   size_t num_extents;
 } pump_kernel_v1_t;

@@ -593,16 +593,20 @@ TEST_F(EngineTest, LocateBlockAsksNoFenceAndLeavesInUseOut) {
 }
 
 // SDK 1.6: the policy sees the call's own extents, whatever pieces the engine made of them: a
-// library's extent as named, a launch's pointer as it was passed (to the end of its block), not a
-// pointer into no block; an access no extractor could name has none.
+// library's extent as named, a launch's pointer as it was passed and to its allocation's end (a
+// split in between moves its block's end), not a pointer into no block; an access no extractor
+// could name has none (NULL).
 TEST_F(EngineTest, ThePolicySeesTheCallsExtentsWithItsPointersAsPassed) {
   auto e = make(64 * kMiB);
   e->on_alloc(kBase, 4 * kMiB);
   e->on_alloc(kBase + 8 * kMiB, 4 * kMiB);
+  run(*e, {extent(kBase + 9 * kMiB, kMiB)});  // splits the second allocation at 9 and 10 MiB
   std::vector<pump_extent_v1_t> seen;
+  const pump_extent_v1_t* seen_at = nullptr;
   uint32_t kernel_struct_size = 0;
   policy_.on_kernel = [&](auto* host, auto* k) {
     kernel_struct_size = host->kernel_struct_size;
+    seen_at = k->extents;
     seen.assign(k->extents, k->extents + k->num_extents);
   };
   pump_extent_v1_t extents[3] = {extent(kBase + kMiB, kMiB, PUMP_ACCESS_WRITE, PUMP_ROLE_ACTIVATION),
@@ -619,11 +623,12 @@ TEST_F(EngineTest, ThePolicySeesTheCallsExtentsWithItsPointersAsPassed) {
   EXPECT_EQ(seen[0].access, static_cast<uint32_t>(PUMP_ACCESS_WRITE));
   EXPECT_EQ(seen[0].role, static_cast<uint32_t>(PUMP_ROLE_ACTIVATION));
   EXPECT_EQ(seen[1].address, kBase + 8 * kMiB + 64 * 1024) << "the pointer, not its block";
-  EXPECT_EQ(seen[1].bytes, 4 * kMiB - 64 * 1024);
+  EXPECT_EQ(seen[1].bytes, 4 * kMiB - 64 * 1024) << "to its allocation's end, not its piece's (9 MiB)";
   KernelTicket u;
   e->before_unattributed_access(&u, kStream);
   e->after_kernel(&u);
   EXPECT_TRUE(seen.empty());
+  EXPECT_EQ(seen_at, nullptr);
 }
 
 TEST_F(EngineTest, PrefetchOfAnotherBlockBeyondTheBudgetIsRefused) {
