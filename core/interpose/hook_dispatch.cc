@@ -20,8 +20,6 @@ thread_local std::vector<uint8_t> t_inexact;
 thread_local std::vector<pump_extent_v1_t> t_part_extents;
 thread_local std::vector<uint8_t> t_part_inexact;
 thread_local std::vector<int> t_owners;
-thread_local std::vector<uint64_t> t_pointer_words;   // a traced call's pointers, before the engines resolve them
-thread_local std::vector<pump_extent_v1_t> t_traced;  // ... and its extents as the trace records them
 
 // The calling thread's tickets: a call takes one per engine it reaches and gives it back
 // once settled (a call deferred to the end of an NCCL group keeps its own until then), so
@@ -324,16 +322,6 @@ bool begin_extracted_call(SymbolId id, const void* const* args, uint32_t num_arg
   const bool recording = test != nullptr;
   if (recording) t_last_dispatch.parts.clear();
 
-  // A trace records a launch's pointers as they were passed, as a policy sees them
-  // (pump_kernel_v1_t.extents), not as the engines resolve them to their blocks: replayed, the
-  // engine finds the same blocks from them.
-  TraceWriter* const trace = rt ? rt->trace() : nullptr;
-  std::vector<uint64_t>& pointer_words = t_pointer_words;
-  if (trace) {
-    pointer_words.resize(extents.size());
-    for (size_t i = 0; i < extents.size(); ++i) pointer_words[i] = extents[i].address;
-  }
-
   // One engine, or every extent held by the current device's (or by none): the common
   // case, the call's stream taken to be the current device's. Its engine resolves the
   // call's pointers under the one lock it takes for the call.
@@ -379,7 +367,6 @@ bool begin_extracted_call(SymbolId id, const void* const* args, uint32_t num_arg
     size_t kept = 0;
     for (size_t i = 0; i < extents.size(); ++i) {
       if (inexact[i] && !extents[i].bytes) continue;
-      if (trace) pointer_words[kept] = pointer_words[i];
       extents[kept] = extents[i];
       inexact[kept++] = inexact[i];
     }
@@ -400,18 +387,9 @@ bool begin_extracted_call(SymbolId id, const void* const* args, uint32_t num_arg
     counter->bytes_known.fetch_add(known, std::memory_order_relaxed);
     counter->bytes_unknown.fetch_add(unknown, std::memory_order_relaxed);
   }
-  if (trace) {
-    // A pointer resolved to the block holding it: the pointer again, to that block's end.
-    std::vector<pump_extent_v1_t>& traced = t_traced;
-    traced = extents;
-    for (size_t i = 0; i < traced.size(); ++i) {
-      pump_extent_v1_t& e = traced[i];
-      const uint64_t pointer = pointer_words[i];
-      if (!inexact[i] || pointer <= e.address || pointer >= e.address + e.bytes) continue;
-      e.bytes = e.address + e.bytes - pointer;
-      e.address = pointer;
-    }
-    trace->record_kernel(scope->stream, traced.data(), traced.size(), nullptr, -1, inexact.data());
+  if (rt) {
+    if (TraceWriter* trace = rt->trace())
+      trace->record_kernel(scope->stream, extents.data(), extents.size(), nullptr, -1, inexact.data());
   }
   if (recording) {
     t_last_dispatch.id = id;

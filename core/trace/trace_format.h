@@ -9,11 +9,8 @@
 //   {"op":"kernel","stream":1,"name":"cublasSgemm_v2","seconds":0.00012,
 //    "extents":[{"address":"0x7f0000000000","bytes":4096,"access":"r","role":"weight"}]}
 // A header with "inexact":true says the writer marks each extent that was only guessed
-// from a pointer (a launch's parameter: the block it points into, which the kernel may reach
-// beyond) with "inexact":true; older writers did not, and a replay must guess. Its address is
-// the pointer as the launch passed it and its bytes run to the end of that block (writers
-// before the twenty-ninth session recorded the block itself); a replay finds the same block.
-// Pointers that pointed into no tracked memory are not recorded.
+// from a pointer (a launch's parameter: the whole block it points into, which the kernel
+// may reach beyond) with "inexact":true; older writers did not, and a replay must guess.
 // Fields:
 //   address   hex string "0x..." or a non-negative integer (exact to 64 bits)
 //   bytes     non-negative integer

@@ -85,8 +85,7 @@
  * 175.4 (61% of its kernels predicted against 82%). The sim's recorded traces showed the
  * decode's token as its period (94% predicted) where the GPU did not (28%): a trace holds a
  * launch's pointer as the block it resolved to, the policy saw the pointer and the bytes to its
- * block's end, a size that moves with where a buffer sits (since pointers run to their
- * allocation's end, 60% in the sim).
+ * block's end, a size that moves with where a buffer sits.
  *
  * The default policy since the twenty-eighth session. On the H200 (16 steps, BERT 12, the median
  * of the last half; docs/results/h200-2026-11-28m) it trained faster than lru on every program
