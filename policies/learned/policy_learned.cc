@@ -84,8 +84,9 @@
  * bf16 at 2 136.5 against 143.2, BERT near fit 162.3 against 167.9; ResNet-50 at 2 193.2 against
  * 175.4 (61% of its kernels predicted against 82%). The sim's recorded traces showed the
  * decode's token as its period (94% predicted) where the GPU did not (28%): a trace holds a
- * launch's pointer as the block it resolved to, the policy saw the pointer and the bytes to its
- * block's end, a size that moves with where a buffer sits.
+ * launch's pointer as the block it resolved to, and the policy then saw the pointer and the bytes
+ * to its block's end, a size that moves with where a buffer sits (since pointers run to their
+ * allocation's end, 60% in the sim).
  *
  * The default policy since the twenty-eighth session. On the H200 (16 steps, BERT 12, the median
  * of the last half; docs/results/h200-2026-11-28m) it trained faster than lru on every program

@@ -50,8 +50,9 @@ typedef struct pump_kernel_v1 {
    * pointer's extent (a kernel parameter) runs from the pointer to the end of its allocation;
    * one that points into no tracked memory is left out. NULL and 0 for an access no extractor
    * could name. Two cases differ: a graph launch passes the union of what its kernels named,
-   * sorted by address, its pointers as the blocks they were resolved to when it was built; and
-   * with several devices' engines a launch's pointers are the blocks they resolved to. */
+   * sorted by address, and with several devices' engines a launch's pointers were resolved
+   * before the engine saw them; such a pointer starts at the block it resolved to (when it was
+   * built, for a graph) and runs to its allocation's end. */
   const pump_extent_v1_t* extents;
   size_t num_extents;
 } pump_kernel_v1_t;
