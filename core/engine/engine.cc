@@ -285,14 +285,13 @@ void Engine::launch(KernelTicket* ticket, StreamId stream, const pump_extent_v1_
   uint64_t t2 = 0;
   {
     const auto lock = lock_settled(time_launches_ ? &t2 : nullptr);  // the launch's one acquisition
-    // The pointers as the call passed them, for the policy (resolving moves them to their blocks).
+    // Resolving moves pointers to their blocks: the policy's view of them (as passed) is kept
+    // from the same lookup.
     const bool pointers = to_resolve && inexact && std::find(inexact, inexact + count, 1) != inexact + count;
-    if (pointers) {
-      pointer_words_.resize(count);
-      for (size_t i = 0; i < count; ++i) pointer_words_[i] = to_resolve[i].address;
-    }
-    if (to_resolve) resolve_pointers_locked(to_resolve, count, inexact);
-    kernel_locked(ticket, stream, capturing, extents, count, inexact, pointers ? pointer_words_.data() : nullptr);
+    if (pointers) pointers_as_passed_.resize(count);
+    if (to_resolve)
+      resolve_pointers_locked(to_resolve, count, inexact, pointers ? pointers_as_passed_.data() : nullptr);
+    kernel_locked(ticket, stream, capturing, extents, count, inexact, pointers ? pointers_as_passed_.data() : nullptr);
   }
   const uint64_t t3 = now_ns(time_launches_);
   issue_waits(ticket);
@@ -304,31 +303,36 @@ void Engine::launch(KernelTicket* ticket, StreamId stream, const pump_extent_v1_
   launch_times_.waits.fetch_add(t4 - t3, std::memory_order_relaxed);
 }
 
+pump_extent_v1_t Engine::pointer_as_passed(const pump_extent_v1_t& e, const Block* b) {
+  // To the end of its allocation, which no split moves (a block's end does). 0 bytes: no block.
+  return {e.address, b ? b->allocation_end - e.address : 0, e.access, e.role};
+}
+
 void Engine::note_call_extents(const pump_extent_v1_t* extents, size_t count, const uint8_t* inexact,
-                               const uint64_t* pointer_words) {
+                               const pump_extent_v1_t* as_passed) {
   call_extents_.clear();
   for (size_t i = 0; i < count; ++i) {
     pump_extent_v1_t e = extents[i];
     if (!e.bytes) continue;  // a word that pointed into no block
-    if ((inexact && inexact[i]) || e.bytes == PUMP_WHOLE_BLOCK) {
-      // A pointer: as it was passed (the engine resolved it to its block), to the end of its
-      // allocation, which no split moves (a block's end does).
-      const uint64_t pointer = pointer_words ? pointer_words[i] : e.address;
-      const Block* b = tracker_.find(pointer);
-      if (!b) continue;
-      e.address = pointer;
-      e.bytes = b->allocation_end - pointer;
-    }
-    call_extents_.push_back(e);
+    const bool pointer = inexact && inexact[i];
+    if (pointer && as_passed) e = as_passed[i];  // resolve_pointers_locked's lookup
+    else if (pointer || e.bytes == PUMP_WHOLE_BLOCK) e = pointer_as_passed(e, tracker_.find(e.address));
+    if (e.bytes) call_extents_.push_back(e);
   }
 }
 
-void Engine::resolve_pointers_locked(pump_extent_v1_t* extents, size_t count, const uint8_t* inexact) {
+void Engine::resolve_pointers_locked(pump_extent_v1_t* extents, size_t count, const uint8_t* inexact,
+                                     pump_extent_v1_t* as_passed) {
   if (!inexact) return;
   for (size_t i = 0; i < count; ++i) {
     pump_extent_v1_t& e = extents[i];
-    if (!inexact[i] || e.bytes != PUMP_WHOLE_BLOCK) continue;
+    if (!inexact[i]) continue;
+    if (e.bytes != PUMP_WHOLE_BLOCK) {  // sized already (0: in no block), or not a pointer word
+      if (as_passed) as_passed[i] = pointer_as_passed(e, e.bytes ? tracker_.find(e.address) : nullptr);
+      continue;
+    }
     const Block* b = tracker_.find(e.address);
+    if (as_passed) as_passed[i] = pointer_as_passed(e, b);
     if (b && partitionable(*b)) {
       e.bytes = b->end() - e.address;  // keeps the pointer: collect_pieces guesses its range from it
       continue;
@@ -339,7 +343,7 @@ void Engine::resolve_pointers_locked(pump_extent_v1_t* extents, size_t count, co
 }
 
 void Engine::kernel_locked(KernelTicket* ticket, StreamId stream, bool capturing, const pump_extent_v1_t* extents,
-                           size_t count, const uint8_t* inexact, const uint64_t* pointer_words) {
+                           size_t count, const uint8_t* inexact, const pump_extent_v1_t* as_passed) {
   ++stats_.kernels;
   if (capturing) {
     // Nothing may be queued on it now; what it touches becomes its graph's.
@@ -382,7 +386,7 @@ void Engine::kernel_locked(KernelTicket* ticket, StreamId stream, bool capturing
     return;
   }
   ++stats_.kernels_with_blocks;
-  note_call_extents(extents, count, inexact, pointer_words);
+  note_call_extents(extents, count, inexact, as_passed);
   add_pieces_of_inexact_allocations(seq);
   // Pieces of a partitioned allocation dropped before its first guess, or still landing,
   // come back as the kernel's (it may reach past its guess). O(1) once none is.

@@ -319,15 +319,20 @@ class Engine {
   // before_kernel's; `to_resolve` (the extents, or null) gets resolve_pointers_locked.
   void launch(KernelTicket* ticket, StreamId stream, const pump_extent_v1_t* extents, size_t count,
               const uint8_t* inexact, pump_extent_v1_t* to_resolve);
-  // Rewrites each PUMP_WHOLE_BLOCK extent to the block holding its address (0 bytes: none).
-  void resolve_pointers_locked(pump_extent_v1_t* extents, size_t count, const uint8_t* inexact);
-  // `pointer_words`: the extents' addresses before resolve_pointers_locked (null: not resolved).
+  // Rewrites each PUMP_WHOLE_BLOCK extent to the block holding its address (0 bytes: none);
+  // `as_passed` (or null), per extent: such a pointer as the policy sees it (pointer_as_passed).
+  void resolve_pointers_locked(pump_extent_v1_t* extents, size_t count, const uint8_t* inexact,
+                               pump_extent_v1_t* as_passed = nullptr);
+  // `as_passed`: resolve_pointers_locked's view of the pointers (null: not resolved here).
   void kernel_locked(KernelTicket* ticket, StreamId stream, bool capturing, const pump_extent_v1_t* extents,
-                     size_t count, const uint8_t* inexact, const uint64_t* pointer_words);
+                     size_t count, const uint8_t* inexact, const pump_extent_v1_t* as_passed);
+  // A pointer `e` (in block `b`, or none) as the policy sees it: from the pointer to its
+  // allocation's end.
+  static pump_extent_v1_t pointer_as_passed(const pump_extent_v1_t& e, const Block* b);
   // The call's extents as the policy sees them (pump_kernel_v1_t.extents): its named extents, its
   // pointers as passed (to the end of their allocations), none that named no block.
   void note_call_extents(const pump_extent_v1_t* extents, size_t count, const uint8_t* inexact,
-                         const uint64_t* pointer_words);
+                         const pump_extent_v1_t* as_passed);
   void unattributed_locked(KernelTicket* ticket, StreamId stream, bool capturing);
   void graph_launch_locked(KernelTicket* ticket, StreamId stream, bool capturing, uint64_t exec);
   static void reset_ticket(KernelTicket* ticket);
@@ -393,9 +398,9 @@ class Engine {
   uint64_t current_seq_ = 0;           // kernel being decided (0 outside before_kernel)
   std::vector<Block*> kernel_blocks_;  // its blocks
   std::vector<pump_block_v1_t> kernel_view_;
-  std::vector<pump_extent_v1_t> call_extents_;  // its extents, for the policy (note_call_extents)
-  std::vector<uint64_t> pointer_words_;         // a launch's pointers before they were resolved
-  uint64_t freeing_bytes_ = 0;                  // device bytes of allocations being freed (on_free)
+  std::vector<pump_extent_v1_t> call_extents_;        // its extents, for the policy (note_call_extents)
+  std::vector<pump_extent_v1_t> pointers_as_passed_;  // a launch's pointers before they were resolved
+  uint64_t freeing_bytes_ = 0;                        // device bytes of allocations being freed (on_free)
   // Device room taken: resident blocks, and allocations whose free is under way.
   uint64_t occupied_bytes() const { return tracker_.resident_bytes() + freeing_bytes_; }
   uint32_t pieces_bringing_in_ = 0;         // allocations with bringing_in set

@@ -126,16 +126,16 @@ const pump_block_v1_t& anchor_block(const LearnedPolicy& s, const pump_kernel_v1
 }
 
 // Which kernel it is, a period later too. By default its first block (anchor_block). With
-// LEARNED_ANCHOR=extents on an SDK 1.6 host, from its call's extents: its first extent that is not a
-// workspace and holds 1/kAnchorShare of the budget, by address (a weight, a large activation:
-// layers differ by them), else its first extent by size, access and role (a small buffer's address
-// moves: a decoder's activations are new every token). Why: blocks are the engine's pieces, and
-// the piece a kernel lists first changes as memory is split; near fit BERT's step broke its period
-// layer after layer (77 times in the 10 recorded steps replayed at 1.05; by extents, large from
-// 1 MiB, it held a whole step from the fifth step on). Not the default: on the H200 it was as fast on ViT-B/16, GPT
-// bf16 and BERT, and 10% slower on ResNet-50 at 2 (then a launch's pointer ran to the end of its
-// block, a size the recorded traces did not show; it runs to its allocation's end since);
-// docs/results, twenty-ninth session.
+// LEARNED_ANCHOR=extents on an SDK 1.6 host, from its call's extents: its first extent that is
+// not a workspace and holds 1/kAnchorShare of the budget, by address (a weight, a large
+// activation: layers differ by them), else its first extent by size, access and role (a small
+// buffer's address moves: a decoder's activations are new every token). Why: blocks are the
+// engine's pieces, and the piece a kernel lists first changes as memory is split; near fit BERT's
+// step broke its period layer after layer (77 times in the 10 recorded steps replayed at 1.05; by
+// extents, large from 1 MiB, it held a whole step from the fifth step on). Not the default: on
+// the H200 it was as fast on ViT-B/16, GPT bf16 and BERT, and 10% slower on ResNet-50 at 2 (then
+// a launch's pointer ran to the end of its block, a size the recorded traces did not show; it
+// runs to its allocation's end since); docs/results, twenty-ninth session.
 uint64_t anchor_of(const LearnedPolicy& s, const pump_kernel_v1_t* kernel) {
   const uint64_t stream = mix64(kernel->stream + 1);
   if (!s.call_extents || kernel->extents == nullptr || kernel->num_extents == 0)
